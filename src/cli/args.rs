@@ -1,0 +1,80 @@
+//! Arguments several commands share.
+
+use crate::export::{format_named, write_atomic, Table};
+use crate::sizeclass::{AllocatorConfig, SizeClasses};
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Which jemalloc build to model.
+#[derive(Args, Debug, Clone, Default)]
+pub struct AllocatorArgs {
+    /// A named build: default, quantum8, page16k, page64k.
+    #[arg(long, conflicts_with_all = ["lg_quantum", "lg_page", "lg_ngroup"])]
+    pub preset: Option<String>,
+    /// log2 of the quantum (default 4: 16 bytes).
+    #[arg(long)]
+    pub lg_quantum: Option<u32>,
+    /// log2 of the page size (default 12: 4 KiB).
+    #[arg(long)]
+    pub lg_page: Option<u32>,
+    /// log2 of the size classes per doubling (default 2).
+    #[arg(long)]
+    pub lg_ngroup: Option<u32>,
+    /// Model a build configured with --disable-cache-oblivious (no padding page on large
+    /// allocations).
+    #[arg(long)]
+    pub no_cache_oblivious: bool,
+}
+
+impl AllocatorArgs {
+    pub fn config(&self) -> Result<AllocatorConfig> {
+        let mut config = match &self.preset {
+            Some(name) => AllocatorConfig::preset(name)?,
+            None => AllocatorConfig::default(),
+        };
+        if let Some(v) = self.lg_quantum {
+            config.lg_quantum = v;
+        }
+        if let Some(v) = self.lg_page {
+            config.lg_page = v;
+        }
+        if let Some(v) = self.lg_ngroup {
+            config.lg_ngroup = v;
+        }
+        config.cache_oblivious = !self.no_cache_oblivious;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn classes(&self) -> Result<SizeClasses> {
+        Ok(SizeClasses::new(self.config()?)?)
+    }
+}
+
+/// Where and how to write a table.
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
+    /// csv, md or json.
+    #[arg(long, default_value = "md")]
+    pub format: String,
+    /// Write to this file (atomically) instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    pub fn emit(&self, table: &Table) -> Result<()> {
+        let text = format_named(&self.format)?.render(table)?;
+        match &self.out {
+            Some(path) => write_atomic(path, text.as_bytes()),
+            None => {
+                use std::io::Write;
+                let mut stdout = std::io::stdout().lock();
+                // A closed pipe (`| head`) is not an error worth a message.
+                let _ = stdout.write_all(text.as_bytes());
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Tables and the formats they are written in. Computations build a [`Table`]; one small
+//! file per format renders it, behind [`TableFormat`].
+
+mod csv;
+mod json;
+mod markdown;
+
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::path::Path;
+
+pub use self::csv::Csv;
+pub use self::json::Json;
+pub use self::markdown::Markdown;
+
+/// One value of a table.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    Int(u64),
+    /// A number and the decimals to print it with.
+    Float(f64, usize),
+    Text(String),
+}
+
+impl Cell {
+    /// The cell as text, as CSV and Markdown print it.
+    pub fn text(&self) -> String {
+        match self {
+            Cell::Int(v) => v.to_string(),
+            Cell::Float(v, decimals) => format!("{v:.decimals$}"),
+            Cell::Text(s) => s.clone(),
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Cell::Int(v) => Some(*v as f64),
+            Cell::Float(v, _) => Some(*v),
+            Cell::Text(_) => None,
+        }
+    }
+}
+
+impl From<u64> for Cell {
+    fn from(v: u64) -> Self {
+        Cell::Int(v)
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(v: &str) -> Self {
+        Cell::Text(v.to_string())
+    }
+}
+
+impl From<String> for Cell {
+    fn from(v: String) -> Self {
+        Cell::Text(v)
+    }
+}
+
+/// A titled table of rows; every row has one cell per column.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Table {
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    pub fn new(title: impl Into<String>, columns: &[&str]) -> Self {
+        Table {
+            title: title.into(),
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, row: Vec<Cell>) {
+        debug_assert_eq!(row.len(), self.columns.len(), "row width in {}", self.title);
+        self.rows.push(row);
+    }
+
+    /// The index of the column named `name`.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c == name)
+    }
+}
+
+/// A way to write a table as text.
+pub trait TableFormat {
+    /// File extension, without the dot.
+    fn extension(&self) -> &'static str;
+    fn render(&self, table: &Table) -> Result<String>;
+}
+
+/// The format named `name` (`csv`, `md`, `json`).
+pub fn format_named(name: &str) -> Result<Box<dyn TableFormat>> {
+    match name {
+        "csv" => Ok(Box::new(Csv)),
+        "md" | "markdown" => Ok(Box::new(Markdown)),
+        "json" => Ok(Box::new(Json)),
+        other => anyhow::bail!("unknown format '{other}' (known: csv, md, json)"),
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so a
+/// reader never sees a half-written file and a failure leaves nothing behind.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".fragsim-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot write '{}'", path.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("cannot write '{}'", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot write '{}'", path.display()))?;
+    Ok(())
+}

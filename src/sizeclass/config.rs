@@ -1,0 +1,165 @@
+//! The handful of build parameters jemalloc derives every size class from.
+
+use serde::Serialize;
+
+/// A jemalloc build, as far as size classes are concerned.
+///
+/// jemalloc fixes these when it is compiled (`--with-lg-quantum`, `--with-lg-page`,
+/// `--disable-cache-oblivious`); `lg_ngroup` is 2 in every released build (`sc_data_init`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct AllocatorConfig {
+    /// log2 of the quantum, the spacing of the smallest non-tiny classes (default 4: 16 bytes).
+    pub lg_quantum: u32,
+    /// log2 of the page size (default 12: 4 KiB).
+    pub lg_page: u32,
+    /// log2 of the number of classes per doubling (default 2: four classes per doubling).
+    pub lg_ngroup: u32,
+    /// log2 of the smallest (tiny) class (3: 8 bytes).
+    pub lg_tiny_min: u32,
+    /// log2 of the pointer size in bytes (3 on 64-bit targets).
+    pub lg_ptr_size: u32,
+    /// Large allocations get one extra page so their start can be randomised within it.
+    pub cache_oblivious: bool,
+}
+
+/// Named builds users ask about most.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("default", "x86-64 default: 16-byte quantum, 4 KiB pages"),
+    (
+        "quantum8",
+        "8-byte quantum, 4 KiB pages (--with-lg-quantum=3)",
+    ),
+    (
+        "page16k",
+        "16 KiB pages (--with-lg-page=14, e.g. Apple silicon)",
+    ),
+    (
+        "page64k",
+        "64 KiB pages (--with-lg-page=16, many arm64 servers)",
+    ),
+];
+
+/// Why a configuration cannot describe a jemalloc build.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("unknown preset '{0}' (known: default, quantum8, page16k, page64k)")]
+    UnknownPreset(String),
+    #[error("impossible allocator configuration: {0}")]
+    Impossible(String),
+}
+
+impl Default for AllocatorConfig {
+    fn default() -> Self {
+        AllocatorConfig {
+            lg_quantum: 4,
+            lg_page: 12,
+            lg_ngroup: 2,
+            lg_tiny_min: 3,
+            lg_ptr_size: 3,
+            cache_oblivious: true,
+        }
+    }
+}
+
+impl AllocatorConfig {
+    /// The build named `name` (see [`PRESETS`]).
+    pub fn preset(name: &str) -> Result<Self, ConfigError> {
+        let base = AllocatorConfig::default();
+        let config = match name {
+            "default" => base,
+            "quantum8" => AllocatorConfig {
+                lg_quantum: 3,
+                ..base
+            },
+            "page16k" => AllocatorConfig {
+                lg_page: 14,
+                ..base
+            },
+            "page64k" => AllocatorConfig {
+                lg_page: 16,
+                ..base
+            },
+            other => return Err(ConfigError::UnknownPreset(other.to_string())),
+        };
+        Ok(config)
+    }
+
+    /// A configuration with the given parameters, checked.
+    pub fn new(lg_quantum: u32, lg_page: u32, lg_ngroup: u32) -> Result<Self, ConfigError> {
+        let config = AllocatorConfig {
+            lg_quantum,
+            lg_page,
+            lg_ngroup,
+            ..AllocatorConfig::default()
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn quantum(&self) -> u64 {
+        1 << self.lg_quantum
+    }
+
+    pub fn page(&self) -> u64 {
+        1 << self.lg_page
+    }
+
+    pub fn ngroup(&self) -> u64 {
+        1 << self.lg_ngroup
+    }
+
+    /// Rejects parameter sets no jemalloc build can have (jemalloc's configure script and
+    /// static asserts enforce the same bounds).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |msg: String| Err(ConfigError::Impossible(msg));
+        if self.lg_ptr_size != 3 {
+            return bad(format!(
+                "lg_ptr_size={} (only 64-bit pointers are modelled)",
+                self.lg_ptr_size
+            ));
+        }
+        if self.lg_tiny_min != 3 {
+            return bad(format!(
+                "lg_tiny_min={} (jemalloc fixes it at 3)",
+                self.lg_tiny_min
+            ));
+        }
+        if !(3..=8).contains(&self.lg_quantum) {
+            return bad(format!(
+                "lg_quantum={} (must be 3..=8: the quantum is 8 to 256 bytes)",
+                self.lg_quantum
+            ));
+        }
+        if !(12..=21).contains(&self.lg_page) {
+            return bad(format!(
+                "lg_page={} (must be 12..=21: pages of 4 KiB to 2 MiB)",
+                self.lg_page
+            ));
+        }
+        if self.lg_page < self.lg_quantum {
+            return bad(format!(
+                "lg_page={} is below lg_quantum={}",
+                self.lg_page, self.lg_quantum
+            ));
+        }
+        if !(1..=4).contains(&self.lg_ngroup) {
+            return bad(format!(
+                "lg_ngroup={} (must be 1..=4; every jemalloc release uses 2)",
+                self.lg_ngroup
+            ));
+        }
+        Ok(())
+    }
+
+    /// A short label, e.g. `q16-p4096`.
+    pub fn label(&self) -> String {
+        let mut label = format!("q{}-p{}", self.quantum(), self.page());
+        if self.lg_ngroup != 2 {
+            label.push_str(&format!("-g{}", self.ngroup()));
+        }
+        if !self.cache_oblivious {
+            label.push_str("-nco");
+        }
+        label
+    }
+}

@@ -1,0 +1,139 @@
+//! The physically exact footprint of F14 vector tables, split vs unified.
+
+use super::SizeRange;
+use crate::export::{Cell, Table};
+use crate::layout::{Cost, F14Vector, SplitOrUnified};
+use crate::sizeclass::SizeClasses;
+use anyhow::{bail, Result};
+use rayon::prelude::*;
+
+/// What to sweep.
+#[derive(Clone, Debug)]
+pub struct SweepSpec {
+    pub sizes: SizeRange,
+    pub max_capacity: u64,
+    /// Alignment of the value type; `None` takes [`F14Vector::natural_align`].
+    pub value_align: Option<u64>,
+}
+
+impl Default for SweepSpec {
+    fn default() -> Self {
+        SweepSpec {
+            sizes: SizeRange::new(8, 256, 8).expect("valid default range"),
+            max_capacity: 10 << 20,
+            value_align: None,
+        }
+    }
+}
+
+/// One table size of one value size.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PhysicalRow {
+    pub table: F14Vector,
+    pub before: Cost,
+    pub after: Cost,
+}
+
+impl PhysicalRow {
+    /// after / before, in usable bytes.
+    pub fn ratio(&self) -> f64 {
+        self.after.usable as f64 / self.before.usable as f64
+    }
+
+    /// after / before, in bytes of active pages.
+    pub fn active_ratio(&self) -> f64 {
+        self.after.active as f64 / self.before.active as f64
+    }
+}
+
+/// Prices every (value size, capacity step) pair; rows ordered by value size, then capacity.
+pub fn physical_sweep(classes: &SizeClasses, spec: &SweepSpec) -> Result<Vec<PhysicalRow>> {
+    if spec.max_capacity < 2 {
+        bail!(
+            "bad max capacity {}: the smallest F14 table holds 2 values",
+            spec.max_capacity
+        );
+    }
+    if let Some(align) = spec.value_align {
+        if !align.is_power_of_two() || align > 4096 {
+            bail!("bad value alignment {align}: must be a power of two up to 4096");
+        }
+    }
+    let steps = F14Vector::capacity_steps(spec.max_capacity);
+    let sizes: Vec<u64> = spec.sizes.values().collect();
+    let rows: Vec<Vec<PhysicalRow>> = sizes
+        .par_iter()
+        .map(|&value_size| {
+            let value_align = spec
+                .value_align
+                .unwrap_or_else(|| F14Vector::natural_align(value_size));
+            steps
+                .iter()
+                .map(|&capacity| {
+                    let table = F14Vector {
+                        value_size,
+                        value_align,
+                        capacity,
+                    };
+                    let price = |layout: crate::layout::Layout| {
+                        layout.cost(classes).ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "a table of {capacity} values of {value_size} bytes ({} bytes) is larger than the largest size class",
+                                layout.requested()
+                            )
+                        })
+                    };
+                    Ok(PhysicalRow {
+                        table,
+                        before: price(table.split())?,
+                        after: price(table.unified())?,
+                    })
+                })
+                .collect()
+        })
+        .collect::<Result<_>>()?;
+    Ok(rows.into_iter().flatten().collect())
+}
+
+/// The rows as a table (columns begin `value_size,capacity,before_bytes,after_bytes,ratio`).
+pub fn physical_table(classes: &SizeClasses, rows: &[PhysicalRow]) -> Table {
+    let mut table = Table::new(
+        format!(
+            "F14 vector tables, split (before) vs unified (after), jemalloc {}",
+            classes.config().label()
+        ),
+        &[
+            "value_size",
+            "capacity",
+            "before_bytes",
+            "after_bytes",
+            "ratio",
+            "chunks",
+            "before_requested",
+            "after_requested",
+            "before_active",
+            "after_active",
+            "active_ratio",
+            "before_calls",
+            "after_calls",
+        ],
+    );
+    for r in rows {
+        table.push(vec![
+            r.table.value_size.into(),
+            r.table.capacity.into(),
+            r.before.usable.into(),
+            r.after.usable.into(),
+            Cell::Float(r.ratio(), 6),
+            r.table.chunk_count().into(),
+            r.before.requested.into(),
+            r.after.requested.into(),
+            r.before.active.into(),
+            r.after.active.into(),
+            Cell::Float(r.active_ratio(), 6),
+            r.before.calls.into(),
+            r.after.calls.into(),
+        ]);
+    }
+    table
+}
