@@ -1,0 +1,121 @@
+//! The command line: outputs parse, bad input gives exit 2 and a one-line message.
+
+use std::process::{Command, Output};
+
+fn fragsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fragsim"))
+        .args(args)
+        .output()
+        .expect("run fragsim")
+}
+
+fn assert_rejected(args: &[&str], names: &str) {
+    let out = fragsim(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(names),
+        "{args:?} should name {names}: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn bad_inputs_exit_2_with_one_line() {
+    assert_rejected(&["table", "--sizes", "8..=64:0"], "step 0");
+    assert_rejected(&["table", "--sizes", "64..=8:8"], "64..=8");
+    assert_rejected(&["table", "--sizes", "0..=8:8"], "start 0");
+    assert_rejected(&["table", "--sizes", "a..=8"], "'a'");
+    assert_rejected(
+        &["table", "--sizes", "8..=99999999999999"],
+        "99999999999999",
+    );
+    assert_rejected(&["table", "--max-capacity", "1"], "1");
+    assert_rejected(&["table", "--value-align", "3"], "3");
+    assert_rejected(&["classes", "--preset", "nope"], "nope");
+    assert_rejected(&["table", "--preset", "nope"], "nope");
+    assert_rejected(&["classes", "--lg-page", "10"], "lg_page=10");
+    assert_rejected(
+        &["classes", "--lg-quantum", "13", "--lg-page", "12"],
+        "lg_quantum=13",
+    );
+    assert_rejected(&["classes", "--format", "xml"], "xml");
+    assert_rejected(&["table", "--model", "guess"], "guess");
+    assert_rejected(&["classes", "--bogus"], "--bogus");
+}
+
+#[test]
+fn unwritable_out_is_one_line_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no/such/dir/table.csv");
+    assert_rejected(&["table", "--out", missing.to_str().unwrap()], "table.csv");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let under_file = file.join("t.csv");
+    assert_rejected(&["classes", "--out", under_file.to_str().unwrap()], "t.csv");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn classes_csv_header_and_counts() {
+    let out = fragsim(&["classes", "--format", "csv"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("index,size,kind,slab_size,nregs"));
+    assert_eq!(text.lines().filter(|l| l.contains(",small,")).count(), 36);
+}
+
+#[test]
+fn table_csv_columns_and_48_byte_row() {
+    let out = fragsim(&[
+        "table",
+        "--format",
+        "csv",
+        "--sizes",
+        "48",
+        "--max-capacity",
+        "20",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("value_size,capacity,before_bytes,after_bytes,ratio"));
+    // Hand-worked in tests/layout.rs: cap 10 before 576, after 640.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("48,10,576,640,1.111111")),
+        "{text}"
+    );
+}
+
+#[test]
+fn table_writes_atomically_to_out_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    for format in ["csv", "md", "json"] {
+        let path = dir.path().join(format!("t.{format}"));
+        let out = fragsim(&[
+            "table",
+            "--model",
+            "d8485933",
+            "--format",
+            format,
+            "--out",
+            path.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("1.127"), "{format}: {text}");
+    }
+    let json = std::fs::read_to_string(dir.path().join("t.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["rows"].as_array().unwrap().len(), 30);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+}
