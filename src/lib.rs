@@ -4,9 +4,12 @@
 //! The pipeline reads in the module names: [`sizeclass`] -> [`layout`] -> [`sweep`] ->
 //! [`export`] (tables) and [`charts`]; [`live`] measures the real allocator beside it.
 
+pub mod charts;
 pub mod cli;
 pub mod export;
 pub mod layout;
+pub mod live;
+pub mod report;
 pub mod sizeclass;
 pub mod sweep;
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// Which jemalloc build to model.
 #[derive(Args, Debug, Clone, Default)]
 pub struct AllocatorArgs {
-    /// A named build: default, quantum8, page16k, page64k.
+    /// A named build: default, quantum8, page16k, page64k, dev.
     #[arg(long, conflicts_with_all = ["lg_quantum", "lg_page", "lg_ngroup"])]
     pub preset: Option<String>,
     /// log2 of the quantum (default 4: 16 bytes).
@@ -25,6 +25,10 @@ pub struct AllocatorArgs {
     /// allocations).
     #[arg(long)]
     pub no_cache_oblivious: bool,
+    /// Round large requests up to whole pages rather than to a large size class (jemalloc
+    /// 5.3.1-dev's default `disable_large_size_classes`).
+    #[arg(long)]
+    pub large_page_rounding: bool,
 }
 
 impl AllocatorArgs {
@@ -42,7 +46,8 @@ impl AllocatorArgs {
         if let Some(v) = self.lg_ngroup {
             config.lg_ngroup = v;
         }
-        config.cache_oblivious = !self.no_cache_oblivious;
+        config.cache_oblivious &= !self.no_cache_oblivious;
+        config.large_page_rounding |= self.large_page_rounding;
         config.validate()?;
         Ok(config)
     }

@@ -2,7 +2,9 @@
 
 mod args;
 mod classes;
+mod report;
 mod table;
+mod validate;
 
 use clap::{Parser, Subcommand};
 
@@ -21,10 +23,14 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The main job: every table, chart and validation result into reports/.
+    Report(report::ReportArgs),
     /// Print every size class of a jemalloc build.
     Classes(classes::ClassesArgs),
     /// Footprint of F14 vector tables, split vs unified, over value and table sizes.
     Table(table::TableArgs),
+    /// Check the model against the running jemalloc: class table, nallocx, real allocations.
+    Validate(validate::ValidateArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -52,8 +58,10 @@ pub fn main() -> i32 {
         }
     };
     let result = match cli.command {
+        Command::Report(args) => report::run(args),
         Command::Classes(args) => classes::run(args),
         Command::Table(args) => table::run(args),
+        Command::Validate(args) => validate::run(args),
     };
     match result {
         Ok(code) => code,

@@ -117,6 +117,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("cannot write '{}'", path.display()))?;
     tmp.write_all(bytes)
         .with_context(|| format!("cannot write '{}'", path.display()))?;
+    // Temporary files are private (0600); the result is an ordinary readable file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = tmp
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644));
+    }
     tmp.persist(path)
         .map_err(|e| e.error)
         .with_context(|| format!("cannot write '{}'", path.display()))?;

@@ -20,6 +20,10 @@ pub struct AllocatorConfig {
     pub lg_ptr_size: u32,
     /// Large allocations get one extra page so their start can be randomised within it.
     pub cache_oblivious: bool,
+    /// Large requests are rounded up to whole pages instead of to a large size class:
+    /// jemalloc 5.3.1-dev's `opt.disable_large_size_classes` (on by default there; absent,
+    /// i.e. off, in the 5.3.0 release). The class table itself is unchanged.
+    pub large_page_rounding: bool,
 }
 
 /// Named builds users ask about most.
@@ -42,7 +46,7 @@ pub const PRESETS: &[(&str, &str)] = &[
 /// Why a configuration cannot describe a jemalloc build.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
-    #[error("unknown preset '{0}' (known: default, quantum8, page16k, page64k)")]
+    #[error("unknown preset '{0}' (known: default, quantum8, page16k, page64k, dev)")]
     UnknownPreset(String),
     #[error("impossible allocator configuration: {0}")]
     Impossible(String),
@@ -57,6 +61,7 @@ impl Default for AllocatorConfig {
             lg_tiny_min: 3,
             lg_ptr_size: 3,
             cache_oblivious: true,
+            large_page_rounding: false,
         }
     }
 }
@@ -77,6 +82,10 @@ impl AllocatorConfig {
             },
             "page64k" => AllocatorConfig {
                 lg_page: 16,
+                ..base
+            },
+            "dev" => AllocatorConfig {
+                large_page_rounding: true,
                 ..base
             },
             other => return Err(ConfigError::UnknownPreset(other.to_string())),
@@ -159,6 +168,9 @@ impl AllocatorConfig {
         }
         if !self.cache_oblivious {
             label.push_str("-nco");
+        }
+        if self.large_page_rounding {
+            label.push_str("-lpages");
         }
         label
     }

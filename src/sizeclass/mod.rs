@@ -1,5 +1,7 @@
 //! jemalloc's size classes: the config, the derived table, and fast lookups into it.
 
+use crate::export::Table;
+
 mod config;
 mod table;
 
@@ -19,6 +21,10 @@ impl SizeClasses {
             return None;
         }
         let request = request.max(1);
+        if c.large_page_rounding && request > self.small_maxclass() {
+            let page_mask = c.page() - 1;
+            return Some((request + page_mask) & !page_mask);
+        }
         if request <= c.quantum() {
             return Some(request.next_power_of_two().max(1 << c.lg_tiny_min));
         }
@@ -62,4 +68,34 @@ impl SizeClasses {
     pub fn is_small(&self, request: u64) -> bool {
         request <= self.small_maxclass()
     }
+}
+
+/// The class table (columns begin `index,size,kind,slab_size,nregs`).
+pub fn class_table(classes: &SizeClasses) -> Table {
+    let mut table = Table::new(
+        format!("jemalloc size classes, {}", classes.config().label()),
+        &[
+            "index",
+            "size",
+            "kind",
+            "slab_size",
+            "nregs",
+            "lg_base",
+            "lg_delta",
+            "ndelta",
+        ],
+    );
+    for c in classes.all() {
+        table.push(vec![
+            (c.index as u64).into(),
+            c.size.into(),
+            c.kind.as_str().into(),
+            c.slab_size.into(),
+            c.nregs.into(),
+            u64::from(c.lg_base).into(),
+            u64::from(c.lg_delta).into(),
+            c.ndelta.into(),
+        ]);
+    }
+    table
 }

@@ -1,0 +1,113 @@
+//! Charts. Each chart is data plus a `draw` onto any plotters drawing area; the writers here
+//! put the same drawing into a PNG and an SVG. Text uses the DejaVu Sans font shipped in
+//! `data/fonts/`, so no system font library is needed.
+
+mod heatmap;
+mod seed;
+mod validation;
+mod waste;
+
+pub use heatmap::RatioHeatmap;
+pub use seed::{SeedChart, SeedSeries};
+pub use validation::{Comparison, PredictedVsMeasured};
+pub use waste::WasteCurve;
+
+use crate::export::write_atomic;
+use anyhow::{anyhow, Context, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+/// The font family every chart uses (registered on first use).
+pub const FONT: &str = "sans-serif";
+static FONT_BYTES: &[u8] = include_bytes!("../../data/fonts/DejaVuSans.ttf");
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        plotters::style::register_font(FONT, FontStyle::Normal, FONT_BYTES)
+            .unwrap_or_else(|_| panic!("shipped font data/fonts/DejaVuSans.ttf is invalid"));
+        plotters::style::register_font(FONT, FontStyle::Bold, FONT_BYTES)
+            .unwrap_or_else(|_| panic!("shipped font data/fonts/DejaVuSans.ttf is invalid"));
+    });
+}
+
+/// A chart that can be drawn on any backend.
+pub trait Chart {
+    /// File name without extension.
+    fn name(&self) -> &str;
+    fn title(&self) -> String;
+    fn size(&self) -> (u32, u32) {
+        (1200, 750)
+    }
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static;
+}
+
+/// Plotters' errors carry the backend's error type; we only need their text.
+pub(crate) fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("drawing failed: {e:?}")
+}
+
+/// Renders `chart` as an SVG document.
+pub fn render_svg<C: Chart>(chart: &C) -> Result<String> {
+    register_font();
+    let mut svg = String::new();
+    {
+        let area = SVGBackend::with_string(&mut svg, chart.size()).into_drawing_area();
+        area.fill(&WHITE).map_err(plot_err)?;
+        chart.draw(&area)?;
+        area.present().map_err(plot_err)?;
+    }
+    Ok(svg)
+}
+
+/// Renders `chart` as PNG bytes.
+pub fn render_png<C: Chart>(chart: &C) -> Result<Vec<u8>> {
+    register_font();
+    let (w, h) = chart.size();
+    let mut rgb = vec![0u8; (w * h * 3) as usize];
+    {
+        let area = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        area.fill(&WHITE).map_err(plot_err)?;
+        chart.draw(&area)?;
+        area.present().map_err(plot_err)?;
+    }
+    let mut png_bytes = Vec::new();
+    {
+        let mut encoder = png::Encoder::new(&mut png_bytes, w, h);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        // Charts are flat colours: the best compression keeps the committed files small.
+        encoder.set_compression(png::Compression::Best);
+        encoder.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+        let mut writer = encoder.write_header().context("encoding PNG")?;
+        writer.write_image_data(&rgb).context("encoding PNG")?;
+    }
+    Ok(png_bytes)
+}
+
+/// Writes `dir/<name>.png` and `dir/<name>.svg` (each atomically); returns both paths.
+pub fn write_chart<C: Chart>(chart: &C, dir: &Path) -> Result<Vec<PathBuf>> {
+    let png_path = dir.join(format!("{}.png", chart.name()));
+    let svg_path = dir.join(format!("{}.svg", chart.name()));
+    let png_bytes = render_png(chart)?;
+    let svg = render_svg(chart)?;
+    write_atomic(&png_path, &png_bytes)?;
+    write_atomic(&svg_path, svg.as_bytes())?;
+    Ok(vec![png_path, svg_path])
+}
+
+/// Colours shared by the charts, chosen to stay apart for colour-blind readers (Okabe-Ito).
+pub(crate) mod palette {
+    use plotters::style::RGBColor;
+    pub const BLUE: RGBColor = RGBColor(0, 114, 178);
+    pub const ORANGE: RGBColor = RGBColor(230, 159, 0);
+    pub const GREEN: RGBColor = RGBColor(0, 158, 115);
+    pub const VERMILION: RGBColor = RGBColor(213, 94, 0);
+    pub const PURPLE: RGBColor = RGBColor(204, 121, 167);
+    pub const GREY: RGBColor = RGBColor(120, 120, 120);
+    pub const SERIES: [RGBColor; 5] = [BLUE, VERMILION, GREEN, ORANGE, PURPLE];
+}

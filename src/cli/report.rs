@@ -1,0 +1,43 @@
+use crate::live::ValidateOptions;
+use crate::report::{write_report, ReportOptions};
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Folder to write into.
+    #[arg(long, default_value = "reports")]
+    out: PathBuf,
+    /// Validate the full physical table (tables up to 10·2^20 values) rather than a reduced one.
+    #[arg(long)]
+    full: bool,
+}
+
+pub fn run(args: ReportArgs) -> Result<i32> {
+    let mut options = ReportOptions::new(args.out.clone());
+    if args.full {
+        options.validate = ValidateOptions::full();
+    }
+    options.validate.progress = true;
+    let start = std::time::Instant::now();
+    let summary = write_report(&options, &mut |step| {
+        println!("{:>24}  {:>8.2?}  {}", step.name, step.took, step.files.join(", "));
+    })?;
+    println!(
+        "wrote {} (index {}) in {:.2?}",
+        args.out.display(),
+        args.out.join("README.md").display(),
+        start.elapsed()
+    );
+    if summary.validation_passed {
+        Ok(0)
+    } else {
+        eprintln!(
+            "live validation found {} mismatches: see {}",
+            summary.mismatches,
+            args.out.join("validation.md").display()
+        );
+        Ok(1)
+    }
+}
