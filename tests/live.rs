@@ -9,8 +9,9 @@ use std::process::Command;
 fn live_checks_find_zero_mismatches() {
     let v = validate(&ValidateOptions::reduced()).unwrap();
     assert!(v.passed(), "{:#?}", v.first_mismatches(10));
-    // The reduced sweep allocates 32 value sizes x 11 table sizes, before and after.
-    assert_eq!(v.f14.len(), 32 * 11 * 2);
+    // The reduced sweep: 32 value sizes (8..=256 step 8) x 13 table sizes (2, 4, 10, 20, ...,
+    // 10240), each allocated before (split) and after (unified).
+    assert_eq!(v.f14.len(), 32 * 13 * 2);
     assert!(v.compared > 4 << 20);
     assert!(v.f14.iter().all(|m| m.measured_usable > 0 && m.measured_active > 0));
 }

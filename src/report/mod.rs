@@ -125,8 +125,9 @@ fn preset(name: &str) -> SizeClasses {
 /// Runs the whole job; `on_step` hears about each step as it finishes.
 pub fn write_report(options: &ReportOptions, on_step: &mut dyn FnMut(&Step)) -> Result<ReportSummary> {
     let dir = options.out.as_path();
-    std::fs::create_dir_all(dir.join("charts"))
-        .with_context(|| format!("cannot create folder '{}'", dir.display()))?;
+    let charts = dir.join("charts");
+    std::fs::create_dir_all(&charts)
+        .with_context(|| format!("cannot create folder '{}'", charts.display()))?;
     let mut job = Job {
         dir,
         index: Vec::new(),
