@@ -4,6 +4,7 @@
 //! The pipeline reads in the module names: [`sizeclass`] -> [`layout`] -> [`sweep`] ->
 //! [`export`] (tables) and [`charts`]; [`live`] measures the real allocator beside it.
 
+pub mod arena;
 pub mod charts;
 pub mod cli;
 pub mod export;

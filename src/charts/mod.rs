@@ -2,11 +2,13 @@
 //! put the same drawing into a PNG and an SVG. Text uses the DejaVu Sans font shipped in
 //! `data/fonts/`, so no system font library is needed.
 
+mod bars;
 mod heatmap;
 mod seed;
 mod validation;
 mod waste;
 
+pub use bars::GroupedBars;
 pub use heatmap::RatioHeatmap;
 pub use seed::{SeedChart, SeedSeries};
 pub use validation::{Comparison, PredictedVsMeasured};

@@ -1,6 +1,7 @@
 //! The command line: parse, call the library, print. Errors are one line and exit code 2.
 
 mod args;
+mod arena;
 mod classes;
 mod report;
 mod table;
@@ -9,6 +10,7 @@ mod validate;
 use clap::{Parser, Subcommand};
 
 pub use args::{AllocatorArgs, OutputArgs};
+pub use arena::{run_scenario, write_arena};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -25,6 +27,8 @@ struct Cli {
 enum Command {
     /// The main job: every table, chart and validation result into reports/.
     Report(report::ReportArgs),
+    /// The second seed: M vectors with the general allocator, an arena, a no-free arena.
+    Arena(arena::ArenaArgs),
     /// Print every size class of a jemalloc build.
     Classes(classes::ClassesArgs),
     /// Footprint of F14 vector tables, split vs unified, over value and table sizes.
@@ -59,6 +63,7 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Report(args) => report::run(args),
+        Command::Arena(args) => arena::run(args),
         Command::Classes(args) => classes::run(args),
         Command::Table(args) => table::run(args),
         Command::Validate(args) => validate::run(args),

@@ -121,3 +121,64 @@ impl Drop for PrivateArena {
         }
     }
 }
+
+/// While alive, this thread allocates from a fresh private arena with its thread cache off,
+/// so the arena's statistics count exactly what the thread allocates.
+///
+/// [`ThreadBinding::finish`] moves the thread back to its own arena and reads the statistics;
+/// the thread cache stays off until the binding is dropped, so what was allocated in the
+/// private arena must be freed before then (a cached pointer into a destroyed arena would
+/// be fatal). Dropping the binding restores the cache and destroys the arena.
+pub struct ThreadBinding {
+    arena: PrivateArena,
+    previous_arena: u32,
+    previous_tcache: bool,
+    bound: bool,
+}
+
+impl ThreadBinding {
+    pub fn bind() -> Result<Self> {
+        let arena = PrivateArena::create()?;
+        // SAFETY: thread.arena is unsigned, thread.tcache.enabled is bool (man jemalloc).
+        let previous_arena: u32 =
+            unsafe { raw::read(b"thread.arena\0") }.context("mallctl thread.arena")?;
+        let previous_tcache: bool = unsafe { raw::read(b"thread.tcache.enabled\0") }
+            .context("mallctl thread.tcache.enabled")?;
+        let binding = ThreadBinding {
+            arena,
+            previous_arena,
+            previous_tcache,
+            bound: true,
+        };
+        // SAFETY: as above; writing values of the documented types.
+        unsafe {
+            raw::write(b"thread.tcache.enabled\0", false)
+                .context("mallctl thread.tcache.enabled")?;
+            raw::write(b"thread.arena\0", binding.arena.index())
+                .context("mallctl thread.arena")?;
+        }
+        Ok(binding)
+    }
+
+    fn unbind(&mut self) {
+        if self.bound {
+            self.bound = false;
+            // SAFETY: restoring the value read in bind.
+            let _ = unsafe { raw::write(b"thread.arena\0", self.previous_arena) };
+        }
+    }
+
+    /// Moves the thread back to its own arena and returns what the private arena holds.
+    pub fn finish(&mut self) -> Result<ArenaUsage> {
+        self.unbind();
+        self.arena.usage()
+    }
+}
+
+impl Drop for ThreadBinding {
+    fn drop(&mut self) {
+        self.unbind();
+        // SAFETY: restoring the value read in bind; the arena field is destroyed after this.
+        let _ = unsafe { raw::write(b"thread.tcache.enabled\0", self.previous_tcache) };
+    }
+}

@@ -7,7 +7,6 @@ use crate::sizeclass::{AllocatorConfig, SizeClasses};
 use crate::sweep::{physical_sweep, SizeRange, SweepSpec};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::collections::BTreeMap;
 
 /// What to check.
 #[derive(Clone, Debug)]
@@ -253,17 +252,10 @@ fn instances(options: &ValidateOptions, usable: u64) -> u64 {
     (options.bytes_per_row / usable.max(1)).clamp(1, options.max_instances)
 }
 
-/// Active bytes `count` instances of `layout` need in an empty arena: blocks of one class
-/// share slabs, so count per class before rounding to slabs.
+/// Active bytes `count` instances of `layout` need in an empty arena.
 fn predicted_active(classes: &SizeClasses, layout: &Layout, count: u64) -> Option<u64> {
-    let mut per_class: BTreeMap<u64, u64> = BTreeMap::new();
-    for block in &layout.blocks {
-        *per_class.entry(classes.usable_size(block.bytes)?).or_default() += count;
-    }
-    per_class
-        .into_iter()
-        .map(|(class, n)| classes.active_bytes_for(class, n))
-        .sum()
+    let requests: Vec<(u64, u64)> = layout.blocks.iter().map(|b| (b.bytes, count)).collect();
+    classes.active_bytes_of(&requests)
 }
 
 fn measure_layout(layout: &Layout, count: u64) -> Result<(u64, u64, u64)> {

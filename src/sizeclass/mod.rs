@@ -64,6 +64,19 @@ impl SizeClasses {
         }
     }
 
+    /// Active bytes of a mix of live allocations, `(request, count)` pairs, in an otherwise
+    /// empty arena: requests of one class share slabs, so they are counted per class first.
+    pub fn active_bytes_of(&self, requests: &[(u64, u64)]) -> Option<u64> {
+        let mut per_class: std::collections::BTreeMap<u64, u64> = Default::default();
+        for &(request, count) in requests {
+            *per_class.entry(self.usable_size(request)?).or_default() += count;
+        }
+        per_class
+            .into_iter()
+            .map(|(class, count)| self.active_bytes_for(class, count))
+            .sum()
+    }
+
     /// Whether `request` is served from a slab.
     pub fn is_small(&self, request: u64) -> bool {
         request <= self.small_maxclass()

@@ -1,0 +1,14 @@
+//! The second seed's scenario: M small vectors built and reset with the general allocator,
+//! with a bump arena, and with a bump arena whose objects are never individually freed.
+//! The memory side is predicted (jemalloc classes + bumpalo's chunk policy) and measured;
+//! the time side is measured.
+
+mod bump;
+mod model;
+mod report;
+mod workload;
+
+pub use bump::{BumpReplay, FOOTER_SIZE, MALLOC_OVERHEAD};
+pub use model::{predict, ArenaSpec, Prediction, Strategy};
+pub use report::{arena_charts, arena_markdown, arena_table, ArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO};
+pub use workload::{header_bytes, measure, Measurement};

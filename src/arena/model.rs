@@ -1,0 +1,154 @@
+//! Predicted footprint of the three strategies.
+
+use super::BumpReplay;
+use crate::sizeclass::SizeClasses;
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+/// The workload: `vectors` inner vectors of `elements` elements of `elem_bytes` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ArenaSpec {
+    pub vectors: u64,
+    pub elements: u64,
+    pub elem_bytes: u64,
+}
+
+/// Largest total the model accepts (1 TiB): beyond that it is a typo, not a workload.
+const MAX_TOTAL_BYTES: u64 = 1 << 40;
+
+impl ArenaSpec {
+    /// The seed's workload: a million vectors of 100 ints.
+    pub fn seed() -> Self {
+        ArenaSpec {
+            vectors: 1_000_000,
+            elements: 100,
+            elem_bytes: 4,
+        }
+    }
+
+    /// Checks the spec; element sizes are powers of two up to 16 (the element types we can
+    /// run for real).
+    pub fn validate(&self) -> Result<()> {
+        if self.vectors == 0 {
+            bail!("bad vector count 0: need at least one vector");
+        }
+        if self.elements == 0 {
+            bail!("bad element count 0: need at least one element per vector");
+        }
+        if !matches!(self.elem_bytes, 1 | 2 | 4 | 8 | 16) {
+            bail!(
+                "bad element size {}: must be 1, 2, 4, 8 or 16 bytes",
+                self.elem_bytes
+            );
+        }
+        let inner = self.elements.checked_mul(self.elem_bytes);
+        let total = inner.and_then(|b| b.checked_mul(self.vectors));
+        match total {
+            Some(t) if t <= MAX_TOTAL_BYTES => Ok(()),
+            _ => bail!(
+                "bad workload: {} vectors x {} elements x {} bytes overflows the {} byte limit",
+                self.vectors,
+                self.elements,
+                self.elem_bytes,
+                MAX_TOTAL_BYTES
+            ),
+        }
+    }
+
+    /// Bytes of one inner vector's buffer.
+    pub fn inner_bytes(&self) -> u64 {
+        self.elements * self.elem_bytes
+    }
+}
+
+/// How the vectors are allocated and released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Strategy {
+    /// `Vec<Vec<T>>`: one malloc per inner vector, one free each on reset.
+    General,
+    /// Everything in a `bumpalo::Bump`; reset runs every inner destructor, then frees chunks.
+    Arena,
+    /// The same arena; reset skips the inner destructors and frees the chunks.
+    NoFree,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 3] = [Strategy::General, Strategy::Arena, Strategy::NoFree];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::General => "general allocator",
+            Strategy::Arena => "monotonic arena",
+            Strategy::NoFree => "no-free arena",
+        }
+    }
+}
+
+/// The model's numbers for one strategy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Prediction {
+    pub strategy: Strategy,
+    /// Bytes the program needs: the element bytes plus the outer array of vector headers.
+    pub ideal: u64,
+    /// Usable bytes jemalloc hands out.
+    pub usable: u64,
+    /// Bytes of active pages in an otherwise empty arena.
+    pub active: u64,
+    /// malloc calls to build (free calls to reset are the same number).
+    pub allocator_calls: u64,
+    /// bumpalo's `allocated_bytes` (arena strategies).
+    pub bump_allocated: Option<u64>,
+    /// Each chunk the arena asks jemalloc for (arena strategies).
+    pub chunk_requests: Vec<u64>,
+}
+
+/// Predicts all three strategies. `header_bytes` are the sizes of one element of the outer
+/// array: a `Vec<T>` for the general allocator, a `bumpalo::collections::Vec<T>` in the arena.
+pub fn predict(
+    classes: &SizeClasses,
+    spec: &ArenaSpec,
+    std_header_bytes: u64,
+    bump_header_bytes: u64,
+) -> Result<Vec<Prediction>> {
+    spec.validate()?;
+    let inner = spec.inner_bytes();
+    let too_big = || anyhow::anyhow!("a block is larger than the largest size class");
+    let outer = spec.vectors * std_header_bytes;
+    let requests = [(outer, 1), (inner, spec.vectors)];
+    let general = Prediction {
+        strategy: Strategy::General,
+        ideal: spec.vectors * inner + outer,
+        usable: classes.usable_size(outer).ok_or_else(too_big)?
+            + spec.vectors * classes.usable_size(inner).ok_or_else(too_big)?,
+        active: classes.active_bytes_of(&requests).ok_or_else(too_big)?,
+        allocator_calls: spec.vectors + 1,
+        bump_allocated: None,
+        chunk_requests: Vec::new(),
+    };
+
+    let mut replay = BumpReplay::new();
+    replay.alloc(spec.vectors * bump_header_bytes, 8);
+    for _ in 0..spec.vectors {
+        replay.alloc(inner, spec.elem_bytes);
+    }
+    let chunk_requests: Vec<u64> = replay.chunk_requests().collect();
+    let mut usable = 0;
+    for &c in &chunk_requests {
+        usable += classes.usable_size(c).ok_or_else(too_big)?;
+    }
+    let per_chunk: Vec<(u64, u64)> = chunk_requests.iter().map(|&c| (c, 1)).collect();
+    let arena = Prediction {
+        strategy: Strategy::Arena,
+        ideal: spec.vectors * inner + spec.vectors * bump_header_bytes,
+        usable,
+        active: classes.active_bytes_of(&per_chunk).ok_or_else(too_big)?,
+        allocator_calls: chunk_requests.len() as u64,
+        bump_allocated: Some(replay.allocated_bytes()),
+        chunk_requests,
+    };
+    let no_free = Prediction {
+        strategy: Strategy::NoFree,
+        ..arena.clone()
+    };
+    Ok(vec![general, arena, no_free])
+}

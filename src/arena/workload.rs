@@ -1,0 +1,138 @@
+//! The three strategies run for real under jemalloc: memory through a private arena's
+//! statistics, time as the median of several runs.
+
+use super::{ArenaSpec, Strategy};
+use crate::live::{ArenaUsage, ThreadBinding};
+use anyhow::Result;
+use bumpalo::collections::Vec as BumpVec;
+use bumpalo::Bump;
+use std::mem::ManuallyDrop;
+use std::time::{Duration, Instant};
+
+/// What one strategy measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measurement {
+    pub strategy: Strategy,
+    pub build: Duration,
+    pub reset: Duration,
+    /// jemalloc's usable and active bytes while the vectors were alive.
+    pub usage: ArenaUsage,
+    pub bump_allocated: Option<u64>,
+    pub runs: usize,
+}
+
+fn general<T: Copy + Default>(m: usize, k: usize) -> Vec<Vec<T>> {
+    let mut outer = Vec::with_capacity(m);
+    for _ in 0..m {
+        let mut inner = Vec::with_capacity(k);
+        inner.resize(k, T::default());
+        outer.push(inner);
+    }
+    outer
+}
+
+fn in_arena<T: Copy + Default>(bump: &Bump, m: usize, k: usize) -> BumpVec<'_, BumpVec<'_, T>> {
+    let mut outer = BumpVec::with_capacity_in(m, bump);
+    for _ in 0..m {
+        let mut inner = BumpVec::with_capacity_in(k, bump);
+        inner.resize(k, T::default());
+        outer.push(inner);
+    }
+    outer
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+/// One timed build and reset.
+fn timed_run<T: Copy + Default>(strategy: Strategy, m: usize, k: usize) -> (Duration, Duration) {
+    let start = Instant::now();
+    match strategy {
+        Strategy::General => {
+            let outer = std::hint::black_box(general::<T>(m, k));
+            let built = start.elapsed();
+            let start = Instant::now();
+            drop(outer);
+            (built, start.elapsed())
+        }
+        Strategy::Arena | Strategy::NoFree => {
+            let bump = Bump::new();
+            let outer = std::hint::black_box(in_arena::<T>(&bump, m, k));
+            let built = start.elapsed();
+            let start = Instant::now();
+            if strategy == Strategy::Arena {
+                drop(outer);
+            } else {
+                // Never run the inner destructors: the chunks go back all at once.
+                let _ = ManuallyDrop::new(outer);
+            }
+            drop(bump);
+            (built, start.elapsed())
+        }
+    }
+}
+
+/// Memory of one build, counted in a private arena.
+fn memory<T: Copy + Default>(strategy: Strategy, m: usize, k: usize) -> Result<(ArenaUsage, Option<u64>)> {
+    let mut binding = ThreadBinding::bind()?;
+    match strategy {
+        Strategy::General => {
+            let outer = general::<T>(m, k);
+            let usage = binding.finish()?;
+            drop(outer);
+            Ok((usage, None))
+        }
+        Strategy::Arena | Strategy::NoFree => {
+            let bump = Bump::new();
+            let outer = in_arena::<T>(&bump, m, k);
+            let usage = binding.finish()?;
+            let allocated = bump.allocated_bytes() as u64;
+            drop(outer);
+            drop(bump);
+            Ok((usage, Some(allocated)))
+        }
+    }
+}
+
+fn measure_typed<T: Copy + Default>(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
+    let (m, k) = (spec.vectors as usize, spec.elements as usize);
+    let mut out = Vec::new();
+    for strategy in Strategy::ALL {
+        let (usage, bump_allocated) = memory::<T>(strategy, m, k)?;
+        // One untimed run warms the allocator's caches for this size.
+        timed_run::<T>(strategy, m, k);
+        let (builds, resets): (Vec<_>, Vec<_>) = (0..runs).map(|_| timed_run::<T>(strategy, m, k)).unzip();
+        out.push(Measurement {
+            strategy,
+            build: median(builds),
+            reset: median(resets),
+            usage,
+            bump_allocated,
+            runs,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs every strategy: memory once, time as the median of `runs` runs (at least 1).
+pub fn measure(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
+    spec.validate()?;
+    let runs = runs.max(1);
+    match spec.elem_bytes {
+        1 => measure_typed::<u8>(spec, runs),
+        2 => measure_typed::<u16>(spec, runs),
+        4 => measure_typed::<i32>(spec, runs),
+        8 => measure_typed::<u64>(spec, runs),
+        _ => measure_typed::<u128>(spec, runs),
+    }
+}
+
+/// Bytes of one element of the outer array, per strategy (`Vec<T>` and bumpalo's `Vec<T>`).
+pub fn header_bytes() -> (u64, u64) {
+    (
+        std::mem::size_of::<Vec<i32>>() as u64,
+        std::mem::size_of::<BumpVec<'static, i32>>() as u64,
+    )
+}

@@ -1,0 +1,96 @@
+//! Grouped bars: one group per category (e.g. strategy), one bar per series (e.g. build and
+//! reset time).
+
+use super::{palette, plot_err, Chart, FONT};
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+#[derive(Clone, Debug)]
+pub struct GroupedBars {
+    pub name: String,
+    pub title: String,
+    pub y_desc: String,
+    pub categories: Vec<String>,
+    /// (series label, one value per category).
+    pub series: Vec<(String, Vec<f64>)>,
+    /// Decimals on bar labels.
+    pub decimals: usize,
+}
+
+impl Chart for GroupedBars {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn title(&self) -> String {
+        self.title.clone()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let top = self
+            .series
+            .iter()
+            .flat_map(|(_, v)| v.iter().copied())
+            .fold(0.0f64, f64::max)
+            .max(1e-9)
+            * 1.2;
+        let n = self.categories.len();
+        let mut chart = ChartBuilder::on(area)
+            .caption(self.title(), (FONT, 28))
+            .margin(20)
+            .x_label_area_size(50)
+            .y_label_area_size(110)
+            .build_cartesian_2d(0f64..n as f64, 0f64..top)
+            .map_err(plot_err)?;
+        let categories = self.categories.clone();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n * 2 + 1)
+            .x_label_formatter(&|x| {
+                let i = (x - 0.5).round();
+                if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 {
+                    categories.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_desc(self.y_desc.clone())
+            .label_style((FONT, 18))
+            .axis_desc_style((FONT, 22))
+            .draw()
+            .map_err(plot_err)?;
+        let k = self.series.len().max(1) as f64;
+        let width = 0.7 / k;
+        for (s, (label, values)) in self.series.iter().enumerate() {
+            let color = palette::SERIES[s % palette::SERIES.len()];
+            let x0 = |i: usize| i as f64 + 0.15 + width * s as f64;
+            chart
+                .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                    Rectangle::new([(x0(i), 0.0), (x0(i) + width * 0.92, v)], color.filled())
+                }))
+                .map_err(plot_err)?
+                .label(label.clone())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled()));
+            let decimals = self.decimals;
+            chart
+                .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                    Text::new(format!("{v:.decimals$}"), (x0(i), v + top * 0.01), (FONT, 16))
+                }))
+                .map_err(plot_err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 18))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+        Ok(())
+    }
+}
