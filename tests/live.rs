@@ -13,7 +13,10 @@ fn live_checks_find_zero_mismatches() {
     // 10240), each allocated before (split) and after (unified).
     assert_eq!(v.f14.len(), 32 * 13 * 2);
     assert!(v.compared > 4 << 20);
-    assert!(v.f14.iter().all(|m| m.measured_usable > 0 && m.measured_active > 0));
+    assert!(v
+        .f14
+        .iter()
+        .all(|m| m.measured_usable > 0 && m.measured_active > 0));
 }
 
 #[test]
@@ -29,7 +32,20 @@ fn live_class_table_matches_jemalloc_manual_for_this_build() {
 #[test]
 fn nallocx_agrees_with_the_live_derived_model_on_hand_picked_requests() {
     let model = SizeClasses::new(LiveBuild::read().unwrap().config().unwrap()).unwrap();
-    for r in [0, 1, 8, 9, 100, 400, 544, 14336, 14337, 16385, 32769, 1 << 30] {
+    for r in [
+        0,
+        1,
+        8,
+        9,
+        100,
+        400,
+        544,
+        14336,
+        14337,
+        16385,
+        32769,
+        1 << 30,
+    ] {
         assert_eq!(model.usable_size(r), Some(nallocx(r)), "request {r}");
     }
 }
@@ -62,7 +78,12 @@ fn the_cli_exits_1_on_a_wrong_model_and_0_on_the_right_one() {
     let report = std::fs::read_to_string(dir.path().join("validation-wrong.md")).unwrap();
     assert!(report.contains("MISMATCH"));
     let right = run(&[]);
-    assert_eq!(right.status.code(), Some(0), "{}", String::from_utf8_lossy(&right.stderr));
+    assert_eq!(
+        right.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&right.stderr)
+    );
     assert!(dir.path().join("validation.csv").exists());
 }
 

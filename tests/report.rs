@@ -20,13 +20,20 @@ fn decode_png(bytes: &[u8]) -> (u32, u32, Vec<u8>) {
 }
 
 fn distinct_colours(rgb: &[u8]) -> usize {
-    rgb.chunks(3).map(|p| (p[0], p[1], p[2])).collect::<HashSet<_>>().len()
+    rgb.chunks(3)
+        .map(|p| (p[0], p[1], p[2]))
+        .collect::<HashSet<_>>()
+        .len()
 }
 
 fn assert_chart<C: Chart>(chart: &C, texts: &[&str]) {
     let (w, h, pixels) = decode_png(&render_png(chart).unwrap());
     assert_eq!((w, h), chart.size());
-    assert!(distinct_colours(&pixels) > 10, "{} looks blank", chart.name());
+    assert!(
+        distinct_colours(&pixels) > 10,
+        "{} looks blank",
+        chart.name()
+    );
     let svg = render_svg(chart).unwrap();
     assert!(svg.starts_with("<svg"));
     for text in texts {
@@ -44,17 +51,37 @@ fn seed_chart_renders_with_title_axes_and_legend() {
             width: 0,
         }],
     };
-    assert_chart(&chart, &["footprint change", "sizeof(value_type), bytes", "footprint after / before", "printed"]);
+    assert_chart(
+        &chart,
+        &[
+            "footprint change",
+            "sizeof(value_type), bytes",
+            "footprint after / before",
+            "printed",
+        ],
+    );
 }
 
 #[test]
 fn waste_curve_renders_one_panel_per_build() {
     let build = |name: &str| SizeClasses::new(AllocatorConfig::preset(name).unwrap()).unwrap();
     let chart = WasteCurve {
-        builds: vec![("first build".into(), build("default")), ("second build".into(), build("quantum8"))],
+        builds: vec![
+            ("first build".into(), build("default")),
+            ("second build".into(), build("quantum8")),
+        ],
         max_request: 1 << 20,
     };
-    assert_chart(&chart, &["Internal fragmentation", "requested bytes", "first build", "second build", "1 KiB"]);
+    assert_chart(
+        &chart,
+        &[
+            "Internal fragmentation",
+            "requested bytes",
+            "first build",
+            "second build",
+            "1 KiB",
+        ],
+    );
 }
 
 #[test]
@@ -65,18 +92,40 @@ fn heatmap_renders_labels_and_colour_legend() {
         capacities: vec![10, 20],
         ratios: vec![vec![0.9, 1.0], vec![1.1, 1.2]],
     };
-    assert_chart(&chart, &["test build", "sizeof(value_type), bytes", "table capacity", "after / before", "48", "20"]);
+    assert_chart(
+        &chart,
+        &[
+            "test build",
+            "sizeof(value_type), bytes",
+            "table capacity",
+            "after / before",
+            "48",
+            "20",
+        ],
+    );
 }
 
 #[test]
 fn predicted_vs_measured_marks_and_labels_a_mismatch() {
-    let c = |label: &str, predicted, measured| Comparison { label: label.into(), predicted, measured };
+    let c = |label: &str, predicted, measured| Comparison {
+        label: label.into(),
+        predicted,
+        measured,
+    };
     let chart = PredictedVsMeasured {
         subtitle: "test".into(),
         usable: vec![c("fine row", 4096, 4096), c("broken row", 8192, 12288)],
         active: vec![c("fine row", 4096, 4096)],
     };
-    assert_chart(&chart, &["predicted by the model", "measured in jemalloc", "broken row", "mismatch (1)"]);
+    assert_chart(
+        &chart,
+        &[
+            "predicted by the model",
+            "measured in jemalloc",
+            "broken row",
+            "mismatch (1)",
+        ],
+    );
 }
 
 #[test]
@@ -91,7 +140,10 @@ fn waste_curve_points_follow_the_sawtooth() {
 }
 
 fn fragsim(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_fragsim")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_fragsim"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn read_all(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -114,25 +166,53 @@ fn report_writes_every_indexed_file_and_is_reproducible() {
     let first = tempfile::tempdir().unwrap();
     let second = tempfile::tempdir().unwrap();
     for dir in [&first, &second] {
-        let out = fragsim(&["report", "--out", dir.path().to_str().unwrap()]);
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = fragsim(&[
+            "report",
+            "--out",
+            dir.path().to_str().unwrap(),
+            "--arena-vectors",
+            "20000",
+            "--arena-runs",
+            "1",
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(String::from_utf8_lossy(&out.stdout).contains("live validation"));
     }
     let index = std::fs::read_to_string(first.path().join("README.md")).unwrap();
     let mut linked = 0;
     for part in index.split("](").skip(1) {
         let target = &part[..part.find(')').unwrap()];
-        assert!(first.path().join(target).is_file(), "index links missing {target}");
+        assert!(
+            first.path().join(target).is_file(),
+            "index links missing {target}"
+        );
         linked += 1;
     }
     assert!(linked >= 15, "only {linked} links in the index");
-    for chart in ["seed-vs-fragsim", "ratio-heatmap", "waste-curve", "predicted-vs-measured"] {
-        assert!(index.contains(&format!("charts/{chart}.png")), "{chart} not in index");
+    for chart in [
+        "seed-vs-fragsim",
+        "ratio-heatmap",
+        "waste-curve",
+        "predicted-vs-measured",
+        "arena-time",
+        "arena-bytes",
+    ] {
+        assert!(
+            index.contains(&format!("charts/{chart}.png")),
+            "{chart} not in index"
+        );
     }
     let (a, b) = (read_all(first.path()), read_all(second.path()));
     assert_eq!(a.len(), b.len());
     for ((name, x), (_, y)) in a.iter().zip(&b) {
-        if name.ends_with(".csv") || name.ends_with(".md") || name.ends_with(".svg") {
+        // Measured times vary run to run; everything else must not.
+        let timed = name.starts_with("arena.") || name.contains("arena-time");
+        if !timed && (name.ends_with(".csv") || name.ends_with(".md") || name.ends_with(".svg")) {
             assert!(x == y, "{name} differs between runs");
         }
     }
@@ -153,7 +233,13 @@ fn unwritable_report_folder_is_one_line_and_leaves_no_partial_files() {
     // before is complete, with no temporary files left behind.
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("validation.md/blocked")).unwrap();
-    let out = fragsim(&["report", "--out", dir.path().to_str().unwrap()]);
+    let out = fragsim(&[
+        "report",
+        "--out",
+        dir.path().to_str().unwrap(),
+        "--arena-vectors",
+        "1000",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
@@ -164,8 +250,14 @@ fn unwritable_report_folder_is_one_line_and_leaves_no_partial_files() {
             let text = String::from_utf8(bytes).unwrap();
             let mut reader = csv::Reader::from_reader(text.as_bytes());
             let width = reader.headers().unwrap().len();
-            assert!(reader.records().all(|r| r.unwrap().len() == width), "{name} is cut short");
+            assert!(
+                reader.records().all(|r| r.unwrap().len() == width),
+                "{name} is cut short"
+            );
         }
     }
-    assert!(!dir.path().join("README.md").exists(), "index written after a failed step");
+    assert!(
+        !dir.path().join("README.md").exists(),
+        "index written after a failed step"
+    );
 }

@@ -107,8 +107,10 @@ fn active_bytes_add_a_page_to_large_classes_only_when_cache_oblivious() {
     let d = preset("default");
     assert_eq!(d.active_bytes(100), Some(112));
     assert_eq!(d.active_bytes(16384), Some(16384 + 4096));
-    let mut config = AllocatorConfig::default();
-    config.cache_oblivious = false;
+    let config = AllocatorConfig {
+        cache_oblivious: false,
+        ..AllocatorConfig::default()
+    };
     assert_eq!(classes(config).active_bytes(16384), Some(16384));
     // 300 regions of 48 B need two 12 KiB slabs (256 regions each).
     assert_eq!(d.active_bytes_for(48, 300), Some(2 * 12288));

@@ -10,5 +10,7 @@ mod workload;
 
 pub use bump::{BumpReplay, FOOTER_SIZE, MALLOC_OVERHEAD};
 pub use model::{predict, ArenaSpec, Prediction, Strategy};
-pub use report::{arena_charts, arena_markdown, arena_table, ArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO};
+pub use report::{
+    arena_charts, arena_markdown, arena_table, ArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO,
+};
 pub use workload::{header_bytes, measure, Measurement};

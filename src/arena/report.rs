@@ -25,7 +25,8 @@ impl ArenaResult {
     }
 
     fn total_ms(&self, s: Strategy) -> Option<f64> {
-        self.measured(s).map(|m| (m.build + m.reset).as_secs_f64() * 1e3)
+        self.measured(s)
+            .map(|m| (m.build + m.reset).as_secs_f64() * 1e3)
     }
 
     fn reset_ms(&self, s: Strategy) -> Option<f64> {
@@ -39,9 +40,30 @@ impl ArenaResult {
             _ => f64::NAN,
         };
         vec![
-            ("reset time, no-free / arena", ratio(self.reset_ms(Strategy::NoFree), self.reset_ms(Strategy::Arena)), SEED_RESET_RATIO),
-            ("build + reset time, arena / general", ratio(self.total_ms(Strategy::Arena), self.total_ms(Strategy::General)), SEED_TOTAL_RATIO),
-            ("build + reset time, no-free / general", ratio(self.total_ms(Strategy::NoFree), self.total_ms(Strategy::General)), SEED_TOTAL_RATIO),
+            (
+                "reset time, no-free / arena",
+                ratio(
+                    self.reset_ms(Strategy::NoFree),
+                    self.reset_ms(Strategy::Arena),
+                ),
+                SEED_RESET_RATIO,
+            ),
+            (
+                "build + reset time, arena / general",
+                ratio(
+                    self.total_ms(Strategy::Arena),
+                    self.total_ms(Strategy::General),
+                ),
+                SEED_TOTAL_RATIO,
+            ),
+            (
+                "build + reset time, no-free / general",
+                ratio(
+                    self.total_ms(Strategy::NoFree),
+                    self.total_ms(Strategy::General),
+                ),
+                SEED_TOTAL_RATIO,
+            ),
         ]
     }
 
@@ -49,7 +71,11 @@ impl ArenaResult {
     pub fn mismatches(&self) -> Vec<Strategy> {
         self.predictions
             .iter()
-            .filter(|p| self.measured(p.strategy).is_none_or(|m| m.usage.allocated != p.usable || m.bump_allocated != p.bump_allocated))
+            .filter(|p| {
+                self.measured(p.strategy).is_none_or(|m| {
+                    m.usage.allocated != p.usable || m.bump_allocated != p.bump_allocated
+                })
+            })
             .map(|p| p.strategy)
             .collect()
     }
@@ -63,14 +89,29 @@ pub fn arena_table(r: &ArenaResult) -> Table {
             r.spec.vectors, r.spec.elements, r.spec.elem_bytes, r.model
         ),
         &[
-            "strategy", "ideal_bytes", "predicted_usable", "measured_usable", "overhead", "predicted_active", "measured_active",
-            "predicted_bump_bytes", "measured_bump_bytes", "allocator_calls", "build_ms", "reset_ms", "total_ms",
+            "strategy",
+            "ideal_bytes",
+            "predicted_usable",
+            "measured_usable",
+            "overhead",
+            "predicted_active",
+            "measured_active",
+            "predicted_bump_bytes",
+            "measured_bump_bytes",
+            "allocator_calls",
+            "build_ms",
+            "reset_ms",
+            "total_ms",
         ],
     );
     let opt = |v: Option<u64>| v.map_or(Cell::Text("-".into()), Cell::Int);
     for p in &r.predictions {
         let m = r.measured(p.strategy);
-        let ms = |d: Option<std::time::Duration>| d.map_or(Cell::Text("-".into()), |d| Cell::Float(d.as_secs_f64() * 1e3, 2));
+        let ms = |d: Option<std::time::Duration>| {
+            d.map_or(Cell::Text("-".into()), |d| {
+                Cell::Float(d.as_secs_f64() * 1e3, 2)
+            })
+        };
         table.push(vec![
             p.strategy.name().into(),
             p.ideal.into(),
@@ -92,7 +133,8 @@ pub fn arena_table(r: &ArenaResult) -> Table {
 
 /// `reports/arena.md`.
 pub fn arena_markdown(r: &ArenaResult, command: &str) -> Result<String> {
-    let mut out = String::from("# Arena scenario: general allocator vs monotonic arena vs no-free arena\n\n");
+    let mut out =
+        String::from("# Arena scenario: general allocator vs monotonic arena vs no-free arena\n\n");
     out.push_str(&format!(
         "Produced by `{command}`. The second seed builds {} vectors of {} x {}-byte elements inside an outer vector and resets them three ways. Here: `Vec<Vec<T>>` under jemalloc; `bumpalo::collections::Vec` in a `bumpalo::Bump` with normal drops; and the same with the inner destructors skipped (`ManuallyDrop`) before the `Bump` is dropped. Times are medians of {} runs on this machine (2 cores, shared: expect noise); they vary from run to run, the byte counts do not.\n\n",
         r.spec.vectors, r.spec.elements, r.spec.elem_bytes,
@@ -107,9 +149,14 @@ pub fn arena_markdown(r: &ArenaResult, command: &str) -> Result<String> {
         out.push_str("**Predicted usable bytes equal measured usable bytes for every strategy**, and bumpalo's own `allocated_bytes` equals the replayed chunk policy.\n\n");
     } else {
         let names: Vec<&str> = bad.iter().map(|s| s.name()).collect();
-        out.push_str(&format!("**Mismatch** between predicted and measured usable bytes for: {}.\n\n", names.join(", ")));
+        out.push_str(&format!(
+            "**Mismatch** between predicted and measured usable bytes for: {}.\n\n",
+            names.join(", ")
+        ));
     }
-    out.push_str("## Ratios beside the seed's\n\n| ratio | fragsim (measured) | seed |\n|---|---:|---:|\n");
+    out.push_str(
+        "## Ratios beside the seed's\n\n| ratio | fragsim (measured) | seed |\n|---|---:|---:|\n",
+    );
     for (what, ours, seed) in r.ratios() {
         out.push_str(&format!("| {what} | {ours:.3} | about {seed:.1} |\n"));
     }
@@ -131,17 +178,33 @@ pub fn arena_markdown(r: &ArenaResult, command: &str) -> Result<String> {
 /// Bar charts of time and bytes per strategy.
 pub fn arena_charts(r: &ArenaResult) -> (crate::charts::GroupedBars, crate::charts::GroupedBars) {
     use crate::charts::GroupedBars;
-    let categories: Vec<String> = r.predictions.iter().map(|p| p.strategy.name().to_string()).collect();
+    let categories: Vec<String> = r
+        .predictions
+        .iter()
+        .map(|p| p.strategy.name().to_string())
+        .collect();
     let ms = |f: fn(&Measurement) -> std::time::Duration| -> Vec<f64> {
-        r.predictions.iter().map(|p| r.measured(p.strategy).map_or(0.0, |m| f(m).as_secs_f64() * 1e3)).collect()
+        r.predictions
+            .iter()
+            .map(|p| {
+                r.measured(p.strategy)
+                    .map_or(0.0, |m| f(m).as_secs_f64() * 1e3)
+            })
+            .collect()
     };
-    let workload = format!("{} vectors of {} x {} B", r.spec.vectors, r.spec.elements, r.spec.elem_bytes);
+    let workload = format!(
+        "{} vectors of {} x {} B",
+        r.spec.vectors, r.spec.elements, r.spec.elem_bytes
+    );
     let time = GroupedBars {
         name: "arena-time".into(),
         title: format!("Build and reset time, {workload} (median)"),
         y_desc: "milliseconds".into(),
         categories: categories.clone(),
-        series: vec![("build".into(), ms(|m| m.build)), ("reset".into(), ms(|m| m.reset))],
+        series: vec![
+            ("build".into(), ms(|m| m.build)),
+            ("reset".into(), ms(|m| m.reset)),
+        ],
         decimals: 1,
     };
     let mib = |v: u64| v as f64 / (1u64 << 20) as f64;
@@ -151,10 +214,31 @@ pub fn arena_charts(r: &ArenaResult) -> (crate::charts::GroupedBars, crate::char
         y_desc: "MiB".into(),
         categories,
         series: vec![
-            ("ideal".into(), r.predictions.iter().map(|p| mib(p.ideal)).collect()),
-            ("predicted usable".into(), r.predictions.iter().map(|p| mib(p.usable)).collect()),
-            ("measured usable".into(), r.predictions.iter().map(|p| r.measured(p.strategy).map_or(0.0, |m| mib(m.usage.allocated))).collect()),
-            ("measured active pages".into(), r.predictions.iter().map(|p| r.measured(p.strategy).map_or(0.0, |m| mib(m.usage.active))).collect()),
+            (
+                "ideal".into(),
+                r.predictions.iter().map(|p| mib(p.ideal)).collect(),
+            ),
+            (
+                "predicted usable".into(),
+                r.predictions.iter().map(|p| mib(p.usable)).collect(),
+            ),
+            (
+                "measured usable".into(),
+                r.predictions
+                    .iter()
+                    .map(|p| {
+                        r.measured(p.strategy)
+                            .map_or(0.0, |m| mib(m.usage.allocated))
+                    })
+                    .collect(),
+            ),
+            (
+                "measured active pages".into(),
+                r.predictions
+                    .iter()
+                    .map(|p| r.measured(p.strategy).map_or(0.0, |m| mib(m.usage.active)))
+                    .collect(),
+            ),
         ],
         decimals: 0,
     };

@@ -75,7 +75,11 @@ fn timed_run<T: Copy + Default>(strategy: Strategy, m: usize, k: usize) -> (Dura
 }
 
 /// Memory of one build, counted in a private arena.
-fn memory<T: Copy + Default>(strategy: Strategy, m: usize, k: usize) -> Result<(ArenaUsage, Option<u64>)> {
+fn memory<T: Copy + Default>(
+    strategy: Strategy,
+    m: usize,
+    k: usize,
+) -> Result<(ArenaUsage, Option<u64>)> {
     let mut binding = ThreadBinding::bind()?;
     match strategy {
         Strategy::General => {
@@ -103,7 +107,8 @@ fn measure_typed<T: Copy + Default>(spec: &ArenaSpec, runs: usize) -> Result<Vec
         let (usage, bump_allocated) = memory::<T>(strategy, m, k)?;
         // One untimed run warms the allocator's caches for this size.
         timed_run::<T>(strategy, m, k);
-        let (builds, resets): (Vec<_>, Vec<_>) = (0..runs).map(|_| timed_run::<T>(strategy, m, k)).unzip();
+        let (builds, resets): (Vec<_>, Vec<_>) =
+            (0..runs).map(|_| timed_run::<T>(strategy, m, k)).unzip();
         out.push(Measurement {
             strategy,
             build: median(builds),

@@ -37,7 +37,7 @@ impl Chart for GroupedBars {
             .flat_map(|(_, v)| v.iter().copied())
             .fold(0.0f64, f64::max)
             .max(1e-9)
-            * 1.2;
+            * 1.5;
         let n = self.categories.len();
         let mut chart = ChartBuilder::on(area)
             .caption(self.title(), (FONT, 28))
@@ -75,11 +75,17 @@ impl Chart for GroupedBars {
                 }))
                 .map_err(plot_err)?
                 .label(label.clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
+                });
             let decimals = self.decimals;
             chart
                 .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                    Text::new(format!("{v:.decimals$}"), (x0(i), v + top * 0.01), (FONT, 16))
+                    Text::new(
+                        format!("{v:.decimals$}"),
+                        (x0(i), v + top * 0.01),
+                        (FONT, 16),
+                    )
                 }))
                 .map_err(plot_err)?;
         }

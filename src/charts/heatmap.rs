@@ -55,9 +55,7 @@ impl Chart for RatioHeatmap {
     where
         DB::ErrorType: 'static,
     {
-        let area = area
-            .titled(&self.title(), (FONT, 30))
-            .map_err(plot_err)?;
+        let area = area.titled(&self.title(), (FONT, 30)).map_err(plot_err)?;
         let (main, legend) = area.split_horizontally(area.dim_in_pixel().0 - 190);
         let (nx, ny) = (self.value_sizes.len(), self.capacities.len());
         let mut chart = ChartBuilder::on(&main)
@@ -85,7 +83,10 @@ impl Chart for RatioHeatmap {
         chart
             .draw_series(self.ratios.iter().enumerate().flat_map(|(i, row)| {
                 row.iter().enumerate().map(move |(j, &r)| {
-                    Rectangle::new([(i, j), (i + 1, j + 1)], diverging((r - 1.0) / spread).filled())
+                    Rectangle::new(
+                        [(i, j), (i + 1, j + 1)],
+                        diverging((r - 1.0) / spread).filled(),
+                    )
                 })
             }))
             .map_err(plot_err)?;

@@ -72,14 +72,18 @@ impl Chart for PredictedVsMeasured {
             ))
             .map_err(plot_err)?
             .label("y = x")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], palette::GREY.stroke_width(2)));
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 22, y)], palette::GREY.stroke_width(2))
+            });
         for (label, set, color) in [
             ("usable bytes", &self.usable, palette::BLUE),
             ("active page bytes", &self.active, palette::GREEN),
         ] {
             let ok = set.iter().filter(|c| c.predicted == c.measured);
             chart
-                .draw_series(ok.map(|c| Circle::new((lg(c.predicted), lg(c.measured)), 4, color.filled())))
+                .draw_series(
+                    ok.map(|c| Circle::new((lg(c.predicted), lg(c.measured)), 4, color.filled())),
+                )
                 .map_err(plot_err)?
                 .label(format!("{label} ({} compared)", set.len()))
                 .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
@@ -96,7 +100,11 @@ impl Chart for PredictedVsMeasured {
                 let at = (lg(c.predicted), lg(c.measured));
                 EmptyElement::at(at)
                     + Cross::new((0, 0), 9, warn.stroke_width(3))
-                    + Text::new(c.label.clone(), (10, -18), (FONT, 16).into_font().color(&warn))
+                    + Text::new(
+                        c.label.clone(),
+                        (10, -18),
+                        (FONT, 16).into_font().color(&warn),
+                    )
             }))
             .map_err(plot_err)?
             .label(format!("mismatch ({})", bad.len()))

@@ -1,5 +1,8 @@
 use super::AllocatorArgs;
-use crate::arena::{arena_charts, arena_markdown, arena_table, header_bytes, measure, predict, ArenaResult, ArenaSpec};
+use crate::arena::{
+    arena_charts, arena_markdown, arena_table, header_bytes, measure, predict, ArenaResult,
+    ArenaSpec,
+};
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, TableFormat};
 use crate::live::LiveBuild;
@@ -33,22 +36,43 @@ pub struct ArenaArgs {
 }
 
 /// Predicts, measures (unless `model_only`), and returns both.
-pub fn run_scenario(spec: ArenaSpec, runs: usize, model_only: bool, allocator: Option<&AllocatorArgs>) -> Result<ArenaResult> {
+pub fn run_scenario(
+    spec: ArenaSpec,
+    runs: usize,
+    model_only: bool,
+    allocator: Option<&AllocatorArgs>,
+) -> Result<ArenaResult> {
     spec.validate()?;
     let config = match allocator {
-        Some(a) if a.preset.is_some() || a.lg_quantum.is_some() || a.lg_page.is_some() => a.config()?,
+        Some(a) if a.preset.is_some() || a.lg_quantum.is_some() || a.lg_page.is_some() => {
+            a.config()?
+        }
         _ => LiveBuild::read()?.config()?,
     };
     let classes = crate::sizeclass::SizeClasses::new(config)?;
     let (std_header, bump_header) = header_bytes();
     let predictions = predict(&classes, &spec, std_header, bump_header)?;
-    let measurements = if model_only { Vec::new() } else { measure(&spec, runs)? };
-    Ok(ArenaResult { spec, model: config.label(), predictions, measurements })
+    let measurements = if model_only {
+        Vec::new()
+    } else {
+        measure(&spec, runs)?
+    };
+    Ok(ArenaResult {
+        spec,
+        model: config.label(),
+        predictions,
+        measurements,
+    })
 }
 
 /// Writes arena.md, arena.csv and the two charts into `dir`; returns the files written.
-pub fn write_arena(result: &ArenaResult, dir: &std::path::Path, command: &str) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir.join("charts")).with_context(|| format!("cannot create folder '{}'", dir.join("charts").display()))?;
+pub fn write_arena(
+    result: &ArenaResult,
+    dir: &std::path::Path,
+    command: &str,
+) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir.join("charts"))
+        .with_context(|| format!("cannot create folder '{}'", dir.join("charts").display()))?;
     let md = dir.join("arena.md");
     let csv = dir.join("arena.csv");
     write_atomic(&md, arena_markdown(result, command)?.as_bytes())?;
@@ -63,7 +87,11 @@ pub fn write_arena(result: &ArenaResult, dir: &std::path::Path, command: &str) -
 }
 
 pub fn run(args: ArenaArgs) -> Result<i32> {
-    let spec = ArenaSpec { vectors: args.vectors, elements: args.elements, elem_bytes: args.elem_bytes };
+    let spec = ArenaSpec {
+        vectors: args.vectors,
+        elements: args.elements,
+        elem_bytes: args.elem_bytes,
+    };
     let result = run_scenario(spec, args.runs, args.model_only, Some(&args.allocator))?;
     let mut table = arena_table(&result);
     table.title.clear();

@@ -16,4 +16,3 @@ pub fn run(args: ClassesArgs) -> Result<i32> {
     args.output.emit(&class_table(&classes))?;
     Ok(0)
 }
-

@@ -1,7 +1,7 @@
 //! The command line: parse, call the library, print. Errors are one line and exit code 2.
 
-mod args;
 mod arena;
+mod args;
 mod classes;
 mod report;
 mod table;
@@ -9,8 +9,8 @@ mod validate;
 
 use clap::{Parser, Subcommand};
 
-pub use args::{AllocatorArgs, OutputArgs};
 pub use arena::{run_scenario, write_arena};
+pub use args::{AllocatorArgs, OutputArgs};
 
 #[derive(Parser, Debug)]
 #[command(

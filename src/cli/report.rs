@@ -12,6 +12,12 @@ pub struct ReportArgs {
     /// Validate the full physical table (tables up to 10·2^20 values) rather than a reduced one.
     #[arg(long)]
     full: bool,
+    /// Inner vectors in the arena scenario (the seed's million by default).
+    #[arg(long, default_value_t = 1_000_000)]
+    arena_vectors: u64,
+    /// Timed runs per arena strategy.
+    #[arg(long, default_value_t = 5)]
+    arena_runs: usize,
 }
 
 pub fn run(args: ReportArgs) -> Result<i32> {
@@ -20,9 +26,16 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         options.validate = ValidateOptions::full();
     }
     options.validate.progress = true;
+    options.arena.vectors = args.arena_vectors;
+    options.arena_runs = args.arena_runs;
     let start = std::time::Instant::now();
     let summary = write_report(&options, &mut |step| {
-        println!("{:>24}  {:>8.2?}  {}", step.name, step.took, step.files.join(", "));
+        println!(
+            "{:>24}  {:>8.2?}  {}",
+            step.name,
+            step.took,
+            step.files.join(", ")
+        );
     })?;
     println!(
         "wrote {} (index {}) in {:.2?}",

@@ -56,7 +56,11 @@ impl LiveBuild {
         }
         // SAFETY of the string read: `version` is a static C string in jemalloc.
         let version = unsafe { tikv_jemalloc_ctl::raw::read_str(b"version\0") }
-            .map(|v| String::from_utf8_lossy(v).trim_end_matches('\0').to_string())
+            .map(|v| {
+                String::from_utf8_lossy(v)
+                    .trim_end_matches('\0')
+                    .to_string()
+            })
             .unwrap_or_else(|_| "unknown".into());
         Ok(LiveBuild {
             version,
@@ -79,11 +83,8 @@ impl LiveBuild {
                 self.quantum
             );
         }
-        let mut config = AllocatorConfig::new(
-            self.quantum.trailing_zeros(),
-            self.page.trailing_zeros(),
-            2,
-        )?;
+        let mut config =
+            AllocatorConfig::new(self.quantum.trailing_zeros(), self.page.trailing_zeros(), 2)?;
         config.cache_oblivious = self.cache_oblivious;
         config.large_page_rounding = self.large_page_rounding;
         Ok(config)

@@ -154,8 +154,7 @@ impl ThreadBinding {
         unsafe {
             raw::write(b"thread.tcache.enabled\0", false)
                 .context("mallctl thread.tcache.enabled")?;
-            raw::write(b"thread.arena\0", binding.arena.index())
-                .context("mallctl thread.arena")?;
+            raw::write(b"thread.arena\0", binding.arena.index()).context("mallctl thread.arena")?;
         }
         Ok(binding)
     }

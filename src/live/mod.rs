@@ -7,6 +7,6 @@ mod validate;
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
 pub use ctl::{nallocx, refresh_stats, ArenaUsage, PrivateArena, ThreadBinding};
 pub use validate::{
-    log_uniform_requests,     validate, validation_markdown, validation_table, Check, F14Measurement, Validation,
-    ValidateOptions,
+    log_uniform_requests, validate, validation_markdown, validation_table, Check, F14Measurement,
+    ValidateOptions, Validation,
 };

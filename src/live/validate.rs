@@ -164,24 +164,78 @@ fn record(v: &mut Validation, check: &str, subject: String, predicted: String, m
 fn check_class_table(v: &mut Validation, classes: &SizeClasses) {
     let live = v.live.clone();
     let page = |b: u64| b.to_string();
-    record(v, "build", "page".into(), page(v.model.page()), page(live.page));
-    record(v, "build", "quantum".into(), page(v.model.quantum()), page(live.quantum));
-    record(v, "build", "cache_oblivious".into(), v.model.cache_oblivious.to_string(), live.cache_oblivious.to_string());
-    record(v, "build", "large_page_rounding".into(), v.model.large_page_rounding.to_string(), live.large_page_rounding.to_string());
-    record(v, "classes", "small classes (nbins)".into(), classes.bins().len().to_string(), live.bins.len().to_string());
-    record(v, "classes", "large classes (nlextents)".into(), classes.large().len().to_string(), live.nlextents.to_string());
-    let describe = |size: u64, nregs: u64, slab: u64| format!("{size} B, {nregs} regions, slab {slab} B");
+    record(
+        v,
+        "build",
+        "page".into(),
+        page(v.model.page()),
+        page(live.page),
+    );
+    record(
+        v,
+        "build",
+        "quantum".into(),
+        page(v.model.quantum()),
+        page(live.quantum),
+    );
+    record(
+        v,
+        "build",
+        "cache_oblivious".into(),
+        v.model.cache_oblivious.to_string(),
+        live.cache_oblivious.to_string(),
+    );
+    record(
+        v,
+        "build",
+        "large_page_rounding".into(),
+        v.model.large_page_rounding.to_string(),
+        live.large_page_rounding.to_string(),
+    );
+    record(
+        v,
+        "classes",
+        "small classes (nbins)".into(),
+        classes.bins().len().to_string(),
+        live.bins.len().to_string(),
+    );
+    record(
+        v,
+        "classes",
+        "large classes (nlextents)".into(),
+        classes.large().len().to_string(),
+        live.nlextents.to_string(),
+    );
+    let describe =
+        |size: u64, nregs: u64, slab: u64| format!("{size} B, {nregs} regions, slab {slab} B");
     let n = classes.bins().len().max(live.bins.len());
     for i in 0..n {
-        let predicted = classes.bins().get(i).map_or("none".into(), |c| describe(c.size, c.nregs, c.slab_size));
-        let measured = live.bins.get(i).map_or("none".into(), |b| describe(b.size, b.nregs, b.slab_size));
+        let predicted = classes
+            .bins()
+            .get(i)
+            .map_or("none".into(), |c| describe(c.size, c.nregs, c.slab_size));
+        let measured = live
+            .bins
+            .get(i)
+            .map_or("none".into(), |b| describe(b.size, b.nregs, b.slab_size));
         record(v, "small class", format!("bin {i}"), predicted, measured);
     }
-    let model_large: Vec<u64> = classes.large().iter().map(|c| c.size).take_while(|&s| s <= LARGE_CLASS_CAP).collect();
+    let model_large: Vec<u64> = classes
+        .large()
+        .iter()
+        .map(|c| c.size)
+        .take_while(|&s| s <= LARGE_CLASS_CAP)
+        .collect();
     let n = model_large.len().max(live.large.len());
     for i in 0..n {
         let show = |s: Option<&u64>| s.map_or("none".into(), |s| format!("{s} B"));
-        record(v, "large class", format!("lextent {i}"), show(model_large.get(i)), show(live.large.get(i)));
+        record(
+            v,
+            "large class",
+            format!("lextent {i}"),
+            show(model_large.get(i)),
+            show(live.large.get(i)),
+        );
     }
 }
 
@@ -210,41 +264,53 @@ pub fn log_uniform_requests(count: u64, max: u64, seed: u64) -> Vec<u64> {
 fn check_nallocx(v: &mut Validation, classes: &SizeClasses, options: &ValidateOptions) {
     let predicted = |r: u64| classes.usable_size(r).unwrap_or(0);
     let mut listed = 0;
-    let mut compare = |v: &mut Validation, requests: &mut dyn Iterator<Item = u64>, what: String| {
-        let (mut checked, mut bad) = (0u64, 0u64);
-        for r in requests {
-            let (p, m) = (predicted(r), nallocx(r));
-            checked += 1;
-            if p != m {
-                bad += 1;
-                if listed < 20 {
-                    listed += 1;
-                    v.checks.push(Check {
-                        check: "nallocx".into(),
-                        subject: format!("request {r}"),
-                        predicted: p.to_string(),
-                        measured: m.to_string(),
-                        ok: false,
-                    });
+    let mut compare =
+        |v: &mut Validation, requests: &mut dyn Iterator<Item = u64>, what: String| {
+            let (mut checked, mut bad) = (0u64, 0u64);
+            for r in requests {
+                let (p, m) = (predicted(r), nallocx(r));
+                checked += 1;
+                if p != m {
+                    bad += 1;
+                    if listed < 20 {
+                        listed += 1;
+                        v.checks.push(Check {
+                            check: "nallocx".into(),
+                            subject: format!("request {r}"),
+                            predicted: p.to_string(),
+                            measured: m.to_string(),
+                            ok: false,
+                        });
+                    }
                 }
             }
-        }
-        v.compared += checked;
-        v.mismatches += bad;
-        v.checks.push(Check {
-            check: "nallocx".into(),
-            subject: what,
-            predicted: format!("{checked} requests agree"),
-            measured: format!("{} requests agree", checked - bad),
-            ok: bad == 0,
-        });
-    };
-    compare(v, &mut (0..=options.exhaustive_up_to), format!("every request 0..={}", options.exhaustive_up_to));
+            v.compared += checked;
+            v.mismatches += bad;
+            v.checks.push(Check {
+                check: "nallocx".into(),
+                subject: what,
+                predicted: format!("{checked} requests agree"),
+                measured: format!("{} requests agree", checked - bad),
+                ok: bad == 0,
+            });
+        };
+    compare(
+        v,
+        &mut (0..=options.exhaustive_up_to),
+        format!("every request 0..={}", options.exhaustive_up_to),
+    );
     let top = classes.large_maxclass();
     let mut spread = log_uniform_requests(options.random_requests, top, 0x5EED);
     // Either side of the largest class: the last size served and the first refused.
     spread.extend([top, top + 1]);
-    compare(v, &mut spread.into_iter(), format!("{} log-uniform requests up to the largest class + 1", options.random_requests + 2));
+    compare(
+        v,
+        &mut spread.into_iter(),
+        format!(
+            "{} log-uniform requests up to the largest class + 1",
+            options.random_requests + 2
+        ),
+    );
 }
 
 /// How many instances of a layout whose blocks take `usable` bytes to allocate.
@@ -281,13 +347,19 @@ fn measure_f14(v: &mut Validation, classes: &SizeClasses, options: &ValidateOpti
     let rows = physical_sweep(classes, &options.sweep)?;
     let bar = if options.progress {
         let bar = ProgressBar::new(rows.len() as u64);
-        bar.set_style(ProgressStyle::with_template("validate {bar:40} {pos}/{len} rows {elapsed}").expect("valid template"));
+        bar.set_style(
+            ProgressStyle::with_template("validate {bar:40} {pos}/{len} rows {elapsed}")
+                .expect("valid template"),
+        );
         bar
     } else {
         ProgressBar::hidden()
     };
     for row in &rows {
-        for (name, layout, cost) in [("before", row.table.split(), row.before), ("after", row.table.unified(), row.after)] {
+        for (name, layout, cost) in [
+            ("before", row.table.split(), row.before),
+            ("after", row.table.unified(), row.after),
+        ] {
             let count = instances(options, cost.usable);
             let (usable, active, calls) = measure_layout(&layout, count)?;
             let m = F14Measurement {
@@ -317,21 +389,40 @@ fn measure_f14(v: &mut Validation, classes: &SizeClasses, options: &ValidateOpti
 /// All checks as one table: predicted beside measured.
 pub fn validation_table(v: &Validation) -> Table {
     let mut table = Table::new(
-        format!("Live validation: model {} against jemalloc {}", v.model.label(), v.live.version),
+        format!(
+            "Live validation: model {} against jemalloc {}",
+            v.model.label(),
+            v.live.version
+        ),
         &["check", "subject", "predicted", "measured", "status"],
     );
     let status = |ok: bool| if ok { "ok" } else { "MISMATCH" };
     for c in &v.checks {
-        table.push(vec![c.check.clone().into(), c.subject.clone().into(), c.predicted.clone().into(), c.measured.clone().into(), status(c.ok).into()]);
+        table.push(vec![
+            c.check.clone().into(),
+            c.subject.clone().into(),
+            c.predicted.clone().into(),
+            c.measured.clone().into(),
+            status(c.ok).into(),
+        ]);
     }
     for m in &v.f14 {
-        let subject = format!("{} B x {} {} (x{})", m.value_size, m.capacity, m.layout, m.instances);
+        let subject = format!(
+            "{} B x {} {} (x{})",
+            m.value_size, m.capacity, m.layout, m.instances
+        );
         for (what, p, q) in [
             ("F14 usable bytes", m.predicted_usable, m.measured_usable),
             ("F14 active bytes", m.predicted_active, m.measured_active),
             ("F14 calls per table", m.predicted_calls, m.measured_calls),
         ] {
-            table.push(vec![what.into(), subject.clone().into(), p.into(), q.into(), status(p == q).into()]);
+            table.push(vec![
+                what.into(),
+                subject.clone().into(),
+                p.into(),
+                q.into(),
+                status(p == q).into(),
+            ]);
         }
     }
     table

@@ -9,7 +9,10 @@ use anyhow::Result;
 fn range(rows: &[PhysicalRow], value_size: u64) -> Option<(f64, f64, f64)> {
     let mut at10 = None;
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for r in rows.iter().filter(|r| r.table.value_size == value_size && r.table.capacity >= 10) {
+    for r in rows
+        .iter()
+        .filter(|r| r.table.value_size == value_size && r.table.capacity >= 10)
+    {
         if r.table.capacity == 10 {
             at10 = Some(r.ratio());
         }
@@ -45,7 +48,10 @@ pub fn seed_vs_physical_table(
     );
     let f = |v: f64| Cell::Float(v, 4);
     for row in seed {
-        let (Some(d), Some(q)) = (range(default_rows, row.value_size), range(q8_rows, row.value_size)) else {
+        let (Some(d), Some(q)) = (
+            range(default_rows, row.value_size),
+            range(q8_rows, row.value_size),
+        ) else {
             continue;
         };
         let dev_top = dev_rows
@@ -77,7 +83,11 @@ pub fn seed_vs_physical_markdown(table: &Table, default_rows: &[PhysicalRow]) ->
             .find(|r| r.table.value_size == size && r.table.capacity == 10)
             .map(|r| (r.before.usable, r.after.usable, r.ratio()))
     };
-    let max_cap = default_rows.iter().map(|r| r.table.capacity).max().unwrap_or(0);
+    let max_cap = default_rows
+        .iter()
+        .map(|r| r.table.capacity)
+        .max()
+        .unwrap_or(0);
     let (min_col, max_col) = (table.column("default_min"), table.column("default_max"));
     let constant = table.rows.iter().all(|row| match (min_col, max_col) {
         (Some(a), Some(b)) => row[a] == row[b],
@@ -88,7 +98,10 @@ pub fn seed_vs_physical_markdown(table: &Table, default_rows: &[PhysicalRow]) ->
     out.push_str(&format!(
         "Columns: the ratio printed in folly D8485933; our reproduction of the model behind it; the exact after / before ratio of usable bytes for a table of 10 values (one chunk) and its smallest and largest value over every capacity step from 10 to {max_cap} values, under the default x86-64 build (16 B quantum) and under an 8 B quantum; last, the ratio for the largest table under jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it (large requests rounded to whole pages).\n\n"
     ));
-    out.push_str(&Markdown.render(&Table { title: String::new(), ..table.clone() })?);
+    out.push_str(&Markdown.render(&Table {
+        title: String::new(),
+        ..table.clone()
+    })?);
     out.push_str("\n## Why they differ\n\n");
     let (b48, a48, r48) = example(48).unwrap_or((0, 0, f64::NAN));
     out.push_str(&format!(

@@ -6,9 +6,9 @@ mod findings;
 
 pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
 
+use crate::arena::ArenaSpec;
 use crate::charts::{
-    write_chart, Comparison, PredictedVsMeasured, RatioHeatmap, SeedChart, SeedSeries,
-    WasteCurve,
+    write_chart, Comparison, PredictedVsMeasured, RatioHeatmap, SeedChart, SeedSeries, WasteCurve,
 };
 use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
 use crate::layout::F14Vector;
@@ -28,6 +28,9 @@ pub struct ReportOptions {
     pub out: PathBuf,
     pub sweep: SweepSpec,
     pub validate: ValidateOptions,
+    /// The arena scenario's workload and timed runs per strategy.
+    pub arena: ArenaSpec,
+    pub arena_runs: usize,
 }
 
 impl ReportOptions {
@@ -36,6 +39,8 @@ impl ReportOptions {
             out,
             sweep: SweepSpec::default(),
             validate: ValidateOptions::reduced(),
+            arena: ArenaSpec::seed(),
+            arena_runs: 5,
         }
     }
 }
@@ -71,7 +76,12 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    fn step(&mut self, name: &str, section: &str, run: impl FnOnce(&Path) -> Result<Vec<Written>>) -> Result<()> {
+    fn step(
+        &mut self,
+        name: &str,
+        section: &str,
+        run: impl FnOnce(&Path) -> Result<Vec<Written>>,
+    ) -> Result<()> {
         let start = Instant::now();
         let written = run(self.dir).with_context(|| format!("step '{name}'"))?;
         let step = Step {
@@ -123,7 +133,10 @@ fn preset(name: &str) -> SizeClasses {
 }
 
 /// Runs the whole job; `on_step` hears about each step as it finishes.
-pub fn write_report(options: &ReportOptions, on_step: &mut dyn FnMut(&Step)) -> Result<ReportSummary> {
+pub fn write_report(
+    options: &ReportOptions,
+    on_step: &mut dyn FnMut(&Step),
+) -> Result<ReportSummary> {
     let dir = options.out.as_path();
     let charts = dir.join("charts");
     std::fs::create_dir_all(&charts)
@@ -135,10 +148,19 @@ pub fn write_report(options: &ReportOptions, on_step: &mut dyn FnMut(&Step)) -> 
         on_step,
     };
     let builds = [
-        ("default", "jemalloc 5.3.0 defaults: 16 B quantum, 4 KiB pages, large size classes"),
-        ("quantum8", "8 B quantum (the build the seed's figures match)"),
+        (
+            "default",
+            "jemalloc 5.3.0 defaults: 16 B quantum, 4 KiB pages, large size classes",
+        ),
+        (
+            "quantum8",
+            "8 B quantum (the build the seed's figures match)",
+        ),
         ("page64k", "64 KiB pages"),
-        ("dev", "jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it: large requests rounded to pages"),
+        (
+            "dev",
+            "jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it: large requests rounded to pages",
+        ),
     ];
 
     job.step("size-class tables", "Size classes", |dir| {
@@ -148,8 +170,14 @@ pub fn write_report(options: &ReportOptions, on_step: &mut dyn FnMut(&Step)) -> 
                 continue; // same class table as default
             }
             let file = format!("classes-{name}.csv");
-            write_atomic(&dir.join(&file), Csv.render(&class_table(&preset(name)))?.as_bytes())?;
-            written.push(Written { file, what: format!("every size class, {what}") });
+            write_atomic(
+                &dir.join(&file),
+                Csv.render(&class_table(&preset(name)))?.as_bytes(),
+            )?;
+            written.push(Written {
+                file,
+                what: format!("every size class, {what}"),
+            });
         }
         Ok(written)
     })?;
@@ -164,9 +192,14 @@ pub fn write_report(options: &ReportOptions, on_step: &mut dyn FnMut(&Step)) -> 
             let classes = preset(name);
             let rows = physical_sweep(&classes, &options.sweep)?;
             let table = physical_table(&classes, &rows);
-            written.extend(write_table(dir, &format!("f14-physical-{name}"), &table, &format!(
-                "F14 vector tables split vs unified, every value size x capacity step, {what}"
-            ))?);
+            written.extend(write_table(
+                dir,
+                &format!("f14-physical-{name}"),
+                &table,
+                &format!(
+                    "F14 vector tables split vs unified, every value size x capacity step, {what}"
+                ),
+            )?);
             sweeps.push((name, rows));
         }
         Ok(written)
@@ -175,15 +208,35 @@ pub fn write_report(options: &ReportOptions, on_step: &mut dyn FnMut(&Step)) -> 
     job.step("seed comparison", "The seed (folly D8485933)", |dir| {
         let q8 = preset("quantum8");
         let seed = seed_rows();
-        let mut written = write_table(dir, "seed-model", &seed_comparison_table(&q8, &seed)?,
-            "the seed's printed footprint table beside our reproduction of its model")?;
-        let default_rows = &sweeps.iter().find(|(n, _)| *n == "default").expect("default sweep").1;
-        let q8_rows = &sweeps.iter().find(|(n, _)| *n == "quantum8").expect("quantum8 sweep").1;
-        let dev_rows = &sweeps.iter().find(|(n, _)| *n == "dev").expect("dev sweep").1;
+        let mut written = write_table(
+            dir,
+            "seed-model",
+            &seed_comparison_table(&q8, &seed)?,
+            "the seed's printed footprint table beside our reproduction of its model",
+        )?;
+        let default_rows = &sweeps
+            .iter()
+            .find(|(n, _)| *n == "default")
+            .expect("default sweep")
+            .1;
+        let q8_rows = &sweeps
+            .iter()
+            .find(|(n, _)| *n == "quantum8")
+            .expect("quantum8 sweep")
+            .1;
+        let dev_rows = &sweeps
+            .iter()
+            .find(|(n, _)| *n == "dev")
+            .expect("dev sweep")
+            .1;
         let table = seed_vs_physical_table(&q8, &seed, default_rows, q8_rows, dev_rows);
         let md = seed_vs_physical_markdown(&table, default_rows)?;
         write_atomic(&dir.join("seed-vs-physical.md"), md.as_bytes())?;
-        written.push(Written { file: "seed-vs-physical.md".into(), what: "the seed's model against the physically exact ratios, and why they differ".into() });
+        written.push(Written {
+            file: "seed-vs-physical.md".into(),
+            what: "the seed's model against the physically exact ratios, and why they differ"
+                .into(),
+        });
         Ok(written)
     })?;
 
@@ -262,6 +315,18 @@ pub fn write_report(options: &ReportOptions, on_step: &mut dyn FnMut(&Step)) -> 
         Ok(written)
     })?;
 
+    job.step("arena scenario", "Arena scenario (the second seed)", |dir| {
+        let result = crate::cli::run_scenario(options.arena, options.arena_runs, false, None)?;
+        let paths = crate::cli::write_arena(&result, dir, "fragsim report")?;
+        let what = |p: &PathBuf| match p.extension().and_then(|e| e.to_str()) {
+            Some("md") => "general allocator vs bump arena vs no-free arena: predicted and measured bytes, build and reset times (times vary run to run), ratios beside the seed's",
+            Some("csv") => "the same comparison as CSV",
+            _ if p.to_string_lossy().contains("arena-time") => "build and reset time per strategy (median; varies run to run)",
+            _ => "memory per strategy: ideal, predicted and measured usable bytes, active pages",
+        };
+        Ok(paths.iter().map(|p| Written { file: p.strip_prefix(dir).unwrap_or(p).display().to_string(), what: what(p).to_string() }).collect())
+    })?;
+
     let index = index_markdown(&job.index);
     write_atomic(&dir.join("README.md"), index.as_bytes())?;
     Ok(ReportSummary {
@@ -279,7 +344,13 @@ fn index_markdown(index: &[(String, Vec<Written>)]) -> String {
         out.push_str(&format!("## {section}\n\n"));
         for w in files {
             if w.file.ends_with(".png") {
-                out.push_str(&format!("![{}]({})\n\n{} ([SVG]({}))\n\n", w.what, w.file, w.what, w.file.replace(".png", ".svg")));
+                out.push_str(&format!(
+                    "![{}]({})\n\n{} ([SVG]({}))\n\n",
+                    w.what,
+                    w.file,
+                    w.what,
+                    w.file.replace(".png", ".svg")
+                ));
             } else if w.file.ends_with(".svg") {
                 continue;
             } else {

@@ -134,7 +134,7 @@ fn class(
 /// end (jemalloc's `slab_size` loop, which stops at the least common multiple).
 fn slab_size(page: u64, size: u64) -> u64 {
     let mut slab = page;
-    while slab % size != 0 {
+    while !slab.is_multiple_of(size) {
         slab += page;
     }
     slab
