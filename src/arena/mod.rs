@@ -13,4 +13,4 @@ pub use model::{predict, ArenaSpec, Prediction, Strategy};
 pub use report::{
     arena_charts, arena_markdown, arena_table, ArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO,
 };
-pub use workload::{header_bytes, measure, Measurement};
+pub use workload::{build_and_reset, header_bytes, measure, Measurement};

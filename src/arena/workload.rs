@@ -134,6 +134,19 @@ pub fn measure(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
     }
 }
 
+/// One timed build and reset of `strategy` (what the benchmark and `measure` time).
+pub fn build_and_reset(strategy: Strategy, spec: &ArenaSpec) -> Result<(Duration, Duration)> {
+    spec.validate()?;
+    let (m, k) = (spec.vectors as usize, spec.elements as usize);
+    Ok(match spec.elem_bytes {
+        1 => timed_run::<u8>(strategy, m, k),
+        2 => timed_run::<u16>(strategy, m, k),
+        4 => timed_run::<i32>(strategy, m, k),
+        8 => timed_run::<u64>(strategy, m, k),
+        _ => timed_run::<u128>(strategy, m, k),
+    })
+}
+
 /// Bytes of one element of the outer array, per strategy (`Vec<T>` and bumpalo's `Vec<T>`).
 pub fn header_bytes() -> (u64, u64) {
     (

@@ -27,6 +27,14 @@ fn diverging(t: f64) -> RGBColor {
     RGBColor(mix(247.0, end.0), mix(247.0, end.1), mix(247.0, end.2))
 }
 
+/// The label of a segment centre; nothing elsewhere.
+fn label(v: &SegmentValue<usize>, names: &[u64]) -> String {
+    match v {
+        SegmentValue::CenterOf(i) => names.get(*i).map_or(String::new(), |n| n.to_string()),
+        _ => String::new(),
+    }
+}
+
 impl RatioHeatmap {
     /// The largest distance from 1.0, so the colour scale is symmetric.
     fn spread(&self) -> f64 {
@@ -62,7 +70,12 @@ impl Chart for RatioHeatmap {
             .margin(15)
             .x_label_area_size(60)
             .y_label_area_size(110)
-            .build_cartesian_2d(0..nx, 0..ny)
+            // Segmented axes put each label at the centre of its cell.
+            // (0..n - 1) segmented has n cells: plotters counts the range's end as a cell.
+            .build_cartesian_2d(
+                (0..nx.saturating_sub(1)).into_segmented(),
+                (0..ny.saturating_sub(1)).into_segmented(),
+            )
             .map_err(plot_err)?;
         let sizes = self.value_sizes.clone();
         let caps = self.capacities.clone();
@@ -75,8 +88,8 @@ impl Chart for RatioHeatmap {
             .axis_desc_style((FONT, 22))
             .x_labels(nx.min(17))
             .y_labels(ny)
-            .x_label_formatter(&|i| sizes.get(*i).map_or(String::new(), |s| s.to_string()))
-            .y_label_formatter(&|j| caps.get(*j).map_or(String::new(), |c| c.to_string()))
+            .x_label_formatter(&|v| label(v, &sizes))
+            .y_label_formatter(&|v| label(v, &caps))
             .draw()
             .map_err(plot_err)?;
         let spread = self.spread();
@@ -84,7 +97,10 @@ impl Chart for RatioHeatmap {
             .draw_series(self.ratios.iter().enumerate().flat_map(|(i, row)| {
                 row.iter().enumerate().map(move |(j, &r)| {
                     Rectangle::new(
-                        [(i, j), (i + 1, j + 1)],
+                        [
+                            (SegmentValue::Exact(i), SegmentValue::Exact(j)),
+                            (SegmentValue::Exact(i + 1), SegmentValue::Exact(j + 1)),
+                        ],
                         diverging((r - 1.0) / spread).filled(),
                     )
                 })

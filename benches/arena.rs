@@ -1,0 +1,34 @@
+//! Build + reset of the second seed's workload, per strategy, side by side.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use fragsim::arena::{build_and_reset, ArenaSpec, Strategy};
+use std::time::Duration;
+
+fn arena(c: &mut Criterion) {
+    let vectors: u64 = std::env::var("FRAGSIM_BENCH_VECTORS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let spec = ArenaSpec {
+        vectors,
+        ..ArenaSpec::seed()
+    };
+    let mut group = c.benchmark_group(format!("build_and_reset_{vectors}_vectors_of_100_i32"));
+    group.sample_size(20);
+    for strategy in Strategy::ALL {
+        group.bench_function(strategy.name().replace(' ', "_"), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        let (build, reset) = build_and_reset(strategy, &spec).unwrap();
+                        build + reset
+                    })
+                    .sum::<Duration>()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, arena);
+criterion_main!(benches);
