@@ -1,6 +1,7 @@
 //! jemalloc's size classes: the config, the derived table, and fast lookups into it.
 
 use crate::export::Table;
+use std::hint::select_unpredictable;
 
 mod config;
 mod table;
@@ -13,24 +14,25 @@ impl SizeClasses {
     /// (a request of 0 is served as 1 byte), or `None` past the largest class.
     ///
     /// Arithmetic rather than a search: within a doubling the classes are evenly spaced, so
-    /// rounding up to that spacing finds the class (jemalloc's `sz_s2u_compute`).
+    /// rounding up to that spacing finds the class (jemalloc's `sz_s2u_compute`). Written to
+    /// compile to conditional moves: request sizes are unpredictable branches.
     #[inline]
     pub fn usable_size(&self, request: u64) -> Option<u64> {
-        let c = &self.config();
-        if request > self.large_maxclass() {
+        let l = &self.lookup;
+        if request > l.large_max {
             return None;
         }
         let request = request.max(1);
-        if c.large_page_rounding && request > self.small_maxclass() {
-            let page_mask = c.page() - 1;
-            return Some((request + page_mask) & !page_mask);
-        }
-        if request <= c.quantum() {
-            return Some(request.next_power_of_two().max(1 << c.lg_tiny_min));
-        }
-        let lg_ceil = 64 - (request - 1).leading_zeros();
-        let lg_delta = lg_ceil.saturating_sub(c.lg_ngroup + 1).max(c.lg_quantum);
-        let mask = (1u64 << lg_delta) - 1;
+        // ceil(log2(request)) = floor(log2(2·request − 1)); the odd operand lets the
+        // compiler drop the zero check of `leading_zeros`.
+        let lg_ceil = 63 - ((2 * request - 1) | 1).leading_zeros();
+        // Every class is the request rounded up to 2^lg_delta, and lg_delta depends only on
+        // the request's doubling (tiny classes: the power of two itself; regular ones: a
+        // quarter of it, at least the quantum), so its mask is read from a 65-entry table
+        // derived from the config. Branch-free: request sizes are unpredictable.
+        let mask = l.mask_by_lg_ceil[lg_ceil as usize];
+        // 5.3.1-dev rounds large requests to whole pages.
+        let mask = select_unpredictable(request > l.large_page_min, l.page_mask, mask);
         Some((request + mask) & !mask)
     }
 

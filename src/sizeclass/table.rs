@@ -42,6 +42,19 @@ pub struct SizeClasses {
     config: AllocatorConfig,
     classes: Vec<SizeClass>,
     nbins: usize,
+    /// Copied out of the table for the lookup's hot path.
+    pub(super) lookup: Lookup,
+}
+
+/// The few numbers `usable_size` needs, kept together and free of indirection.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lookup {
+    pub large_max: u64,
+    /// The class spacing minus one (a mask) for requests in (2^(k-1), 2^k], indexed by k.
+    pub mask_by_lg_ceil: [u64; 65],
+    pub page_mask: u64,
+    /// Requests above this are rounded to whole pages (u64::MAX when none are).
+    pub large_page_min: u64,
 }
 
 impl SizeClasses {
@@ -53,10 +66,33 @@ impl SizeClasses {
             .iter()
             .take_while(|c| c.kind == ClassKind::Small)
             .count();
+        let small_max = classes[..nbins].last().map_or(0, |c| c.size);
+        let lookup = Lookup {
+            large_max: classes.last().map_or(0, |c| c.size),
+            mask_by_lg_ceil: std::array::from_fn(|lg_ceil| {
+                let lg_ceil = lg_ceil as u32;
+                let delta = if lg_ceil < config.lg_quantum {
+                    // Tiny classes: powers of two from the smallest class up.
+                    lg_ceil.max(config.lg_tiny_min)
+                } else {
+                    lg_ceil
+                        .saturating_sub(config.lg_ngroup + 1)
+                        .max(config.lg_quantum)
+                };
+                (1u64 << delta) - 1
+            }),
+            page_mask: config.page() - 1,
+            large_page_min: if config.large_page_rounding {
+                small_max
+            } else {
+                u64::MAX
+            },
+        };
         Ok(SizeClasses {
             config,
             classes,
             nbins,
+            lookup,
         })
     }
 
