@@ -17,6 +17,8 @@ pub struct ArenaResult {
     pub model: String,
     pub predictions: Vec<Prediction>,
     pub measurements: Vec<Measurement>,
+    /// jemalloc's `opt.dirty_decay_ms` and `opt.muzzy_decay_ms` during the measurement.
+    pub decay_ms: Option<(i64, i64)>,
 }
 
 impl ArenaResult {
@@ -144,6 +146,11 @@ pub fn arena_markdown(r: &ArenaResult, command: &str) -> Result<String> {
     table.title.clear();
     out.push_str(&Markdown.render(&table)?);
     out.push_str("\nUsable bytes: predicted by the size-class model (general allocator: the outer array plus every inner block; arenas: bumpalo's chunks, replayed from its growth policy); measured as the usable bytes of a private jemalloc arena the building thread was bound to, with its thread cache off. Active bytes are that arena's `pactive` x page.\n\n");
+    if let Some((dirty, muzzy)) = r.decay_ms {
+        out.push_str(&format!(
+            "jemalloc ran with `dirty_decay_ms:{dirty}` and `muzzy_decay_ms:{muzzy}`. The decay settings decide the time ratios: with decay off (`_RJEM_MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1`) freed pages stay mapped for the next build and the arena wins; with the defaults the arena's large chunks are mapped afresh and most of the arena's time goes to the kernel (see the README for both measurements).\n\n"
+        ));
+    }
     let bad = r.mismatches();
     if bad.is_empty() {
         out.push_str("**Predicted usable bytes equal measured usable bytes for every strategy**, and bumpalo's own `allocated_bytes` equals the replayed chunk policy.\n\n");

@@ -57,11 +57,19 @@ pub fn run_scenario(
     } else {
         measure(&spec, runs)?
     };
+    let decay_ms = match (
+        crate::live::read_isize("opt.dirty_decay_ms"),
+        crate::live::read_isize("opt.muzzy_decay_ms"),
+    ) {
+        (Ok(dirty), Ok(muzzy)) => Some((dirty, muzzy)),
+        _ => None,
+    };
     Ok(ArenaResult {
         spec,
         model: config.label(),
         predictions,
         measurements,
+        decay_ms,
     })
 }
 

@@ -25,6 +25,14 @@ pub fn read_u32(key: &str) -> Result<u32> {
     unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))
 }
 
+/// Reads an `ssize_t` setting (decay times).
+pub fn read_isize(key: &str) -> Result<i64> {
+    // SAFETY: the keys passed here are documented as ssize_t.
+    let value: isize =
+        unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))?;
+    Ok(value as i64)
+}
+
 /// Reads a `bool` setting.
 pub fn read_bool(key: &str) -> Result<bool> {
     // SAFETY: the keys passed here are documented as bool.

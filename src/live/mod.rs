@@ -5,7 +5,7 @@ mod ctl;
 mod validate;
 
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
-pub use ctl::{nallocx, refresh_stats, ArenaUsage, PrivateArena, ThreadBinding};
+pub use ctl::{nallocx, read_isize, refresh_stats, ArenaUsage, PrivateArena, ThreadBinding};
 pub use validate::{
     log_uniform_requests, validate, validation_markdown, validation_table, Check, F14Measurement,
     ValidateOptions, Validation,
