@@ -1,7 +1,7 @@
 //! Grouped bars: one group per category (e.g. strategy), one bar per series (e.g. build and
 //! reset time).
 
-use super::{palette, plot_err, Chart, FONT};
+use super::{draw_legend, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -89,14 +89,6 @@ impl Chart for GroupedBars {
                 }))
                 .map_err(plot_err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 18))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
-        Ok(())
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
     }
 }

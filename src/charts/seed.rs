@@ -1,7 +1,7 @@
 //! Footprint change against value size: the seed's printed table, our reproduction of its
 //! model, and the physically exact ratios.
 
-use super::{palette, plot_err, Chart, FONT};
+use super::{draw_legend, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -96,14 +96,6 @@ impl Chart for SeedChart {
                     .map_err(plot_err)?;
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 18))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
-        Ok(())
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
     }
 }

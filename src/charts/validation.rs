@@ -1,6 +1,6 @@
 //! Measured bytes against predicted bytes from the live validation, on log axes.
 
-use super::{palette, plot_err, waste::human_bytes, Chart, FONT};
+use super::{draw_legend, palette, plot_err, waste::human_bytes, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -109,14 +109,6 @@ impl Chart for PredictedVsMeasured {
             .map_err(plot_err)?
             .label(format!("mismatch ({})", bad.len()))
             .legend(move |(x, y)| Cross::new((x + 10, y), 6, warn.stroke_width(3)));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 18))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
-        Ok(())
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
     }
 }
