@@ -183,7 +183,10 @@ pub fn arena_markdown(r: &ArenaResult, command: &str) -> Result<String> {
 }
 
 /// Bar charts of time and bytes per strategy.
-pub fn arena_charts(r: &ArenaResult) -> (crate::charts::GroupedBars, crate::charts::GroupedBars) {
+pub fn arena_charts(
+    r: &ArenaResult,
+    stem: &str,
+) -> (crate::charts::GroupedBars, crate::charts::GroupedBars) {
     use crate::charts::GroupedBars;
     let categories: Vec<String> = r
         .predictions
@@ -204,7 +207,7 @@ pub fn arena_charts(r: &ArenaResult) -> (crate::charts::GroupedBars, crate::char
         r.spec.vectors, r.spec.elements, r.spec.elem_bytes
     );
     let time = GroupedBars {
-        name: "arena-time".into(),
+        name: format!("{stem}-time"),
         title: format!("Build and reset time, {workload} (median)"),
         y_desc: "milliseconds".into(),
         categories: categories.clone(),
@@ -216,7 +219,7 @@ pub fn arena_charts(r: &ArenaResult) -> (crate::charts::GroupedBars, crate::char
     };
     let mib = |v: u64| v as f64 / (1u64 << 20) as f64;
     let bytes = GroupedBars {
-        name: "arena-bytes".into(),
+        name: format!("{stem}-bytes"),
         title: format!("Memory, {workload}"),
         y_desc: "MiB".into(),
         categories,

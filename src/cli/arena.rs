@@ -30,6 +30,9 @@ pub struct ArenaArgs {
     /// Also write arena.md, arena.csv and the charts into this folder.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// File stem for --out (arena -> arena.md, arena.csv, charts/arena-time.png, ...).
+    #[arg(long, default_value = "arena")]
+    name: String,
     /// Model this build instead of the running one (prediction only makes sense then).
     #[command(flatten)]
     allocator: AllocatorArgs,
@@ -73,21 +76,29 @@ pub fn run_scenario(
     })
 }
 
-/// Writes arena.md, arena.csv and the two charts into `dir`; returns the files written.
+/// Writes `<stem>.md`, `<stem>.csv` and the two charts into `dir`; returns the files written.
 pub fn write_arena(
     result: &ArenaResult,
     dir: &std::path::Path,
+    stem: &str,
     command: &str,
 ) -> Result<Vec<PathBuf>> {
+    if stem.is_empty()
+        || !stem
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        anyhow::bail!("bad name '{stem}': use letters, digits, '-' and '_'");
+    }
     std::fs::create_dir_all(dir.join("charts"))
         .with_context(|| format!("cannot create folder '{}'", dir.join("charts").display()))?;
-    let md = dir.join("arena.md");
-    let csv = dir.join("arena.csv");
+    let md = dir.join(format!("{stem}.md"));
+    let csv = dir.join(format!("{stem}.csv"));
     write_atomic(&md, arena_markdown(result, command)?.as_bytes())?;
     write_atomic(&csv, Csv.render(&arena_table(result))?.as_bytes())?;
     let mut written = vec![md, csv];
     if !result.measurements.is_empty() {
-        let (time, bytes) = arena_charts(result);
+        let (time, bytes) = arena_charts(result, stem);
         written.extend(write_chart(&time, &dir.join("charts"))?);
         written.extend(write_chart(&bytes, &dir.join("charts"))?);
     }
@@ -112,7 +123,8 @@ pub fn run(args: ArenaArgs) -> Result<i32> {
     }
     if let Some(dir) = &args.out {
         let command: Vec<String> = std::env::args().skip(1).collect();
-        for path in write_arena(&result, dir, &format!("fragsim {}", command.join(" ")))? {
+        let command = format!("fragsim {}", command.join(" "));
+        for path in write_arena(&result, dir, &args.name, &command)? {
             println!("wrote {}", path.display());
         }
     }

@@ -28,6 +28,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     options.validate.progress = true;
     options.arena.vectors = args.arena_vectors;
     options.arena_runs = args.arena_runs;
+    options.fragsim_exe = std::env::current_exe().ok();
     let start = std::time::Instant::now();
     let summary = write_report(&options, &mut |step| {
         println!(

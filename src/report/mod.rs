@@ -31,6 +31,9 @@ pub struct ReportOptions {
     /// The arena scenario's workload and timed runs per strategy.
     pub arena: ArenaSpec,
     pub arena_runs: usize,
+    /// The fragsim executable, to measure the arena scenario again in a child process with
+    /// jemalloc's page decay off (decay is fixed at start-up). `None` skips that run.
+    pub fragsim_exe: Option<PathBuf>,
 }
 
 impl ReportOptions {
@@ -41,6 +44,7 @@ impl ReportOptions {
             validate: ValidateOptions::reduced(),
             arena: ArenaSpec::seed(),
             arena_runs: 5,
+            fragsim_exe: None,
         }
     }
 }
@@ -315,17 +319,18 @@ pub fn write_report(
         Ok(written)
     })?;
 
-    job.step("arena scenario", "Arena scenario (the second seed)", |dir| {
+    let arena_section = "Arena scenario (the second seed)";
+    job.step("arena scenario", arena_section, |dir| {
         let result = crate::cli::run_scenario(options.arena, options.arena_runs, false, None)?;
-        let paths = crate::cli::write_arena(&result, dir, "fragsim report")?;
-        let what = |p: &PathBuf| match p.extension().and_then(|e| e.to_str()) {
-            Some("md") => "general allocator vs bump arena vs no-free arena: predicted and measured bytes, build and reset times (times vary run to run), ratios beside the seed's",
-            Some("csv") => "the same comparison as CSV",
-            _ if p.to_string_lossy().contains("arena-time") => "build and reset time per strategy (median; varies run to run)",
-            _ => "memory per strategy: ideal, predicted and measured usable bytes, active pages",
-        };
-        Ok(paths.iter().map(|p| Written { file: p.strip_prefix(dir).unwrap_or(p).display().to_string(), what: what(p).to_string() }).collect())
+        let paths = crate::cli::write_arena(&result, dir, "arena", "fragsim report")?;
+        Ok(arena_written(&paths, dir, "jemalloc defaults"))
     })?;
+    if let Some(exe) = &options.fragsim_exe {
+        job.step("arena scenario, decay off", arena_section, |dir| {
+            let paths = arena_without_decay(exe, options, dir)?;
+            Ok(arena_written(&paths, dir, "jemalloc page decay off"))
+        })?;
+    }
 
     let index = index_markdown(&job.index);
     write_atomic(&dir.join("README.md"), index.as_bytes())?;
@@ -334,6 +339,58 @@ pub fn write_report(
         validation_passed: validation.passed(),
         mismatches: validation.mismatches,
     })
+}
+
+/// Index entries for the files of one arena run.
+fn arena_written(paths: &[PathBuf], dir: &Path, config: &str) -> Vec<Written> {
+    let what = |p: &PathBuf| {
+        match p.extension().and_then(|e| e.to_str()) {
+        Some("md") => format!("{config}: general allocator vs bump arena vs no-free arena, predicted and measured bytes, build and reset times (times vary run to run), ratios beside the seed's"),
+        Some("csv") => format!("{config}: the same comparison as CSV"),
+        _ if p.to_string_lossy().contains("-time") => format!("{config}: build and reset time per strategy (median; varies run to run)"),
+        _ => format!("{config}: memory per strategy, ideal, predicted and measured usable bytes, active pages"),
+    }
+    };
+    paths
+        .iter()
+        .map(|p| Written {
+            file: p.strip_prefix(dir).unwrap_or(p).display().to_string(),
+            what: what(p),
+        })
+        .collect()
+}
+
+/// jemalloc reads its decay settings once, at start-up: run `fragsim arena` again in a child
+/// process with decay off, writing `arena-nodecay.*` beside the rest.
+fn arena_without_decay(exe: &Path, options: &ReportOptions, dir: &Path) -> Result<Vec<PathBuf>> {
+    let stem = "arena-nodecay";
+    let output = std::process::Command::new(exe)
+        .env("_RJEM_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
+        .args(["arena", "--name", stem, "--out"])
+        .arg(dir)
+        .args(["--vectors", &options.arena.vectors.to_string()])
+        .args(["--elements", &options.arena.elements.to_string()])
+        .args(["--elem-bytes", &options.arena.elem_bytes.to_string()])
+        .args(["--runs", &options.arena_runs.to_string()])
+        .output()
+        .with_context(|| format!("cannot run '{}'", exe.display()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        anyhow::bail!(
+            "'fragsim arena' with decay off failed: {}",
+            stderr.lines().next().unwrap_or("no message")
+        );
+    }
+    let mut paths = vec![
+        dir.join(format!("{stem}.md")),
+        dir.join(format!("{stem}.csv")),
+    ];
+    for chart in ["time", "bytes"] {
+        for ext in ["png", "svg"] {
+            paths.push(dir.join("charts").join(format!("{stem}-{chart}.{ext}")));
+        }
+    }
+    Ok(paths)
 }
 
 fn index_markdown(index: &[(String, Vec<Written>)]) -> String {
