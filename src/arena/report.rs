@@ -202,8 +202,12 @@ pub fn arena_charts(
             })
             .collect()
     };
+    let decay = match r.decay_ms {
+        Some((dirty, _)) if dirty < 0 => ", jemalloc decay off",
+        _ => ", jemalloc defaults",
+    };
     let workload = format!(
-        "{} vectors of {} x {} B",
+        "{} vectors of {} x {} B{decay}",
         r.spec.vectors, r.spec.elements, r.spec.elem_bytes
     );
     let time = GroupedBars {
