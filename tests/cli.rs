@@ -32,6 +32,11 @@ fn bad_inputs_exit_2_with_one_line() {
         "99999999999999",
     );
     assert_rejected(&["table", "--max-capacity", "1"], "1");
+    assert_rejected(
+        &["table", "--max-capacity", "18446744073709551615"],
+        "18446744073709551615",
+    );
+    assert_rejected(&["table", "--max-capacity", "-5"], "-5");
     assert_rejected(&["table", "--value-align", "3"], "3");
     assert_rejected(&["classes", "--preset", "nope"], "nope");
     assert_rejected(&["table", "--preset", "nope"], "nope");
@@ -43,6 +48,10 @@ fn bad_inputs_exit_2_with_one_line() {
     assert_rejected(&["classes", "--format", "xml"], "xml");
     assert_rejected(&["table", "--model", "guess"], "guess");
     assert_rejected(&["classes", "--bogus"], "--bogus");
+    assert_rejected(&["layout", "--array", "keys:0x10"], "keys:0x10");
+    assert_rejected(&["layout", "--array", "keys:8x10:3"], "alignment 3");
+    assert_rejected(&["layout", "--array", "keys:8"], "keys:8");
+    assert_rejected(&["layout", "--array", "k:1099511627776x2"], "1099511627776");
 }
 
 #[test]
@@ -118,4 +127,31 @@ fn table_writes_atomically_to_out_in_every_format() {
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(doc["rows"].as_array().unwrap().len(), 30);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+}
+
+#[test]
+fn layout_prices_any_list_of_arrays() {
+    // An F14 chunk (64 B) and ten 48-byte values, by hand: split 64 + 512 (480 -> 512) = 576,
+    // unified 544 -> 640 under the default build.
+    let out = fragsim(&[
+        "layout",
+        "--array",
+        "chunks:64x1",
+        "--array",
+        "values:48x10",
+        "--format",
+        "csv",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("split,total,544,576,576,2"), "{text}");
+    assert!(text.contains("unified,total,544,640,640,1"), "{text}");
+    assert!(
+        text.contains("unified / split,ratio,1.000000,1.111111,1.111111,0.500000"),
+        "{text}"
+    );
 }

@@ -3,6 +3,7 @@
 mod arena;
 mod args;
 mod classes;
+mod layout;
 mod report;
 mod table;
 mod validate;
@@ -31,6 +32,8 @@ enum Command {
     Arena(arena::ArenaArgs),
     /// Print every size class of a jemalloc build.
     Classes(classes::ClassesArgs),
+    /// Any list of arrays: one allocation each (split) vs one allocation (unified).
+    Layout(layout::LayoutArgs),
     /// Footprint of F14 vector tables, split vs unified, over value and table sizes.
     Table(table::TableArgs),
     /// Check the model against the running jemalloc: class table, nallocx, real allocations.
@@ -66,6 +69,7 @@ pub fn main() -> i32 {
         Command::Arena(args) => arena::run(args),
         Command::Classes(args) => classes::run(args),
         Command::Table(args) => table::run(args),
+        Command::Layout(args) => layout::run(args),
         Command::Validate(args) => validate::run(args),
     };
     match result {

@@ -7,6 +7,9 @@ use crate::sizeclass::SizeClasses;
 use anyhow::{bail, Result};
 use rayon::prelude::*;
 
+/// The largest table capacity a sweep accepts (2^40 values): beyond it byte counts overflow.
+pub const MAX_CAPACITY: u64 = 1 << 40;
+
 /// What to sweep.
 #[derive(Clone, Debug)]
 pub struct SweepSpec {
@@ -51,6 +54,12 @@ pub fn physical_sweep(classes: &SizeClasses, spec: &SweepSpec) -> Result<Vec<Phy
     if spec.max_capacity < 2 {
         bail!(
             "bad max capacity {}: the smallest F14 table holds 2 values",
+            spec.max_capacity
+        );
+    }
+    if spec.max_capacity > MAX_CAPACITY {
+        bail!(
+            "bad max capacity {}: more than {MAX_CAPACITY} values is not a table this model can price",
             spec.max_capacity
         );
     }
