@@ -6,6 +6,7 @@
 mod bump;
 mod model;
 mod report;
+mod run;
 mod workload;
 
 pub use bump::{BumpReplay, FOOTER_SIZE, MALLOC_OVERHEAD};
@@ -13,4 +14,5 @@ pub use model::{predict, ArenaSpec, Prediction, Strategy};
 pub use report::{
     arena_charts, arena_markdown, arena_table, ArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO,
 };
+pub use run::{run_scenario, write_arena};
 pub use workload::{build_and_reset, header_bytes, measure, Measurement};

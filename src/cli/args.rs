@@ -52,6 +52,17 @@ impl AllocatorArgs {
         Ok(config)
     }
 
+    /// The chosen build, or `None` when no option was given (use the running jemalloc's).
+    pub fn explicit_config(&self) -> Result<Option<AllocatorConfig>> {
+        let given = self.preset.is_some()
+            || self.lg_quantum.is_some()
+            || self.lg_page.is_some()
+            || self.lg_ngroup.is_some()
+            || self.no_cache_oblivious
+            || self.large_page_rounding;
+        given.then(|| self.config()).transpose()
+    }
+
     pub fn classes(&self) -> Result<SizeClasses> {
         Ok(SizeClasses::new(self.config()?)?)
     }

@@ -10,7 +10,6 @@ mod validate;
 
 use clap::{Parser, Subcommand};
 
-pub use arena::{run_scenario, write_arena};
 pub use args::{AllocatorArgs, OutputArgs};
 
 #[derive(Parser, Debug)]

@@ -40,10 +40,9 @@ pub fn run(args: TableArgs) -> Result<i32> {
         }
         "d8485933" | "seed" => {
             // The seed's figures come from an 8-byte-quantum build unless told otherwise.
-            let config = if args.allocator.preset.is_none() && args.allocator.lg_quantum.is_none() {
-                AllocatorConfig::preset("quantum8")?
-            } else {
-                args.allocator.config()?
+            let config = match args.allocator.explicit_config()? {
+                Some(config) => config,
+                None => AllocatorConfig::preset("quantum8")?,
             };
             seed_comparison_table(&SizeClasses::new(config)?, &seed_rows())?
         }

@@ -27,14 +27,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     } else {
         ValidateOptions::reduced()
     };
-    let overridden = args.allocator.preset.is_some()
-        || args.allocator.lg_quantum.is_some()
-        || args.allocator.lg_page.is_some()
-        || args.allocator.lg_ngroup.is_some()
-        || args.allocator.no_cache_oblivious;
-    if overridden {
-        options.model = Some(args.allocator.config()?);
-    }
+    options.model = args.allocator.explicit_config()?;
     options.progress = true;
     let v = validate(&options)?;
     let stem = match &args.variant {

@@ -2,21 +2,28 @@
 //! index. Each step is timed; the files themselves carry no timestamps, so re-running on an
 //! unchanged tree rewrites identical tables and charts.
 
+mod figures;
 mod findings;
+
+use figures::preset;
+pub use figures::Sweeps;
+
+const DEFAULT_BUILD: &str =
+    "jemalloc 5.3.0 defaults: 16 B quantum, 4 KiB pages, large size classes";
+const QUANTUM8_BUILD: &str = "8 B quantum (the build the seed's figures match)";
+const PAGE64K_BUILD: &str = "64 KiB pages";
+const DEV_BUILD: &str =
+    "jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it: large requests rounded to pages";
 
 pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
 
 use crate::arena::ArenaSpec;
-use crate::charts::{
-    write_chart, Comparison, PredictedVsMeasured, RatioHeatmap, SeedChart, SeedSeries, WasteCurve,
-};
+use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
-use crate::layout::F14Vector;
 use crate::live::{validate, validation_markdown, validation_table, ValidateOptions, Validation};
-use crate::sizeclass::{class_table, AllocatorConfig, SizeClasses};
+use crate::sizeclass::class_table;
 use crate::sweep::{
-    physical_sweep, physical_table, seed_comparison_table, seed_model_ratio, seed_rows,
-    PhysicalRow, SweepSpec,
+    physical_sweep, physical_table, seed_comparison_table, seed_rows, PhysicalRow, SweepSpec,
 };
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -116,26 +123,6 @@ fn write_table(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<
     Ok(written)
 }
 
-fn charts_written(paths: Vec<PathBuf>, dir: &Path, what: &str) -> Vec<Written> {
-    paths
-        .into_iter()
-        .map(|p| Written {
-            file: p.strip_prefix(dir).unwrap_or(&p).display().to_string(),
-            what: what.to_string(),
-        })
-        .collect()
-}
-
-fn page64k_dev() -> SizeClasses {
-    let mut config = AllocatorConfig::preset("page64k").expect("known preset");
-    config.large_page_rounding = true;
-    SizeClasses::new(config).expect("valid config")
-}
-
-fn preset(name: &str) -> SizeClasses {
-    SizeClasses::new(AllocatorConfig::preset(name).expect("known preset")).expect("valid preset")
-}
-
 /// Runs the whole job; `on_step` hears about each step as it finishes.
 pub fn write_report(
     options: &ReportOptions,
@@ -151,28 +138,15 @@ pub fn write_report(
         steps: Vec::new(),
         on_step,
     };
-    let builds = [
-        (
-            "default",
-            "jemalloc 5.3.0 defaults: 16 B quantum, 4 KiB pages, large size classes",
-        ),
-        (
-            "quantum8",
-            "8 B quantum (the build the seed's figures match)",
-        ),
-        ("page64k", "64 KiB pages"),
-        (
-            "dev",
-            "jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it: large requests rounded to pages",
-        ),
-    ];
-
     job.step("size-class tables", "Size classes", |dir| {
         let mut written = Vec::new();
+        // The dev build has the default's class table.
+        let builds = [
+            ("default", DEFAULT_BUILD),
+            ("quantum8", QUANTUM8_BUILD),
+            ("page64k", PAGE64K_BUILD),
+        ];
         for (name, what) in builds {
-            if name == "dev" {
-                continue; // same class table as default
-            }
             let file = format!("classes-{name}.csv");
             write_atomic(
                 &dir.join(&file),
@@ -186,55 +160,42 @@ pub fn write_report(
         Ok(written)
     })?;
 
-    let mut sweeps: Vec<(&str, Vec<PhysicalRow>)> = Vec::new();
+    let mut sweeps: Option<Sweeps> = None;
     job.step("physical F14 sweep", "F14 footprint tables", |dir| {
         let mut written = Vec::new();
-        for (name, what) in builds {
-            if name == "page64k" {
-                continue;
-            }
+        let mut sweep = |name: &str, what: &str| -> Result<Vec<PhysicalRow>> {
             let classes = preset(name);
             let rows = physical_sweep(&classes, &options.sweep)?;
-            let table = physical_table(&classes, &rows);
+            let what = format!(
+                "F14 vector tables split vs unified, every value size x capacity step, {what}"
+            );
+            let stem = format!("f14-physical-{name}");
             written.extend(write_table(
                 dir,
-                &format!("f14-physical-{name}"),
-                &table,
-                &format!(
-                    "F14 vector tables split vs unified, every value size x capacity step, {what}"
-                ),
+                &stem,
+                &physical_table(&classes, &rows),
+                &what,
             )?);
-            sweeps.push((name, rows));
-        }
+            Ok(rows)
+        };
+        sweeps = Some(Sweeps {
+            default: sweep("default", DEFAULT_BUILD)?,
+            quantum8: sweep("quantum8", QUANTUM8_BUILD)?,
+            dev: sweep("dev", DEV_BUILD)?,
+        });
         Ok(written)
     })?;
+    let sweeps = sweeps.expect("sweeps ran");
 
     job.step("seed comparison", "The seed (folly D8485933)", |dir| {
         let q8 = preset("quantum8");
         let seed = seed_rows();
-        let mut written = write_table(
-            dir,
-            "seed-model",
-            &seed_comparison_table(&q8, &seed)?,
-            "the seed's printed footprint table beside our reproduction of its model",
-        )?;
-        let default_rows = &sweeps
-            .iter()
-            .find(|(n, _)| *n == "default")
-            .expect("default sweep")
-            .1;
-        let q8_rows = &sweeps
-            .iter()
-            .find(|(n, _)| *n == "quantum8")
-            .expect("quantum8 sweep")
-            .1;
-        let dev_rows = &sweeps
-            .iter()
-            .find(|(n, _)| *n == "dev")
-            .expect("dev sweep")
-            .1;
-        let table = seed_vs_physical_table(&q8, &seed, default_rows, q8_rows, dev_rows);
-        let md = seed_vs_physical_markdown(&table, default_rows)?;
+        let what = "the seed's printed footprint table beside our reproduction of its model";
+        let mut written =
+            write_table(dir, "seed-model", &seed_comparison_table(&q8, &seed)?, what)?;
+        let table =
+            seed_vs_physical_table(&q8, &seed, &sweeps.default, &sweeps.quantum8, &sweeps.dev);
+        let md = seed_vs_physical_markdown(&table, &sweeps.default)?;
         write_atomic(&dir.join("seed-vs-physical.md"), md.as_bytes())?;
         written.push(Written {
             file: "seed-vs-physical.md".into(),
@@ -249,11 +210,21 @@ pub fn write_report(
         let v = validate(&options.validate)?;
         let md = validation_markdown(&v, "fragsim report")?;
         write_atomic(&dir.join("validation.md"), md.as_bytes())?;
-        write_atomic(&dir.join("validation.csv"), Csv.render(&validation_table(&v))?.as_bytes())?;
+        write_atomic(
+            &dir.join("validation.csv"),
+            Csv.render(&validation_table(&v))?.as_bytes(),
+        )?;
         validation = Some(v);
+        let written = |file: &str, what: &str| Written {
+            file: file.into(),
+            what: what.into(),
+        };
         Ok(vec![
-            Written { file: "validation.md".into(), what: "every prediction checked against the running jemalloc, predicted beside measured".into() },
-            Written { file: "validation.csv".into(), what: "the same checks as CSV".into() },
+            written(
+                "validation.md",
+                "every prediction checked against the running jemalloc, predicted beside measured",
+            ),
+            written("validation.csv", "the same checks as CSV"),
         ])
     })?;
     let validation = validation.expect("validation ran");
@@ -261,68 +232,40 @@ pub fn write_report(
     job.step("charts", "Charts", |dir| {
         let charts = dir.join("charts");
         let mut written = Vec::new();
-        let largest = |rows: &[PhysicalRow]| -> Vec<(u64, f64)> {
-            let top = rows.iter().map(|r| r.table.capacity).max().unwrap_or(0);
-            rows.iter()
-                .filter(|r| r.table.capacity == top && (24..=256).contains(&r.table.value_size))
-                .map(|r| (r.table.value_size, r.ratio()))
-                .collect()
+        let mut add = |paths: Vec<PathBuf>, what: &str| {
+            written.extend(paths.into_iter().map(|p| Written {
+                file: p.strip_prefix(dir).unwrap_or(&p).display().to_string(),
+                what: what.to_string(),
+            }));
         };
-        let rows_of = |name: &str| &sweeps.iter().find(|(n, _)| *n == name).expect("sweep").1;
-        let q8 = preset("quantum8");
-        let seed = seed_rows();
-        let top_cap = options.sweep.max_capacity;
-        let seed_chart = SeedChart {
-            series: vec![
-                SeedSeries { label: "seed's printed table (D8485933)".into(), points: seed.iter().map(|r| (r.value_size, r.ratio)).collect(), markers: true, width: 0 },
-                SeedSeries { label: "fragsim: seed model, 8 B quantum".into(), points: seed.iter().filter_map(|r| Some((r.value_size, seed_model_ratio(&q8, r.value_size)?))).collect(), markers: false, width: 3 },
-                SeedSeries { label: format!("fragsim: physical, default build, {} values", F14Vector::capacity_steps(top_cap).last().copied().unwrap_or(0)), points: largest(rows_of("default")), markers: false, width: 9 },
-                SeedSeries { label: "fragsim: physical, 8 B quantum (same classes above 128 B)".into(), points: largest(rows_of("quantum8")), markers: false, width: 3 },
-                SeedSeries { label: "fragsim: physical, 5.3.1-dev (large requests in pages)".into(), points: largest(rows_of("dev")), markers: false, width: 3 },
-            ],
-        };
-        written.extend(charts_written(write_chart(&seed_chart, &charts)?, dir,
-            "footprint change against sizeof(value_type): the seed's table, our reproduction, and the physically exact ratio for large tables"));
-
-        let default_rows = rows_of("default");
-        let mut value_sizes: Vec<u64> = default_rows.iter().map(|r| r.table.value_size).collect();
-        value_sizes.dedup();
-        let capacities = F14Vector::capacity_steps(options.sweep.max_capacity);
-        let ratios = value_sizes.iter().map(|&s| {
-            capacities.iter().map(|&c| {
-                default_rows.iter().find(|r| r.table.value_size == s && r.table.capacity == c).map_or(1.0, |r| r.ratio())
-            }).collect()
-        }).collect();
-        let heatmap = RatioHeatmap { subtitle: "default jemalloc 5.3.0 build".into(), value_sizes, capacities, ratios };
-        written.extend(charts_written(write_chart(&heatmap, &charts)?, dir,
-            "the after / before ratio over value size and table size (blue: one block is cheaper; red: dearer)"));
-
-        let waste = WasteCurve {
-            builds: vec![
-                ("default: 16 B quantum, 4 KiB pages (64 KiB pages give the same classes)".into(), preset("default")),
-                ("quantum8: 8 B quantum".into(), preset("quantum8")),
-                ("page64k as 5.3.1-dev rounds it: large requests (above 224 KiB) in whole 64 KiB pages".into(), page64k_dev()),
-            ],
-            max_request: 4 << 20,
-        };
-        written.extend(charts_written(write_chart(&waste, &charts)?, dir,
-            "internal fragmentation against request size: the sawtooth of the size classes for three builds"));
-
-        let label = |m: &crate::live::F14Measurement| format!("{} B x {} {}", m.value_size, m.capacity, m.layout);
-        let pvm = PredictedVsMeasured {
-            subtitle: format!("live jemalloc {}", validation.model.label()),
-            usable: validation.f14.iter().map(|m| Comparison { label: label(m), predicted: m.predicted_usable, measured: m.measured_usable }).collect(),
-            active: validation.f14.iter().map(|m| Comparison { label: label(m), predicted: m.predicted_active, measured: m.measured_active }).collect(),
-        };
-        written.extend(charts_written(write_chart(&pvm, &charts)?, dir,
-            "from the live validation: measured bytes against predicted bytes, every F14 row; mismatches marked"));
+        let heatmap = figures::ratio_heatmap(&sweeps.default, options.sweep.max_capacity);
+        add(
+            write_chart(&figures::seed_chart(&sweeps, &seed_rows()), &charts)?,
+            "footprint change against sizeof(value_type): the seed's table, our reproduction, \
+             and the physically exact ratio for large tables",
+        );
+        add(
+            write_chart(&heatmap, &charts)?,
+            "the after / before ratio over value size and table size \
+             (blue: one block is cheaper; red: dearer)",
+        );
+        add(
+            write_chart(&figures::waste_curve(), &charts)?,
+            "internal fragmentation against request size: \
+             the sawtooth of the size classes for three builds",
+        );
+        add(
+            write_chart(&figures::predicted_vs_measured(&validation), &charts)?,
+            "from the live validation: measured bytes against predicted bytes, \
+             every F14 row; mismatches marked",
+        );
         Ok(written)
     })?;
 
     let arena_section = "Arena scenario (the second seed)";
     job.step("arena scenario", arena_section, |dir| {
-        let result = crate::cli::run_scenario(options.arena, options.arena_runs, false, None)?;
-        let paths = crate::cli::write_arena(&result, dir, "arena", "fragsim report")?;
+        let result = crate::arena::run_scenario(options.arena, options.arena_runs, false, None)?;
+        let paths = crate::arena::write_arena(&result, dir, "arena", "fragsim report")?;
         Ok(arena_written(&paths, dir, "jemalloc defaults"))
     })?;
     if let Some(exe) = &options.fragsim_exe {
@@ -343,19 +286,24 @@ pub fn write_report(
 
 /// Index entries for the files of one arena run.
 fn arena_written(paths: &[PathBuf], dir: &Path, config: &str) -> Vec<Written> {
-    let what = |p: &PathBuf| {
+    let what = |p: &PathBuf| -> &str {
         match p.extension().and_then(|e| e.to_str()) {
-        Some("md") => format!("{config}: general allocator vs bump arena vs no-free arena, predicted and measured bytes, build and reset times (times vary run to run), ratios beside the seed's"),
-        Some("csv") => format!("{config}: the same comparison as CSV"),
-        _ if p.to_string_lossy().contains("-time") => format!("{config}: build and reset time per strategy (median; varies run to run)"),
-        _ => format!("{config}: memory per strategy, ideal, predicted and measured usable bytes, active pages"),
-    }
+            Some("md") => {
+                "general allocator vs bump arena vs no-free arena: predicted and measured \
+                 bytes, build and reset times (times vary run to run), ratios beside the seed's"
+            }
+            Some("csv") => "the same comparison as CSV",
+            _ if p.to_string_lossy().contains("-time") => {
+                "build and reset time per strategy (median; varies run to run)"
+            }
+            _ => "memory per strategy: ideal, predicted and measured usable bytes, active pages",
+        }
     };
     paths
         .iter()
         .map(|p| Written {
             file: p.strip_prefix(dir).unwrap_or(p).display().to_string(),
-            what: what(p),
+            what: format!("{config}: {}", what(p)),
         })
         .collect()
 }

@@ -1,0 +1,150 @@
+//! The data behind each chart of the report, gathered from the sweeps and the validation.
+
+use crate::charts::{
+    Comparison, PredictedVsMeasured, RatioHeatmap, SeedChart, SeedSeries, WasteCurve,
+};
+use crate::layout::F14Vector;
+use crate::live::{F14Measurement, Validation};
+use crate::sizeclass::{AllocatorConfig, SizeClasses};
+use crate::sweep::{seed_model_ratio, PhysicalRow, SeedRow};
+
+/// The physical sweeps the report makes, one per modelled build.
+pub struct Sweeps {
+    pub default: Vec<PhysicalRow>,
+    pub quantum8: Vec<PhysicalRow>,
+    pub dev: Vec<PhysicalRow>,
+}
+
+pub(super) fn preset(name: &str) -> SizeClasses {
+    SizeClasses::new(AllocatorConfig::preset(name).expect("known preset")).expect("valid preset")
+}
+
+/// 64 KiB pages with 5.3.1-dev's rounding of large requests to pages.
+fn page64k_dev() -> SizeClasses {
+    let config = AllocatorConfig {
+        large_page_rounding: true,
+        ..AllocatorConfig::preset("page64k").expect("known preset")
+    };
+    SizeClasses::new(config).expect("valid config")
+}
+
+/// The ratio for the largest table swept, at each of the seed's value sizes (24..=256).
+fn largest_table(rows: &[PhysicalRow]) -> Vec<(u64, f64)> {
+    let top = rows.iter().map(|r| r.table.capacity).max().unwrap_or(0);
+    rows.iter()
+        .filter(|r| r.table.capacity == top && (24..=256).contains(&r.table.value_size))
+        .map(|r| (r.table.value_size, r.ratio()))
+        .collect()
+}
+
+/// Chart 1: the seed's printed values, our reproduction, and the physical ratios.
+pub fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
+    let q8 = preset("quantum8");
+    let top = sweeps
+        .default
+        .iter()
+        .map(|r| r.table.capacity)
+        .max()
+        .unwrap_or(0);
+    let line = |label: String, points, width| SeedSeries {
+        label,
+        points,
+        markers: false,
+        width,
+    };
+    SeedChart {
+        series: vec![
+            SeedSeries {
+                label: "seed's printed table (D8485933)".into(),
+                points: seed.iter().map(|r| (r.value_size, r.ratio)).collect(),
+                markers: true,
+                width: 0,
+            },
+            line(
+                "fragsim: seed model, 8 B quantum".into(),
+                seed.iter()
+                    .filter_map(|r| Some((r.value_size, seed_model_ratio(&q8, r.value_size)?)))
+                    .collect(),
+                3,
+            ),
+            // Drawn wide: the 8 B quantum line lies on top of it above 128 B.
+            line(
+                format!("fragsim: physical, default build, {top} values"),
+                largest_table(&sweeps.default),
+                9,
+            ),
+            line(
+                "fragsim: physical, 8 B quantum (same classes above 128 B)".into(),
+                largest_table(&sweeps.quantum8),
+                3,
+            ),
+            line(
+                "fragsim: physical, 5.3.1-dev (large requests in pages)".into(),
+                largest_table(&sweeps.dev),
+                3,
+            ),
+        ],
+    }
+}
+
+/// Chart 2: the ratio for every value size and capacity step of one sweep.
+pub fn ratio_heatmap(rows: &[PhysicalRow], max_capacity: u64) -> RatioHeatmap {
+    let mut value_sizes: Vec<u64> = rows.iter().map(|r| r.table.value_size).collect();
+    value_sizes.dedup();
+    let capacities = F14Vector::capacity_steps(max_capacity);
+    let ratio = |s: u64, c: u64| {
+        rows.iter()
+            .find(|r| r.table.value_size == s && r.table.capacity == c)
+            .map_or(1.0, |r| r.ratio())
+    };
+    let ratios = value_sizes
+        .iter()
+        .map(|&s| capacities.iter().map(|&c| ratio(s, c)).collect())
+        .collect();
+    RatioHeatmap {
+        subtitle: "default jemalloc 5.3.0 build".into(),
+        value_sizes,
+        capacities,
+        ratios,
+    }
+}
+
+/// Chart 3: the sawtooth of three builds (64 KiB pages change the classes only where
+/// 5.3.1-dev rounds large requests to pages, so that is the page64k panel).
+pub fn waste_curve() -> WasteCurve {
+    WasteCurve {
+        builds: vec![
+            (
+                "default: 16 B quantum, 4 KiB pages (64 KiB pages give the same classes)".into(),
+                preset("default"),
+            ),
+            ("quantum8: 8 B quantum".into(), preset("quantum8")),
+            (
+                "page64k as 5.3.1-dev rounds it: large requests (above 224 KiB) in whole 64 KiB pages"
+                    .into(),
+                page64k_dev(),
+            ),
+        ],
+        max_request: 4 << 20,
+    }
+}
+
+/// Chart 4: measured against predicted bytes for every F14 row the validation allocated.
+pub fn predicted_vs_measured(v: &Validation) -> PredictedVsMeasured {
+    let label = |m: &F14Measurement| format!("{} B x {} {}", m.value_size, m.capacity, m.layout);
+    let compare = |predicted: fn(&F14Measurement) -> u64, measured: fn(&F14Measurement) -> u64| {
+        v.f14
+            .iter()
+            .map(|m| Comparison {
+                label: label(m),
+                predicted: predicted(m),
+                measured: measured(m),
+            })
+            .collect()
+    };
+    PredictedVsMeasured {
+        subtitle: format!("live jemalloc {}", v.model.label()),
+        usable: compare(|m| m.predicted_usable, |m| m.measured_usable),
+        active: compare(|m| m.predicted_active, |m| m.measured_active),
+    }
+}
