@@ -23,14 +23,12 @@ impl SizeClasses {
             return None;
         }
         let request = request.max(1);
-        // ceil(log2(request)) = floor(log2(2·request − 1)); the odd operand lets the
-        // compiler drop the zero check of `leading_zeros`.
-        let lg_ceil = 63 - ((2 * request - 1) | 1).leading_zeros();
         // Every class is the request rounded up to 2^lg_delta, and lg_delta depends only on
-        // the request's doubling (tiny classes: the power of two itself; regular ones: a
-        // quarter of it, at least the quantum), so its mask is read from a 65-entry table
-        // derived from the config. Branch-free: request sizes are unpredictable.
-        let mask = l.mask_by_lg_ceil[lg_ceil as usize];
+        // the request's doubling, ceil(log2(request)) = floor(log2(2·request − 1)) = 63 − the
+        // leading zeros of 2·request − 1 (odd, so `leading_zeros` needs no zero check). The
+        // mask is read from a 64-entry table derived from the config, indexed by those
+        // leading zeros. Branch-free: request sizes are unpredictable.
+        let mask = l.mask_by_leading_zeros[((2 * request - 1) | 1).leading_zeros() as usize];
         // 5.3.1-dev rounds large requests to whole pages.
         let mask = select_unpredictable(request > l.large_page_min, l.page_mask, mask);
         Some((request + mask) & !mask)

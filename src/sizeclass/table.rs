@@ -50,8 +50,9 @@ pub struct SizeClasses {
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Lookup {
     pub large_max: u64,
-    /// The class spacing minus one (a mask) for requests in (2^(k-1), 2^k], indexed by k.
-    pub mask_by_lg_ceil: [u64; 65],
+    /// The class spacing minus one (a mask) for requests in (2^(k-1), 2^k], indexed by
+    /// 63 − k (the leading zeros of 2·request − 1).
+    pub mask_by_leading_zeros: [u64; 64],
     pub page_mask: u64,
     /// Requests above this are rounded to whole pages (u64::MAX when none are).
     pub large_page_min: u64,
@@ -69,8 +70,8 @@ impl SizeClasses {
         let small_max = classes[..nbins].last().map_or(0, |c| c.size);
         let lookup = Lookup {
             large_max: classes.last().map_or(0, |c| c.size),
-            mask_by_lg_ceil: std::array::from_fn(|lg_ceil| {
-                let lg_ceil = lg_ceil as u32;
+            mask_by_leading_zeros: std::array::from_fn(|leading_zeros| {
+                let lg_ceil = 63 - leading_zeros as u32;
                 let delta = if lg_ceil < config.lg_quantum {
                     // Tiny classes: powers of two from the smallest class up.
                     lg_ceil.max(config.lg_tiny_min)
