@@ -1,9 +1,10 @@
 use super::{AllocatorArgs, OutputArgs};
 use crate::sizeclass::{AllocatorConfig, SizeClasses};
 use crate::sweep::{
-    physical_sweep, physical_table, seed_comparison_table, seed_rows, SizeRange, SweepSpec,
+    parse_seed_table, physical_sweep, physical_table, seed_comparison_table, seed_rows, SizeRange,
+    SweepSpec,
 };
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -21,6 +22,10 @@ pub struct TableArgs {
     /// alignof(value_type); by default the largest power of two dividing the size, up to 8.
     #[arg(long)]
     value_align: Option<u64>,
+    /// With --model d8485933: compare with this printed table (CSV `value_size,footprint_change`,
+    /// `#` comments) instead of the seed's, e.g. one measured for another build.
+    #[arg(long)]
+    seed_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     allocator: AllocatorArgs,
     #[command(flatten)]
@@ -44,7 +49,15 @@ pub fn run(args: TableArgs) -> Result<i32> {
                 Some(config) => config,
                 None => AllocatorConfig::preset("quantum8")?,
             };
-            seed_comparison_table(&SizeClasses::new(config)?, &seed_rows())?
+            let printed = match &args.seed_file {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path)
+                        .with_context(|| format!("cannot read '{}'", path.display()))?;
+                    parse_seed_table(&text, &format!("'{}'", path.display()))?
+                }
+                None => seed_rows(),
+            };
+            seed_comparison_table(&SizeClasses::new(config)?, &printed)?
         }
         other => bail!("unknown model '{other}' (known: physical, d8485933)"),
     };
