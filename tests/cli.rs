@@ -9,6 +9,17 @@ fn fragsim(args: &[&str]) -> Output {
         .expect("run fragsim")
 }
 
+/// Runs fragsim, asserts it succeeded, and returns its standard output.
+fn stdout_of(args: &[&str]) -> String {
+    let out = fragsim(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn assert_rejected(args: &[&str], names: &str) {
     let out = fragsim(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -133,7 +144,7 @@ fn table_writes_atomically_to_out_in_every_format() {
 fn layout_prices_any_list_of_arrays() {
     // An F14 chunk (64 B) and ten 48-byte values, by hand: split 64 + 512 (480 -> 512) = 576,
     // unified 544 -> 640 under the default build.
-    let out = fragsim(&[
+    let text = stdout_of(&[
         "layout",
         "--array",
         "chunks:64x1",
@@ -142,12 +153,6 @@ fn layout_prices_any_list_of_arrays() {
         "--format",
         "csv",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("split,total,544,576,576,2"), "{text}");
     assert!(text.contains("unified,total,544,640,640,1"), "{text}");
     assert!(
@@ -161,7 +166,7 @@ fn seed_file_is_read_and_malformed_files_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.csv");
     std::fs::write(&good, "# mine\nvalue_size,footprint_change\n48,1.5\n").unwrap();
-    let out = fragsim(&[
+    let text = stdout_of(&[
         "table",
         "--model",
         "d8485933",
@@ -170,12 +175,6 @@ fn seed_file_is_read_and_malformed_files_are_one_line_errors() {
         "--format",
         "csv",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
     // 48 B under the seed model is 1.127297 (tests/seed.rs); the file says 1.5.
     assert!(text.contains("48,1.127297,1.500000,-0.37270"), "{text}");
 

@@ -130,6 +130,12 @@ fn impossible_configs_are_errors() {
         assert!(err.contains("impossible"), "{q},{p},{g}: {err}");
     }
     assert!(AllocatorConfig::preset("bogus").is_err());
+    // Every listed preset exists, and the error names them all.
+    let err = AllocatorConfig::preset("bogus").unwrap_err().to_string();
+    for (name, _) in fragsim::sizeclass::PRESETS {
+        assert!(AllocatorConfig::preset(name).is_ok(), "{name}");
+        assert!(err.contains(name), "{err}");
+    }
 }
 
 fn configs() -> Vec<SizeClasses> {

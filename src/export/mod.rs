@@ -31,14 +31,6 @@ impl Cell {
             Cell::Text(s) => s.clone(),
         }
     }
-
-    pub fn as_f64(&self) -> Option<f64> {
-        match self {
-            Cell::Int(v) => Some(*v as f64),
-            Cell::Float(v, _) => Some(*v),
-            Cell::Text(_) => None,
-        }
-    }
 }
 
 impl From<u64> for Cell {

@@ -41,15 +41,27 @@ pub const PRESETS: &[(&str, &str)] = &[
         "page64k",
         "64 KiB pages (--with-lg-page=16, many arm64 servers)",
     ),
+    (
+        "dev",
+        "jemalloc 5.3.1-dev defaults (tikv-jemalloc-sys 0.7): large requests in pages",
+    ),
 ];
 
 /// Why a configuration cannot describe a jemalloc build.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
-    #[error("unknown preset '{0}' (known: default, quantum8, page16k, page64k, dev)")]
+    #[error("unknown preset '{0}' (known: {known})", known = preset_names())]
     UnknownPreset(String),
     #[error("impossible allocator configuration: {0}")]
     Impossible(String),
+}
+
+fn preset_names() -> String {
+    PRESETS
+        .iter()
+        .map(|(name, _)| *name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Default for AllocatorConfig {
