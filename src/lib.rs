@@ -13,6 +13,7 @@ pub mod live;
 pub mod report;
 pub mod sizeclass;
 pub mod sweep;
+pub mod trace;
 
 // Every binary, test and benchmark built from this crate allocates through jemalloc, so the
 // live measurements see the allocator the model describes.

@@ -1,7 +1,7 @@
 //! The running jemalloc's own description of its size classes, read through mallctl.
 
 use super::ctl::{read_bool, read_u32, read_usize};
-use crate::sizeclass::AllocatorConfig;
+use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use anyhow::{bail, Result};
 
 /// Large classes above this are not read (there are classes up to 7 * 2^60; reading them all
@@ -87,6 +87,8 @@ impl LiveBuild {
             AllocatorConfig::new(self.quantum.trailing_zeros(), self.page.trailing_zeros(), 2)?;
         config.cache_oblivious = self.cache_oblivious;
         config.large_page_rounding = self.large_page_rounding;
+        config.version =
+            JemallocVersion::from_version_string(&self.version).unwrap_or(JemallocVersion::V5_3_1);
         Ok(config)
     }
 }

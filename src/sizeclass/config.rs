@@ -24,6 +24,42 @@ pub struct AllocatorConfig {
     /// jemalloc 5.3.1-dev's `opt.disable_large_size_classes` (on by default there; absent,
     /// i.e. off, in the 5.3.0 release). The class table itself is unchanged.
     pub large_page_rounding: bool,
+    /// Which jemalloc release's arena behaviour (page allocator, growth) to model. Size
+    /// classes are the same in both; the arena simulator differs.
+    pub version: JemallocVersion,
+}
+
+/// jemalloc releases whose arena behaviour fragsim models.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+pub enum JemallocVersion {
+    /// 5.3.0 (Debian's `libjemalloc2`): growth starts at the huge-page size.
+    #[default]
+    #[serde(rename = "5.3.0")]
+    V5_3_0,
+    /// 5.3.1 (bundled by tikv-jemalloc-sys 0.7): growth from 2 MiB, tail batching, and the
+    /// pairing-heap first fit that also looks one class below.
+    #[serde(rename = "5.3.1")]
+    V5_3_1,
+}
+
+impl JemallocVersion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JemallocVersion::V5_3_0 => "5.3.0",
+            JemallocVersion::V5_3_1 => "5.3.1",
+        }
+    }
+
+    /// The release a `version` mallctl string names (e.g. `5.3.1-0-g81034ce1...`).
+    pub fn from_version_string(text: &str) -> Option<Self> {
+        if text.starts_with("5.3.0") {
+            Some(JemallocVersion::V5_3_0)
+        } else if text.starts_with("5.3.1") {
+            Some(JemallocVersion::V5_3_1)
+        } else {
+            None
+        }
+    }
 }
 
 /// Named builds users ask about most.
@@ -74,6 +110,7 @@ impl Default for AllocatorConfig {
             lg_ptr_size: 3,
             cache_oblivious: true,
             large_page_rounding: false,
+            version: JemallocVersion::V5_3_0,
         }
     }
 }
@@ -98,6 +135,7 @@ impl AllocatorConfig {
             },
             "dev" => AllocatorConfig {
                 large_page_rounding: true,
+                version: JemallocVersion::V5_3_1,
                 ..base
             },
             other => return Err(ConfigError::UnknownPreset(other.to_string())),
@@ -183,6 +221,9 @@ impl AllocatorConfig {
         }
         if self.large_page_rounding {
             label.push_str("-lpages");
+        }
+        if self.version != JemallocVersion::V5_3_0 {
+            label.push_str(&format!("-v{}", self.version.as_str()));
         }
         label
     }

@@ -6,7 +6,7 @@ use std::hint::select_unpredictable;
 mod config;
 mod table;
 
-pub use config::{AllocatorConfig, ConfigError, PRESETS};
+pub use config::{AllocatorConfig, ConfigError, JemallocVersion, PRESETS};
 pub use table::{ClassKind, SizeClass, SizeClasses};
 
 impl SizeClasses {
