@@ -5,7 +5,7 @@ use crate::charts::{
 };
 use crate::layout::F14Vector;
 use crate::live::{F14Measurement, Validation};
-use crate::sizeclass::{AllocatorConfig, SizeClasses};
+use crate::sizeclass::{AllocatorConfig, Preset, SizeClasses};
 use crate::sweep::{seed_model_ratio, PhysicalRow, SeedRow};
 
 /// The physical sweeps the report makes, one per modelled build.
@@ -15,17 +15,13 @@ pub struct Sweeps {
     pub dev: Vec<PhysicalRow>,
 }
 
-pub(super) fn preset(name: &str) -> SizeClasses {
-    SizeClasses::new(AllocatorConfig::preset(name).expect("known preset")).expect("valid preset")
-}
-
 /// 64 KiB pages with 5.3.1-dev's rounding of large requests to pages.
 fn page64k_dev() -> SizeClasses {
     let config = AllocatorConfig {
         large_page_rounding: true,
-        ..AllocatorConfig::preset("page64k").expect("known preset")
+        ..Preset::Page64k.config()
     };
-    SizeClasses::new(config).expect("valid config")
+    SizeClasses::new(config).expect("64 KiB pages with page rounding is a valid build")
 }
 
 /// The ratio for the largest table swept, at each of the seed's value sizes (24..=256).
@@ -39,7 +35,7 @@ fn largest_table(rows: &[PhysicalRow]) -> Vec<(u64, f64)> {
 
 /// Chart 1: the seed's printed values, our reproduction, and the physical ratios.
 pub fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
-    let q8 = preset("quantum8");
+    let q8 = Preset::Quantum8.classes();
     let top = sweeps
         .default
         .iter()
@@ -116,9 +112,9 @@ pub fn waste_curve() -> WasteCurve {
         builds: vec![
             (
                 "default: 16 B quantum, 4 KiB pages (64 KiB pages give the same classes)".into(),
-                preset("default"),
+                Preset::Default.classes(),
             ),
-            ("quantum8: 8 B quantum".into(), preset("quantum8")),
+            ("quantum8: 8 B quantum".into(), Preset::Quantum8.classes()),
             (
                 "page64k as 5.3.1-dev rounds it: large requests (above 224 KiB) in whole 64 KiB pages"
                     .into(),

@@ -5,15 +5,7 @@
 mod figures;
 mod findings;
 
-use figures::preset;
 pub use figures::Sweeps;
-
-const DEFAULT_BUILD: &str =
-    "jemalloc 5.3.0 defaults: 16 B quantum, 4 KiB pages, large size classes";
-const QUANTUM8_BUILD: &str = "8 B quantum (the build the seed's figures match)";
-const PAGE64K_BUILD: &str = "64 KiB pages";
-const DEV_BUILD: &str =
-    "jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it: large requests rounded to pages";
 
 pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
 
@@ -21,7 +13,7 @@ use crate::arena::ArenaSpec;
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
 use crate::live::{validate, validation_markdown, validation_table, ValidateOptions, Validation};
-use crate::sizeclass::class_table;
+use crate::sizeclass::{class_table, Preset};
 use crate::sweep::{
     physical_sweep, physical_table, seed_comparison_table, seed_rows, PhysicalRow, SweepSpec,
 };
@@ -141,20 +133,15 @@ pub fn write_report(
     job.step("size-class tables", "Size classes", |dir| {
         let mut written = Vec::new();
         // The dev build has the default's class table.
-        let builds = [
-            ("default", DEFAULT_BUILD),
-            ("quantum8", QUANTUM8_BUILD),
-            ("page64k", PAGE64K_BUILD),
-        ];
-        for (name, what) in builds {
-            let file = format!("classes-{name}.csv");
+        for preset in [Preset::Default, Preset::Quantum8, Preset::Page64k] {
+            let file = format!("classes-{}.csv", preset.name());
             write_atomic(
                 &dir.join(&file),
-                Csv.render(&class_table(&preset(name)))?.as_bytes(),
+                Csv.render(&class_table(&preset.classes()))?.as_bytes(),
             )?;
             written.push(Written {
                 file,
-                what: format!("every size class, {what}"),
+                what: format!("every size class, {}", preset.description()),
             });
         }
         Ok(written)
@@ -163,8 +150,9 @@ pub fn write_report(
     let mut sweeps: Option<Sweeps> = None;
     job.step("physical F14 sweep", "F14 footprint tables", |dir| {
         let mut written = Vec::new();
-        let mut sweep = |name: &str, what: &str| -> Result<Vec<PhysicalRow>> {
-            let classes = preset(name);
+        let mut sweep = |preset: Preset, name: &str| -> Result<Vec<PhysicalRow>> {
+            let classes = preset.classes();
+            let what = preset.description();
             let rows = physical_sweep(&classes, &options.sweep)?;
             let what = format!(
                 "F14 vector tables split vs unified, every value size x capacity step, {what}"
@@ -179,16 +167,16 @@ pub fn write_report(
             Ok(rows)
         };
         sweeps = Some(Sweeps {
-            default: sweep("default", DEFAULT_BUILD)?,
-            quantum8: sweep("quantum8", QUANTUM8_BUILD)?,
-            dev: sweep("dev", DEV_BUILD)?,
+            default: sweep(Preset::Default, "default")?,
+            quantum8: sweep(Preset::Quantum8, "quantum8")?,
+            dev: sweep(Preset::V5_3_1, "dev")?,
         });
         Ok(written)
     })?;
     let sweeps = sweeps.expect("sweeps ran");
 
     job.step("seed comparison", "The seed (folly D8485933)", |dir| {
-        let q8 = preset("quantum8");
+        let q8 = Preset::Quantum8.classes();
         let seed = seed_rows();
         let what = "the seed's printed footprint table beside our reproduction of its model";
         let mut written =
