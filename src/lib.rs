@@ -10,10 +10,12 @@ pub mod cli;
 pub mod export;
 pub mod layout;
 pub mod live;
+pub mod random;
 pub mod report;
 pub mod sizeclass;
 pub mod sweep;
 pub mod trace;
+pub mod validate;
 
 // Every binary, test and benchmark built from this crate allocates through jemalloc, so the
 // live measurements see the allocator the model describes.

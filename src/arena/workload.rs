@@ -2,7 +2,7 @@
 //! statistics, time as the median of several runs.
 
 use super::{ArenaSpec, Strategy};
-use crate::live::{ArenaUsage, ThreadBinding};
+use crate::live::{in_private_arena, ArenaUsage};
 use anyhow::Result;
 use bumpalo::collections::Vec as BumpVec;
 use bumpalo::Bump;
@@ -80,23 +80,22 @@ fn memory<T: Copy + Default>(
     m: usize,
     k: usize,
 ) -> Result<(ArenaUsage, Option<u64>)> {
-    let mut binding = ThreadBinding::bind()?;
+    // SAFETY (both calls): everything built is owned by the value returned, which
+    // `in_private_arena` drops; nothing is stored elsewhere.
     match strategy {
-        Strategy::General => {
-            let outer = general::<T>(m, k);
-            let usage = binding.finish()?;
-            drop(outer);
-            Ok((usage, None))
-        }
-        Strategy::Arena | Strategy::NoFree => {
-            let bump = Bump::new();
-            let outer = in_arena::<T>(&bump, m, k);
-            let usage = binding.finish()?;
-            let allocated = bump.allocated_bytes() as u64;
-            drop(outer);
-            drop(bump);
-            Ok((usage, Some(allocated)))
-        }
+        Strategy::General => unsafe { in_private_arena(|| general::<T>(m, k), |_| None) },
+        Strategy::Arena | Strategy::NoFree => unsafe {
+            in_private_arena(
+                || {
+                    let bump = Bump::new();
+                    // The vectors live in the arena's chunks, which the Bump owns: skipping
+                    // their destructors frees nothing that the Bump's drop does not.
+                    std::mem::forget(in_arena::<T>(&bump, m, k));
+                    bump
+                },
+                |bump| Some(bump.allocated_bytes() as u64),
+            )
+        },
     }
 }
 

@@ -12,10 +12,12 @@ pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
 use crate::arena::ArenaSpec;
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
-use crate::live::{validate, validation_markdown, validation_table, ValidateOptions, Validation};
 use crate::sizeclass::{class_table, Preset};
 use crate::sweep::{
     physical_sweep, physical_table, seed_comparison_table, seed_rows, PhysicalRow, SweepSpec,
+};
+use crate::validate::{
+    validate, validation_markdown, validation_table, ValidateOptions, Validation,
 };
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -268,7 +270,7 @@ pub fn write_report(
     Ok(ReportSummary {
         steps: job.steps,
         validation_passed: validation.passed(),
-        mismatches: validation.mismatches,
+        mismatches: validation.mismatches(),
     })
 }
 
