@@ -4,16 +4,15 @@
 //! The pipeline reads in the module names: [`sizeclass`] -> [`layout`] -> [`sweep`] ->
 //! [`export`] (tables) and [`charts`]; [`live`] measures the real allocator beside it.
 
-pub mod arena;
 pub mod charts;
 pub mod cli;
+pub mod experiments;
 pub mod export;
 pub mod layout;
 pub mod live;
 pub mod random;
 pub mod report;
 pub mod sizeclass;
-pub mod sweep;
 pub mod trace;
 pub mod validate;
 

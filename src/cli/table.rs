@@ -1,9 +1,9 @@
 use super::{AllocatorArgs, OutputArgs};
-use crate::sizeclass::{Preset, SizeClasses};
-use crate::sweep::{
+use crate::experiments::sweep::{
     parse_seed_table, physical_sweep, physical_table, seed_comparison_table, seed_rows, SizeRange,
     SweepSpec,
 };
+use crate::sizeclass::{Preset, SizeClasses};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 

@@ -3,9 +3,9 @@
 use crate::charts::{
     Comparison, PredictedVsMeasured, RatioHeatmap, SeedChart, SeedSeries, WasteCurve,
 };
+use crate::experiments::sweep::{seed_model_ratio, PhysicalRow, SeedRow};
 use crate::layout::F14Vector;
 use crate::sizeclass::{AllocatorConfig, Preset, SizeClasses};
-use crate::sweep::{seed_model_ratio, PhysicalRow, SeedRow};
 use crate::validate::{F14Measurement, Validation};
 
 /// The physical sweeps the report makes, one per modelled build.

@@ -1,8 +1,8 @@
 //! The seed's model beside the physically exact ratios, and why they differ.
 
+use crate::experiments::sweep::{seed_model_ratio, PhysicalRow, SeedRow};
 use crate::export::{Cell, Markdown, Table, TableFormat};
 use crate::sizeclass::SizeClasses;
-use crate::sweep::{seed_model_ratio, PhysicalRow, SeedRow};
 use anyhow::Result;
 
 /// min and max of the physical ratio over capacities of at least one full chunk (10 values).

@@ -9,13 +9,13 @@ pub use figures::Sweeps;
 
 pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
 
-use crate::arena::ArenaSpec;
 use crate::charts::write_chart;
-use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
-use crate::sizeclass::{class_table, Preset};
-use crate::sweep::{
+use crate::experiments::bump_arena::BumpArenaSpec;
+use crate::experiments::sweep::{
     physical_sweep, physical_table, seed_comparison_table, seed_rows, PhysicalRow, SweepSpec,
 };
+use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
+use crate::sizeclass::{class_table, Preset};
 use crate::validate::{
     validate, validation_markdown, validation_table, ValidateOptions, Validation,
 };
@@ -30,7 +30,7 @@ pub struct ReportOptions {
     pub sweep: SweepSpec,
     pub validate: ValidateOptions,
     /// The arena scenario's workload and timed runs per strategy.
-    pub arena: ArenaSpec,
+    pub arena: BumpArenaSpec,
     pub arena_runs: usize,
     /// The fragsim executable, to measure the arena scenario again in a child process with
     /// jemalloc's page decay off (decay is fixed at start-up). `None` skips that run.
@@ -43,7 +43,7 @@ impl ReportOptions {
             out,
             sweep: SweepSpec::default(),
             validate: ValidateOptions::reduced(),
-            arena: ArenaSpec::seed(),
+            arena: BumpArenaSpec::seed(),
             arena_runs: 5,
             fragsim_exe: None,
         }
@@ -254,8 +254,18 @@ pub fn write_report(
 
     let arena_section = "Arena scenario (the second seed)";
     job.step("arena scenario", arena_section, |dir| {
-        let result = crate::arena::run_scenario(options.arena, options.arena_runs, false, None)?;
-        let paths = crate::arena::write_arena(&result, dir, "arena", "fragsim report")?;
+        let result = crate::experiments::bump_arena::run_scenario(
+            options.arena,
+            options.arena_runs,
+            false,
+            None,
+        )?;
+        let paths = crate::experiments::bump_arena::write_bump_arena(
+            &result,
+            dir,
+            "arena",
+            "fragsim report",
+        )?;
         Ok(arena_written(&paths, dir, "jemalloc defaults"))
     })?;
     if let Some(exe) = &options.fragsim_exe {

@@ -1,10 +1,10 @@
 //! F14 layouts allocated for real in private arenas, measured through jemalloc's statistics.
 
 use super::ValidateOptions;
+use crate::experiments::sweep::physical_sweep;
 use crate::layout::{Layout, SplitOrUnified};
 use crate::live::{ArenaUsage, PrivateArena};
 use crate::sizeclass::SizeClasses;
-use crate::sweep::physical_sweep;
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 

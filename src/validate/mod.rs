@@ -11,9 +11,9 @@ mod text;
 pub use allocations::F14Measurement;
 pub use text::{validation_markdown, validation_table};
 
+use crate::experiments::sweep::{SizeRange, SweepSpec};
 use crate::live::LiveBuild;
 use crate::sizeclass::{AllocatorConfig, SizeClasses};
-use crate::sweep::{SizeRange, SweepSpec};
 use anyhow::Result;
 
 /// What to check.

@@ -1,12 +1,14 @@
 use super::AllocatorArgs;
-use crate::arena::{arena_table, run_scenario, write_arena, ArenaSpec};
+use crate::experiments::bump_arena::{
+    bump_arena_table, run_scenario, write_bump_arena, BumpArenaSpec,
+};
 use crate::export::TableFormat;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct ArenaArgs {
+pub struct BumpArenaArgs {
     /// Number of inner vectors (M).
     #[arg(long, default_value_t = 1_000_000)]
     vectors: u64,
@@ -33,15 +35,15 @@ pub struct ArenaArgs {
     allocator: AllocatorArgs,
 }
 
-pub fn run(args: ArenaArgs) -> Result<i32> {
-    let spec = ArenaSpec {
+pub fn run(args: BumpArenaArgs) -> Result<i32> {
+    let spec = BumpArenaSpec {
         vectors: args.vectors,
         elements: args.elements,
         elem_bytes: args.elem_bytes,
     };
     let model = args.allocator.explicit_config()?;
     let result = run_scenario(spec, args.runs, args.model_only, model)?;
-    let mut table = arena_table(&result);
+    let mut table = bump_arena_table(&result);
     table.title.clear();
     print!("{}", crate::export::Markdown.render(&table)?);
     if !result.measurements.is_empty() {
@@ -53,7 +55,7 @@ pub fn run(args: ArenaArgs) -> Result<i32> {
     if let Some(dir) = &args.out {
         let command: Vec<String> = std::env::args().skip(1).collect();
         let command = format!("fragsim {}", command.join(" "));
-        for path in write_arena(&result, dir, &args.name, &command)? {
+        for path in write_bump_arena(&result, dir, &args.name, &command)? {
             println!("wrote {}", path.display());
         }
     }

@@ -1,7 +1,7 @@
 //! The three strategies run for real under jemalloc: memory through a private arena's
 //! statistics, time as the median of several runs.
 
-use super::{ArenaSpec, Strategy};
+use super::{BumpArenaSpec, Strategy};
 use crate::live::{in_private_arena, ArenaUsage};
 use anyhow::Result;
 use bumpalo::collections::Vec as BumpVec;
@@ -57,12 +57,12 @@ fn timed_run<T: Copy + Default>(strategy: Strategy, m: usize, k: usize) -> (Dura
             drop(outer);
             (built, start.elapsed())
         }
-        Strategy::Arena | Strategy::NoFree => {
+        Strategy::Bump | Strategy::BumpNoFree => {
             let bump = Bump::new();
             let outer = std::hint::black_box(in_arena::<T>(&bump, m, k));
             let built = start.elapsed();
             let start = Instant::now();
-            if strategy == Strategy::Arena {
+            if strategy == Strategy::Bump {
                 drop(outer);
             } else {
                 // Never run the inner destructors: the chunks go back all at once.
@@ -84,7 +84,7 @@ fn memory<T: Copy + Default>(
     // `in_private_arena` drops; nothing is stored elsewhere.
     match strategy {
         Strategy::General => unsafe { in_private_arena(|| general::<T>(m, k), |_| None) },
-        Strategy::Arena | Strategy::NoFree => unsafe {
+        Strategy::Bump | Strategy::BumpNoFree => unsafe {
             in_private_arena(
                 || {
                     let bump = Bump::new();
@@ -99,7 +99,7 @@ fn memory<T: Copy + Default>(
     }
 }
 
-fn measure_typed<T: Copy + Default>(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
+fn measure_typed<T: Copy + Default>(spec: &BumpArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
     let (m, k) = (spec.vectors as usize, spec.elements as usize);
     let mut out = Vec::new();
     for strategy in Strategy::ALL {
@@ -121,7 +121,7 @@ fn measure_typed<T: Copy + Default>(spec: &ArenaSpec, runs: usize) -> Result<Vec
 }
 
 /// Runs every strategy: memory once, time as the median of `runs` runs (at least 1).
-pub fn measure(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
+pub fn measure(spec: &BumpArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
     spec.validate()?;
     let runs = runs.max(1);
     match spec.elem_bytes {
@@ -134,7 +134,7 @@ pub fn measure(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
 }
 
 /// One timed build and reset of `strategy` (what the benchmark and `measure` time).
-pub fn build_and_reset(strategy: Strategy, spec: &ArenaSpec) -> Result<(Duration, Duration)> {
+pub fn build_and_reset(strategy: Strategy, spec: &BumpArenaSpec) -> Result<(Duration, Duration)> {
     spec.validate()?;
     let (m, k) = (spec.vectors as usize, spec.elements as usize);
     Ok(match spec.elem_bytes {

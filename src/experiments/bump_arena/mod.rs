@@ -10,9 +10,10 @@ mod run;
 mod workload;
 
 pub use bump::{BumpReplay, FOOTER_SIZE, MALLOC_OVERHEAD};
-pub use model::{predict, ArenaSpec, Prediction, Strategy};
+pub use model::{predict, BumpArenaSpec, Prediction, Strategy};
 pub use report::{
-    arena_charts, arena_markdown, arena_table, ArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO,
+    bump_arena_charts, bump_arena_markdown, bump_arena_table, BumpArenaResult, SEED_RESET_RATIO,
+    SEED_TOTAL_RATIO,
 };
-pub use run::{run_scenario, write_arena};
+pub use run::{run_scenario, write_bump_arena};
 pub use workload::{build_and_reset, header_bytes, measure, Measurement};

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 /// The workload: `vectors` inner vectors of `elements` elements of `elem_bytes` bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct ArenaSpec {
+pub struct BumpArenaSpec {
     pub vectors: u64,
     pub elements: u64,
     pub elem_bytes: u64,
@@ -16,10 +16,10 @@ pub struct ArenaSpec {
 /// Largest total the model accepts (1 TiB): beyond that it is a typo, not a workload.
 const MAX_TOTAL_BYTES: u64 = 1 << 40;
 
-impl ArenaSpec {
+impl BumpArenaSpec {
     /// The seed's workload: a million vectors of 100 ints.
     pub fn seed() -> Self {
-        ArenaSpec {
+        BumpArenaSpec {
             vectors: 1_000_000,
             elements: 100,
             elem_bytes: 4,
@@ -67,19 +67,19 @@ pub enum Strategy {
     /// `Vec<Vec<T>>`: one malloc per inner vector, one free each on reset.
     General,
     /// Everything in a `bumpalo::Bump`; reset runs every inner destructor, then frees chunks.
-    Arena,
+    Bump,
     /// The same arena; reset skips the inner destructors and frees the chunks.
-    NoFree,
+    BumpNoFree,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 3] = [Strategy::General, Strategy::Arena, Strategy::NoFree];
+    pub const ALL: [Strategy; 3] = [Strategy::General, Strategy::Bump, Strategy::BumpNoFree];
 
     pub fn name(self) -> &'static str {
         match self {
             Strategy::General => "general allocator",
-            Strategy::Arena => "monotonic arena",
-            Strategy::NoFree => "no-free arena",
+            Strategy::Bump => "monotonic arena",
+            Strategy::BumpNoFree => "no-free arena",
         }
     }
 }
@@ -106,7 +106,7 @@ pub struct Prediction {
 /// array: a `Vec<T>` for the general allocator, a `bumpalo::collections::Vec<T>` in the arena.
 pub fn predict(
     classes: &SizeClasses,
-    spec: &ArenaSpec,
+    spec: &BumpArenaSpec,
     std_header_bytes: u64,
     bump_header_bytes: u64,
 ) -> Result<Vec<Prediction>> {
@@ -138,7 +138,7 @@ pub fn predict(
     }
     let per_chunk: Vec<(u64, u64)> = chunk_requests.iter().map(|&c| (c, 1)).collect();
     let arena = Prediction {
-        strategy: Strategy::Arena,
+        strategy: Strategy::Bump,
         ideal: spec.vectors * inner + spec.vectors * bump_header_bytes,
         usable,
         active: classes.active_bytes_of(&per_chunk).ok_or_else(too_big)?,
@@ -147,7 +147,7 @@ pub fn predict(
         chunk_requests,
     };
     let no_free = Prediction {
-        strategy: Strategy::NoFree,
+        strategy: Strategy::BumpNoFree,
         ..arena.clone()
     };
     Ok(vec![general, arena, no_free])

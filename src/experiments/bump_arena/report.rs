@@ -1,6 +1,6 @@
 //! The arena comparison as a table and a report.
 
-use super::{ArenaSpec, Measurement, Prediction, Strategy};
+use super::{BumpArenaSpec, Measurement, Prediction, Strategy};
 use crate::export::{Cell, Markdown, Table, TableFormat};
 use anyhow::Result;
 
@@ -12,8 +12,8 @@ pub const SEED_TOTAL_RATIO: f64 = 0.5;
 
 /// Predictions and measurements of one run of the scenario.
 #[derive(Clone, Debug)]
-pub struct ArenaResult {
-    pub spec: ArenaSpec,
+pub struct BumpArenaResult {
+    pub spec: BumpArenaSpec,
     pub model: String,
     pub predictions: Vec<Prediction>,
     pub measurements: Vec<Measurement>,
@@ -21,7 +21,7 @@ pub struct ArenaResult {
     pub decay_ms: Option<(i64, i64)>,
 }
 
-impl ArenaResult {
+impl BumpArenaResult {
     fn measured(&self, s: Strategy) -> Option<&Measurement> {
         self.measurements.iter().find(|m| m.strategy == s)
     }
@@ -45,15 +45,15 @@ impl ArenaResult {
             (
                 "reset time, no-free / arena",
                 ratio(
-                    self.reset_ms(Strategy::NoFree),
-                    self.reset_ms(Strategy::Arena),
+                    self.reset_ms(Strategy::BumpNoFree),
+                    self.reset_ms(Strategy::Bump),
                 ),
                 SEED_RESET_RATIO,
             ),
             (
                 "build + reset time, arena / general",
                 ratio(
-                    self.total_ms(Strategy::Arena),
+                    self.total_ms(Strategy::Bump),
                     self.total_ms(Strategy::General),
                 ),
                 SEED_TOTAL_RATIO,
@@ -61,7 +61,7 @@ impl ArenaResult {
             (
                 "build + reset time, no-free / general",
                 ratio(
-                    self.total_ms(Strategy::NoFree),
+                    self.total_ms(Strategy::BumpNoFree),
                     self.total_ms(Strategy::General),
                 ),
                 SEED_TOTAL_RATIO,
@@ -84,7 +84,7 @@ impl ArenaResult {
 }
 
 /// One row per strategy: predicted beside measured, times, calls.
-pub fn arena_table(r: &ArenaResult) -> Table {
+pub fn bump_arena_table(r: &BumpArenaResult) -> Table {
     let mut table = Table::new(
         format!(
             "{} vectors of {} x {} B: general allocator vs arena vs no-free arena (jemalloc {})",
@@ -134,7 +134,7 @@ pub fn arena_table(r: &ArenaResult) -> Table {
 }
 
 /// `reports/arena.md`.
-pub fn arena_markdown(r: &ArenaResult, command: &str) -> Result<String> {
+pub fn bump_arena_markdown(r: &BumpArenaResult, command: &str) -> Result<String> {
     let mut out =
         String::from("# Arena scenario: general allocator vs monotonic arena vs no-free arena\n\n");
     out.push_str(&format!(
@@ -142,7 +142,7 @@ pub fn arena_markdown(r: &ArenaResult, command: &str) -> Result<String> {
         r.spec.vectors, r.spec.elements, r.spec.elem_bytes,
         r.measurements.first().map_or(0, |m| m.runs)
     ));
-    let mut table = arena_table(r);
+    let mut table = bump_arena_table(r);
     table.title.clear();
     out.push_str(&Markdown.render(&table)?);
     out.push_str("\nUsable bytes: predicted by the size-class model (general allocator: the outer array plus every inner block; arenas: bumpalo's chunks, replayed from its growth policy); measured as the usable bytes of a private jemalloc arena the building thread was bound to, with its thread cache off. Active bytes are that arena's `pactive` x page.\n\n");
@@ -167,7 +167,7 @@ pub fn arena_markdown(r: &ArenaResult, command: &str) -> Result<String> {
     for (what, ours, seed) in r.ratios() {
         out.push_str(&format!("| {what} | {ours:.3} | about {seed:.1} |\n"));
     }
-    if let Some(arena) = r.predictions.iter().find(|p| p.strategy == Strategy::Arena) {
+    if let Some(arena) = r.predictions.iter().find(|p| p.strategy == Strategy::Bump) {
         let chunks = &arena.chunk_requests;
         out.push_str(&format!(
             "\n## The arena's chunks\n\nbumpalo asked jemalloc for {} chunks, from {} B to {} B. Each request is a chunk plus its {}-byte footer, sized as if malloc kept {} bytes of header per allocation; jemalloc keeps none, so every chunk request ends {} bytes below a power of two or a page multiple and is served by that class, wasting those bytes once per chunk, not per vector. The arena's overhead over the ideal is the unused tail of the last chunk: chunks double, so up to half of the last one.\n",
@@ -183,8 +183,8 @@ pub fn arena_markdown(r: &ArenaResult, command: &str) -> Result<String> {
 }
 
 /// Bar charts of time and bytes per strategy.
-pub fn arena_charts(
-    r: &ArenaResult,
+pub fn bump_arena_charts(
+    r: &BumpArenaResult,
     stem: &str,
 ) -> (crate::charts::GroupedBars, crate::charts::GroupedBars) {
     use crate::charts::GroupedBars;

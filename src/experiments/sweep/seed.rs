@@ -10,7 +10,7 @@ use crate::sizeclass::SizeClasses;
 use anyhow::{bail, Context, Result};
 
 /// The seed's printed table, shipped in `data/`.
-pub const SEED_TABLE_CSV: &str = include_str!("../../data/seed_d8485933.csv");
+pub const SEED_TABLE_CSV: &str = include_str!("../../../data/seed_d8485933.csv");
 
 /// One row of a footprint-change table: value size and after / before.
 #[derive(Clone, Copy, Debug, PartialEq)]

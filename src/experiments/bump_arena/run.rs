@@ -1,8 +1,8 @@
 //! One run of the scenario, predicted and measured, and its files.
 
 use super::{
-    arena_charts, arena_markdown, arena_table, header_bytes, measure, predict, ArenaResult,
-    ArenaSpec,
+    bump_arena_charts, bump_arena_markdown, bump_arena_table, header_bytes, measure, predict,
+    BumpArenaResult, BumpArenaSpec,
 };
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, TableFormat};
@@ -14,11 +14,11 @@ use std::path::PathBuf;
 /// Predicts, measures (unless `model_only`), and returns both.
 /// `model` is the build to predict for; `None` derives it from the running jemalloc.
 pub fn run_scenario(
-    spec: ArenaSpec,
+    spec: BumpArenaSpec,
     runs: usize,
     model_only: bool,
     model: Option<AllocatorConfig>,
-) -> Result<ArenaResult> {
+) -> Result<BumpArenaResult> {
     spec.validate()?;
     let config = match model {
         Some(config) => config,
@@ -39,7 +39,7 @@ pub fn run_scenario(
         (Ok(dirty), Ok(muzzy)) => Some((dirty, muzzy)),
         _ => None,
     };
-    Ok(ArenaResult {
+    Ok(BumpArenaResult {
         spec,
         model: config.label(),
         predictions,
@@ -49,8 +49,8 @@ pub fn run_scenario(
 }
 
 /// Writes `<stem>.md`, `<stem>.csv` and the two charts into `dir`; returns the files written.
-pub fn write_arena(
-    result: &ArenaResult,
+pub fn write_bump_arena(
+    result: &BumpArenaResult,
     dir: &std::path::Path,
     stem: &str,
     command: &str,
@@ -66,11 +66,11 @@ pub fn write_arena(
         .with_context(|| format!("cannot create folder '{}'", dir.join("charts").display()))?;
     let md = dir.join(format!("{stem}.md"));
     let csv = dir.join(format!("{stem}.csv"));
-    write_atomic(&md, arena_markdown(result, command)?.as_bytes())?;
-    write_atomic(&csv, Csv.render(&arena_table(result))?.as_bytes())?;
+    write_atomic(&md, bump_arena_markdown(result, command)?.as_bytes())?;
+    write_atomic(&csv, Csv.render(&bump_arena_table(result))?.as_bytes())?;
     let mut written = vec![md, csv];
     if !result.measurements.is_empty() {
-        let (time, bytes) = arena_charts(result, stem);
+        let (time, bytes) = bump_arena_charts(result, stem);
         written.extend(write_chart(&time, &dir.join("charts"))?);
         written.extend(write_chart(&bytes, &dir.join("charts"))?);
     }
