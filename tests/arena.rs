@@ -120,3 +120,23 @@ fn bad_workloads_are_one_line_errors() {
         assert!(stderr.contains(names), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn the_json_result_round_trips_into_the_report_types() {
+    // What `fragsim report` reads back from the child process it runs with decay off.
+    let out = Command::new(env!("CARGO_BIN_EXE_fragsim"))
+        .args(["bump-arena", "--json", "--vectors", "1000", "--runs", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: fragsim::experiments::bump_arena::BumpArenaResult =
+        serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result.spec.vectors, 1000);
+    assert_eq!(result.measurements.len(), 3);
+    assert!(result.mismatches().is_empty());
+}

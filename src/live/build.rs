@@ -54,8 +54,9 @@ impl LiveBuild {
             }
             large.push(size);
         }
+        // The typed read hands back the C string with its terminating NUL.
         let version = tikv_jemalloc_ctl::version::read()
-            .map(str::to_string)
+            .map(|v| v.trim_end_matches('\0').to_string())
             .unwrap_or_else(|_| "unknown".into());
         Ok(LiveBuild {
             version,

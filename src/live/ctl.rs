@@ -64,7 +64,7 @@ pub struct PrivateArena {
 }
 
 /// What an arena holds right now, and how many calls it has served.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ArenaUsage {
     /// Usable bytes of live allocations (small + large).
     pub allocated: u64,

@@ -3,10 +3,10 @@
 use super::BumpReplay;
 use crate::sizeclass::SizeClasses;
 use anyhow::{bail, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The workload: `vectors` inner vectors of `elements` elements of `elem_bytes` bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BumpArenaSpec {
     pub vectors: u64,
     pub elements: u64,
@@ -62,7 +62,7 @@ impl BumpArenaSpec {
 }
 
 /// How the vectors are allocated and released.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Strategy {
     /// `Vec<Vec<T>>`: one malloc per inner vector, one free each on reset.
     General,
@@ -85,7 +85,7 @@ impl Strategy {
 }
 
 /// The model's numbers for one strategy.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prediction {
     pub strategy: Strategy,
     /// Bytes the program needs: the element bytes plus the outer array of vector headers.

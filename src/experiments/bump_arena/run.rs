@@ -1,15 +1,9 @@
-//! One run of the scenario, predicted and measured, and its files.
+//! One run of the scenario, predicted and measured.
 
-use super::{
-    bump_arena_charts, bump_arena_markdown, bump_arena_table, header_bytes, measure, predict,
-    BumpArenaResult, BumpArenaSpec,
-};
-use crate::charts::write_chart;
-use crate::export::{write_atomic, Csv, TableFormat};
+use super::{header_bytes, measure, predict, BumpArenaResult, BumpArenaSpec};
 use crate::live::{read_isize, LiveBuild};
 use crate::sizeclass::{AllocatorConfig, SizeClasses};
-use anyhow::{Context, Result};
-use std::path::PathBuf;
+use anyhow::Result;
 
 /// Predicts, measures (unless `model_only`), and returns both.
 /// `model` is the build to predict for; `None` derives it from the running jemalloc.
@@ -45,34 +39,6 @@ pub fn run_scenario(
         predictions,
         measurements,
         decay_ms,
+        cores: std::thread::available_parallelism().ok().map(usize::from),
     })
-}
-
-/// Writes `<stem>.md`, `<stem>.csv` and the two charts into `dir`; returns the files written.
-pub fn write_bump_arena(
-    result: &BumpArenaResult,
-    dir: &std::path::Path,
-    stem: &str,
-    command: &str,
-) -> Result<Vec<PathBuf>> {
-    if stem.is_empty()
-        || !stem
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        anyhow::bail!("bad name '{stem}': use letters, digits, '-' and '_'");
-    }
-    std::fs::create_dir_all(dir.join("charts"))
-        .with_context(|| format!("cannot create folder '{}'", dir.join("charts").display()))?;
-    let md = dir.join(format!("{stem}.md"));
-    let csv = dir.join(format!("{stem}.csv"));
-    write_atomic(&md, bump_arena_markdown(result, command)?.as_bytes())?;
-    write_atomic(&csv, Csv.render(&bump_arena_table(result))?.as_bytes())?;
-    let mut written = vec![md, csv];
-    if !result.measurements.is_empty() {
-        let (time, bytes) = bump_arena_charts(result, stem);
-        written.extend(write_chart(&time, &dir.join("charts"))?);
-        written.extend(write_chart(&bytes, &dir.join("charts"))?);
-    }
-    Ok(written)
 }

@@ -10,7 +10,7 @@ use std::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 /// What one strategy measured.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     pub strategy: Strategy,
     pub build: Duration,
