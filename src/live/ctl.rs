@@ -11,38 +11,43 @@ fn name(key: &str) -> Vec<u8> {
     bytes
 }
 
+/// Reads `key` as a `T`.
+///
+/// # Safety
+/// `T` must be the C type jemalloc documents for `key` (man jemalloc, MALLCTL NAMESPACE).
+/// jemalloc also refuses a read whose size differs from the value's (EINVAL).
+unsafe fn read<T: Copy>(key: &str) -> Result<T> {
+    unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))
+}
+
 /// Reads a `size_t` statistic or setting.
 pub fn read_usize(key: &str) -> Result<u64> {
-    // SAFETY: every key we read is documented as size_t (man jemalloc, MALLCTL NAMESPACE).
-    let value: usize =
-        unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))?;
-    Ok(value as u64)
+    // SAFETY: the keys passed here are documented as size_t.
+    Ok(unsafe { read::<usize>(key) }? as u64)
 }
 
 /// Reads an `unsigned` setting.
 pub fn read_u32(key: &str) -> Result<u32> {
     // SAFETY: the keys passed here are documented as unsigned.
-    unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))
+    unsafe { read(key) }
 }
 
 /// Reads a `uint64_t` statistic (call counts).
 pub fn read_u64(key: &str) -> Result<u64> {
     // SAFETY: the keys passed here are documented as uint64_t.
-    unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))
+    unsafe { read(key) }
 }
 
 /// Reads an `ssize_t` setting (decay times).
 pub fn read_isize(key: &str) -> Result<i64> {
     // SAFETY: the keys passed here are documented as ssize_t.
-    let value: isize =
-        unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))?;
-    Ok(value as i64)
+    Ok(unsafe { read::<isize>(key) }? as i64)
 }
 
 /// Reads a `bool` setting.
 pub fn read_bool(key: &str) -> Result<bool> {
     // SAFETY: the keys passed here are documented as bool.
-    unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))
+    unsafe { read(key) }
 }
 
 /// Refreshes the statistics snapshot (`epoch`).
