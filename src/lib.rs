@@ -6,6 +6,7 @@
 
 pub mod charts;
 pub mod cli;
+pub mod error;
 pub mod experiments;
 pub mod export;
 pub mod layout;

@@ -1,10 +1,11 @@
 use super::{AllocatorArgs, OutputArgs};
+use crate::error::InputError;
 use crate::experiments::sweep::{
     parse_seed_table, physical_sweep, physical_table, seed_comparison_table, seed_rows, SizeRange,
     SweepSpec,
 };
 use crate::sizeclass::{Preset, SizeClasses};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 
 /// What `fragsim table` computes.
@@ -60,8 +61,11 @@ pub fn run(args: TableArgs) -> Result<i32> {
             };
             let printed = match &args.seed_file {
                 Some(path) => {
-                    let text = std::fs::read_to_string(path)
-                        .with_context(|| format!("cannot read '{}'", path.display()))?;
+                    let text =
+                        std::fs::read_to_string(path).map_err(|e| InputError::Unreadable {
+                            path: path.display().to_string(),
+                            reason: e.to_string(),
+                        })?;
                     parse_seed_table(&text, &format!("'{}'", path.display()))?
                 }
                 None => seed_rows(),

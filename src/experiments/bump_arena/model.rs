@@ -1,8 +1,9 @@
 //! Predicted footprint of the three strategies.
 
 use super::BumpReplay;
+use crate::error::InputError;
 use crate::sizeclass::SizeClasses;
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 /// The workload: `vectors` inner vectors of `elements` elements of `elem_bytes` bytes.
@@ -28,30 +29,26 @@ impl BumpArenaSpec {
 
     /// Checks the spec; element sizes are powers of two up to 16 (the element types we can
     /// run for real).
-    pub fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<(), InputError> {
         if self.vectors == 0 {
-            bail!("bad vector count 0: need at least one vector");
+            return Err(InputError::NoVectors);
         }
         if self.elements == 0 {
-            bail!("bad element count 0: need at least one element per vector");
+            return Err(InputError::NoElements);
         }
         if !matches!(self.elem_bytes, 1 | 2 | 4 | 8 | 16) {
-            bail!(
-                "bad element size {}: must be 1, 2, 4, 8 or 16 bytes",
-                self.elem_bytes
-            );
+            return Err(InputError::BadElementSize(self.elem_bytes));
         }
         let inner = self.elements.checked_mul(self.elem_bytes);
         let total = inner.and_then(|b| b.checked_mul(self.vectors));
         match total {
             Some(t) if t <= MAX_TOTAL_BYTES => Ok(()),
-            _ => bail!(
-                "bad workload: {} vectors x {} elements x {} bytes overflows the {} byte limit",
-                self.vectors,
-                self.elements,
-                self.elem_bytes,
-                MAX_TOTAL_BYTES
-            ),
+            _ => Err(InputError::WorkloadTooLarge {
+                vectors: self.vectors,
+                elements: self.elements,
+                elem_bytes: self.elem_bytes,
+                max: MAX_TOTAL_BYTES,
+            }),
         }
     }
 
