@@ -1,8 +1,10 @@
 //! fragsim: what a data-structure layout really costs under jemalloc's size classes, and
 //! what changes when its arrays are allocated together or apart.
 //!
-//! The pipeline reads in the module names: [`sizeclass`] -> [`layout`] -> [`sweep`] ->
-//! [`export`] (tables) and [`charts`]; [`live`] measures the real allocator beside it.
+//! The pipeline reads in the module names: [`sizeclass`] -> [`layout`] -> [`experiments`]
+//! (the sweeps, the seed's model, the bump-arena scenario) -> [`report`], written through
+//! [`export`] (tables) and [`charts`]. [`live`] binds the running jemalloc; [`validate`]
+//! checks the model against it. Only [`cli`] prints.
 
 pub mod charts;
 pub mod cli;
