@@ -35,7 +35,7 @@ fn largest_table(rows: &[PhysicalRow]) -> Vec<(u64, f64)> {
 
 /// Bytes as the chart labels print them: `128 B`, `224 KiB`.
 fn bytes_label(bytes: u64) -> String {
-    if bytes >= 1024 && bytes % 1024 == 0 {
+    if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} B")
