@@ -12,10 +12,10 @@ pub struct ReportArgs {
     /// Validate the full physical table (tables up to 10·2^20 values) rather than a reduced one.
     #[arg(long)]
     full: bool,
-    /// Inner vectors in the arena scenario (the seed's million by default).
+    /// Inner vectors in the bump-arena scenario (the seed's million by default).
     #[arg(long, default_value_t = 1_000_000)]
     arena_vectors: u64,
-    /// Timed runs per arena strategy.
+    /// Timed runs per bump-arena strategy.
     #[arg(long, default_value_t = 5)]
     arena_runs: usize,
 }
@@ -26,8 +26,8 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         options.validate = ValidateOptions::full();
     }
     options.validate.progress = true;
-    options.arena.vectors = args.arena_vectors;
-    options.arena_runs = args.arena_runs;
+    options.bump_arena.vectors = args.arena_vectors;
+    options.bump_arena_runs = args.arena_runs;
     options.fragsim_exe = std::env::current_exe().ok();
     let start = std::time::Instant::now();
     let summary = write_report(&options, &mut |step| {

@@ -60,7 +60,7 @@ pub(super) fn write_with_defaults(
     dir: &Path,
     options: &super::ReportOptions,
 ) -> Result<SectionOutput> {
-    let result = run_scenario(options.arena, options.arena_runs, false, None)?;
+    let result = run_scenario(options.bump_arena, options.bump_arena_runs, false, None)?;
     let paths = write_files(&result, dir, DEFAULTS_STEM, "fragsim report")?;
     Ok(index_entries(&paths, dir, "jemalloc defaults"))
 }
@@ -71,14 +71,14 @@ pub(super) fn write_without_decay(
     exe: &Path,
     options: &super::ReportOptions,
 ) -> Result<SectionOutput> {
-    let spec = options.arena;
+    let spec = options.bump_arena;
     let output = std::process::Command::new(exe)
         .env("_RJEM_MALLOC_CONF", NO_DECAY_CONF)
         .args(["bump-arena", "--json"])
         .args(["--vectors", &spec.vectors.to_string()])
         .args(["--elements", &spec.elements.to_string()])
         .args(["--elem-bytes", &spec.elem_bytes.to_string()])
-        .args(["--runs", &options.arena_runs.to_string()])
+        .args(["--runs", &options.bump_arena_runs.to_string()])
         .output()
         .with_context(|| format!("cannot run '{}'", exe.display()))?;
     if !output.status.success() {

@@ -48,8 +48,8 @@ pub struct ReportOptions {
     pub sweep: SweepSpec,
     pub validate: ValidateOptions,
     /// The bump-arena scenario's workload and timed runs per strategy.
-    pub arena: BumpArenaSpec,
-    pub arena_runs: usize,
+    pub bump_arena: BumpArenaSpec,
+    pub bump_arena_runs: usize,
     /// The fragsim executable, to measure the bump-arena scenario again in a child process
     /// with jemalloc's page decay off (decay is fixed at start-up). `None` skips that run.
     pub fragsim_exe: Option<PathBuf>,
@@ -61,8 +61,8 @@ impl ReportOptions {
             out,
             sweep: SweepSpec::default(),
             validate: ValidateOptions::reduced(),
-            arena: BumpArenaSpec::seed(),
-            arena_runs: 5,
+            bump_arena: BumpArenaSpec::seed(),
+            bump_arena_runs: 5,
             fragsim_exe: None,
         }
     }
