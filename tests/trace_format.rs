@@ -245,3 +245,10 @@ fn bad_text_lines_name_the_line() {
         assert!(got.contains(want), "{text:?}: {got}");
     }
 }
+
+#[test]
+fn without_use_jemalloc_the_global_allocator_is_not_jemalloc() {
+    // This test binary installs no global allocator (the library sets none): the check that
+    // guards the live measurements must say so.
+    assert!(!fragsim::global::jemalloc_is_global());
+}
