@@ -11,6 +11,7 @@ pub mod cli;
 pub mod error;
 pub mod experiments;
 pub mod export;
+pub mod global;
 pub mod layout;
 pub mod live;
 pub mod random;
@@ -19,7 +20,5 @@ pub mod sizeclass;
 pub mod trace;
 pub mod validate;
 
-// Every binary, test and benchmark built from this crate allocates through jemalloc, so the
-// live measurements see the allocator the model describes.
-#[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+// No #[global_allocator] here: see `global` (binaries, tests and benchmarks that measure
+// jemalloc install it with `fragsim::use_jemalloc!()`).

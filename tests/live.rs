@@ -6,6 +6,8 @@ use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use fragsim::validate::{validate, ValidateOptions};
 use std::process::Command;
 
+fragsim::use_jemalloc!();
+
 #[test]
 fn live_checks_find_zero_mismatches() {
     let v = validate(&ValidateOptions::reduced()).unwrap();
