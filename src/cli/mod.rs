@@ -3,6 +3,8 @@
 mod arena;
 mod args;
 mod classes;
+mod container;
+mod containers;
 mod layout;
 mod report;
 mod table;
@@ -29,6 +31,10 @@ enum Command {
     Report(report::ReportArgs),
     /// The second seed: M vectors with the general allocator, an arena, a no-free arena.
     Arena(arena::ArenaArgs),
+    /// One real container grown to N: every allocator request, priced step by step.
+    Container(container::ContainerArgs),
+    /// Every container side by side for one element type; split vs unified per container.
+    Containers(containers::ContainersArgs),
     /// Print every size class of a jemalloc build.
     Classes(classes::ClassesArgs),
     /// Any list of arrays: one allocation each (split) vs one allocation (unified).
@@ -67,6 +73,8 @@ pub fn main() -> i32 {
         Command::Report(args) => report::run(args),
         Command::Arena(args) => arena::run(args),
         Command::Classes(args) => classes::run(args),
+        Command::Container(args) => container::run(args),
+        Command::Containers(args) => containers::run(args),
         Command::Table(args) => table::run(args),
         Command::Layout(args) => layout::run(args),
         Command::Validate(args) => validate::run(args),
