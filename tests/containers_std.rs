@@ -37,9 +37,19 @@ use trace::Event;
 
 #[derive(Clone, Copy, Debug)]
 enum Raw {
-    Alloc { ptr: usize, size: usize, align: usize },
-    Free { ptr: usize },
-    Realloc { old: usize, new: usize, size: usize },
+    Alloc {
+        ptr: usize,
+        size: usize,
+        align: usize,
+    },
+    Free {
+        ptr: usize,
+    },
+    Realloc {
+        old: usize,
+        new: usize,
+        size: usize,
+    },
 }
 
 thread_local! {
@@ -344,7 +354,11 @@ fn btree_case<K: Blob, V: Blob>(ks: u64, ka: u64, vs: u64, va: u64, order: KeyOr
 fn btreemap_matches_the_real_btreemap() {
     macro_rules! case {
         ($k:ty, $ks:expr, $ka:expr, $v:ty, $vs:expr, $va:expr) => {{
-            for order in [KeyOrder::Ascending, KeyOrder::Random(7), KeyOrder::Random(2026)] {
+            for order in [
+                KeyOrder::Ascending,
+                KeyOrder::Random(7),
+                KeyOrder::Random(2026),
+            ] {
                 btree_case::<$k, $v>($ks, $ka, $vs, $va, order);
             }
         }};

@@ -101,7 +101,8 @@ fn check_room(path: &Path, count: u64) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let free = free_bytes(&dir).with_context(|| format!("cannot write a trace into {}", dir.display()))?;
+    let free =
+        free_bytes(&dir).with_context(|| format!("cannot write a trace into {}", dir.display()))?;
     let need = trace_bytes_bound(count);
     if need > free {
         bail!(
@@ -139,9 +140,9 @@ pub fn run(args: ContainerArgs) -> Result<i32> {
         check_room(path, args.count)?;
     }
     let mut writer = match &args.trace {
-        Some(path) => Some(
-            TraceWriter::create(path).with_context(|| format!("--trace {}", path.display()))?,
-        ),
+        Some(path) => {
+            Some(TraceWriter::create(path).with_context(|| format!("--trace {}", path.display()))?)
+        }
         None => None,
     };
     let mut text = match &args.trace_text {
@@ -197,7 +198,12 @@ fn tempfile_beside(path: &Path) -> Result<std::io::BufWriter<tempfile::NamedTemp
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let file = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("--trace-text {}: cannot write into {}", path.display(), dir.display()))?;
+    let file = tempfile::NamedTempFile::new_in(dir).with_context(|| {
+        format!(
+            "--trace-text {}: cannot write into {}",
+            path.display(),
+            dir.display()
+        )
+    })?;
     Ok(std::io::BufWriter::new(file))
 }

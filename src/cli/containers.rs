@@ -48,7 +48,11 @@ pub fn run(args: ContainersArgs) -> Result<i32> {
         Some(v) => format!("key {key}, value {v}"),
         None => format!("element {key}"),
     };
-    let suffix = format!("{what}, N = {}, jemalloc {}", args.count, classes.config().label());
+    let suffix = format!(
+        "{what}, N = {}, jemalloc {}",
+        args.count,
+        classes.config().label()
+    );
     let table = match args.view {
         ContainersView::Summary => comparison_table(format!("Containers at N: {suffix}"), &runs),
         ContainersView::Split => split_steps_table(format!("Split vs unified: {suffix}"), &runs),

@@ -101,7 +101,8 @@ impl Container for AbslRawHashSet {
             self.capacity = capacity;
         }
         if let Some(node) = self.node {
-            self.nodes.push(t.alloc(node.size, cpp_new_align(node.align)));
+            self.nodes
+                .push(t.alloc(node.size, cpp_new_align(node.align)));
         }
         self.size += 1;
     }

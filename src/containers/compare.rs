@@ -132,6 +132,9 @@ impl SplitVerdict {
     }
 }
 
+/// A container and its (value size, unified/split ratio) points.
+pub type RatioBySize = (ContainerKind, Vec<(u64, f64)>);
+
 /// Geometric-mean unified/split ratio over the growth to `count`, for each mapped-type size
 /// in `value_sizes` (natural alignment), for every container that has two arrays.
 pub fn split_ratio_by_value_size(
@@ -139,8 +142,8 @@ pub fn split_ratio_by_value_size(
     value_sizes: &[u64],
     count: u64,
     classes: &SizeClasses,
-) -> Result<Vec<(ContainerKind, Vec<(u64, f64)>)>, GrowthError> {
-    let mut out: Vec<(ContainerKind, Vec<(u64, f64)>)> = Vec::new();
+) -> Result<Vec<RatioBySize>, GrowthError> {
+    let mut out: Vec<RatioBySize> = Vec::new();
     // Maps whose two arrays depend on the value size (a node map's slots are pointers).
     let kinds = ContainerKind::ALL.into_iter().filter(|k| {
         k.has_two_arrays()

@@ -300,9 +300,9 @@ impl Container for F14Vector2018 {
             let capacity = Self::next_capacity(self.size + 1);
             let old_chunks = self.table(self.capacity).chunk_count();
             let new_table = self.table(capacity);
-            let transient_fullness =
-                self.size > 0 && !(old_chunks == 1 && new_table.chunk_count() == 1)
-                    && new_table.chunk_count() > 256;
+            let transient_fullness = self.size > 0
+                && !(old_chunks == 1 && new_table.chunk_count() == 1)
+                && new_table.chunk_count() > 256;
             if self.split {
                 let layout = new_table.split();
                 let values = t.alloc(layout.blocks[1].bytes, cpp_new_align(self.value.align));

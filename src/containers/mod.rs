@@ -16,8 +16,10 @@ pub mod spec;
 pub mod tables;
 
 pub use self::core::{
-    key_sequence, natural_align, ArrayPart, Container, ElementError, ElementType, KeyOrder,
-    Tracer, TwoArrays,
+    key_sequence, natural_align, ArrayPart, Container, ElementError, ElementType, KeyOrder, Tracer,
+    TwoArrays,
 };
-pub use self::growth::{grow, Bytes, Growth, GrowthError, GrowthStep, Sample, SplitCost, MAX_COUNT};
+pub use self::growth::{
+    grow, Bytes, Growth, GrowthError, GrowthStep, Sample, SplitCost, MAX_COUNT,
+};
 pub use self::spec::{ContainerKind, ContainerSpec, SpecError};

@@ -4,7 +4,9 @@
 //! checked by `tests/containers_std.rs`, which records the real containers' allocator calls
 //! and requires them to equal these models' events.
 
-use super::core::{key_sequence, round_up, ArrayPart, Container, ElementType, KeyOrder, Tracer, TwoArrays};
+use super::core::{
+    key_sequence, round_up, ArrayPart, Container, ElementType, KeyOrder, Tracer, TwoArrays,
+};
 use crate::trace::ObjectId;
 
 /// `Vec<T>` (and `VecDeque<T>`, which grows the same `RawVec`) filled by `push`.
@@ -49,7 +51,9 @@ impl Container for RustVec {
     }
     fn insert(&mut self, t: &mut Tracer) {
         if self.len == self.cap {
-            let cap = (2 * self.cap).max(self.len + 1).max(self.min_non_zero_cap());
+            let cap = (2 * self.cap)
+                .max(self.len + 1)
+                .max(self.min_non_zero_cap());
             let bytes = cap * self.elem.size;
             match self.id {
                 None => self.id = Some(t.alloc(bytes, self.elem.align)),

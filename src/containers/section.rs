@@ -31,7 +31,13 @@ pub fn write_section(dir: &Path, classes: &SizeClasses) -> Result<ContainerSecti
     std::fs::create_dir_all(dir)?;
     let key = ElementType::new(SECTION_KEY, 8)?;
     let value = ElementType::new(SECTION_VALUE, 8)?;
-    let runs = compare_containers(key, Some(value), SECTION_COUNT, KeyOrder::Ascending, classes)?;
+    let runs = compare_containers(
+        key,
+        Some(value),
+        SECTION_COUNT,
+        KeyOrder::Ascending,
+        classes,
+    )?;
     let suffix = format!(
         "key {key}, value {value}, N = {SECTION_COUNT}, jemalloc {}",
         classes.config().label()
@@ -93,7 +99,10 @@ pub fn write_charts(
                 .collect(),
         })
         .collect();
-    let element = runs.first().map(|r| r.element.to_string()).unwrap_or_default();
+    let element = runs
+        .first()
+        .map(|r| r.element.to_string())
+        .unwrap_or_default();
     let per_element = LinesChart {
         name: "containers-bytes-per-element".into(),
         title: format!(

@@ -167,9 +167,7 @@ impl ContainerSpec {
     ) -> Result<Self, SpecError> {
         match (kind.value_rule(), value) {
             (ValueRule::Required, None) => return Err(SpecError::ValueRequired(kind.name())),
-            (ValueRule::Forbidden, Some(_)) => {
-                return Err(SpecError::ValueForbidden(kind.name()))
-            }
+            (ValueRule::Forbidden, Some(_)) => return Err(SpecError::ValueForbidden(kind.name())),
             _ => {}
         }
         Ok(ContainerSpec {
