@@ -359,3 +359,28 @@ fn unknown_names_are_listed_in_help() {
         );
     }
 }
+
+#[test]
+fn report_section_writes_tables_and_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let classes = SizeClasses::new(Default::default()).unwrap();
+    let section = fragsim::containers::section::write_section(dir.path(), &classes).unwrap();
+    for f in &section.files {
+        assert!(std::fs::metadata(f).unwrap().len() > 0, "{}", f.display());
+    }
+    let names: Vec<String> = section
+        .files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for want in [
+        "containers-summary.csv",
+        "containers-split-verdict.md",
+        "containers-split-steps.csv",
+        "containers-bytes-per-element.png",
+        "containers-split-ratio-by-value-size.svg",
+    ] {
+        assert!(names.iter().any(|n| n == want), "{want} missing: {names:?}");
+    }
+    assert!(section.summary_markdown.contains("absl-flat-hash-map"));
+}

@@ -112,19 +112,19 @@ impl SplitVerdict {
     pub fn sentence(&self) -> String {
         let change = |r: f64| {
             if (r - 1.0).abs() < 5e-4 {
-                "the same".to_string()
+                "as much usable memory as".to_string()
             } else if r < 1.0 {
-                format!("{:.1}% less", (1.0 - r) * 100.0)
+                format!("{:.1}% less usable memory than", (1.0 - r) * 100.0)
             } else {
-                format!("{:.1}% more", (r - 1.0) * 100.0)
+                format!("{:.1}% more usable memory than", (r - 1.0) * 100.0)
             }
         };
         format!(
-            "one allocation costs {} usable memory than two at N ({} on average over the {} \
-             growth steps; cheaper at {} of them, ratio {:.3}..{:.3})",
+            "at N one allocation costs {} two; over the {} growth steps {} two on average \
+             (geometric mean), fewer bytes at {} steps, ratio {:.3}..{:.3}",
             change(self.at_n),
-            change(self.mean),
             self.steps,
+            change(self.mean),
             self.unified_cheaper_steps,
             self.min,
             self.max

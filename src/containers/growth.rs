@@ -125,6 +125,8 @@ pub struct Growth {
     pub peak: Bytes,
     /// All allocator calls, destruction included.
     pub calls: u64,
+    /// Live bytes at the requested element counts and, when any were requested, just
+    /// before each recorded growth step (the corners of the sawtooth).
     pub samples: Vec<Sample>,
 }
 
@@ -205,6 +207,7 @@ pub fn grow(
     let mut next_sample = samples.iter().copied().peekable();
     let mut capacity = 0;
     for _ in 0..count {
+        let before = meter.borrow().total;
         container.insert(&mut tracer);
         let grew = container.capacity() != capacity;
         capacity = container.capacity();
@@ -228,6 +231,13 @@ pub fn grow(
                 live: m.total,
             });
         }
+        if step && grew && !samples.is_empty() && elements > 1 {
+            // The corner of the sawtooth: the last state before this growth.
+            sampled.push(Sample {
+                elements: elements - 1,
+                live: before,
+            });
+        }
         if step {
             let split = match container.arrays() {
                 Some(a) => Some(SplitCost::of(classes, &a)?),
@@ -244,6 +254,8 @@ pub fn grow(
     }
     container.destroy(&mut tracer);
     drop(tracer);
+    sampled.sort_by_key(|s| s.elements);
+    sampled.dedup_by_key(|s| s.elements);
     let m = meter.into_inner();
     if let Some(e) = m.error {
         return Err(e);
