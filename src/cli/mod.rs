@@ -6,8 +6,10 @@ mod classes;
 mod container;
 mod containers;
 mod layout;
+mod record;
 mod report;
 mod table;
+mod trace;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +45,10 @@ enum Command {
     Table(table::TableArgs),
     /// Check the model against the running jemalloc: class table, nallocx, real allocations.
     Validate(validate::ValidateArgs),
+    /// Allocation traces: import (valgrind, text), dump, stats.
+    Trace(trace::TraceArgs),
+    /// Run a program under valgrind --trace-malloc=yes and import its allocations.
+    Record(record::RecordArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -78,6 +84,8 @@ pub fn main() -> i32 {
         Command::Table(args) => table::run(args),
         Command::Layout(args) => layout::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Trace(args) => trace::run(args),
+        Command::Record(args) => record::run(args),
     };
     match result {
         Ok(code) => code,
