@@ -6,6 +6,8 @@
 # Node tables free their nodes at destruction in slot order, which depends on the hashes;
 # the model frees them in insertion order. The destruction's frees are therefore compared as
 # a multiset (sorted), everything before them exactly.
+#
+# COUNTS="1 7 100" overrides the element counts; KEEP_RECORDER=1 keeps the work folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

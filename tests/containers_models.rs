@@ -384,3 +384,51 @@ fn report_section_writes_tables_and_charts() {
     }
     assert!(section.summary_markdown.contains("absl-flat-hash-map"));
 }
+
+#[test]
+fn f14_2018_growth_walks_the_seed_models_capacity_steps() {
+    // The 2018 containers pass through exactly the capacities the seed sweep prices
+    // (`layout::F14Vector::capacity_steps`), requesting its unified block (ff9d6fee) or its
+    // two blocks (the parent), for every value size and alignment. (Up to 256 chunks: past
+    // that a transient per-chunk byte array joins the rehash.)
+    use fragsim::layout::{F14Vector, SplitOrUnified};
+    for size in [1u64, 3, 4, 8, 12, 16, 24, 32, 40, 64, 100, 256] {
+        for align in [1u64, 4, 8, 16, 32] {
+            let value = ElementType::new(size, align).unwrap();
+            let text = value.to_string();
+            let steps = F14Vector::capacity_steps(2560);
+            let table = |capacity| F14Vector {
+                value_size: value.size,
+                value_align: value.align,
+                capacity,
+            };
+            let unified: Vec<u64> =
+                alloc_sizes(&events(ContainerKind::F14Vector2018, &text, None, 2560))
+                    .into_iter()
+                    .map(|(s, _)| s)
+                    .collect();
+            let want: Vec<u64> = steps
+                .iter()
+                .map(|&c| table(c).unified().blocks[0].bytes)
+                .collect();
+            assert_eq!(unified, want, "unified {text}");
+            let split: Vec<u64> = alloc_sizes(&events(
+                ContainerKind::F14Vector2018Split,
+                &text,
+                None,
+                2560,
+            ))
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
+            let want: Vec<u64> = steps
+                .iter()
+                .flat_map(|&c| {
+                    let l = table(c).split();
+                    [l.blocks[1].bytes, l.blocks[0].bytes]
+                })
+                .collect();
+            assert_eq!(split, want, "split {text}");
+        }
+    }
+}

@@ -92,7 +92,7 @@ fn container_names_help() -> String {
 /// Bytes of trace a growth to `count` can write at most, generously: a node container makes
 /// two calls per element, and an event is at most a few varints.
 fn trace_bytes_bound(count: u64) -> u64 {
-    (2 * count + 4096) * 24
+    (2 * count + 4096) * 16
 }
 
 /// Refuses a trace that would not fit the disk holding `path`.
