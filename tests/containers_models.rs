@@ -252,6 +252,30 @@ fn bad_container_input_exits_2_with_one_line() {
         "/nonexistent-dir",
     );
     assert_rejected(&["containers", "--key", "8", "--value", "0:8"], "size 0");
+    assert_rejected(
+        &[
+            "container",
+            "btreemap",
+            "--key",
+            "8",
+            "--value",
+            "8",
+            "--count",
+            "20000000",
+        ],
+        "btreemap",
+    );
+    assert_rejected(
+        &[
+            "container",
+            "vec",
+            "--key",
+            "1048576",
+            "--count",
+            "100000000",
+        ],
+        "128 TiB",
+    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use super::{AllocatorArgs, OutputArgs};
 use crate::containers::tables::growth_table;
-use crate::containers::{grow, ContainerKind, ContainerSpec, ElementType, KeyOrder, MAX_COUNT};
+use crate::containers::{grow, ContainerKind, ContainerSpec, ElementType, KeyOrder};
 use crate::trace::{Event, TraceWriter};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -133,8 +133,13 @@ pub fn run(args: ContainerArgs) -> Result<i32> {
         args.elements.value()?,
         args.elements.order(),
     )?;
-    if args.count == 0 || args.count > MAX_COUNT {
-        bail!("--count {} must be between 1 and {MAX_COUNT}", args.count);
+    if args.count == 0 || args.count > kind.max_count() {
+        bail!(
+            "--count {} must be between 1 and {} for {}",
+            args.count,
+            kind.max_count(),
+            kind.name()
+        );
     }
     for path in args.trace.iter().chain(&args.trace_text) {
         check_room(path, args.count)?;

@@ -53,7 +53,8 @@ pub fn geometric_samples(count: u64) -> Vec<u64> {
     samples
 }
 
-/// Grows every comparable container to `count` (no trace kept).
+/// Grows every comparable container to `count` (no trace kept); a container whose model
+/// cannot grow that far ([`ContainerKind::max_count`]) is left out.
 pub fn compare_containers(
     key: ElementType,
     value: Option<ElementType>,
@@ -64,6 +65,7 @@ pub fn compare_containers(
     let samples = geometric_samples(count);
     comparable_specs(key, value, order)
         .into_iter()
+        .filter(|spec| count <= spec.kind.max_count())
         .map(|spec| {
             Ok(ContainerRun {
                 kind: spec.kind,

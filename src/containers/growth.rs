@@ -6,15 +6,21 @@ use crate::sizeclass::SizeClasses;
 use crate::trace::Event;
 use serde::Serialize;
 
-/// Most elements a model is grown to (its bookkeeping is a few bytes per element).
+/// Most elements a model is grown to (its bookkeeping is a few bytes per element; the
+/// B-tree's about 30, see [`super::ContainerKind::max_count`]).
 pub const MAX_COUNT: u64 = 100_000_000;
+
+/// The user address space of an x86-64 process (47 bits): no request can be larger.
+const ADDRESS_SPACE: u64 = 1 << 47;
 
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum GrowthError {
-    #[error("count {0} must be between 1 and {MAX_COUNT}")]
-    Count(u64),
+    #[error("count {0} must be between 1 and {1} for {2}")]
+    Count(u64, u64, &'static str),
     #[error("a request of {0} bytes is larger than the build's largest size class")]
     TooLarge(u64),
+    #[error("a request of {0} bytes does not fit the 128 TiB an x86-64 process can address")]
+    BeyondAddressSpace(u64),
 }
 
 /// Bytes under one build: what was asked, what the classes hand out, pages kept active.
@@ -30,6 +36,9 @@ impl Bytes {
     /// aligned small request is served from the class of the size rounded up to the
     /// alignment (jemalloc's `sz_sa2u`).
     pub fn of_request(classes: &SizeClasses, size: u64, align: u64) -> Result<Bytes, GrowthError> {
+        if size >= ADDRESS_SPACE {
+            return Err(GrowthError::BeyondAddressSpace(size));
+        }
         let rounded = round_up(size.max(1), align.max(1));
         Ok(Bytes {
             requested: size,
@@ -185,8 +194,9 @@ pub fn grow(
     samples: &[u64],
     sink: &mut dyn FnMut(Event),
 ) -> Result<Growth, GrowthError> {
-    if count == 0 || count > MAX_COUNT {
-        return Err(GrowthError::Count(count));
+    let limit = spec.kind.max_count();
+    if count == 0 || count > limit {
+        return Err(GrowthError::Count(count, limit, spec.kind.name()));
     }
     let mut container = spec.build(count);
     let meter = std::cell::RefCell::new(Meter {

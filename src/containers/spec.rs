@@ -111,6 +111,15 @@ impl ContainerKind {
         }
     }
 
+    /// Most elements the model is grown to: the B-tree model keeps every node (about 30
+    /// bytes per key), the others a few bytes per element at most.
+    pub fn max_count(self) -> u64 {
+        match self {
+            ContainerKind::Btreemap => 10_000_000,
+            _ => super::growth::MAX_COUNT,
+        }
+    }
+
     /// Whether its table is two arrays in one allocation (or two, for the 2018 split F14).
     pub fn has_two_arrays(self) -> bool {
         use ContainerKind::*;
