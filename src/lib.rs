@@ -8,6 +8,7 @@
 
 pub mod charts;
 pub mod cli;
+pub mod containers;
 pub mod error;
 pub mod experiments;
 pub mod export;

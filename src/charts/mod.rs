@@ -3,6 +3,7 @@
 //! `data/fonts/`, so no system font library is needed.
 
 mod bars;
+pub mod containers;
 mod heatmap;
 mod seed;
 mod validation;

@@ -3,6 +3,8 @@
 mod args;
 mod bump_arena;
 mod classes;
+mod container;
+mod containers;
 mod layout;
 mod record;
 mod report;
@@ -33,6 +35,10 @@ enum Command {
     /// arena.
     #[command(visible_alias = "arena")]
     BumpArena(bump_arena::BumpArenaArgs),
+    /// One real container grown to N: every allocator request, priced step by step.
+    Container(container::ContainerArgs),
+    /// Every container side by side for one element type; split vs unified per container.
+    Containers(containers::ContainersArgs),
     /// Print every size class of a jemalloc build.
     Classes(classes::ClassesArgs),
     /// Any list of arrays: one allocation each (split) vs one allocation (unified).
@@ -75,6 +81,8 @@ pub fn main() -> i32 {
         Command::Report(args) => report::run(args),
         Command::BumpArena(args) => bump_arena::run(args),
         Command::Classes(args) => classes::run(args),
+        Command::Container(args) => container::run(args),
+        Command::Containers(args) => containers::run(args),
         Command::Table(args) => table::run(args),
         Command::Layout(args) => layout::run(args),
         Command::Validate(args) => validate::run(args),

@@ -1,0 +1,25 @@
+//! Real containers as exact allocation-trace generators: each model replays what one
+//! container asks of its allocator while it grows one element at a time, then is dropped.
+//!
+//! [`spec::ContainerSpec`] names a container and its element types; [`growth::grow`] runs
+//! its model to N elements, passing each [`crate::trace::Event`] on and pricing the steps
+//! under a jemalloc build; [`compare`] puts containers side by side.
+
+pub mod absl;
+pub mod compare;
+pub mod core;
+pub mod f14;
+pub mod growth;
+pub mod rust_std;
+pub mod section;
+pub mod spec;
+pub mod tables;
+
+pub use self::core::{
+    key_sequence, natural_align, ArrayPart, Container, ElementError, ElementType, KeyOrder, Tracer,
+    TwoArrays,
+};
+pub use self::growth::{
+    grow, Bytes, Growth, GrowthError, GrowthStep, Sample, SplitCost, MAX_COUNT,
+};
+pub use self::spec::{ContainerKind, ContainerSpec, SpecError};
