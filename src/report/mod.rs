@@ -24,6 +24,7 @@
 pub mod bump_arena;
 mod charts;
 mod classes;
+pub mod containers;
 mod figures;
 mod findings;
 mod seed;
@@ -211,6 +212,7 @@ pub fn write_report(
     job.section("bump-arena scenario", bump_arena::SECTION, |dir| {
         bump_arena::write_with_defaults(dir, options)
     })?;
+    job.section("container models", containers::SECTION, containers::write_section)?;
     if let Some(exe) = &options.fragsim_exe {
         job.section(
             "bump-arena scenario, decay off",
