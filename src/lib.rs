@@ -14,6 +14,7 @@ pub mod report;
 pub mod sizeclass;
 pub mod sweep;
 pub mod trace;
+pub mod whatif;
 
 // Every binary, test and benchmark built from this crate allocates through jemalloc, so the
 // live measurements see the allocator the model describes.

@@ -1,0 +1,68 @@
+//! Chart data from replays: the charts themselves take plain numbers.
+
+use super::replay::BuildReplay;
+use crate::charts::{BytesTimeline, ClassLoss, StackedBars};
+
+/// Requested, allocated and active bytes against event index for one build.
+pub fn timeline_chart(name: &str, program: &str, replay: &BuildReplay) -> BytesTimeline {
+    let series = |label: &str, pick: fn(&super::Totals) -> u64| {
+        (
+            label.to_string(),
+            replay
+                .timeline
+                .iter()
+                .map(|p| (p.event, pick(&p.totals)))
+                .collect(),
+        )
+    };
+    BytesTimeline {
+        name: name.to_string(),
+        title: format!("{program}: heap over the trace, build {}", replay.build),
+        series: vec![
+            series("requested", |t| t.requested),
+            series("allocated (size classes)", |t| t.allocated),
+            series("active (pages)", |t| t.active),
+        ],
+    }
+}
+
+/// Peak active bytes per build, split into requested bytes, rounding and slab fragmentation
+/// (empty regions, with large padding as its own part).
+pub fn whatif_chart(name: &str, program: &str, replays: &[BuildReplay]) -> StackedBars {
+    let part = |label: &str, pick: fn(&BuildReplay) -> u64| {
+        (label.to_string(), replays.iter().map(pick).collect())
+    };
+    StackedBars {
+        name: name.to_string(),
+        title: format!("{program}: peak active bytes per jemalloc build"),
+        y_desc: "bytes at the peak".into(),
+        categories: replays.iter().map(|r| r.build.clone()).collect(),
+        parts: vec![
+            part("requested", |r| r.at_peak.requested),
+            part("size-class rounding", |r| r.at_peak.rounding),
+            part("empty slab regions", |r| r.at_peak.empty_regions),
+            part("large padding page", |r| r.at_peak.large_pad),
+        ],
+    }
+}
+
+/// The `top` classes losing the most bytes at the active peak, by cause.
+pub fn class_loss_chart(name: &str, program: &str, replay: &BuildReplay, top: usize) -> ClassLoss {
+    let rows: Vec<_> = replay.classes_by_loss().into_iter().take(top).collect();
+    let cause = |label: &str, pick: fn(&super::ClassRow) -> u64| {
+        (label.to_string(), rows.iter().map(|c| pick(c)).collect())
+    };
+    ClassLoss {
+        name: name.to_string(),
+        title: format!(
+            "{program}: size classes losing the most bytes, build {}",
+            replay.build
+        ),
+        rows: rows.iter().map(|c| format!("{} B", c.size)).collect(),
+        causes: vec![
+            cause("size-class rounding", |c| c.rounding_at_peak),
+            cause("empty slab regions", |c| c.empty_regions_at_peak),
+            cause("large padding page", |c| c.large_pad_at_peak),
+        ],
+    }
+}
