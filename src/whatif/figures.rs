@@ -58,11 +58,22 @@ pub fn class_loss_chart(name: &str, program: &str, replay: &BuildReplay, top: us
             "{program}: size classes losing the most bytes, build {}",
             replay.build
         ),
-        rows: rows.iter().map(|c| format!("{} B", c.size)).collect(),
+        rows: rows.iter().map(|c| class_label(c.size)).collect(),
         causes: vec![
             cause("size-class rounding", |c| c.rounding_at_peak),
             cause("empty slab regions", |c| c.empty_regions_at_peak),
             cause("large padding page", |c| c.large_pad_at_peak),
         ],
+    }
+}
+
+/// `48 B`, `20 KiB`, `1.25 MiB`: exact, short.
+fn class_label(size: u64) -> String {
+    if size >= 1 << 20 && size % (1 << 18) == 0 {
+        format!("{} MiB", size as f64 / (1u64 << 20) as f64)
+    } else if size >= 1 << 10 && size % (1 << 8) == 0 {
+        format!("{} KiB", size as f64 / 1024.0)
+    } else {
+        format!("{size} B")
     }
 }

@@ -1,0 +1,193 @@
+//! The report's "Real programs" section: for every allocation trace, the what-if table across
+//! jemalloc builds, the classes losing the most bytes, three charts and the live check.
+
+use crate::charts::write_chart;
+use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
+use crate::whatif::{class_table, figures, whatif_table, BuildReplay};
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+/// Classes shown per program in the report.
+pub const TOP_CLASSES: usize = 10;
+
+/// The model replayed against the real jemalloc, event by event, for one trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LiveCheck {
+    /// Statistics compared (events x statistics).
+    pub compared: u64,
+    pub mismatched: u64,
+}
+
+/// One program's replays, ready to write.
+#[derive(Clone, Debug)]
+pub struct ProgramReplays {
+    /// The trace's file stem, used in file names and headings.
+    pub name: String,
+    /// One replay per build, the first being the reference; the per-class table, the
+    /// timeline and the class chart use the first.
+    pub replays: Vec<BuildReplay>,
+    /// `None` when the live check was not run (then the section says so).
+    pub live: Option<LiveCheck>,
+}
+
+/// A file the section wrote, relative to its folder, and what it shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SectionFile {
+    pub file: String,
+    pub what: String,
+}
+
+/// What [`write_programs_section`] wrote.
+#[derive(Clone, Debug, Default)]
+pub struct ProgramsSection {
+    pub files: Vec<SectionFile>,
+    /// The section as Markdown (tables inline, charts as images), links relative to the
+    /// folder; also written there as `programs.md`.
+    pub markdown: String,
+}
+
+fn write_table(
+    dir: &Path,
+    stem: &str,
+    table: &Table,
+    what: &str,
+    files: &mut Vec<SectionFile>,
+) -> Result<()> {
+    for format in [&Csv as &dyn TableFormat, &Markdown] {
+        let file = format!("{stem}.{}", format.extension());
+        write_atomic(&dir.join(&file), format.render(table)?.as_bytes())?;
+        files.push(SectionFile {
+            file,
+            what: what.to_string(),
+        });
+    }
+    Ok(())
+}
+
+fn relative(dir: &Path, paths: Vec<PathBuf>) -> Vec<String> {
+    paths
+        .iter()
+        .map(|p| p.strip_prefix(dir).unwrap_or(p).display().to_string())
+        .collect()
+}
+
+/// Writes one program's tables (`programs-<name>-*.csv/md`) and charts
+/// (`charts/programs-<name>-*.png/svg`) into `dir`; returns the files and its Markdown.
+pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<SectionFile>, String)> {
+    let charts = dir.join("charts");
+    std::fs::create_dir_all(&charts)
+        .with_context(|| format!("cannot create folder '{}'", charts.display()))?;
+    let name = &program.name;
+    let Some(first) = program.replays.first() else {
+        anyhow::bail!("no builds replayed for '{name}'");
+    };
+    let mut files = Vec::new();
+    let stem = format!("programs-{name}");
+    let whatif = whatif_table(
+        &format!("{name}: peaks under each jemalloc build"),
+        &program.replays,
+    );
+    write_table(
+        dir,
+        &format!("{stem}-whatif"),
+        &whatif,
+        &format!("{name}: peak requested, allocated and active bytes per build, with the shares of rounding and slab fragmentation"),
+        &mut files,
+    )?;
+    let classes_title = format!(
+        "{name}: size classes by bytes lost at the active peak, build {}",
+        first.build
+    );
+    write_table(
+        dir,
+        &format!("{stem}-classes"),
+        &class_table(&classes_title, first, None),
+        &format!(
+            "{name}: every size class the trace used, build {}",
+            first.build
+        ),
+        &mut files,
+    )?;
+    let top = class_table(
+        &format!("{classes_title} (top {TOP_CLASSES})"),
+        first,
+        Some(TOP_CLASSES),
+    );
+
+    let mut chart_files = Vec::new();
+    let timeline = figures::timeline_chart(&format!("{stem}-timeline"), name, first);
+    chart_files.push((
+        relative(dir, write_chart(&timeline, &charts)?),
+        format!(
+            "{name}: requested, allocated and active bytes over the trace, build {}",
+            first.build
+        ),
+    ));
+    let bars = figures::whatif_chart(&format!("{stem}-whatif"), name, &program.replays);
+    chart_files.push((
+        relative(dir, write_chart(&bars, &charts)?),
+        format!("{name}: peak active bytes per build: requested, rounding, empty slab regions, large padding"),
+    ));
+    let loss = figures::class_loss_chart(&format!("{stem}-class-loss"), name, first, TOP_CLASSES);
+    chart_files.push((
+        relative(dir, write_chart(&loss, &charts)?),
+        format!(
+            "{name}: the {TOP_CLASSES} size classes losing the most bytes, build {}",
+            first.build
+        ),
+    ));
+
+    let mut md = format!("### {name}\n\n");
+    md.push_str(&format!(
+        "{} events. Peaks are maxima over every event; `internal_fragmentation` is the share of \
+         the peak active bytes that is size-class rounding, `external_fragmentation` the share \
+         that is empty slab regions and large padding pages.\n\n",
+        first.events
+    ));
+    md.push_str(&Markdown.render(&whatif)?);
+    md.push('\n');
+    md.push_str(&Markdown.render(&top)?);
+    md.push('\n');
+    md.push_str(&match program.live {
+        Some(live) => format!(
+            "Live check (the model against the real jemalloc, event by event): {} statistics \
+             compared, {} mismatched.\n\n",
+            live.compared, live.mismatched
+        ),
+        None => "Live check: not run for this report.\n\n".to_string(),
+    });
+    for (paths, what) in &chart_files {
+        if let Some(png) = paths.iter().find(|p| p.ends_with(".png")) {
+            let svg = png.trim_end_matches(".png").to_string() + ".svg";
+            md.push_str(&format!("![{what}]({png})\n\n{what} ([SVG]({svg}))\n\n"));
+        }
+        files.extend(paths.iter().map(|p| SectionFile {
+            file: p.clone(),
+            what: what.clone(),
+        }));
+    }
+    Ok((files, md))
+}
+
+/// Writes every program's files and `programs.md` (the whole section) into `dir`.
+pub fn write_programs_section(dir: &Path, programs: &[ProgramReplays]) -> Result<ProgramsSection> {
+    let mut section = ProgramsSection {
+        files: Vec::new(),
+        markdown: String::from(
+            "## Real programs\n\nEach allocation trace in `data/traces/` replayed by the exact \
+             arena model under several jemalloc builds (`fragsim replay TRACE --preset ...`).\n\n",
+        ),
+    };
+    for program in programs {
+        let (files, md) = write_program(dir, program)?;
+        section.files.extend(files);
+        section.markdown.push_str(&md);
+    }
+    write_atomic(&dir.join("programs.md"), section.markdown.as_bytes())?;
+    section.files.push(SectionFile {
+        file: "programs.md".into(),
+        what: "real programs: every trace's what-if table, top classes, charts and live check"
+            .into(),
+    });
+    Ok(section)
+}
