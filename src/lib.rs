@@ -11,6 +11,7 @@ pub mod export;
 pub mod layout;
 pub mod live;
 pub mod report;
+pub mod sim;
 pub mod sizeclass;
 pub mod sweep;
 pub mod trace;
