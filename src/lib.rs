@@ -15,6 +15,7 @@ pub mod report;
 // another branch); at merge it becomes `pub mod programs;` there.
 #[path = "report/programs.rs"]
 pub mod report_programs;
+pub mod sim;
 pub mod sizeclass;
 pub mod sweep;
 pub mod trace;

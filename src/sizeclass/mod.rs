@@ -4,9 +4,11 @@ use crate::export::Table;
 use std::hint::select_unpredictable;
 
 mod config;
+mod psz;
 mod table;
 
 pub use config::{AllocatorConfig, ConfigError, JemallocVersion, PRESETS};
+pub use psz::PageSizeClasses;
 pub use table::{ClassKind, SizeClass, SizeClasses};
 
 impl SizeClasses {
