@@ -18,6 +18,7 @@
 mod whatif_support;
 
 use fragsim::export::{Csv, Markdown, TableFormat};
+use fragsim::sim::{random_trace, Arena, WorkloadSpec};
 use fragsim::trace::Event;
 use fragsim::whatif::{
     class_table, parse_builds, replay_build, timeline_table, whatif_table, Build, BuildReplay,
@@ -25,14 +26,31 @@ use fragsim::whatif::{
 };
 use whatif_support::{hand_trace, CountingArena};
 
+/// Replays with the test double (bin rules only).
 fn run(build: &Build, events: &[Event], every: Option<u64>) -> BuildReplay {
     let arena = CountingArena::new(build.config);
     let events = events.iter().map(|&e| Ok::<_, std::io::Error>(e));
     replay_build(build, arena, events, ReplayOptions { every }, &|_| {}).unwrap()
 }
 
+/// Replays with the exact arena model.
+fn run_sim(build: &Build, events: &[Event], every: Option<u64>) -> BuildReplay {
+    let arena = Arena::new(build.config).unwrap();
+    let events = events.iter().map(|&e| Ok::<_, std::io::Error>(e));
+    replay_build(build, arena, events, ReplayOptions { every }, &|_| {}).unwrap()
+}
+
 #[test]
 fn hand_trace_peaks_match_hand_computation_for_two_builds() {
+    check_hand_trace(run);
+}
+
+#[test]
+fn hand_trace_peaks_match_hand_computation_with_the_exact_model() {
+    check_hand_trace(run_sim);
+}
+
+fn check_hand_trace(run: fn(&Build, &[Event], Option<u64>) -> BuildReplay) {
     let builds = parse_builds("default,quantum8").unwrap();
     let trace = hand_trace();
     assert_eq!(trace.len(), 323);
@@ -116,27 +134,37 @@ fn hand_trace_class_rows_are_the_hand_values_sorted_by_loss() {
 
 #[test]
 fn class_rows_sum_to_the_totals_at_the_peak() {
+    // The exact model on its own random traces (aligned requests, reallocs, large blocks up
+    // to 24 MiB): the ledger's class rows, derived from the events alone, must add up to the
+    // model's totals; and the test double on ours.
+    let spec = WorkloadSpec {
+        seed: 5,
+        events: 30_000,
+        ..WorkloadSpec::default()
+    };
+    let sim_trace = random_trace(&spec);
+    let double_trace = whatif_support::random_trace(20_000, 7);
     for name in ["default", "quantum8", "page64k", "5.3.1"] {
         let build = Build::preset(name).unwrap();
-        let replay = run(&build, &whatif_support::random_trace(20_000, 7), None);
-        let sum = |f: fn(&fragsim::whatif::ClassRow) -> u64| -> u64 {
-            replay.classes.iter().map(f).sum()
-        };
-        let p = replay.at_peak;
-        assert_eq!(sum(|c| c.requested_at_peak), p.requested, "{name}");
-        assert_eq!(sum(|c| c.active_at_peak), p.active, "{name}");
-        assert_eq!(sum(|c| c.rounding_at_peak), p.rounding, "{name}");
-        assert_eq!(sum(|c| c.empty_regions_at_peak), p.empty_regions, "{name}");
-        assert_eq!(sum(|c| c.large_pad_at_peak), p.large_pad, "{name}");
-        assert!(
-            p.large_pad > 0,
-            "{name}: the random trace has large blocks live"
-        );
-        assert_eq!(
-            p.requested + p.rounding + p.empty_regions + p.large_pad,
-            p.active
-        );
+        check_class_sums(name, &run_sim(&build, &sim_trace, None));
+        check_class_sums(name, &run(&build, &double_trace, None));
     }
+}
+
+fn check_class_sums(name: &str, replay: &BuildReplay) {
+    let sum =
+        |f: fn(&fragsim::whatif::ClassRow) -> u64| -> u64 { replay.classes.iter().map(f).sum() };
+    let p = replay.at_peak;
+    assert_eq!(sum(|c| c.requested_at_peak), p.requested, "{name}");
+    assert_eq!(sum(|c| c.active_at_peak), p.active, "{name}");
+    assert_eq!(sum(|c| c.rounding_at_peak), p.rounding, "{name}");
+    assert_eq!(sum(|c| c.empty_regions_at_peak), p.empty_regions, "{name}");
+    assert_eq!(sum(|c| c.large_pad_at_peak), p.large_pad, "{name}");
+    assert!(p.large_pad > 0, "{name}: large blocks are live at the peak");
+    assert_eq!(
+        p.requested + p.rounding + p.empty_regions + p.large_pad,
+        p.active
+    );
 }
 
 #[test]

@@ -30,6 +30,7 @@ pub(super) struct ClassCounters {
 struct Object {
     size: u64,
     usable: u64,
+    align: u64,
     class: u32,
 }
 
@@ -44,6 +45,8 @@ pub enum LedgerError {
     AlreadyLive(ObjectId),
     #[error("request of {0} bytes is past the largest size class")]
     TooLarge(u64),
+    #[error("alignment {0} is not modelled (a power of two up to one page)")]
+    Alignment(u64),
 }
 
 pub(super) struct Ledger<'a> {
@@ -99,11 +102,31 @@ impl<'a> Ledger<'a> {
         self.nbins
     }
 
-    fn class_of(&self, size: u64) -> Result<(u64, u32), LedgerError> {
-        let usable = self
-            .classes
-            .usable_size(size)
-            .ok_or(LedgerError::TooLarge(size))?;
+    /// jemalloc's `sz_sa2u`: an aligned small request takes the least class that is a
+    /// multiple of the alignment (classes of a small size divisible by it are aligned);
+    /// when that class would be large, or the alignment needs a large extent, the least large
+    /// class at or above the request serves it (alignments up to a page are free there).
+    fn usable_of(&self, size: u64, align: u64) -> Result<u64, LedgerError> {
+        let too_large = LedgerError::TooLarge(size);
+        let plain = |s: u64| self.classes.usable_size(s).ok_or(too_large.clone());
+        if align <= 1 {
+            return plain(size);
+        }
+        if !align.is_power_of_two() || align > self.classes.config().page() {
+            return Err(LedgerError::Alignment(align));
+        }
+        let large_min = self.classes.large_minclass();
+        if size <= self.classes.small_maxclass() {
+            let usable = plain(size.max(1).div_ceil(align) * align)?;
+            if usable < large_min {
+                return Ok(usable);
+            }
+        }
+        plain(size.max(large_min))
+    }
+
+    fn class_of(&self, size: u64, align: u64) -> Result<(u64, u32), LedgerError> {
+        let usable = self.usable_of(size, align)?;
         let class = self
             .classes
             .class_for(usable)
@@ -118,8 +141,14 @@ impl<'a> Ledger<'a> {
         }
     }
 
-    fn add(&mut self, id: ObjectId, size: u64, counted: bool) -> Result<u32, LedgerError> {
-        let (usable, class) = self.class_of(size)?;
+    fn add(
+        &mut self,
+        id: ObjectId,
+        size: u64,
+        align: u64,
+        counted: bool,
+    ) -> Result<u32, LedgerError> {
+        let (usable, class) = self.class_of(size, align)?;
         let slot = id as usize;
         if slot >= self.objects.len() {
             self.objects.resize(
@@ -127,6 +156,7 @@ impl<'a> Ledger<'a> {
                 Object {
                     size: 0,
                     usable: 0,
+                    align: 0,
                     class: NO_CLASS,
                 },
             );
@@ -137,6 +167,7 @@ impl<'a> Ledger<'a> {
         self.objects[slot] = Object {
             size,
             usable,
+            align,
             class,
         };
         let c = class as usize;
@@ -181,17 +212,17 @@ impl<'a> Ledger<'a> {
     pub fn apply(&mut self, event: Event) -> Result<(), LedgerError> {
         self.changed = [NO_CLASS; 2];
         match event {
-            Event::Alloc { id, size, .. } => {
-                self.changed[0] = self.add(id, size, true)?;
+            Event::Alloc { id, size, align } => {
+                self.changed[0] = self.add(id, size, align, true)?;
             }
             Event::Free { id } => {
                 self.changed[0] = self.remove(id)?.class;
             }
             Event::Realloc { id, size } => {
                 let old = self.remove(id)?;
-                let (_, new_class) = self.class_of(size)?;
+                let (_, new_class) = self.class_of(size, old.align)?;
                 self.changed[0] = old.class;
-                self.changed[1] = self.add(id, size, new_class != old.class)?;
+                self.changed[1] = self.add(id, size, old.align, new_class != old.class)?;
             }
         }
         Ok(())

@@ -11,6 +11,7 @@ pub mod figures;
 mod ledger;
 mod multi;
 mod replay;
+mod source;
 mod tables;
 
 pub use builds::{modify_builds, parse_builds, Build, BuildListError};
@@ -20,6 +21,7 @@ pub use replay::{
     replay_build, ArenaModel, BuildReplay, ClassRow, PeakBreakdown, ReplayError, ReplayOptions,
     TimelinePoint, Totals, PROGRESS_STEP,
 };
+pub use source::{replay_trace, trace_header};
 pub use tables::{class_table, timeline_table, whatif_table, WHATIF_COLUMNS};
 
 /// The builds the report compares: the list, in its order.

@@ -48,6 +48,11 @@ pub enum ReplayError {
     },
     #[error("build '{0}': {1}")]
     Config(String, ConfigError),
+    #[error("build '{build}': {source}")]
+    Model {
+        build: String,
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// The peak active bytes, split by what they hold.
