@@ -340,10 +340,7 @@ mod tests {
             heap.remove(&mut nodes, i);
             removed[i as usize] = true;
         }
-        let mut expected: Vec<u64> = (0..200)
-            .filter(|&i| !removed[i])
-            .map(|i| keys[i])
-            .collect();
+        let mut expected: Vec<u64> = (0..200).filter(|&i| !removed[i]).map(|i| keys[i]).collect();
         expected.sort();
         let mut got = Vec::new();
         while !heap.is_empty() {
