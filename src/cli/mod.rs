@@ -4,6 +4,7 @@ mod arena;
 mod args;
 mod classes;
 mod layout;
+mod replay;
 mod report;
 mod table;
 mod validate;
@@ -37,6 +38,9 @@ enum Command {
     Table(table::TableArgs),
     /// Check the model against the running jemalloc: class table, nallocx, real allocations.
     Validate(validate::ValidateArgs),
+    /// Internal: the child process of a live replay.
+    #[command(name = "__replay-live-child", hide = true)]
+    ReplayLiveChild(replay::ChildArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -70,6 +74,7 @@ pub fn main() -> i32 {
         Command::Table(args) => table::run(args),
         Command::Layout(args) => layout::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::ReplayLiveChild(args) => replay::run_child(args),
     };
     match result {
         Ok(code) => code,

@@ -2,6 +2,7 @@
 
 mod build;
 mod ctl;
+pub mod replay;
 mod validate;
 
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};

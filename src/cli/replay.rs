@@ -1,0 +1,24 @@
+//! `fragsim replay`: a trace through the arena model (and, with --live, the real jemalloc).
+
+use crate::live::replay::serve_child;
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Hidden: the child side of a live replay (events from FILE, snapshots to stdout).
+#[derive(Args, Debug)]
+pub struct ChildArgs {
+    /// Compare every K events.
+    #[arg(long, default_value_t = 1)]
+    pub every: u64,
+    pub events: PathBuf,
+}
+
+pub fn run_child(args: ChildArgs) -> Result<i32> {
+    let file = std::fs::File::open(&args.events)
+        .with_context(|| format!("cannot open '{}'", args.events.display()))?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    serve_child(file, args.every, &mut out)?;
+    Ok(0)
+}

@@ -1,0 +1,560 @@
+//! Live replay: a trace through the real jemalloc, in a fresh private arena with no thread
+//! cache and decay off, its statistics read every K events and compared with the model's
+//! ([`crate::sim::Arena`]) at the same events.
+//!
+//! `opt.disable_large_size_classes` can only be set when jemalloc starts, so a replay for the
+//! other setting runs in a child process (`fragsim __replay-live-child`) started with
+//! `_RJEM_MALLOC_CONF`; the child streams its snapshots back as text lines.
+
+use super::build::LiveBuild;
+use super::ctl::read_bool;
+use crate::sim::{compare, Arena, ArenaStats, BinStats, Comparison, Snapshot};
+use crate::sizeclass::AllocatorConfig;
+use crate::trace::Event;
+use anyhow::{bail, ensure, Context, Result};
+use std::ffi::{c_void, CString};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use tikv_jemalloc_sys as sys;
+
+/// The statistics of one private arena, read by MIB (names resolved once).
+struct StatsReader {
+    epoch: Vec<usize>,
+    small: Vec<usize>,
+    large: Vec<usize>,
+    pactive: Vec<usize>,
+    /// Per bin: curregs, curslabs, nonfull_slabs.
+    bins: Vec<[Vec<usize>; 3]>,
+    page: u64,
+}
+
+fn mib(name: &str) -> Result<Vec<usize>> {
+    let c = CString::new(name)?;
+    let mut mib = [0usize; 8];
+    let mut len = mib.len();
+    // SAFETY: the buffer holds `len` entries; jemalloc writes at most that many.
+    let err = unsafe { sys::mallctlnametomib(c.as_ptr(), mib.as_mut_ptr(), &mut len) };
+    ensure!(err == 0, "mallctlnametomib {name}: error {err}");
+    Ok(mib[..len].to_vec())
+}
+
+fn read_mib(mib: &[usize]) -> Result<u64> {
+    let mut value: usize = 0;
+    let mut len = std::mem::size_of::<usize>();
+    // SAFETY: every statistic read here is documented as size_t.
+    let err = unsafe {
+        sys::mallctlbymib(
+            mib.as_ptr(),
+            mib.len(),
+            (&mut value as *mut usize).cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    ensure!(err == 0, "mallctlbymib: error {err}");
+    Ok(value as u64)
+}
+
+impl StatsReader {
+    fn new(arena: u32, nbins: usize, page: u64) -> Result<Self> {
+        let arena_mib = |name: &str| -> Result<Vec<usize>> {
+            let mut m = mib(name)?;
+            m[2] = arena as usize;
+            Ok(m)
+        };
+        let bins = (0..nbins)
+            .map(|j| {
+                let field = |f: &str| -> Result<Vec<usize>> {
+                    let mut m = arena_mib(&format!("stats.arenas.0.bins.0.{f}"))?;
+                    m[4] = j;
+                    Ok(m)
+                };
+                Ok([
+                    field("curregs")?,
+                    field("curslabs")?,
+                    field("nonfull_slabs")?,
+                ])
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(StatsReader {
+            epoch: mib("epoch")?,
+            small: arena_mib("stats.arenas.0.small.allocated")?,
+            large: arena_mib("stats.arenas.0.large.allocated")?,
+            pactive: arena_mib("stats.arenas.0.pactive")?,
+            bins,
+            page,
+        })
+    }
+
+    fn snapshot(&self, event: u64) -> Result<Snapshot> {
+        let mut one: u64 = 1;
+        // SAFETY: writing epoch takes a uint64_t.
+        let err = unsafe {
+            sys::mallctlbymib(
+                self.epoch.as_ptr(),
+                self.epoch.len(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&mut one as *mut u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+        ensure!(err == 0, "mallctl epoch: error {err}");
+        let bins = self
+            .bins
+            .iter()
+            .map(|[r, s, n]| {
+                Ok(BinStats {
+                    curregs: read_mib(r)?,
+                    curslabs: read_mib(s)?,
+                    nonfull_slabs: read_mib(n)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Snapshot {
+            event,
+            allocated_bytes: read_mib(&self.small)? + read_mib(&self.large)?,
+            active_bytes: read_mib(&self.pactive)? * self.page,
+            bins,
+        })
+    }
+}
+
+/// A fresh private arena of the running jemalloc, driven by trace events.
+pub struct LiveArena {
+    index: u32,
+    flags: i32,
+    ptrs: Vec<*mut c_void>,
+    aligns: Vec<u64>,
+    stats: StatsReader,
+    events: u64,
+}
+
+impl LiveArena {
+    /// Creates the arena and turns its decay off. Fails clearly without statistics.
+    pub fn new() -> Result<Self> {
+        if !read_bool("config.stats").unwrap_or(false) {
+            bail!("this jemalloc was built without statistics (config.stats is false): a live replay cannot read them");
+        }
+        let build = LiveBuild::read()?;
+        // SAFETY: arenas.create returns the new arena's unsigned index.
+        let index: u32 = unsafe { tikv_jemalloc_ctl::raw::read(b"arenas.create\0") }
+            .context("mallctl arenas.create")?;
+        for key in ["dirty_decay_ms", "muzzy_decay_ms"] {
+            let name = format!("arena.{index}.{key}\0");
+            // SAFETY: arena.<i>.*_decay_ms take an ssize_t; -1 disables decay.
+            unsafe { tikv_jemalloc_ctl::raw::write(name.as_bytes(), -1isize) }
+                .with_context(|| format!("mallctl arena.{index}.{key}"))?;
+        }
+        Ok(LiveArena {
+            index,
+            flags: sys::MALLOCX_ARENA(index as usize) | sys::MALLOCX_TCACHE_NONE,
+            ptrs: Vec::new(),
+            aligns: Vec::new(),
+            stats: StatsReader::new(index, build.bins.len(), build.page)?,
+            events: 0,
+        })
+    }
+
+    fn flags_for(&self, align: u64) -> i32 {
+        if align > 1 {
+            self.flags | align.trailing_zeros() as i32
+        } else {
+            self.flags
+        }
+    }
+
+    /// Applies one event; an event the model would reject is rejected here too, before
+    /// jemalloc sees it.
+    pub fn apply(&mut self, event: Event) -> Result<()> {
+        self.events += 1;
+        let n = self.events;
+        let live =
+            |ptrs: &Vec<*mut c_void>, id: u32| ptrs.get(id as usize).is_some_and(|p| !p.is_null());
+        match event {
+            Event::Alloc { id, size, align } => {
+                ensure!(
+                    !live(&self.ptrs, id),
+                    "event {n}: alloc of id {id}, which is already live"
+                );
+                ensure!(
+                    align <= 1 || align.is_power_of_two(),
+                    "event {n}: alignment {align} is not a power of two"
+                );
+                // SAFETY: size >= 1; flags name our arena.
+                let p = unsafe { sys::mallocx(size.max(1) as usize, self.flags_for(align)) };
+                ensure!(!p.is_null(), "event {n}: mallocx({size}) failed");
+                let i = id as usize;
+                if i >= self.ptrs.len() {
+                    self.ptrs.resize(i + 1, std::ptr::null_mut());
+                    self.aligns.resize(i + 1, 0);
+                }
+                self.ptrs[i] = p;
+                self.aligns[i] = align;
+            }
+            Event::Free { id } => {
+                ensure!(
+                    live(&self.ptrs, id),
+                    "event {n}: free of id {id}, which is not live"
+                );
+                let p = std::mem::replace(&mut self.ptrs[id as usize], std::ptr::null_mut());
+                // SAFETY: p came from mallocx/rallocx in this arena and is freed once.
+                unsafe { sys::dallocx(p, self.flags) };
+            }
+            Event::Realloc { id, size } => {
+                ensure!(
+                    live(&self.ptrs, id),
+                    "event {n}: realloc of id {id}, which is not live"
+                );
+                let i = id as usize;
+                let flags = self.flags_for(self.aligns[i]);
+                // SAFETY: the pointer is live in this arena; size >= 1.
+                let p = unsafe { sys::rallocx(self.ptrs[i], size.max(1) as usize, flags) };
+                ensure!(!p.is_null(), "event {n}: rallocx({size}) failed");
+                self.ptrs[i] = p;
+            }
+        }
+        Ok(())
+    }
+
+    /// The arena's statistics now (`epoch`, then `stats.arenas.<a>.*`).
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        self.stats.snapshot(self.events)
+    }
+}
+
+impl Drop for LiveArena {
+    fn drop(&mut self) {
+        for p in self.ptrs.drain(..) {
+            if !p.is_null() {
+                // SAFETY: every non-null pointer is live in this arena.
+                unsafe { sys::dallocx(p, self.flags) };
+            }
+        }
+        let key = format!("arena.{}.destroy\0", self.index);
+        // SAFETY: arena.<i>.destroy takes no value; the arena is empty now.
+        unsafe {
+            sys::mallctl(
+                key.as_ptr().cast(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            );
+        }
+    }
+}
+
+/// Which `disable_large_size_classes` the live jemalloc runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LargeClassSetting {
+    /// As this process's jemalloc was started (5.3.1's default: on).
+    AsLinked,
+    /// `disable_large_size_classes` set to this value (a child process if it differs).
+    Disabled(bool),
+}
+
+/// How to run a live comparison.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    /// Compare every `every` events (and after the last).
+    pub every: u64,
+    pub large_classes: LargeClassSetting,
+    /// The fragsim executable, for the child process (needed when the setting differs).
+    pub child_exe: Option<std::path::PathBuf>,
+    /// How many mismatches to keep.
+    pub keep: usize,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            every: 1,
+            large_classes: LargeClassSetting::AsLinked,
+            child_exe: None,
+            keep: 10,
+        }
+    }
+}
+
+/// A model-versus-live run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LiveComparison {
+    /// The build the model used (read from the live jemalloc).
+    pub config: AllocatorConfig,
+    pub comparison: Comparison,
+    /// The model's final statistics.
+    pub final_stats: ArenaStats,
+}
+
+fn is_snapshot_event(event: u64, every: u64, last: u64) -> bool {
+    event % every.max(1) == 0 || event == last
+}
+
+/// Replays `events` through the model and the live jemalloc side by side and compares
+/// them every `options.every` events.
+pub fn replay_compare(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
+    let linked = read_bool("opt.disable_large_size_classes").unwrap_or(false);
+    let wanted = match options.large_classes {
+        LargeClassSetting::AsLinked => linked,
+        LargeClassSetting::Disabled(v) => v,
+    };
+    if wanted == linked {
+        return compare_in_process(events, options);
+    }
+    let exe = options.child_exe.as_deref().context(
+        "a live replay with the other disable_large_size_classes setting needs the fragsim executable (child process)",
+    )?;
+    compare_in_child(exe, wanted, events, options)
+}
+
+fn compare_in_process(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
+    let config = LiveBuild::read()?.config()?;
+    let mut model = Arena::new(config)?;
+    let mut live = LiveArena::new()?;
+    let last = events.len() as u64;
+    let mut predicted = Vec::new();
+    let mut measured = Vec::new();
+    let mut total = Comparison::default();
+    for (i, &e) in events.iter().enumerate() {
+        model.apply(e)?;
+        live.apply(e)?;
+        let n = i as u64 + 1;
+        if is_snapshot_event(n, options.every, last) {
+            predicted.push(model.snapshot());
+            measured.push(live.snapshot()?);
+            if predicted.len() >= 1024 {
+                merge(
+                    &mut total,
+                    compare(&predicted, &measured, options.keep),
+                    options.keep,
+                );
+                predicted.clear();
+                measured.clear();
+            }
+        }
+    }
+    merge(
+        &mut total,
+        compare(&predicted, &measured, options.keep),
+        options.keep,
+    );
+    Ok(LiveComparison {
+        config,
+        comparison: total,
+        final_stats: *model.stats(),
+    })
+}
+
+fn merge(total: &mut Comparison, part: Comparison, keep: usize) {
+    total.snapshots += part.snapshots;
+    total.values += part.values;
+    total.mismatched_snapshots += part.mismatched_snapshots;
+    total.mismatched_values += part.mismatched_values;
+    for m in part.first {
+        if total.first.len() < keep {
+            total.first.push(m);
+        }
+    }
+}
+
+/// Writes events in the child's input format: one line each, `a id size align`,
+/// `f id`, `r id size`.
+fn write_events(events: &[Event], out: &mut impl Write) -> std::io::Result<()> {
+    for e in events {
+        match *e {
+            Event::Alloc { id, size, align } => writeln!(out, "a {id} {size} {align}")?,
+            Event::Free { id } => writeln!(out, "f {id}")?,
+            Event::Realloc { id, size } => writeln!(out, "r {id} {size}")?,
+        }
+    }
+    Ok(())
+}
+
+fn parse_event(line: &str) -> Result<Event> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num = |i: usize| -> Result<u64> {
+        f.get(i)
+            .context("short line")?
+            .parse()
+            .with_context(|| format!("bad number in '{line}'"))
+    };
+    Ok(match f.first().copied() {
+        Some("a") => Event::Alloc {
+            id: num(1)? as u32,
+            size: num(2)?,
+            align: num(3)?,
+        },
+        Some("f") => Event::Free { id: num(1)? as u32 },
+        Some("r") => Event::Realloc {
+            id: num(1)? as u32,
+            size: num(2)?,
+        },
+        _ => bail!("bad event line '{line}'"),
+    })
+}
+
+/// The child's side: reads events (the format of [`write_events`]) from `input`, replays
+/// them in a private arena, and prints the build, then one line per snapshot.
+pub fn serve_child(input: impl Read, every: u64, out: &mut impl Write) -> Result<()> {
+    let config = LiveBuild::read()?.config()?;
+    writeln!(out, "{}", serde_json::to_string(&config)?)?;
+    let events = BufReader::new(input)
+        .lines()
+        .map(|l| parse_event(&l?))
+        .collect::<Result<Vec<_>>>()?;
+    let mut live = LiveArena::new()?;
+    let last = events.len() as u64;
+    for (i, e) in events.into_iter().enumerate() {
+        if let Err(err) = live.apply(e) {
+            writeln!(out, "error {err:#}")?;
+            return Ok(());
+        }
+        let n = i as u64 + 1;
+        if is_snapshot_event(n, every, last) {
+            let s = live.snapshot()?;
+            write!(
+                out,
+                "s {} {} {}",
+                s.event, s.allocated_bytes, s.active_bytes
+            )?;
+            for b in &s.bins {
+                write!(out, " {} {} {}", b.curregs, b.curslabs, b.nonfull_slabs)?;
+            }
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn parse_snapshot(line: &str) -> Result<Snapshot> {
+    if let Some(err) = line.strip_prefix("error ") {
+        bail!("live replay: {err}");
+    }
+    let nums = line
+        .strip_prefix("s ")
+        .with_context(|| format!("bad snapshot line from the child: '{line}'"))?
+        .split(' ')
+        .map(|t| t.parse::<u64>().context("bad number from the child"))
+        .collect::<Result<Vec<_>>>()?;
+    ensure!(
+        nums.len() >= 3 && (nums.len() - 3) % 3 == 0,
+        "bad snapshot line"
+    );
+    Ok(Snapshot {
+        event: nums[0],
+        allocated_bytes: nums[1],
+        active_bytes: nums[2],
+        bins: nums[3..]
+            .chunks(3)
+            .map(|c| BinStats {
+                curregs: c[0],
+                curslabs: c[1],
+                nonfull_slabs: c[2],
+            })
+            .collect(),
+    })
+}
+
+fn compare_in_child(
+    exe: &Path,
+    disable_large_size_classes: bool,
+    events: &[Event],
+    options: &LiveOptions,
+) -> Result<LiveComparison> {
+    let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
+    {
+        let mut w = BufWriter::new(input.as_file_mut());
+        write_events(events, &mut w)?;
+        w.flush()?;
+    }
+    let conf = format!(
+        "disable_large_size_classes:{disable_large_size_classes},dirty_decay_ms:-1,muzzy_decay_ms:-1"
+    );
+    let mut child = Command::new(exe)
+        .args([
+            "__replay-live-child",
+            "--every",
+            &options.every.max(1).to_string(),
+        ])
+        .arg(input.path())
+        .env("_RJEM_MALLOC_CONF", &conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start '{}'", exe.display()))?;
+    let stdout = child.stdout.take().context("child stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let header = lines.next().context("the child printed nothing")??;
+    let config: AllocatorConfig = parse_config(&header)?;
+    ensure!(
+        config.large_page_rounding == disable_large_size_classes,
+        "the child's jemalloc ignored disable_large_size_classes:{disable_large_size_classes} (this build has no such option?)"
+    );
+    let mut model = Arena::new(config)?;
+    let last = events.len() as u64;
+    let mut total = Comparison::default();
+    let (mut predicted, mut measured) = (Vec::new(), Vec::new());
+    for (i, &e) in events.iter().enumerate() {
+        model.apply(e)?;
+        let n = i as u64 + 1;
+        if is_snapshot_event(n, options.every, last) {
+            let line = lines.next().context("the child stopped early")??;
+            predicted.push(model.snapshot());
+            measured.push(parse_snapshot(&line)?);
+            if predicted.len() >= 1024 {
+                merge(
+                    &mut total,
+                    compare(&predicted, &measured, options.keep),
+                    options.keep,
+                );
+                predicted.clear();
+                measured.clear();
+            }
+        }
+    }
+    merge(
+        &mut total,
+        compare(&predicted, &measured, options.keep),
+        options.keep,
+    );
+    let status = child.wait()?;
+    if !status.success() {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        bail!("the live replay child failed: {}", err.trim());
+    }
+    Ok(LiveComparison {
+        config,
+        comparison: total,
+        final_stats: *model.stats(),
+    })
+}
+
+/// The child's header: the build as JSON (`AllocatorConfig`'s serialised form).
+fn parse_config(line: &str) -> Result<AllocatorConfig> {
+    let v: serde_json::Value = serde_json::from_str(line).context("child header")?;
+    let get = |k: &str| v.get(k).with_context(|| format!("child header lacks {k}"));
+    let num = |k: &str| -> Result<u32> {
+        get(k)?
+            .as_u64()
+            .map(|n| n as u32)
+            .with_context(|| format!("bad {k}"))
+    };
+    let flag = |k: &str| -> Result<bool> { get(k)?.as_bool().with_context(|| format!("bad {k}")) };
+    let version = match get("version")?.as_str() {
+        Some("5.3.0") => crate::sizeclass::JemallocVersion::V5_3_0,
+        _ => crate::sizeclass::JemallocVersion::V5_3_1,
+    };
+    let mut config = AllocatorConfig::new(num("lg_quantum")?, num("lg_page")?, num("lg_ngroup")?)?;
+    config.cache_oblivious = flag("cache_oblivious")?;
+    config.large_page_rounding = flag("large_page_rounding")?;
+    config.version = version;
+    Ok(config)
+}

@@ -1,0 +1,61 @@
+//! Model against the real jemalloc on random traces, every event compared.
+
+use fragsim::live::replay::{replay_compare, LargeClassSetting, LiveOptions};
+use fragsim::sim::{random_trace, WorkloadSpec};
+
+fn check(spec: WorkloadSpec, setting: LargeClassSetting) {
+    let events = random_trace(&spec);
+    let options = LiveOptions {
+        every: 1,
+        large_classes: setting,
+        child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
+        keep: 5,
+    };
+    let result = replay_compare(&events, &options).expect("replay");
+    let c = &result.comparison;
+    assert_eq!(c.snapshots, spec.events, "{spec:?}");
+    assert!(
+        c.is_exact(),
+        "{spec:?} {setting:?}: {} of {} values differ; first: {:?}",
+        c.mismatched_values,
+        c.values,
+        c.first
+    );
+}
+
+#[test]
+fn random_traces_match_live_with_page_rounded_large_sizes() {
+    for seed in 1..=3 {
+        let spec = WorkloadSpec {
+            seed,
+            ..WorkloadSpec::default()
+        };
+        check(spec, LargeClassSetting::Disabled(true));
+    }
+}
+
+#[test]
+fn random_traces_match_live_with_large_size_classes() {
+    for seed in 1..=3 {
+        let spec = WorkloadSpec {
+            seed,
+            ..WorkloadSpec::default()
+        };
+        check(spec, LargeClassSetting::Disabled(false));
+    }
+}
+
+#[test]
+fn large_heavy_traces_match_live() {
+    for (seed, setting) in [(11, true), (12, false)] {
+        let spec = WorkloadSpec {
+            seed,
+            events: 10_000,
+            target_live: 300,
+            large_share: 0.5,
+            realloc_share: 0.2,
+            ..WorkloadSpec::default()
+        };
+        check(spec, LargeClassSetting::Disabled(setting));
+    }
+}
