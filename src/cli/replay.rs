@@ -22,3 +22,36 @@ pub fn run_child(args: ChildArgs) -> Result<i32> {
     serve_child(file, args.every, &mut out)?;
     Ok(0)
 }
+
+/// `fragsim replay TRACE`: the trace through the arena model under one or several builds.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// A trace file (`fragsim record` or `fragsim trace import` writes them).
+    pub trace: PathBuf,
+    /// Builds: the options of one build, or `--preset a,b,c` for several (replayed in
+    /// parallel, one row each).
+    #[command(flatten)]
+    pub allocator: super::AllocatorArgs,
+    /// Timeline: one row every K events (and after the last).
+    #[arg(long, value_name = "K")]
+    pub every: Option<u64>,
+    /// Write the timeline as CSV to FILE (a leading build column).
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: super::OutputArgs,
+    #[command(flatten)]
+    pub whatif: super::whatif::WhatifArgs,
+}
+
+pub fn run(args: ReplayArgs) -> Result<i32> {
+    let builds = super::whatif::builds_from(&args.allocator)?;
+    super::whatif::run(
+        &args.trace,
+        &builds,
+        &args.whatif,
+        &args.output,
+        args.every,
+        args.timeline.as_deref(),
+    )
+}

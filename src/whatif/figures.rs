@@ -77,3 +77,32 @@ fn class_label(size: u64) -> String {
         format!("{size} B")
     }
 }
+
+/// Writes the three charts of a what-if run into `dir` (`<stem>-timeline`, `<stem>-whatif`,
+/// `<stem>-class-loss`, PNG and SVG): the timeline and the classes of the first build, the
+/// stacked bars of every build. Returns the paths written.
+pub fn write_charts(
+    dir: &std::path::Path,
+    stem: &str,
+    program: &str,
+    replays: &[BuildReplay],
+    top: usize,
+) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    use crate::charts::write_chart;
+    let Some(first) = replays.first() else {
+        anyhow::bail!("no builds replayed");
+    };
+    let mut paths = write_chart(
+        &timeline_chart(&format!("{stem}-timeline"), program, first),
+        dir,
+    )?;
+    paths.extend(write_chart(
+        &whatif_chart(&format!("{stem}-whatif"), program, replays),
+        dir,
+    )?);
+    paths.extend(write_chart(
+        &class_loss_chart(&format!("{stem}-class-loss"), program, first, top),
+        dir,
+    )?);
+    Ok(paths)
+}
