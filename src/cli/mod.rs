@@ -5,8 +5,10 @@ mod args;
 mod classes;
 mod layout;
 mod replay;
+mod record;
 mod report;
 mod table;
+mod trace;
 mod validate;
 mod whatif;
 
@@ -44,6 +46,10 @@ enum Command {
     /// Internal: the child process of a live replay.
     #[command(name = "__replay-live-child", hide = true)]
     ReplayLiveChild(replay::ChildArgs),
+    /// Allocation traces: import (valgrind, text), dump, stats.
+    Trace(trace::TraceArgs),
+    /// Run a program under valgrind --trace-malloc=yes and import its allocations.
+    Record(record::RecordArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -79,6 +85,8 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Replay(args) => replay::run(args),
         Command::ReplayLiveChild(args) => replay::run_child(args),
+        Command::Trace(args) => trace::run(args),
+        Command::Record(args) => record::run(args),
     };
     match result {
         Ok(code) => code,

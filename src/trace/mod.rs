@@ -29,8 +29,10 @@ mod format;
 mod ids;
 mod reader;
 mod record;
+mod stats;
 mod tally;
 mod text;
+mod valgrind;
 mod writer;
 
 pub use addr::{AddressImporter, AddressIssue, IdsExhausted, IssueCounts};
@@ -39,7 +41,11 @@ pub use format::TraceHeader;
 pub use ids::{IdPool, LiveSet};
 pub use reader::TraceReader;
 pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};
+pub use stats::{
+    bucket_range, histogram_table, size_bucket, stats_table, trace_stats, SizeHistogram, TraceStats,
+};
 pub use text::{event_line, read_text, read_text_named, write_text, TextReader};
+pub use valgrind::{import_valgrind, ValgrindOptions, ValgrindSummary};
 pub use writer::{write_trace, TraceWriter};
 
 use serde::Serialize;
