@@ -44,11 +44,7 @@ pub fn bucket_range(b: usize) -> (u64, u64) {
         0 => (0, 0),
         1 => (1, 1),
         _ => {
-            let hi = if b > 64 {
-                u64::MAX
-            } else {
-                1u64 << (b - 1)
-            };
+            let hi = if b > 64 { u64::MAX } else { 1u64 << (b - 1) };
             ((1u64 << (b - 2)) + 1, hi)
         }
     }
