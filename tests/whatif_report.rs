@@ -29,6 +29,8 @@ fn program() -> ProgramReplays {
         name: "random".into(),
         replays,
         live: Some(LiveCheck {
+            build: "q16-p4096".into(),
+            snapshots: 3,
             compared: 12,
             mismatched: 0,
         }),
@@ -72,7 +74,7 @@ fn section_writes_tables_and_charts_deterministically() {
     let md = &first.markdown;
     assert!(md.contains("## Real programs"));
     assert!(md.contains("| build | events | peak_requested_bytes"));
-    assert!(md.contains("12 statistics compared, 0 mismatched"));
+    assert!(md.contains("12 statistics compared at 3 events, 0 mismatched"));
     assert!(md.contains("![")); // charts inline
     let svg = std::fs::read_to_string(a.path().join("charts/programs-random-whatif.svg")).unwrap();
     for text in ["quantum8", "size-class rounding", "empty slab regions"] {
@@ -87,4 +89,34 @@ fn an_unwritable_folder_is_an_error() {
     std::fs::write(&file, b"x").unwrap();
     let err = write_programs_section(&file, &[program()]).unwrap_err();
     assert!(format!("{err:#}").contains("not-a-folder"));
+}
+
+#[test]
+fn every_trace_in_the_folder_is_replayed_and_checked_live() {
+    use fragsim::report_programs::{write_programs, ProgramsOptions};
+    let root = tempfile::tempdir().unwrap();
+    let traces = root.path().join("data/traces");
+    std::fs::create_dir_all(&traces).unwrap();
+    fragsim::trace::write_trace(
+        &traces.join("hand.trace"),
+        whatif_support::hand_trace().into_iter().map(Ok),
+    )
+    .unwrap();
+    let out = root.path().join("reports");
+    std::fs::create_dir_all(&out).unwrap();
+    let section = write_programs(&out, &ProgramsOptions::new(root.path())).unwrap();
+    let md = &section.markdown;
+    // Five builds, in the report's order.
+    for build in [
+        "| default |",
+        "| quantum8 |",
+        "| page16k |",
+        "| page64k |",
+        "| 5.3.1 |",
+    ] {
+        assert!(md.contains(build), "{build} missing:\n{md}");
+    }
+    // 323 events, one snapshot each: the model equals jemalloc at every one.
+    assert!(md.contains("at 323 events, 0 mismatched"), "{md}");
+    assert!(out.join("charts/programs-hand-whatif.png").exists());
 }

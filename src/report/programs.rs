@@ -3,17 +3,27 @@
 
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
-use crate::whatif::{class_table, figures, whatif_table, BuildReplay};
+use crate::live::replay::{replay_compare, LiveOptions};
+use crate::trace::TraceReader;
+use crate::whatif::{
+    chart_every, class_table, figures, parse_builds, replay_trace, trace_header, whatif_table,
+    Build, BuildReplay, ReplayOptions, REPORT_BUILDS,
+};
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// Classes shown per program in the report.
 pub const TOP_CLASSES: usize = 10;
 
-/// The model replayed against the real jemalloc, event by event, for one trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The model replayed beside the real jemalloc (a private arena, no thread cache, decay off)
+/// for one trace, statistics compared at regular events.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveCheck {
-    /// Statistics compared (events x statistics).
+    /// The build the live jemalloc is (its label), which the model ran as.
+    pub build: String,
+    /// Events at which both sides were read.
+    pub snapshots: u64,
+    /// Statistics compared in all (allocated and active bytes, three per bin, per snapshot).
     pub compared: u64,
     pub mismatched: u64,
 }
@@ -148,11 +158,12 @@ pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Sectio
     md.push('\n');
     md.push_str(&Markdown.render(&top)?);
     md.push('\n');
-    md.push_str(&match program.live {
+    md.push_str(&match &program.live {
         Some(live) => format!(
-            "Live check (the model against the real jemalloc, event by event): {} statistics \
-             compared, {} mismatched.\n\n",
-            live.compared, live.mismatched
+            "Live check (the exact model beside the real jemalloc this binary links, build \
+             `{}`, in a private arena without thread cache): {} statistics compared at {} \
+             events, {} mismatched.\n\n",
+            live.build, live.compared, live.snapshots, live.mismatched
         ),
         None => "Live check: not run for this report.\n\n".to_string(),
     });
@@ -190,4 +201,96 @@ pub fn write_programs_section(dir: &Path, programs: &[ProgramReplays]) -> Result
             .into(),
     });
     Ok(section)
+}
+
+/// What the section covers.
+#[derive(Clone, Debug)]
+pub struct ProgramsOptions {
+    /// The folder of traces (`*.trace`, in name order).
+    pub traces: PathBuf,
+    pub builds: Vec<Build>,
+    /// The live check's options; `None` skips it. Its `every` is replaced by a step that
+    /// gives about [`LIVE_SNAPSHOTS`] snapshots per trace.
+    pub live: Option<LiveOptions>,
+}
+
+/// Snapshots the live check takes per trace: each reads every bin's statistics through
+/// `mallctl`, so every event would be slow on long traces.
+pub const LIVE_SNAPSHOTS: u64 = 20_000;
+
+impl ProgramsOptions {
+    /// `data/traces` under `root`, the report's builds, the live check on.
+    pub fn new(root: &Path) -> Self {
+        ProgramsOptions {
+            traces: root.join("data").join("traces"),
+            builds: parse_builds(REPORT_BUILDS).expect("the report's builds are presets"),
+            live: Some(LiveOptions::default()),
+        }
+    }
+}
+
+/// The traces in `dir`, in name order (none when the folder does not exist).
+pub fn trace_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read folder '{}'", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Replays one trace under every build (timeline sampled for a chart) and, if asked, beside
+/// the live jemalloc.
+pub fn replay_program(path: &Path, options: &ProgramsOptions) -> Result<ProgramReplays> {
+    let header = trace_header(path)?;
+    let replays = replay_trace(
+        path,
+        &options.builds,
+        ReplayOptions {
+            every: Some(chart_every(header.events)),
+        },
+        &|_| {},
+    )?;
+    let live = match &options.live {
+        Some(live) => Some(live_check(path, header.events, live)?),
+        None => None,
+    };
+    Ok(ProgramReplays {
+        name: path
+            .file_stem()
+            .map_or_else(|| "trace".into(), |s| s.to_string_lossy().into_owned()),
+        replays,
+        live,
+    })
+}
+
+/// The model against the live jemalloc on the trace at `path`.
+pub fn live_check(path: &Path, events: u64, options: &LiveOptions) -> Result<LiveCheck> {
+    let reader = TraceReader::open(path)?;
+    let events_list = reader.collect::<Result<Vec<_>, _>>()?;
+    let options = LiveOptions {
+        every: events.div_ceil(LIVE_SNAPSHOTS).max(1),
+        ..options.clone()
+    };
+    let result = replay_compare(&events_list, &options)
+        .with_context(|| format!("live check of '{}'", path.display()))?;
+    Ok(LiveCheck {
+        build: result.config.label(),
+        snapshots: result.comparison.snapshots,
+        compared: result.comparison.values,
+        mismatched: result.comparison.mismatched_values,
+    })
+}
+
+/// The whole section: every trace in `options.traces` replayed and written into `dir`.
+pub fn write_programs(dir: &Path, options: &ProgramsOptions) -> Result<ProgramsSection> {
+    let programs = trace_files(&options.traces)?
+        .iter()
+        .map(|path| replay_program(path, options))
+        .collect::<Result<Vec<_>>>()?;
+    write_programs_section(dir, &programs)
 }
