@@ -5,7 +5,7 @@ use super::format::{
     decode_event, DecodeError, TraceHeader, HEADER_LEN, MAGIC, MAX_EVENT_LEN, UNFINISHED, VERSION,
 };
 use super::ids::LiveSet;
-use super::{Event, TraceError};
+use super::{Event, ObjectId, TraceError};
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::Path;
@@ -28,6 +28,7 @@ pub struct TraceReader<R> {
     /// File offset of `buf[0]`.
     base: u64,
     events_read: u64,
+    prev_id: ObjectId,
     live: LiveSet,
     done: bool,
 }
@@ -85,6 +86,7 @@ impl<R: Read> TraceReader<R> {
             eof: false,
             base: HEADER_LEN as u64,
             events_read: 0,
+            prev_id: 0,
             live: LiveSet::default(),
             done: false,
         })
@@ -161,7 +163,7 @@ impl<R: Read> TraceReader<R> {
             self.refill()?;
         }
         let start = self.offset();
-        let (event, len) = match decode_event(&self.buf[self.pos..self.end]) {
+        let (event, len) = match decode_event(&self.buf[self.pos..self.end], self.prev_id) {
             Ok(decoded) => decoded,
             Err(DecodeError::Short) => {
                 return Err(TraceError::Truncated {
@@ -177,6 +179,7 @@ impl<R: Read> TraceReader<R> {
         };
         self.pos += len;
         let id = event.id();
+        self.prev_id = id;
         if id as u64 >= self.header.id_limit {
             return Err(self.corrupt(
                 start,
