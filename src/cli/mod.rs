@@ -38,6 +38,8 @@ enum Command {
     Table(table::TableArgs),
     /// Check the model against the running jemalloc: class table, nallocx, real allocations.
     Validate(validate::ValidateArgs),
+    /// Replay an allocation trace through the arena model (--live: and the real jemalloc).
+    Replay(replay::ReplayArgs),
     /// Internal: the child process of a live replay.
     #[command(name = "__replay-live-child", hide = true)]
     ReplayLiveChild(replay::ChildArgs),
@@ -74,6 +76,7 @@ pub fn main() -> i32 {
         Command::Table(args) => table::run(args),
         Command::Layout(args) => layout::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Replay(args) => replay::run(args),
         Command::ReplayLiveChild(args) => replay::run_child(args),
     };
     match result {

@@ -522,6 +522,16 @@ fn write_events(events: &[Event], out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Parses events in the child's line format (blank lines and `#` comments skipped); errors
+/// name the line.
+pub fn parse_events(text: &str) -> Result<Vec<Event>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|(i, l)| parse_event(l).with_context(|| format!("line {}", i + 1)))
+        .collect()
+}
+
 fn parse_event(line: &str) -> Result<Event> {
     let f: Vec<&str> = line.split_whitespace().collect();
     let num = |i: usize| -> Result<u64> {
