@@ -4,6 +4,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use fragsim::arena::{build_and_reset, ArenaSpec, Strategy};
 use std::time::Duration;
 
+fragsim::use_jemalloc!();
+
 fn arena(c: &mut Criterion) {
     let vectors: u64 = std::env::var("FRAGSIM_BENCH_VECTORS")
         .ok()

@@ -5,6 +5,8 @@ use fragsim::live::{log_uniform_requests, nallocx, LiveBuild};
 use fragsim::sizeclass::SizeClasses;
 use std::hint::black_box;
 
+fragsim::use_jemalloc!();
+
 fn lookup(c: &mut Criterion) {
     let model = SizeClasses::new(LiveBuild::read().unwrap().config().unwrap()).unwrap();
     let requests = log_uniform_requests(4096, 1 << 20, 42);

@@ -8,6 +8,7 @@ pub mod arena;
 pub mod charts;
 pub mod cli;
 pub mod export;
+pub mod global;
 pub mod layout;
 pub mod live;
 pub mod report;
@@ -16,7 +17,5 @@ pub mod sizeclass;
 pub mod sweep;
 pub mod trace;
 
-// Every binary, test and benchmark built from this crate allocates through jemalloc, so the
-// live measurements see the allocator the model describes.
-#[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+// No #[global_allocator] here: see `global` (binaries, tests and benchmarks that measure
+// jemalloc install it with `fragsim::use_jemalloc!()`).

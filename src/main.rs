@@ -1,3 +1,6 @@
+// The live measurements must see the allocator the model describes.
+fragsim::use_jemalloc!();
+
 fn main() {
     std::process::exit(fragsim::cli::main());
 }

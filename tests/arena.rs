@@ -5,6 +5,8 @@ use fragsim::live::LiveBuild;
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use std::process::Command;
 
+fragsim::use_jemalloc!();
+
 fn default_classes() -> SizeClasses {
     SizeClasses::new(AllocatorConfig::default()).unwrap()
 }

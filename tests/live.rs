@@ -5,6 +5,8 @@ use fragsim::live::{nallocx, validate, LiveBuild, ValidateOptions};
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use std::process::Command;
 
+fragsim::use_jemalloc!();
+
 #[test]
 fn live_checks_find_zero_mismatches() {
     let v = validate(&ValidateOptions::reduced()).unwrap();

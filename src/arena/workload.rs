@@ -124,6 +124,10 @@ fn measure_typed<T: Copy + Default>(spec: &ArenaSpec, runs: usize) -> Result<Vec
 /// Runs every strategy: memory once, time as the median of `runs` runs (at least 1).
 pub fn measure(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
     spec.validate()?;
+    anyhow::ensure!(
+        crate::global::jemalloc_is_global(),
+        "the vectors would not be allocated by jemalloc: install it with fragsim::use_jemalloc!()"
+    );
     let runs = runs.max(1);
     match spec.elem_bytes {
         1 => measure_typed::<u8>(spec, runs),

@@ -4,9 +4,11 @@ mod arena;
 mod args;
 mod classes;
 mod layout;
+mod record;
 mod replay;
 mod report;
 mod table;
+mod trace;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -43,6 +45,10 @@ enum Command {
     /// Internal: the child process of a live replay.
     #[command(name = "__replay-live-child", hide = true)]
     ReplayLiveChild(replay::ChildArgs),
+    /// Allocation traces: import (valgrind, text), dump, stats.
+    Trace(trace::TraceArgs),
+    /// Run a program under valgrind --trace-malloc=yes and import its allocations.
+    Record(record::RecordArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -78,6 +84,8 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Replay(args) => replay::run(args),
         Command::ReplayLiveChild(args) => replay::run_child(args),
+        Command::Trace(args) => trace::run(args),
+        Command::Record(args) => record::run(args),
     };
     match result {
         Ok(code) => code,

@@ -5,7 +5,7 @@ use crate::export::{write_atomic, Csv, Table, TableFormat};
 use crate::live::replay::{replay_compare, serve_child, Api, LiveAllocator, LiveOptions};
 use crate::sim::replay::{default_every, timeline_row, TIMELINE_COLUMNS};
 use crate::sim::{replay, summary_table};
-use crate::trace::Event;
+use crate::trace::{read_text_named, Event, TraceReader};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -39,12 +39,23 @@ pub struct ReplayArgs {
     pub output: OutputArgs,
 }
 
-/// Reads a whole trace into memory.
+/// Reads a whole trace into memory: the binary format, or the text form when the file does
+/// not start with the binary magic.
 pub fn load_trace(path: &Path) -> Result<Vec<Event>> {
-    let text = std::fs::read_to_string(path)
+    use std::io::Read;
+    let mut magic = [0u8; 8];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut magic))
         .with_context(|| format!("cannot read trace '{}'", path.display()))?;
-    crate::live::replay::parse_events(&text)
-        .with_context(|| format!("malformed trace '{}'", path.display()))
+    if magic[..n] == *b"FSIMTRC\0" {
+        let reader = TraceReader::open(path)?;
+        Ok(reader.collect::<Result<Vec<_>, _>>()?)
+    } else {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot read trace '{}'", path.display()))?;
+        let name = path.display().to_string();
+        Ok(read_text_named(std::io::BufReader::new(file), &name).collect::<Result<Vec<_>, _>>()?)
+    }
 }
 
 pub fn run(args: ReplayArgs) -> Result<i32> {

@@ -2,6 +2,51 @@
 //!
 //! Ids are small integers, recycled after a free (lowest free id first), so a replayer keeps
 //! per-object state in a vector sized by the peak number of live objects.
+//!
+//! # Files
+//! A trace file is a fixed 88-byte header (magic `FSIMTRC\0`, version, then the counts of
+//! [`TraceHeader`]) followed by the events as varints (see `format.rs` for the byte layout).
+//! The counts are known only after the last event: [`TraceWriter`] writes a placeholder header
+//! (`events = u64::MAX`, read back as "unfinished"), and `finish` seeks back to fill it in;
+//! [`TraceWriter::create`] writes a temporary file beside the target and renames it into
+//! place, so a failed or abandoned write leaves nothing. Reading and writing stream in constant
+//! memory plus one live-object table (a bitset in the reader, a size per id in the writer).
+//!
+//! # Consistency
+//! Every stream this module yields is consistent, checked as it goes: no alloc of a live id, no
+//! free or realloc of a dead id, ids below the header's `id_limit` (the writer and the text
+//! reader allow a new id at most one past the highest used, so the table stays dense). A
+//! consumer may therefore index a `Vec` of `id_limit` slots by id without checks of its own.
+//! For imported and recorded traces `id_limit == peak_live_objects`.
+//!
+//! # Sources
+//! [`read_text`] / [`write_text`]: the hand-writable text form. [`import_valgrind`]: the log of
+//! `valgrind --trace-malloc=yes`. [`RecordingAllocator`]: a Rust program's own allocations.
+
+mod addr;
+mod error;
+mod format;
+mod ids;
+mod reader;
+mod record;
+mod stats;
+mod tally;
+mod text;
+mod valgrind;
+mod writer;
+
+pub use addr::{AddressImporter, AddressIssue, IdsExhausted, IssueCounts};
+pub use error::TraceError;
+pub use format::TraceHeader;
+pub use ids::{IdPool, LiveSet};
+pub use reader::TraceReader;
+pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};
+pub use stats::{
+    bucket_range, histogram_table, size_bucket, stats_table, trace_stats, SizeHistogram, TraceStats,
+};
+pub use text::{event_line, read_text, read_text_named, write_text, TextReader};
+pub use valgrind::{import_valgrind, ValgrindOptions, ValgrindSummary};
+pub use writer::{write_trace, TraceWriter};
 
 use serde::Serialize;
 

@@ -1,0 +1,76 @@
+//! `fragsim record -o TRACE -- PROGRAM ARGS...`: run a program under valgrind's malloc tracing
+//! and import what it printed.
+
+use super::trace::{import_note, import_valgrind_file};
+use crate::trace::ValgrindOptions;
+use anyhow::{Context, Result};
+use clap::Args;
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::process::Command;
+
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// The binary trace to write (atomically).
+    #[arg(short = 'o', long = "out")]
+    out: PathBuf,
+    /// Make inconsistent calls in valgrind's log errors.
+    #[arg(long)]
+    strict: bool,
+    /// Keep valgrind's log here (by default it is a temporary file).
+    #[arg(long)]
+    keep_log: Option<PathBuf>,
+    /// The program and its arguments (after --).
+    #[arg(required = true, last = true)]
+    command: Vec<String>,
+}
+
+pub fn run(args: RecordArgs) -> Result<i32> {
+    let valgrind = find_valgrind().context(
+        "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
+    )?;
+    let log_dir = tempfile::tempdir().context("cannot create a temporary directory")?;
+    let log = match &args.keep_log {
+        Some(path) => path.clone(),
+        None => log_dir.path().join("valgrind.log"),
+    };
+    // The program's own stdin/stdout/stderr pass through; valgrind's output goes to the log.
+    let status = Command::new(&valgrind)
+        .arg("--trace-malloc=yes")
+        .arg(format!("--log-file={}", log.display()))
+        .args(&args.command)
+        .status()
+        .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
+    let file = std::fs::File::open(&log).with_context(|| {
+        format!(
+            "valgrind wrote no log for '{}' (exit status {status})",
+            args.command[0]
+        )
+    })?;
+    let name = log.display().to_string();
+    let options = ValgrindOptions {
+        pid: None,
+        strict: args.strict,
+    };
+    let (header, summary) = import_valgrind_file(
+        BufReader::with_capacity(1 << 16, file),
+        &name,
+        &options,
+        &args.out,
+    )?;
+    eprintln!("{}", import_note(&name, &args.out, &header, &summary));
+    if !status.success() {
+        eprintln!(
+            "note: '{}' exited with {status}; the trace holds what it allocated until then",
+            args.command[0]
+        );
+    }
+    Ok(0)
+}
+
+fn find_valgrind() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("valgrind"))
+        .find(|p| p.is_file())
+}

@@ -1,0 +1,189 @@
+//! `fragsim trace import|dump|stats`: convert, print and summarise allocation traces.
+
+use super::OutputArgs;
+use crate::export::Table;
+use crate::trace::{
+    histogram_table, import_valgrind, read_text_named, stats_table, trace_stats, write_text,
+    TraceError, TraceHeader, TraceReader, TraceWriter, ValgrindOptions, ValgrindSummary,
+};
+use anyhow::Result;
+use clap::{Args, Subcommand, ValueEnum};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    command: TraceCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum TraceCommand {
+    /// Convert a valgrind log or a text trace into a binary trace.
+    Import(ImportArgs),
+    /// Print a binary trace in the text form (`a ID SIZE [ALIGN]`, `f ID`, `r ID SIZE`).
+    Dump(DumpArgs),
+    /// Counts, live objects, requested bytes (one row per trace), or the size histogram.
+    Stats(StatsArgs),
+}
+
+/// What `trace import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TraceSource {
+    /// The output of `valgrind --trace-malloc=yes PROGRAM`.
+    Valgrind,
+    /// The text form.
+    Text,
+}
+
+#[derive(Args, Debug)]
+struct ImportArgs {
+    #[arg(long, value_enum)]
+    from: TraceSource,
+    /// The input file, or - for standard input.
+    input: PathBuf,
+    /// The binary trace to write (atomically).
+    #[arg(short = 'o', long = "out")]
+    out: PathBuf,
+    /// valgrind: import only this process's lines (needed when the log has several).
+    #[arg(long)]
+    pid: Option<u32>,
+    /// valgrind: make inconsistent calls (free of an address not live, ...) errors.
+    #[arg(long)]
+    strict: bool,
+}
+
+#[derive(Args, Debug)]
+struct DumpArgs {
+    trace: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct StatsArgs {
+    /// One or more binary traces.
+    #[arg(required = true)]
+    traces: Vec<PathBuf>,
+    /// Print the size histogram (requests by power of two) instead of the summary.
+    #[arg(long)]
+    histogram: bool,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+pub fn run(args: TraceArgs) -> Result<i32> {
+    match args.command {
+        TraceCommand::Import(a) => import(a),
+        TraceCommand::Dump(a) => dump(a),
+        TraceCommand::Stats(a) => stats(a),
+    }
+}
+
+fn open_input(path: &Path) -> Result<(Box<dyn BufRead>, String), TraceError> {
+    if path == Path::new("-") {
+        return Ok((Box::new(std::io::stdin().lock()), "<stdin>".into()));
+    }
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| TraceError::Io {
+        file: name.clone(),
+        source: e,
+    })?;
+    Ok((Box::new(BufReader::with_capacity(1 << 16, file)), name))
+}
+
+fn import(a: ImportArgs) -> Result<i32> {
+    let (input, name) = open_input(&a.input)?;
+    let options = ValgrindOptions {
+        pid: a.pid,
+        strict: a.strict,
+    };
+    match a.from {
+        TraceSource::Valgrind => {
+            let (header, summary) = import_valgrind_file(input, &name, &options, &a.out)?;
+            eprintln!("{}", import_note(&name, &a.out, &header, &summary));
+        }
+        TraceSource::Text => {
+            if a.pid.is_some() || a.strict {
+                anyhow::bail!("--pid and --strict apply to --from valgrind only (text input is always checked strictly)");
+            }
+            let mut writer = TraceWriter::create(&a.out)?;
+            for event in read_text_named(input, &name) {
+                writer.write(&event?)?;
+            }
+            let header = writer.finish()?;
+            eprintln!(
+                "imported {} events from '{name}' into '{}'",
+                header.events,
+                a.out.display()
+            );
+        }
+    }
+    Ok(0)
+}
+
+/// Imports a valgrind log into a new trace at `out`; nothing is written on error.
+pub(crate) fn import_valgrind_file(
+    input: impl BufRead,
+    name: &str,
+    options: &ValgrindOptions,
+    out: &Path,
+) -> Result<(TraceHeader, ValgrindSummary), TraceError> {
+    let mut writer = TraceWriter::create(out)?;
+    let summary = import_valgrind(input, name, options, |e| writer.write(e))?;
+    Ok((writer.finish()?, summary))
+}
+
+/// The one line an import prints on stderr.
+pub(crate) fn import_note(name: &str, out: &Path, h: &TraceHeader, s: &ValgrindSummary) -> String {
+    let mut note = format!(
+        "imported {} events ({} allocs, {} frees, {} reallocs; peak {} live objects) of PID {} from '{name}' into '{}'",
+        h.events, h.allocs, h.frees, h.reallocs, h.peak_live_objects, s.pid, out.display()
+    );
+    if s.issues.total() > 0 {
+        note.push_str(&format!("; {}", s.issues));
+    }
+    note
+}
+
+fn dump(a: DumpArgs) -> Result<i32> {
+    let reader = TraceReader::open(&a.trace)?;
+    match write_text(std::io::stdout().lock(), reader) {
+        Ok(_) => Ok(0),
+        // A closed pipe (`| head`) is not an error worth a message.
+        Err(TraceError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(0)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn stats(a: StatsArgs) -> Result<i32> {
+    let mut table: Option<Table> = None;
+    for path in &a.traces {
+        let name = path.display().to_string();
+        let s = trace_stats(TraceReader::open(path)?)?;
+        let one = if a.histogram {
+            let mut t = histogram_table(&name, &s);
+            t.columns.insert(0, "trace".into());
+            for row in &mut t.rows {
+                row.insert(0, name.clone().into());
+            }
+            t
+        } else {
+            stats_table(&name, &s)
+        };
+        match &mut table {
+            None => table = Some(one),
+            Some(t) => {
+                t.title = if a.histogram {
+                    "Request sizes by power of two".into()
+                } else {
+                    "Trace statistics".into()
+                };
+                t.rows.extend(one.rows);
+            }
+        }
+    }
+    a.output.emit(&table.expect("at least one trace"))?;
+    Ok(0)
+}

@@ -1,0 +1,161 @@
+//! From address-level allocator calls (valgrind logs, in-process recordings) to id events:
+//! every live address holds an id, ids handed out lowest-free-first.
+
+use super::ids::IdPool;
+use super::{Event, ObjectId};
+use std::collections::HashMap;
+
+/// A call that contradicts the calls before it; the importer repairs it as described.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddressIssue {
+    /// A free of an address that is not live: ignored.
+    FreeOfUnknown(u64),
+    /// A realloc of an address that is not live: imported as an alloc.
+    ReallocOfUnknown(u64),
+    /// An allocation returned an address that is still live: the old object is freed first.
+    DuplicateAddress(u64),
+}
+
+impl std::fmt::Display for AddressIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AddressIssue::FreeOfUnknown(a) => write!(f, "free of {a:#x}, which is not live"),
+            AddressIssue::ReallocOfUnknown(a) => {
+                write!(f, "realloc of {a:#x}, which is not live")
+            }
+            AddressIssue::DuplicateAddress(a) => {
+                write!(f, "allocation returned {a:#x}, which is still live")
+            }
+        }
+    }
+}
+
+/// How many calls of each inconsistent kind an import repaired.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IssueCounts {
+    pub free_of_unknown: u64,
+    pub realloc_of_unknown: u64,
+    pub duplicate_address: u64,
+}
+
+impl IssueCounts {
+    pub fn total(&self) -> u64 {
+        self.free_of_unknown + self.realloc_of_unknown + self.duplicate_address
+    }
+
+    fn count(&mut self, issue: AddressIssue) {
+        match issue {
+            AddressIssue::FreeOfUnknown(_) => self.free_of_unknown += 1,
+            AddressIssue::ReallocOfUnknown(_) => self.realloc_of_unknown += 1,
+            AddressIssue::DuplicateAddress(_) => self.duplicate_address += 1,
+        }
+    }
+}
+
+impl std::fmt::Display for IssueCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} inconsistent call(s) repaired: {} free(s) of an address not live (ignored), {} realloc(s) of an address not live (imported as allocs), {} allocation(s) at a still-live address (old object freed first)",
+            self.total(),
+            self.free_of_unknown,
+            self.realloc_of_unknown,
+            self.duplicate_address
+        )
+    }
+}
+
+/// Maps live addresses to ids and turns calls into events (pushed onto `out`).
+#[derive(Debug, Default)]
+pub struct AddressImporter {
+    ids: IdPool,
+    live: HashMap<u64, ObjectId>,
+    pub issues: IssueCounts,
+}
+
+/// Every id is taken: more than 2^32 live objects.
+#[derive(Debug)]
+pub struct IdsExhausted;
+
+impl AddressImporter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn new_object(&mut self, addr: u64) -> Result<ObjectId, IdsExhausted> {
+        let id = self.ids.take().ok_or(IdsExhausted)?;
+        self.live.insert(addr, id);
+        Ok(id)
+    }
+
+    /// Frees whatever is live at `addr` (a repair); returns the issue.
+    fn evict(&mut self, addr: u64, out: &mut Vec<Event>) -> Option<AddressIssue> {
+        let id = self.live.remove(&addr)?;
+        self.ids.give_back(id);
+        out.push(Event::Free { id });
+        let issue = AddressIssue::DuplicateAddress(addr);
+        self.issues.count(issue);
+        Some(issue)
+    }
+
+    /// An allocation of `size` bytes (alignment `align`, 0 = default) at `addr`.
+    pub fn alloc(
+        &mut self,
+        addr: u64,
+        size: u64,
+        align: u64,
+        out: &mut Vec<Event>,
+    ) -> Result<Option<AddressIssue>, IdsExhausted> {
+        let issue = self.evict(addr, out);
+        let id = self.new_object(addr)?;
+        out.push(Event::Alloc { id, size, align });
+        Ok(issue)
+    }
+
+    /// A free of `addr` (not null).
+    pub fn free(&mut self, addr: u64, out: &mut Vec<Event>) -> Option<AddressIssue> {
+        match self.live.remove(&addr) {
+            Some(id) => {
+                self.ids.give_back(id);
+                out.push(Event::Free { id });
+                None
+            }
+            None => {
+                let issue = AddressIssue::FreeOfUnknown(addr);
+                self.issues.count(issue);
+                Some(issue)
+            }
+        }
+    }
+
+    /// A realloc of `old` (not null) to `size` bytes, now at `new`.
+    pub fn realloc(
+        &mut self,
+        old: u64,
+        new: u64,
+        size: u64,
+        out: &mut Vec<Event>,
+    ) -> Result<Option<AddressIssue>, IdsExhausted> {
+        let Some(id) = self.live.remove(&old) else {
+            let issue = AddressIssue::ReallocOfUnknown(old);
+            self.issues.count(issue);
+            let evicted = self.evict(new, out);
+            let id = self.new_object(new)?;
+            out.push(Event::Alloc { id, size, align: 0 });
+            return Ok(evicted.or(Some(issue)));
+        };
+        let issue = if new != old {
+            self.evict(new, out)
+        } else {
+            None
+        };
+        self.live.insert(new, id);
+        out.push(Event::Realloc { id, size });
+        Ok(issue)
+    }
+
+    /// Objects still live.
+    pub fn live_objects(&self) -> usize {
+        self.live.len()
+    }
+}

@@ -1,0 +1,196 @@
+//! The binary layout: a fixed 88-byte header, then the events as LEB128 varints.
+//!
+//! Header (little-endian): magic `FSIMTRC\0`, version u32, header length u32, then the u64
+//! counts of [`TraceHeader`] in field order. The writer writes the header with
+//! `events = u64::MAX` first and seeks back to fill in the counts on `finish`, so an
+//! unfinished file is recognised as such.
+//!
+//! Each event starts with one varint `tag = id << 2 | kind`:
+//! kind 0 = alloc with default alignment (then `size`), 1 = free, 2 = realloc (then `size`),
+//! 3 = alloc with an explicit alignment (then `size`, `align`). Small ids and sizes take one
+//! byte each, so a typical free is 1-2 bytes and an alloc 2-4.
+
+use super::{Event, ObjectId};
+
+pub const MAGIC: [u8; 8] = *b"FSIMTRC\0";
+pub const VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 88;
+/// The longest possible event: a 5-byte tag and two 10-byte varints.
+pub const MAX_EVENT_LEN: usize = 25;
+pub const UNFINISHED: u64 = u64::MAX;
+
+const KIND_ALLOC: u64 = 0;
+const KIND_FREE: u64 = 1;
+const KIND_REALLOC: u64 = 2;
+const KIND_ALLOC_ALIGNED: u64 = 3;
+
+/// The counts a trace file carries in front of its events, known once it is written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TraceHeader {
+    pub version: u32,
+    pub events: u64,
+    pub allocs: u64,
+    pub frees: u64,
+    pub reallocs: u64,
+    /// The most objects live at once.
+    pub peak_live_objects: u64,
+    /// One more than the highest id used: a table indexed by id needs this many slots. Equal
+    /// to `peak_live_objects` when ids were assigned lowest-free-first (every import and
+    /// recording does that); hand-written text traces may leave gaps.
+    pub id_limit: u64,
+    /// The most bytes requested (sum of live sizes) at once.
+    pub peak_requested_bytes: u64,
+    /// Bytes still requested after the last event.
+    pub final_requested_bytes: u64,
+    /// Length of the event section in bytes.
+    pub payload_bytes: u64,
+}
+
+impl TraceHeader {
+    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut out = [0u8; HEADER_LEN];
+        out[..8].copy_from_slice(&MAGIC);
+        out[8..12].copy_from_slice(&self.version.to_le_bytes());
+        out[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+        let counts = [
+            self.events,
+            self.allocs,
+            self.frees,
+            self.reallocs,
+            self.peak_live_objects,
+            self.id_limit,
+            self.peak_requested_bytes,
+            self.final_requested_bytes,
+            self.payload_bytes,
+        ];
+        for (i, c) in counts.iter().enumerate() {
+            out[16 + 8 * i..24 + 8 * i].copy_from_slice(&c.to_le_bytes());
+        }
+        out
+    }
+
+    /// Decodes the fixed fields after the magic was checked; `Err` is the bad version.
+    pub(crate) fn decode(bytes: &[u8; HEADER_LEN]) -> Result<Self, u32> {
+        let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap());
+        let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+        let version = u32_at(8);
+        if version != VERSION || u32_at(12) as usize != HEADER_LEN {
+            return Err(version);
+        }
+        Ok(TraceHeader {
+            version,
+            events: u64_at(16),
+            allocs: u64_at(24),
+            frees: u64_at(32),
+            reallocs: u64_at(40),
+            peak_live_objects: u64_at(48),
+            id_limit: u64_at(56),
+            peak_requested_bytes: u64_at(64),
+            final_requested_bytes: u64_at(72),
+            payload_bytes: u64_at(80),
+        })
+    }
+}
+
+#[inline]
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends one event's bytes.
+#[inline]
+pub(crate) fn encode_event(out: &mut Vec<u8>, event: &Event) {
+    match *event {
+        Event::Alloc { id, size, align: 0 } => {
+            put_varint(out, (id as u64) << 2 | KIND_ALLOC);
+            put_varint(out, size);
+        }
+        Event::Alloc { id, size, align } => {
+            put_varint(out, (id as u64) << 2 | KIND_ALLOC_ALIGNED);
+            put_varint(out, size);
+            put_varint(out, align);
+        }
+        Event::Free { id } => put_varint(out, (id as u64) << 2 | KIND_FREE),
+        Event::Realloc { id, size } => {
+            put_varint(out, (id as u64) << 2 | KIND_REALLOC);
+            put_varint(out, size);
+        }
+    }
+}
+
+/// Why bytes did not decode to an event.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum DecodeError {
+    /// The bytes end inside the event.
+    Short,
+    /// A varint longer than 10 bytes, overflowing 64 bits, or an id above `u32::MAX`.
+    Malformed(&'static str),
+}
+
+#[inline(always)]
+fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
+    let mut value = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let Some(&byte) = buf.get(*pos) else {
+            return Err(DecodeError::Short);
+        };
+        *pos += 1;
+        if shift == 63 && byte > 1 {
+            return Err(DecodeError::Malformed("varint overflows 64 bits"));
+        }
+        value |= ((byte & 0x7f) as u64) << shift;
+        if byte < 0x80 {
+            return Ok(value);
+        }
+        shift += 7;
+        if shift > 63 {
+            return Err(DecodeError::Malformed("varint longer than 10 bytes"));
+        }
+    }
+}
+
+/// Decodes one event from the front of `buf`; returns it and its length.
+#[inline(always)]
+pub(crate) fn decode_event(buf: &[u8]) -> Result<(Event, usize), DecodeError> {
+    let mut pos = 0;
+    // One-byte tags (ids below 32) are the common case.
+    let tag = match buf.first() {
+        Some(&b) if b < 0x80 => {
+            pos = 1;
+            b as u64
+        }
+        _ => get_varint(buf, &mut pos)?,
+    };
+    let raw_id = tag >> 2;
+    if raw_id > ObjectId::MAX as u64 {
+        return Err(DecodeError::Malformed("object id above 2^32-1"));
+    }
+    let id = raw_id as ObjectId;
+    let event = match tag & 3 {
+        KIND_ALLOC => Event::Alloc {
+            id,
+            size: get_varint(buf, &mut pos)?,
+            align: 0,
+        },
+        KIND_FREE => Event::Free { id },
+        KIND_REALLOC => Event::Realloc {
+            id,
+            size: get_varint(buf, &mut pos)?,
+        },
+        _ => {
+            let size = get_varint(buf, &mut pos)?;
+            let align = get_varint(buf, &mut pos)?;
+            if align == 0 {
+                // The writer never emits this: kind 0 says "default alignment".
+                return Err(DecodeError::Malformed("explicit alignment of 0"));
+            }
+            Event::Alloc { id, size, align }
+        }
+    };
+    Ok((event, pos))
+}

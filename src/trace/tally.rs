@@ -1,0 +1,117 @@
+//! The running counts every writer keeps (and `stats` recomputes): events by kind, live objects
+//! and requested bytes, with the consistency rules of a trace.
+
+use super::{Event, ObjectId, TraceHeader};
+
+/// Sizes are kept below 2^63 so that sums of a few of them cannot overflow and `DEAD` is free.
+pub const MAX_SIZE: u64 = (1 << 63) - 1;
+const DEAD: u64 = u64::MAX;
+
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    /// Size of each live object by id, `DEAD` when the id is free.
+    sizes: Vec<u64>,
+    pub events: u64,
+    pub allocs: u64,
+    pub frees: u64,
+    pub reallocs: u64,
+    pub live: u64,
+    pub peak_live: u64,
+    pub requested: u128,
+    pub peak_requested: u128,
+}
+
+impl Tally {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// One more than the highest id used so far.
+    pub fn id_limit(&self) -> u64 {
+        self.sizes.len() as u64
+    }
+
+    /// The size of a live object.
+    pub fn size_of(&self, id: ObjectId) -> Option<u64> {
+        self.sizes.get(id as usize).copied().filter(|&s| s != DEAD)
+    }
+
+    /// Applies one event, or says why it contradicts the events before it.
+    pub fn apply(&mut self, event: &Event) -> Result<(), String> {
+        match *event {
+            Event::Alloc { id, size, align } => {
+                check_size(size)?;
+                if align > 1 && !align.is_power_of_two() {
+                    return Err(format!("align {align} is not a power of two"));
+                }
+                let slot = id as usize;
+                if slot > self.sizes.len() {
+                    return Err(format!(
+                        "alloc id {id} is out of range: a new id may be at most one past the highest id used so far ({})",
+                        self.sizes.len()
+                    ));
+                }
+                if slot == self.sizes.len() {
+                    self.sizes.push(DEAD);
+                }
+                if self.sizes[slot] != DEAD {
+                    return Err(format!("alloc of id {id}, which is already live"));
+                }
+                self.sizes[slot] = size;
+                self.allocs += 1;
+                self.live += 1;
+                self.peak_live = self.peak_live.max(self.live);
+                self.requested += size as u128;
+            }
+            Event::Free { id } => {
+                let size = self
+                    .size_of(id)
+                    .ok_or_else(|| format!("free of id {id}, which is not live"))?;
+                self.sizes[id as usize] = DEAD;
+                self.frees += 1;
+                self.live -= 1;
+                self.requested -= size as u128;
+            }
+            Event::Realloc { id, size } => {
+                check_size(size)?;
+                let old = self
+                    .size_of(id)
+                    .ok_or_else(|| format!("realloc of id {id}, which is not live"))?;
+                self.sizes[id as usize] = size;
+                self.reallocs += 1;
+                self.requested = self.requested - old as u128 + size as u128;
+            }
+        }
+        self.peak_requested = self.peak_requested.max(self.requested);
+        self.events += 1;
+        Ok(())
+    }
+
+    /// The header these counts make (without `payload_bytes`).
+    pub fn header(&self) -> TraceHeader {
+        TraceHeader {
+            version: super::format::VERSION,
+            events: self.events,
+            allocs: self.allocs,
+            frees: self.frees,
+            reallocs: self.reallocs,
+            peak_live_objects: self.peak_live,
+            id_limit: self.id_limit(),
+            peak_requested_bytes: saturate(self.peak_requested),
+            final_requested_bytes: saturate(self.requested),
+            payload_bytes: 0,
+        }
+    }
+}
+
+fn saturate(v: u128) -> u64 {
+    u64::try_from(v).unwrap_or(u64::MAX)
+}
+
+fn check_size(size: u64) -> Result<(), String> {
+    if size > MAX_SIZE {
+        Err(format!("size {size} is absurd (above 2^63-1)"))
+    } else {
+        Ok(())
+    }
+}
