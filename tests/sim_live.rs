@@ -1,13 +1,13 @@
 //! Model against the real jemalloc on random traces, every event compared.
 
-use fragsim::live::replay::{replay_compare, LargeClassSetting, LiveOptions};
+use fragsim::live::replay::{replay_compare, LiveAllocator, LiveOptions};
 use fragsim::sim::{random_trace, WorkloadSpec};
 
-fn check(spec: WorkloadSpec, setting: LargeClassSetting) {
+fn check(spec: WorkloadSpec, setting: LiveAllocator) {
     let events = random_trace(&spec);
     let options = LiveOptions {
         every: 1,
-        large_classes: setting,
+        allocator: setting.clone(),
         child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
         keep: 5,
     };
@@ -30,7 +30,7 @@ fn random_traces_match_live_with_page_rounded_large_sizes() {
             seed,
             ..WorkloadSpec::default()
         };
-        check(spec, LargeClassSetting::Disabled(true));
+        check(spec, LiveAllocator::LinkedWith(true));
     }
 }
 
@@ -41,7 +41,7 @@ fn random_traces_match_live_with_large_size_classes() {
             seed,
             ..WorkloadSpec::default()
         };
-        check(spec, LargeClassSetting::Disabled(false));
+        check(spec, LiveAllocator::LinkedWith(false));
     }
 }
 
@@ -56,6 +56,28 @@ fn large_heavy_traces_match_live() {
             realloc_share: 0.2,
             ..WorkloadSpec::default()
         };
-        check(spec, LargeClassSetting::Disabled(setting));
+        check(spec, LiveAllocator::LinkedWith(setting));
+    }
+}
+
+/// jemalloc 5.3.0 semantics against Debian's libjemalloc2 (5.3.0), preloaded into a child.
+/// Skipped (with a note) where that library is not installed.
+#[test]
+fn random_traces_match_system_jemalloc_5_3_0() {
+    let lib = std::path::PathBuf::from("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+    if !lib.is_file() {
+        eprintln!("skipped: no {}", lib.display());
+        return;
+    }
+    for seed in 21..=22 {
+        let spec = WorkloadSpec {
+            seed,
+            events: 10_000,
+            target_live: 500,
+            large_share: 0.3,
+            realloc_share: 0.2,
+            ..WorkloadSpec::default()
+        };
+        check(spec, LiveAllocator::System(lib.clone()));
     }
 }

@@ -93,10 +93,16 @@ fn check_hand_trace(run: fn(&Build, &[Event], Option<u64>) -> BuildReplay) {
         "build,events,peak_requested_bytes,peak_allocated_bytes,peak_active_bytes,\
          final_active_bytes,internal_fragmentation,external_fragmentation,active_vs_first_bytes"
     ));
-    // 884 / 49152 = 0.0180; 45392 / 49152 = 0.9235.
-    assert!(rows[1].starts_with("default,323,24800,26880,49152,36864,0.0180,0.9235,0,1.0000,"));
-    // 12 / 61440 = 0.0002; 58552 / 61440 = 0.9530; +12288 bytes, 1.25x.
-    assert!(rows[2].starts_with("quantum8,323,24800,25280,61440,40960,0.0002,0.9530,12288,1.2500,"));
+    // 3760 / 2876 - 1 = 0.3074 and 49152 / 3760 - 1 = 12.0723 (allocated / requested and
+    // active / allocated at the peak); shares of it: 884 / 49152 = 0.0180 rounding,
+    // 45392 / 49152 = 0.9235 empty regions.
+    assert!(rows[1]
+        .starts_with("default,323,24800,26880,49152,36864,0.3074,12.0723,0,1.0000,0.0180,0.9235,"));
+    // 2888 / 2876 - 1 = 0.0042, 61440 / 2888 - 1 = 20.2742; +12288 bytes, 1.25x; shares
+    // 12 / 61440 = 0.0002 and 58552 / 61440 = 0.9530.
+    assert!(rows[2].starts_with(
+        "quantum8,323,24800,25280,61440,40960,0.0042,20.2742,12288,1.2500,0.0002,0.9530,"
+    ));
 }
 
 #[test]

@@ -62,10 +62,11 @@ fn replay_prints_one_row_per_build_with_the_hand_values() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 3, "{csv}");
     // Hand values: see tests/whatif.rs.
-    assert!(lines[1].starts_with("default,323,24800,26880,49152,36864,0.0180,0.9235,0,1.0000,"));
-    assert!(
-        lines[2].starts_with("quantum8,323,24800,25280,61440,40960,0.0002,0.9530,12288,1.2500,")
-    );
+    assert!(lines[1]
+        .starts_with("default,323,24800,26880,49152,36864,0.3074,12.0723,0,1.0000,0.0180,0.9235,"));
+    assert!(lines[2].starts_with(
+        "quantum8,323,24800,25280,61440,40960,0.0042,20.2742,12288,1.2500,0.0002,0.9530,"
+    ));
 
     let classes = stdout_of(&["replay", trace, "--by-class", "--format", "csv"]);
     let sizes: Vec<&str> = classes
@@ -158,7 +159,15 @@ fn bad_input_is_one_line_exit_2_before_any_work() {
         "a-file",
     );
     assert_rejected(&["replay", "/no/such.trace"], "/no/such.trace");
-    assert_rejected(&["replay", file.to_str().unwrap()], "not a fragsim trace");
+    assert_rejected(
+        &[
+            "replay",
+            file.to_str().unwrap(),
+            "--preset",
+            "default,quantum8",
+        ],
+        "unknown event 'x'",
+    );
     // Nothing was written for the rejected runs.
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 2);

@@ -41,7 +41,8 @@ enum Command {
     Table(table::TableArgs),
     /// Check the model against the running jemalloc: class table, nallocx, real allocations.
     Validate(validate::ValidateArgs),
-    /// Replay an allocation trace under one or several jemalloc builds (what-if).
+    /// Replay an allocation trace through the arena model (--live: and the real jemalloc;
+    /// --preset a,b,c: under several builds, what-if).
     Replay(replay::ReplayArgs),
     /// Internal: the child process of a live replay.
     #[command(name = "__replay-live-child", hide = true)]

@@ -4,7 +4,7 @@
 use super::{AllocatorArgs, OutputArgs};
 use crate::export::{format_named, write_atomic, Csv, TableFormat};
 use crate::whatif::{
-    class_table, figures, modify_builds, parse_builds, replay_trace, timeline_table, trace_header,
+    class_table, figures, modify_builds, parse_builds, replay_trace, timeline_table, trace_events,
     whatif_table, Build, ReplayOptions,
 };
 use anyhow::{bail, Context, Result};
@@ -27,6 +27,16 @@ pub struct WhatifArgs {
     /// Write the timeline, what-if and per-class charts (PNG and SVG) into DIR.
     #[arg(long, value_name = "DIR")]
     pub charts: Option<PathBuf>,
+}
+
+/// Whether the replay is a what-if run: a list of builds (or the `5.3.1` preset, which only
+/// the list parser knows until presets are an enum), `--by-class` or `--charts`.
+pub fn wanted(allocator: &AllocatorArgs, args: &WhatifArgs) -> bool {
+    let list = allocator
+        .preset
+        .as_deref()
+        .is_some_and(|p| p.contains(',') || p.trim().is_empty() || p.trim() == "5.3.1");
+    list || args.by_class || args.charts.is_some()
 }
 
 /// The builds the allocator options name: `--preset` may list several, comma-separated;
@@ -156,15 +166,15 @@ pub fn run(
     if let Some(path) = &output.out {
         check_writable_file(path)?;
     }
-    let header = trace_header(trace)?;
+    let events = trace_events(trace)?;
 
     let every = match (every, timeline.is_some(), args.charts.is_some()) {
         (Some(k), _, _) => Some(k),
         (None, false, false) => None,
-        (None, true, _) => Some(1),
-        (None, false, true) => Some(crate::whatif::chart_every(header.events)),
+        (None, true, _) => Some(crate::sim::replay::default_every(events)),
+        (None, false, true) => Some(crate::whatif::chart_every(events)),
     };
-    let progress = Progress::new(header.events * builds.len() as u64);
+    let progress = Progress::new(events * builds.len() as u64);
     let replays = replay_trace(trace, builds, ReplayOptions { every }, &|n| {
         progress.advance(n)
     })?;

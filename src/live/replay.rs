@@ -6,7 +6,6 @@
 //! other setting runs in a child process (`fragsim __replay-live-child`) started with
 //! `_RJEM_MALLOC_CONF`; the child streams its snapshots back as text lines.
 
-use super::build::LiveBuild;
 use super::ctl::read_bool;
 use crate::sim::{compare, Arena, ArenaStats, BinStats, Comparison, Snapshot};
 use crate::sizeclass::AllocatorConfig;
@@ -14,12 +13,140 @@ use crate::trace::Event;
 use anyhow::{bail, ensure, Context, Result};
 use std::ffi::{c_void, CString};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::os::raw::{c_char, c_int};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use tikv_jemalloc_sys as sys;
 
+type MallocxFn = unsafe extern "C" fn(usize, c_int) -> *mut c_void;
+type RallocxFn = unsafe extern "C" fn(*mut c_void, usize, c_int) -> *mut c_void;
+type DallocxFn = unsafe extern "C" fn(*mut c_void, c_int);
+type MallctlFn =
+    unsafe extern "C" fn(*const c_char, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
+type NameToMibFn = unsafe extern "C" fn(*const c_char, *mut usize, *mut usize) -> c_int;
+type ByMibFn =
+    unsafe extern "C" fn(*const usize, usize, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
+
+/// The jemalloc entry points a live replay calls: the linked jemalloc's, or those of a
+/// system jemalloc preloaded into a child process (`LD_PRELOAD`), found with `dlsym`.
+#[derive(Clone, Copy)]
+pub struct Api {
+    mallocx: MallocxFn,
+    rallocx: RallocxFn,
+    dallocx: DallocxFn,
+    mallctl: MallctlFn,
+    nametomib: NameToMibFn,
+    bymib: ByMibFn,
+}
+
+impl Api {
+    /// The jemalloc fragsim is linked with (tikv-jemalloc-sys).
+    pub fn linked() -> Api {
+        Api {
+            mallocx: sys::mallocx,
+            rallocx: sys::rallocx,
+            dallocx: sys::dallocx,
+            mallctl: sys::mallctl,
+            nametomib: sys::mallctlnametomib,
+            bymib: sys::mallctlbymib,
+        }
+    }
+
+    /// The unprefixed `mallocx` & co. of a jemalloc loaded into this process (preloaded).
+    pub fn system() -> Result<Api> {
+        fn sym(name: &str) -> Result<*mut c_void> {
+            let c = CString::new(name)?;
+            // SAFETY: dlsym with RTLD_DEFAULT only looks a name up.
+            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };
+            ensure!(
+                !p.is_null(),
+                "no '{name}' in this process: is a system jemalloc preloaded?"
+            );
+            Ok(p)
+        }
+        // SAFETY: the symbols are jemalloc's documented functions with these signatures.
+        unsafe {
+            Ok(Api {
+                mallocx: std::mem::transmute::<*mut c_void, MallocxFn>(sym("mallocx")?),
+                rallocx: std::mem::transmute::<*mut c_void, RallocxFn>(sym("rallocx")?),
+                dallocx: std::mem::transmute::<*mut c_void, DallocxFn>(sym("dallocx")?),
+                mallctl: std::mem::transmute::<*mut c_void, MallctlFn>(sym("mallctl")?),
+                nametomib: std::mem::transmute::<*mut c_void, NameToMibFn>(sym(
+                    "mallctlnametomib",
+                )?),
+                bymib: std::mem::transmute::<*mut c_void, ByMibFn>(sym("mallctlbymib")?),
+            })
+        }
+    }
+
+    /// Reads a value of type `T` by name.
+    ///
+    /// # Safety
+    /// `T` must be the documented type of `name`.
+    unsafe fn read<T: Copy + Default>(&self, name: &str) -> Result<T> {
+        let c = CString::new(name)?;
+        let mut value = T::default();
+        let mut len = std::mem::size_of::<T>();
+        let err = unsafe {
+            (self.mallctl)(
+                c.as_ptr(),
+                (&mut value as *mut T).cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        ensure!(err == 0, "mallctl {name}: error {err}");
+        Ok(value)
+    }
+
+    /// Writes a value of type `T` by name (`T` must be the documented type).
+    unsafe fn write<T: Copy>(&self, name: &str, mut value: T) -> Result<()> {
+        let c = CString::new(name)?;
+        let err = unsafe {
+            (self.mallctl)(
+                c.as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&mut value as *mut T).cast(),
+                std::mem::size_of::<T>(),
+            )
+        };
+        ensure!(err == 0, "mallctl {name}: error {err}");
+        Ok(())
+    }
+
+    /// The build this jemalloc was compiled as, for the model.
+    pub fn config(&self) -> Result<AllocatorConfig> {
+        // SAFETY: types as documented in man jemalloc (size_t, bool, const char *).
+        unsafe {
+            let page = self.read::<usize>("arenas.page")? as u64;
+            let quantum = self.read::<usize>("arenas.quantum")? as u64;
+            let version_ptr = self.read::<*const c_char>("version")?;
+            let version = std::ffi::CStr::from_ptr(version_ptr)
+                .to_string_lossy()
+                .to_string();
+            let mut config =
+                AllocatorConfig::new(quantum.trailing_zeros(), page.trailing_zeros(), 2)?;
+            config.cache_oblivious = self.read::<bool>("opt.cache_oblivious").unwrap_or(true);
+            config.large_page_rounding = self
+                .read::<bool>("opt.disable_large_size_classes")
+                .unwrap_or(false);
+            config.version = crate::sizeclass::JemallocVersion::from_version_string(&version)
+                .with_context(|| format!("jemalloc {version} is not a modelled release"))?;
+            Ok(config)
+        }
+    }
+
+    fn has_stats(&self) -> bool {
+        // SAFETY: config.stats is a bool.
+        unsafe { self.read::<bool>("config.stats") }.unwrap_or(false)
+    }
+}
+
 /// The statistics of one private arena, read by MIB (names resolved once).
 struct StatsReader {
+    api: Api,
     epoch: Vec<usize>,
     small: Vec<usize>,
     large: Vec<usize>,
@@ -29,22 +156,22 @@ struct StatsReader {
     page: u64,
 }
 
-fn mib(name: &str) -> Result<Vec<usize>> {
+fn mib(api: &Api, name: &str) -> Result<Vec<usize>> {
     let c = CString::new(name)?;
     let mut mib = [0usize; 8];
     let mut len = mib.len();
     // SAFETY: the buffer holds `len` entries; jemalloc writes at most that many.
-    let err = unsafe { sys::mallctlnametomib(c.as_ptr(), mib.as_mut_ptr(), &mut len) };
+    let err = unsafe { (api.nametomib)(c.as_ptr(), mib.as_mut_ptr(), &mut len) };
     ensure!(err == 0, "mallctlnametomib {name}: error {err}");
     Ok(mib[..len].to_vec())
 }
 
-fn read_mib(mib: &[usize]) -> Result<u64> {
+fn read_mib(api: &Api, mib: &[usize]) -> Result<u64> {
     let mut value: usize = 0;
     let mut len = std::mem::size_of::<usize>();
     // SAFETY: every statistic read here is documented as size_t.
     let err = unsafe {
-        sys::mallctlbymib(
+        (api.bymib)(
             mib.as_ptr(),
             mib.len(),
             (&mut value as *mut usize).cast(),
@@ -58,9 +185,9 @@ fn read_mib(mib: &[usize]) -> Result<u64> {
 }
 
 impl StatsReader {
-    fn new(arena: u32, nbins: usize, page: u64) -> Result<Self> {
+    fn new(api: Api, arena: u32, nbins: usize, page: u64) -> Result<Self> {
         let arena_mib = |name: &str| -> Result<Vec<usize>> {
-            let mut m = mib(name)?;
+            let mut m = mib(&api, name)?;
             m[2] = arena as usize;
             Ok(m)
         };
@@ -79,7 +206,8 @@ impl StatsReader {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(StatsReader {
-            epoch: mib("epoch")?,
+            api,
+            epoch: mib(&api, "epoch")?,
             small: arena_mib("stats.arenas.0.small.allocated")?,
             large: arena_mib("stats.arenas.0.large.allocated")?,
             pactive: arena_mib("stats.arenas.0.pactive")?,
@@ -92,7 +220,7 @@ impl StatsReader {
         let mut one: u64 = 1;
         // SAFETY: writing epoch takes a uint64_t.
         let err = unsafe {
-            sys::mallctlbymib(
+            (self.api.bymib)(
                 self.epoch.as_ptr(),
                 self.epoch.len(),
                 std::ptr::null_mut(),
@@ -107,16 +235,16 @@ impl StatsReader {
             .iter()
             .map(|[r, s, n]| {
                 Ok(BinStats {
-                    curregs: read_mib(r)?,
-                    curslabs: read_mib(s)?,
-                    nonfull_slabs: read_mib(n)?,
+                    curregs: read_mib(&self.api, r)?,
+                    curslabs: read_mib(&self.api, s)?,
+                    nonfull_slabs: read_mib(&self.api, n)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Snapshot {
             event,
-            allocated_bytes: read_mib(&self.small)? + read_mib(&self.large)?,
-            active_bytes: read_mib(&self.pactive)? * self.page,
+            allocated_bytes: read_mib(&self.api, &self.small)? + read_mib(&self.api, &self.large)?,
+            active_bytes: read_mib(&self.api, &self.pactive)? * self.page,
             bins,
         })
     }
@@ -124,6 +252,7 @@ impl StatsReader {
 
 /// A fresh private arena of the running jemalloc, driven by trace events.
 pub struct LiveArena {
+    api: Api,
     index: u32,
     flags: i32,
     ptrs: Vec<*mut c_void>,
@@ -133,27 +262,36 @@ pub struct LiveArena {
 }
 
 impl LiveArena {
-    /// Creates the arena and turns its decay off. Fails clearly without statistics.
+    /// Creates the arena in the linked jemalloc and turns its decay off.
     pub fn new() -> Result<Self> {
-        if !read_bool("config.stats").unwrap_or(false) {
+        Self::with_api(Api::linked())
+    }
+
+    /// Creates the arena through `api` and turns its decay off. Fails clearly when the
+    /// jemalloc has no statistics.
+    pub fn with_api(api: Api) -> Result<Self> {
+        if !api.has_stats() {
             bail!("this jemalloc was built without statistics (config.stats is false): a live replay cannot read them");
         }
-        let build = LiveBuild::read()?;
-        // SAFETY: arenas.create returns the new arena's unsigned index.
-        let index: u32 = unsafe { tikv_jemalloc_ctl::raw::read(b"arenas.create\0") }
-            .context("mallctl arenas.create")?;
+        let config = api.config()?;
+        // SAFETY: arenas.nbins is unsigned; arenas.create returns the new arena's unsigned
+        // index; arena.<i>.*_decay_ms take an ssize_t (-1 disables decay).
+        let (nbins, index) = unsafe {
+            (
+                api.read::<u32>("arenas.nbins")? as usize,
+                api.read::<u32>("arenas.create")?,
+            )
+        };
         for key in ["dirty_decay_ms", "muzzy_decay_ms"] {
-            let name = format!("arena.{index}.{key}\0");
-            // SAFETY: arena.<i>.*_decay_ms take an ssize_t; -1 disables decay.
-            unsafe { tikv_jemalloc_ctl::raw::write(name.as_bytes(), -1isize) }
-                .with_context(|| format!("mallctl arena.{index}.{key}"))?;
+            unsafe { api.write(&format!("arena.{index}.{key}"), -1isize)? };
         }
         Ok(LiveArena {
+            api,
             index,
             flags: sys::MALLOCX_ARENA(index as usize) | sys::MALLOCX_TCACHE_NONE,
             ptrs: Vec::new(),
             aligns: Vec::new(),
-            stats: StatsReader::new(index, build.bins.len(), build.page)?,
+            stats: StatsReader::new(api, index, nbins, config.page())?,
             events: 0,
         })
     }
@@ -184,7 +322,7 @@ impl LiveArena {
                     "event {n}: alignment {align} is not a power of two"
                 );
                 // SAFETY: size >= 1; flags name our arena.
-                let p = unsafe { sys::mallocx(size.max(1) as usize, self.flags_for(align)) };
+                let p = unsafe { (self.api.mallocx)(size.max(1) as usize, self.flags_for(align)) };
                 ensure!(!p.is_null(), "event {n}: mallocx({size}) failed");
                 let i = id as usize;
                 if i >= self.ptrs.len() {
@@ -201,7 +339,7 @@ impl LiveArena {
                 );
                 let p = std::mem::replace(&mut self.ptrs[id as usize], std::ptr::null_mut());
                 // SAFETY: p came from mallocx/rallocx in this arena and is freed once.
-                unsafe { sys::dallocx(p, self.flags) };
+                unsafe { (self.api.dallocx)(p, self.flags) };
             }
             Event::Realloc { id, size } => {
                 ensure!(
@@ -211,7 +349,7 @@ impl LiveArena {
                 let i = id as usize;
                 let flags = self.flags_for(self.aligns[i]);
                 // SAFETY: the pointer is live in this arena; size >= 1.
-                let p = unsafe { sys::rallocx(self.ptrs[i], size.max(1) as usize, flags) };
+                let p = unsafe { (self.api.rallocx)(self.ptrs[i], size.max(1) as usize, flags) };
                 ensure!(!p.is_null(), "event {n}: rallocx({size}) failed");
                 self.ptrs[i] = p;
             }
@@ -230,13 +368,13 @@ impl Drop for LiveArena {
         for p in self.ptrs.drain(..) {
             if !p.is_null() {
                 // SAFETY: every non-null pointer is live in this arena.
-                unsafe { sys::dallocx(p, self.flags) };
+                unsafe { (self.api.dallocx)(p, self.flags) };
             }
         }
         let key = format!("arena.{}.destroy\0", self.index);
         // SAFETY: arena.<i>.destroy takes no value; the arena is empty now.
         unsafe {
-            sys::mallctl(
+            (self.api.mallctl)(
                 key.as_ptr().cast(),
                 std::ptr::null_mut(),
                 std::ptr::null_mut(),
@@ -247,13 +385,17 @@ impl Drop for LiveArena {
     }
 }
 
-/// Which `disable_large_size_classes` the live jemalloc runs with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LargeClassSetting {
-    /// As this process's jemalloc was started (5.3.1's default: on).
-    AsLinked,
-    /// `disable_large_size_classes` set to this value (a child process if it differs).
-    Disabled(bool),
+/// Which jemalloc a live replay drives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LiveAllocator {
+    /// The linked jemalloc as this process started it (5.3.1: disable_large_size_classes on).
+    Linked,
+    /// The linked jemalloc with `disable_large_size_classes` set to this value (in a child
+    /// process when it differs from this process's setting).
+    LinkedWith(bool),
+    /// A jemalloc shared library (e.g. Debian's 5.3.0 `libjemalloc.so.2`) preloaded into a
+    /// child process.
+    System(std::path::PathBuf),
 }
 
 /// How to run a live comparison.
@@ -261,8 +403,8 @@ pub enum LargeClassSetting {
 pub struct LiveOptions {
     /// Compare every `every` events (and after the last).
     pub every: u64,
-    pub large_classes: LargeClassSetting,
-    /// The fragsim executable, for the child process (needed when the setting differs).
+    pub allocator: LiveAllocator,
+    /// The fragsim executable, for the child process (needed unless in process).
     pub child_exe: Option<std::path::PathBuf>,
     /// How many mismatches to keep.
     pub keep: usize,
@@ -272,7 +414,7 @@ impl Default for LiveOptions {
     fn default() -> Self {
         LiveOptions {
             every: 1,
-            large_classes: LargeClassSetting::AsLinked,
+            allocator: LiveAllocator::Linked,
             child_exe: None,
             keep: 10,
         }
@@ -297,21 +439,28 @@ fn is_snapshot_event(event: u64, every: u64, last: u64) -> bool {
 /// them every `options.every` events.
 pub fn replay_compare(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
     let linked = read_bool("opt.disable_large_size_classes").unwrap_or(false);
-    let wanted = match options.large_classes {
-        LargeClassSetting::AsLinked => linked,
-        LargeClassSetting::Disabled(v) => v,
+    let child = |how: ChildAllocator| -> Result<LiveComparison> {
+        let exe = options
+            .child_exe
+            .as_deref()
+            .context("this live replay runs in a child process and needs the fragsim executable")?;
+        compare_in_child(exe, how, events, options)
     };
-    if wanted == linked {
-        return compare_in_process(events, options);
+    match &options.allocator {
+        LiveAllocator::Linked => compare_in_process(events, options),
+        LiveAllocator::LinkedWith(v) if *v == linked => compare_in_process(events, options),
+        LiveAllocator::LinkedWith(v) => child(ChildAllocator::Linked(*v)),
+        LiveAllocator::System(lib) => child(ChildAllocator::System(lib.clone())),
     }
-    let exe = options.child_exe.as_deref().context(
-        "a live replay with the other disable_large_size_classes setting needs the fragsim executable (child process)",
-    )?;
-    compare_in_child(exe, wanted, events, options)
+}
+
+enum ChildAllocator {
+    Linked(bool),
+    System(std::path::PathBuf),
 }
 
 fn compare_in_process(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
-    let config = LiveBuild::read()?.config()?;
+    let config = Api::linked().config()?;
     let mut model = Arena::new(config)?;
     let mut live = LiveArena::new()?;
     let last = events.len() as u64;
@@ -373,6 +522,16 @@ fn write_events(events: &[Event], out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Parses events in the child's line format (blank lines and `#` comments skipped); errors
+/// name the line.
+pub fn parse_events(text: &str) -> Result<Vec<Event>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|(i, l)| parse_event(l).with_context(|| format!("line {}", i + 1)))
+        .collect()
+}
+
 fn parse_event(line: &str) -> Result<Event> {
     let f: Vec<&str> = line.split_whitespace().collect();
     let num = |i: usize| -> Result<u64> {
@@ -398,14 +557,14 @@ fn parse_event(line: &str) -> Result<Event> {
 
 /// The child's side: reads events (the format of [`write_events`]) from `input`, replays
 /// them in a private arena, and prints the build, then one line per snapshot.
-pub fn serve_child(input: impl Read, every: u64, out: &mut impl Write) -> Result<()> {
-    let config = LiveBuild::read()?.config()?;
+pub fn serve_child(input: impl Read, every: u64, api: Api, out: &mut impl Write) -> Result<()> {
+    let config = api.config()?;
     writeln!(out, "{}", serde_json::to_string(&config)?)?;
     let events = BufReader::new(input)
         .lines()
         .map(|l| parse_event(&l?))
         .collect::<Result<Vec<_>>>()?;
-    let mut live = LiveArena::new()?;
+    let mut live = LiveArena::with_api(api)?;
     let last = events.len() as u64;
     for (i, e) in events.into_iter().enumerate() {
         if let Err(err) = live.apply(e) {
@@ -461,7 +620,7 @@ fn parse_snapshot(line: &str) -> Result<Snapshot> {
 
 fn compare_in_child(
     exe: &Path,
-    disable_large_size_classes: bool,
+    how: ChildAllocator,
     events: &[Event],
     options: &LiveOptions,
 ) -> Result<LiveComparison> {
@@ -471,17 +630,32 @@ fn compare_in_child(
         write_events(events, &mut w)?;
         w.flush()?;
     }
-    let conf = format!(
-        "disable_large_size_classes:{disable_large_size_classes},dirty_decay_ms:-1,muzzy_decay_ms:-1"
-    );
-    let mut child = Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args([
             "__replay-live-child",
             "--every",
             &options.every.max(1).to_string(),
         ])
-        .arg(input.path())
-        .env("_RJEM_MALLOC_CONF", &conf)
+        .arg(input.path());
+    let expect_rounding = match &how {
+        ChildAllocator::Linked(v) => {
+            command.env(
+                "_RJEM_MALLOC_CONF",
+                format!("disable_large_size_classes:{v},dirty_decay_ms:-1,muzzy_decay_ms:-1"),
+            );
+            Some(*v)
+        }
+        ChildAllocator::System(lib) => {
+            ensure!(lib.is_file(), "no jemalloc library at '{}'", lib.display());
+            command
+                .arg("--system")
+                .env("LD_PRELOAD", lib)
+                .env("MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1");
+            None
+        }
+    };
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -489,12 +663,24 @@ fn compare_in_child(
         .with_context(|| format!("cannot start '{}'", exe.display()))?;
     let stdout = child.stdout.take().context("child stdout")?;
     let mut lines = BufReader::new(stdout).lines();
-    let header = lines.next().context("the child printed nothing")??;
+    let header = match lines.next() {
+        Some(line) => line?,
+        None => {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            let _ = child.wait();
+            bail!("the live replay child printed nothing: {}", err.trim());
+        }
+    };
     let config: AllocatorConfig = parse_config(&header)?;
-    ensure!(
-        config.large_page_rounding == disable_large_size_classes,
-        "the child's jemalloc ignored disable_large_size_classes:{disable_large_size_classes} (this build has no such option?)"
-    );
+    if let Some(v) = expect_rounding {
+        ensure!(
+            config.large_page_rounding == v,
+            "the child's jemalloc ignored disable_large_size_classes:{v} (this build has no such option?)"
+        );
+    }
     let mut model = Arena::new(config)?;
     let last = events.len() as u64;
     let mut total = Comparison::default();

@@ -6,7 +6,7 @@ use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
 use crate::live::replay::{replay_compare, LiveOptions};
 use crate::trace::TraceReader;
 use crate::whatif::{
-    chart_every, class_table, figures, parse_builds, replay_trace, trace_header, whatif_table,
+    chart_every, class_table, figures, parse_builds, replay_trace, trace_events, whatif_table,
     Build, BuildReplay, ReplayOptions, REPORT_BUILDS,
 };
 use anyhow::{Context, Result};
@@ -149,9 +149,11 @@ pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Sectio
 
     let mut md = format!("### {name}\n\n");
     md.push_str(&format!(
-        "{} events. Peaks are maxima over every event; `internal_fragmentation` is the share of \
-         the peak active bytes that is size-class rounding, `external_fragmentation` the share \
-         that is empty slab regions and large padding pages.\n\n",
+        "{} events. Peaks are maxima over every event. At the event where active bytes peak: \
+         `internal_fragmentation` = allocated / requested − 1, `external_fragmentation` = \
+         active / allocated − 1; `rounding_share` and `empty_and_pad_share` are the shares of \
+         the peak active bytes that are size-class rounding, and empty slab regions plus the \
+         padding page of large blocks.\n\n",
         first.events
     ));
     md.push_str(&Markdown.render(&whatif)?);
@@ -246,17 +248,17 @@ pub fn trace_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// Replays one trace under every build (timeline sampled for a chart) and, if asked, beside
 /// the live jemalloc.
 pub fn replay_program(path: &Path, options: &ProgramsOptions) -> Result<ProgramReplays> {
-    let header = trace_header(path)?;
+    let events = trace_events(path)?;
     let replays = replay_trace(
         path,
         &options.builds,
         ReplayOptions {
-            every: Some(chart_every(header.events)),
+            every: Some(chart_every(events)),
         },
         &|_| {},
     )?;
     let live = match &options.live {
-        Some(live) => Some(live_check(path, header.events, live)?),
+        Some(live) => Some(live_check(path, events, live)?),
         None => None,
     };
     Ok(ProgramReplays {

@@ -265,7 +265,7 @@ impl Arena {
     fn note_mappings(&mut self) {
         let n = self.pac.mappings.len() as u64;
         if n != self.stats.mappings {
-            self.stats.mapped_bytes = self.pac.mappings.iter().sum();
+            self.stats.mapped_bytes = self.pac.mapped_total;
             self.stats.mappings = n;
         }
     }

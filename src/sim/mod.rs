@@ -9,10 +9,12 @@ mod arena;
 pub mod compare;
 mod pac;
 mod ph;
+pub mod replay;
 pub mod workload;
 
 pub use arena::Arena;
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
+pub use replay::{replay, summary_table, ReplaySummary};
 pub use workload::{random_trace, WorkloadSpec};
 
 use serde::Serialize;

@@ -154,6 +154,7 @@ pub(crate) struct Pac {
     exp_grow_limit: usize,
     /// Sizes of the mappings made, by serial number.
     pub mappings: Vec<u64>,
+    pub mapped_total: u64,
 }
 
 /// Why the page allocator could not serve a request.
@@ -187,6 +188,7 @@ impl Pac {
             exp_grow_next,
             exp_grow_limit,
             mappings: Vec::new(),
+            mapped_total: 0,
         }
     }
 
@@ -341,6 +343,12 @@ impl Pac {
             }
             alloc_size = self.psz.pind2sz(self.exp_grow_next + skip);
         }
+        // x86-64 user address space (128 TiB): a trace asking for more cannot run.
+        let mapped: u64 = self.mapped_total;
+        if mapped + alloc_size > 1 << 47 {
+            return Err(OutOfAddressSpace);
+        }
+        self.mapped_total += alloc_size;
         let sn = self.mappings.len() as u32;
         self.mappings.push(alloc_size);
         let id = self.ext.new_extent(Extent {

@@ -21,7 +21,7 @@ pub use replay::{
     replay_build, ArenaModel, BuildReplay, ClassRow, PeakBreakdown, ReplayError, ReplayOptions,
     TimelinePoint, Totals, PROGRESS_STEP,
 };
-pub use source::{replay_trace, trace_header};
+pub use source::{open_events, replay_trace, trace_events, EventStream};
 pub use tables::{class_table, timeline_table, whatif_table, WHATIF_COLUMNS};
 
 /// The builds the report compares: the list, in its order.

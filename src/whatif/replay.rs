@@ -84,6 +84,14 @@ impl PeakBreakdown {
     }
 }
 
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64 - 1.0
+    }
+}
+
 fn share(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
@@ -144,14 +152,17 @@ pub struct BuildReplay {
 }
 
 impl BuildReplay {
-    /// Share of the peak active bytes that is size-class rounding.
+    /// allocated / requested − 1 at the active peak, as `fragsim replay` for one build
+    /// (`crate::sim::replay::ReplaySummary`) defines it; 0 when nothing was requested.
     pub fn internal_fragmentation(&self) -> f64 {
-        self.at_peak.rounding_share()
+        let p = &self.at_peak;
+        ratio(p.requested + p.rounding, p.requested)
     }
 
-    /// Share of the peak active bytes that is empty slab regions and large padding.
+    /// active / allocated − 1 at the active peak.
     pub fn external_fragmentation(&self) -> f64 {
-        self.at_peak.external_share()
+        let p = &self.at_peak;
+        ratio(p.active, p.requested + p.rounding)
     }
 
     /// The classes ordered by bytes lost at the active peak, most first (then by class).

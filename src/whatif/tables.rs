@@ -15,15 +15,18 @@ pub const WHATIF_COLUMNS: &[&str] = &[
     "external_fragmentation",
     "active_vs_first_bytes",
     "active_vs_first_ratio",
+    "rounding_share",
+    "empty_and_pad_share",
     "peak_mapped_bytes",
     "rounding_bytes_at_peak",
     "empty_region_bytes_at_peak",
     "large_pad_bytes_at_peak",
 ];
 
-/// One row per build. Peaks are maxima over every event; the fragmentation columns are the
-/// shares of the peak active bytes that are size-class rounding (internal) and empty slab
-/// regions plus large padding (external), at the event where active bytes peaked.
+/// One row per build. Peaks are maxima over every event. At the event where active bytes
+/// peaked: internal fragmentation = allocated / requested − 1, external = active / allocated
+/// − 1 (as `fragsim replay` defines them for one build), and the shares of the peak active
+/// bytes that are size-class rounding and empty slab regions plus large padding pages.
 pub fn whatif_table(title: &str, replays: &[BuildReplay]) -> Table {
     let mut table = Table::new(title, WHATIF_COLUMNS);
     let first = replays.first().map_or(0, |r| r.peak.active);
@@ -45,6 +48,8 @@ pub fn whatif_table(title: &str, replays: &[BuildReplay]) -> Table {
             Cell::Float(r.external_fragmentation(), 4),
             Cell::Float(diff, 0),
             Cell::Float(ratio, 4),
+            Cell::Float(r.at_peak.rounding_share(), 4),
+            Cell::Float(r.at_peak.external_share(), 4),
             r.peak.mapped.into(),
             r.at_peak.rounding.into(),
             r.at_peak.empty_regions.into(),
