@@ -120,3 +120,20 @@ fn every_trace_in_the_folder_is_replayed_and_checked_live() {
     assert!(md.contains("at 323 events, 0 mismatched"), "{md}");
     assert!(out.join("charts/programs-hand-whatif.png").exists());
 }
+
+/// Writes the "Real programs" section for the committed traces into `reports/` (until
+/// `fragsim report` calls `write_programs` itself):
+/// `cargo test --release --test whatif_report -- --ignored regenerate`.
+#[test]
+#[ignore]
+fn regenerate_real_programs_section() {
+    use fragsim::report_programs::{write_programs, ProgramsOptions};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let start = std::time::Instant::now();
+    let section = write_programs(&root.join("reports"), &ProgramsOptions::new(root)).unwrap();
+    eprintln!(
+        "wrote {} files in {:.1} s",
+        section.files.len(),
+        start.elapsed().as_secs_f64()
+    );
+}

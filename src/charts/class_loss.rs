@@ -1,7 +1,7 @@
 //! Horizontal stacked bars: the size classes that lose the most bytes, largest loss on top,
 //! each bar split by cause (rounding, empty slab regions, large padding).
 
-use super::waste::human_bytes;
+use super::timeline::byte_unit;
 use super::{draw_legend, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -40,7 +40,9 @@ impl Chart for ClassLoss {
         DB::ErrorType: 'static,
     {
         let n = self.rows.len();
-        let right = (0..n).map(|i| self.total(i)).max().unwrap_or(0).max(1) as f64 * 1.3;
+        let max = (0..n).map(|i| self.total(i)).max().unwrap_or(0).max(1) as f64;
+        let (unit, unit_name) = byte_unit(max);
+        let right = max * 1.3 / unit;
         // Row i is drawn at y in (n - 1 - i, n - i), so the first row is on top.
         let y_of = move |i: usize| (n - 1 - i) as f64;
         let mut chart = ChartBuilder::on(area)
@@ -64,8 +66,7 @@ impl Chart for ClassLoss {
                     String::new()
                 }
             })
-            .x_label_formatter(&|x| human_bytes(*x))
-            .x_desc("bytes lost at the peak of active bytes")
+            .x_desc(format!("{unit_name} lost at the peak of active bytes"))
             .y_desc("size class")
             .label_style((FONT, 18))
             .axis_desc_style((FONT, 22))
@@ -80,7 +81,10 @@ impl Chart for ClassLoss {
                     let (x0, x1) = (base[i], base[i] + v);
                     base[i] = x1;
                     Rectangle::new(
-                        [(x0 as f64, y_of(i) + 0.15), (x1 as f64, y_of(i) + 0.85)],
+                        [
+                            (x0 as f64 / unit, y_of(i) + 0.15),
+                            (x1 as f64 / unit, y_of(i) + 0.85),
+                        ],
                         color.filled(),
                     )
                 })
@@ -95,9 +99,10 @@ impl Chart for ClassLoss {
         }
         chart
             .draw_series((0..n).map(|i| {
+                let total = self.total(i) as f64 / unit;
                 Text::new(
-                    human_bytes(self.total(i) as f64),
-                    (self.total(i) as f64 + right * 0.01, y_of(i) + 0.35),
+                    format!("{total:.1} {unit_name}"),
+                    (total + right * 0.01, y_of(i) + 0.35),
                     (FONT, 16),
                 )
             }))

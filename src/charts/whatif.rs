@@ -1,7 +1,7 @@
 //! Stacked bars: one bar per category (e.g. build), split into parts (e.g. requested bytes,
 //! rounding, slab fragmentation), the total printed on top.
 
-use super::waste::human_bytes;
+use super::timeline::byte_unit;
 use super::{draw_legend, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -40,7 +40,9 @@ impl Chart for StackedBars {
         DB::ErrorType: 'static,
     {
         let n = self.categories.len();
-        let top = (0..n).map(|i| self.total(i)).max().unwrap_or(0).max(1) as f64 * 1.35;
+        let max = (0..n).map(|i| self.total(i)).max().unwrap_or(0).max(1) as f64;
+        let (unit, unit_name) = byte_unit(max);
+        let top = max * 1.35 / unit;
         let mut chart = ChartBuilder::on(area)
             .caption(self.title(), (FONT, 28))
             .margin(20)
@@ -61,8 +63,7 @@ impl Chart for StackedBars {
                     String::new()
                 }
             })
-            .y_desc(self.y_desc.clone())
-            .y_label_formatter(&|y| human_bytes(*y))
+            .y_desc(format!("{}, {unit_name}", self.y_desc))
             .label_style((FONT, 18))
             .axis_desc_style((FONT, 22))
             .draw()
@@ -76,7 +77,10 @@ impl Chart for StackedBars {
                     let (y0, y1) = (base[i], base[i] + v);
                     base[i] = y1;
                     Rectangle::new(
-                        [(i as f64 + 0.2, y0 as f64), (i as f64 + 0.8, y1 as f64)],
+                        [
+                            (i as f64 + 0.2, y0 as f64 / unit),
+                            (i as f64 + 0.8, y1 as f64 / unit),
+                        ],
                         color.filled(),
                     )
                 })
@@ -91,9 +95,10 @@ impl Chart for StackedBars {
         }
         chart
             .draw_series((0..n).map(|i| {
+                let total = self.total(i) as f64 / unit;
                 Text::new(
-                    human_bytes(self.total(i) as f64),
-                    (i as f64 + 0.3, self.total(i) as f64 + top * 0.02),
+                    format!("{total:.2} {unit_name}"),
+                    (i as f64 + 0.3, total + top * 0.02),
                     (FONT, 18),
                 )
             }))

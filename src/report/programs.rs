@@ -156,9 +156,18 @@ pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Sectio
          padding page of large blocks.\n\n",
         first.events
     ));
-    md.push_str(&Markdown.render(&whatif)?);
-    md.push('\n');
-    md.push_str(&Markdown.render(&top)?);
+    // The section's own headings name the tables; the tables' titles would repeat them.
+    let untitled = |table: &Table| Table {
+        title: String::new(),
+        ..table.clone()
+    };
+    md.push_str(&Markdown.render(&untitled(&whatif))?);
+    md.push_str(&format!(
+        "\nThe {TOP_CLASSES} size classes losing the most bytes at the active peak, build {} \
+         ([all classes](programs-{name}-classes.md)):\n\n",
+        first.build
+    ));
+    md.push_str(&Markdown.render(&untitled(&top))?);
     md.push('\n');
     md.push_str(&match &program.live {
         Some(live) => format!(

@@ -35,7 +35,7 @@ pub fn whatif_chart(name: &str, program: &str, replays: &[BuildReplay]) -> Stack
     StackedBars {
         name: name.to_string(),
         title: format!("{program}: peak active bytes per jemalloc build"),
-        y_desc: "bytes at the peak".into(),
+        y_desc: "active at the peak".into(),
         categories: replays.iter().map(|r| r.build.clone()).collect(),
         parts: vec![
             part("requested", |r| r.at_peak.requested),
@@ -69,9 +69,9 @@ pub fn class_loss_chart(name: &str, program: &str, replay: &BuildReplay, top: us
 
 /// `48 B`, `20 KiB`, `1.25 MiB`: exact, short.
 fn class_label(size: u64) -> String {
-    if size >= 1 << 20 && size % (1 << 18) == 0 {
+    if size >= 1 << 20 && size.is_multiple_of(1 << 18) {
         format!("{} MiB", size as f64 / (1u64 << 20) as f64)
-    } else if size >= 1 << 10 && size % (1 << 8) == 0 {
+    } else if size >= 1 << 10 && size.is_multiple_of(1 << 8) {
         format!("{} KiB", size as f64 / 1024.0)
     } else {
         format!("{size} B")
