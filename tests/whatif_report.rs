@@ -130,7 +130,17 @@ fn regenerate_real_programs_section() {
     use fragsim::report_programs::{write_programs, ProgramsOptions};
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let start = std::time::Instant::now();
-    let section = write_programs(&root.join("reports"), &ProgramsOptions::new(root)).unwrap();
+    let reports = root.join("reports");
+    let section = write_programs(&reports, &ProgramsOptions::new(root)).unwrap();
+    // The index entry replaces any earlier one at the end of reports/README.md.
+    let index = std::fs::read_to_string(reports.join("README.md")).unwrap();
+    let kept = index.split("\n## Real programs\n").next().unwrap();
+    let index = format!(
+        "{}{}",
+        kept.trim_end_matches('\n').to_string() + "\n",
+        section.index_markdown()
+    );
+    fragsim::export::write_atomic(&reports.join("README.md"), index.as_bytes()).unwrap();
     eprintln!(
         "wrote {} files in {:.1} s",
         section.files.len(),

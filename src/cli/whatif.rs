@@ -110,7 +110,7 @@ impl Progress {
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
         bar.set_style(
             ProgressStyle::with_template(
-                "replay {bar:40} {percent}% {human_pos}/{human_len} events {elapsed}",
+                "replay {bar:30} {percent}% of {human_len} events {elapsed}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );

@@ -305,3 +305,23 @@ pub fn write_programs(dir: &Path, options: &ProgramsOptions) -> Result<ProgramsS
         .collect::<Result<Vec<_>>>()?;
     write_programs_section(dir, &programs)
 }
+
+impl ProgramsSection {
+    /// The section's entry for the report index (`reports/README.md`), in the index's style:
+    /// tables and documents as links, charts as images with their SVG.
+    pub fn index_markdown(&self) -> String {
+        let mut out = String::from("\n## Real programs\n\n");
+        let is_chart = |f: &SectionFile| f.file.ends_with(".png") || f.file.ends_with(".svg");
+        for f in self.files.iter().filter(|f| !is_chart(f)) {
+            out.push_str(&format!("- [{}]({}): {}\n", f.file, f.file, f.what));
+        }
+        for f in self.files.iter().filter(|f| f.file.ends_with(".png")) {
+            let stem = f.file.trim_end_matches(".png");
+            out.push_str(&format!(
+                "\n![{stem}]({})\n\n{} ([SVG]({stem}.svg))\n",
+                f.file, f.what
+            ));
+        }
+        out
+    }
+}
