@@ -432,7 +432,7 @@ pub struct LiveComparison {
 }
 
 fn is_snapshot_event(event: u64, every: u64, last: u64) -> bool {
-    event % every.max(1) == 0 || event == last
+    event.is_multiple_of(every.max(1)) || event == last
 }
 
 /// Replays `events` through the model and the live jemalloc side by side and compares
