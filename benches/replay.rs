@@ -39,6 +39,47 @@ fn replay(c: &mut Criterion) {
         })
     });
     group.finish();
+    if let Some((name, events)) = largest_trace() {
+        let mut group = c.benchmark_group(format!("replay-trace-{name}"));
+        group.throughput(Throughput::Elements(events.len() as u64));
+        group.sample_size(10);
+        group.bench_function("model", |b| {
+            b.iter(|| {
+                let mut arena = Arena::new(config).unwrap();
+                for &e in &events {
+                    arena.apply(e).unwrap();
+                }
+                black_box(*arena.stats())
+            })
+        });
+        group.bench_function("live", |b| {
+            b.iter(|| {
+                let mut arena = LiveArena::new().unwrap();
+                for &e in &events {
+                    arena.apply(e).unwrap();
+                }
+                black_box(&arena);
+            })
+        });
+        group.finish();
+    }
+}
+
+/// The trace named by `FRAGSIM_BENCH_TRACE`, else the largest in data/traces/, if any.
+fn largest_trace() -> Option<(String, Vec<fragsim::trace::Event>)> {
+    let path = match std::env::var_os("FRAGSIM_BENCH_TRACE") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::fs::read_dir("data/traces")
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+            .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))?,
+    };
+    let reader = fragsim::trace::TraceReader::open(&path).ok()?;
+    let events = reader.collect::<Result<Vec<_>, _>>().ok()?;
+    let name = path.file_stem()?.to_string_lossy().to_string();
+    Some((name, events))
 }
 
 criterion_group!(benches, replay);
