@@ -112,7 +112,8 @@ fn header_counts_match_hand_computed_values() {
     );
     assert_eq!((h.peak_live_objects, h.id_limit), (2, 2));
     assert_eq!((h.peak_requested_bytes, h.final_requested_bytes), (350, 8));
-    // Tags and varints: a0 100 = 2 bytes, a1 50 = 2, r0 300 = 1 + 2, f1 = 1, a1 8 64 = 3, f0 = 1.
+    // Tags (id deltas 0, +1, -1, +1, 0, -1: one byte each) and varints: a0 100 = 2 bytes,
+    // a1 50 = 2, r0 300 = 1 + 2, f1 = 1, a1 8 64 = 3, f0 = 1.
     assert_eq!(h.payload_bytes, 12);
     assert_eq!(bytes.len(), 88 + 12);
     assert_eq!(TraceReader::new(&bytes[..]).unwrap().header(), &h);
@@ -196,9 +197,12 @@ fn corrupt_files_are_one_line_errors_with_offsets() {
         "{msg}"
     );
 
-    // An id beyond the header's limit.
+    // Tags hold zigzag deltas of ids: 10 is +5, 5 is -3.
     let mut bad = good.clone();
     bad[88] = 5 << 2;
+    assert!(error_text(read_binary(&bad)).contains("object id outside"));
+    let mut bad = good.clone();
+    bad[88] = 10 << 2;
     assert!(error_text(read_binary(&bad)).contains("not below the header's id limit"));
     for msg in [error_text(read_binary(&bad)), error_text(read_binary(b""))] {
         assert!(!msg.contains('\n'));

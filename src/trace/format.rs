@@ -5,18 +5,20 @@
 //! `events = u64::MAX` first and seeks back to fill in the counts on `finish`, so an
 //! unfinished file is recognised as such.
 //!
-//! Each event starts with one varint `tag = id << 2 | kind`:
-//! kind 0 = alloc with default alignment (then `size`), 1 = free, 2 = realloc (then `size`),
-//! 3 = alloc with an explicit alignment (then `size`, `align`). Small ids and sizes take one
-//! byte each, so a typical free is 1-2 bytes and an alloc 2-4.
+//! Each event starts with one varint `tag = zigzag(id - previous id) << 2 | kind`, the previous
+//! id being that of the event before (0 before the first): kind 0 = alloc with default
+//! alignment (then `size`), 1 = free, 2 = realloc (then `size`), 3 = alloc with an explicit
+//! alignment (then `size`, `align`). Ids as deltas because consecutive events mostly touch
+//! nearby ids (fresh ids count up, recent objects die first): on the committed traces this
+//! takes the tag from ~3 bytes to ~1.5, and the file to under 2 bytes per event.
 
 use super::{Event, ObjectId};
 
 pub const MAGIC: [u8; 8] = *b"FSIMTRC\0";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const HEADER_LEN: usize = 88;
-/// The longest possible event: a 5-byte tag and two 10-byte varints.
-pub const MAX_EVENT_LEN: usize = 25;
+/// The longest possible event: a 6-byte tag (35 bits) and two 10-byte varints.
+pub const MAX_EVENT_LEN: usize = 26;
 pub const UNFINISHED: u64 = u64::MAX;
 
 const KIND_ALLOC: u64 = 0;
@@ -101,25 +103,35 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-/// Appends one event's bytes.
+/// The tag of an event about `id` after one about `prev`.
+#[inline(always)]
+fn tag(id: ObjectId, prev: ObjectId, kind: u64) -> u64 {
+    let delta = id as i64 - prev as i64;
+    let zigzag = ((delta << 1) ^ (delta >> 63)) as u64;
+    zigzag << 2 | kind
+}
+
+/// Appends one event's bytes; `prev` is the id of the event before, updated.
 #[inline]
-pub(crate) fn encode_event(out: &mut Vec<u8>, event: &Event) {
+pub(crate) fn encode_event(out: &mut Vec<u8>, event: &Event, prev: &mut ObjectId) {
+    let id = event.id();
     match *event {
-        Event::Alloc { id, size, align: 0 } => {
-            put_varint(out, (id as u64) << 2 | KIND_ALLOC);
+        Event::Alloc { size, align: 0, .. } => {
+            put_varint(out, tag(id, *prev, KIND_ALLOC));
             put_varint(out, size);
         }
-        Event::Alloc { id, size, align } => {
-            put_varint(out, (id as u64) << 2 | KIND_ALLOC_ALIGNED);
+        Event::Alloc { size, align, .. } => {
+            put_varint(out, tag(id, *prev, KIND_ALLOC_ALIGNED));
             put_varint(out, size);
             put_varint(out, align);
         }
-        Event::Free { id } => put_varint(out, (id as u64) << 2 | KIND_FREE),
-        Event::Realloc { id, size } => {
-            put_varint(out, (id as u64) << 2 | KIND_REALLOC);
+        Event::Free { .. } => put_varint(out, tag(id, *prev, KIND_FREE)),
+        Event::Realloc { size, .. } => {
+            put_varint(out, tag(id, *prev, KIND_REALLOC));
             put_varint(out, size);
         }
     }
+    *prev = id;
 }
 
 /// Why bytes did not decode to an event.
@@ -127,12 +139,30 @@ pub(crate) fn encode_event(out: &mut Vec<u8>, event: &Event) {
 pub(crate) enum DecodeError {
     /// The bytes end inside the event.
     Short,
-    /// A varint longer than 10 bytes, overflowing 64 bits, or an id above `u32::MAX`.
+    /// A varint longer than 10 bytes, overflowing 64 bits, or an id outside `0..=u32::MAX`.
     Malformed(&'static str),
 }
 
 #[inline(always)]
 fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
+    // One and two bytes are most sizes and tags.
+    if let Some(&b0) = buf.get(*pos) {
+        if b0 < 0x80 {
+            *pos += 1;
+            return Ok(b0 as u64);
+        }
+        if let Some(&b1) = buf.get(*pos + 1) {
+            if b1 < 0x80 {
+                *pos += 2;
+                return Ok((b0 & 0x7f) as u64 | (b1 as u64) << 7);
+            }
+        }
+    }
+    get_varint_long(buf, pos)
+}
+
+#[inline(never)]
+fn get_varint_long(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
     let mut value = 0u64;
     let mut shift = 0u32;
     loop {
@@ -154,23 +184,17 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
     }
 }
 
-/// Decodes one event from the front of `buf`; returns it and its length.
+/// Decodes one event from the front of `buf`, `prev` being the id of the event before;
+/// returns it and its length.
 #[inline(always)]
-pub(crate) fn decode_event(buf: &[u8]) -> Result<(Event, usize), DecodeError> {
+pub(crate) fn decode_event(buf: &[u8], prev: ObjectId) -> Result<(Event, usize), DecodeError> {
     let mut pos = 0;
-    // One-byte tags (ids below 32) are the common case.
-    let tag = match buf.first() {
-        Some(&b) if b < 0x80 => {
-            pos = 1;
-            b as u64
-        }
-        _ => get_varint(buf, &mut pos)?,
+    let tag = get_varint(buf, &mut pos)?;
+    let zigzag = tag >> 2;
+    let delta = (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64);
+    let Ok(id) = ObjectId::try_from(prev as i64 + delta) else {
+        return Err(DecodeError::Malformed("object id outside 0..=2^32-1"));
     };
-    let raw_id = tag >> 2;
-    if raw_id > ObjectId::MAX as u64 {
-        return Err(DecodeError::Malformed("object id above 2^32-1"));
-    }
-    let id = raw_id as ObjectId;
     let event = match tag & 3 {
         KIND_ALLOC => Event::Alloc {
             id,

@@ -5,7 +5,7 @@ use super::format::{
     decode_event, DecodeError, TraceHeader, HEADER_LEN, MAGIC, MAX_EVENT_LEN, UNFINISHED, VERSION,
 };
 use super::ids::LiveSet;
-use super::{Event, TraceError};
+use super::{Event, ObjectId, TraceError};
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::Path;
@@ -28,6 +28,7 @@ pub struct TraceReader<R> {
     /// File offset of `buf[0]`.
     base: u64,
     events_read: u64,
+    prev_id: ObjectId,
     live: LiveSet,
     done: bool,
 }
@@ -85,7 +86,10 @@ impl<R: Read> TraceReader<R> {
             eof: false,
             base: HEADER_LEN as u64,
             events_read: 0,
-            live: LiveSet::default(),
+            prev_id: 0,
+            // Sized from the header up front (bounded, in case the header is corrupt: the set
+            // grows on demand past that).
+            live: LiveSet::with_capacity(header.id_limit.min(1 << 26) as usize),
             done: false,
         })
     }
@@ -161,7 +165,7 @@ impl<R: Read> TraceReader<R> {
             self.refill()?;
         }
         let start = self.offset();
-        let (event, len) = match decode_event(&self.buf[self.pos..self.end]) {
+        let (event, len) = match decode_event(&self.buf[self.pos..self.end], self.prev_id) {
             Ok(decoded) => decoded,
             Err(DecodeError::Short) => {
                 return Err(TraceError::Truncated {
@@ -177,6 +181,7 @@ impl<R: Read> TraceReader<R> {
         };
         self.pos += len;
         let id = event.id();
+        self.prev_id = id;
         if id as u64 >= self.header.id_limit {
             return Err(self.corrupt(
                 start,
@@ -204,11 +209,39 @@ impl<R: Read> TraceReader<R> {
     }
 }
 
-impl<R: Read> Iterator for TraceReader<R> {
-    type Item = Result<Event, TraceError>;
+impl<R: Read> TraceReader<R> {
+    /// The common case without refills or errors; `None` sends the caller to the slow path,
+    /// which redoes the event with full error reporting (a failed check changes nothing).
+    #[inline(always)]
+    fn next_fast(&mut self) -> Option<Event> {
+        if self.done
+            || self.events_read >= self.header.events
+            || self.end - self.pos < MAX_EVENT_LEN
+        {
+            return None;
+        }
+        let (event, len) = decode_event(&self.buf[self.pos..self.end], self.prev_id).ok()?;
+        let id = event.id();
+        if id as u64 >= self.header.id_limit {
+            return None;
+        }
+        let consistent = match event {
+            Event::Alloc { .. } => self.live.insert(id),
+            Event::Free { .. } => self.live.remove(id),
+            Event::Realloc { .. } => self.live.contains(id),
+        };
+        if !consistent {
+            return None;
+        }
+        self.pos += len;
+        self.prev_id = id;
+        self.events_read += 1;
+        Some(event)
+    }
 
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
+    #[cold]
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<Result<Event, TraceError>> {
         if self.done {
             return None;
         }
@@ -219,6 +252,18 @@ impl<R: Read> Iterator for TraceReader<R> {
                 self.done = true;
                 Some(Err(err))
             }
+        }
+    }
+}
+
+impl<R: Read> Iterator for TraceReader<R> {
+    type Item = Result<Event, TraceError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_fast() {
+            Some(event) => Some(Ok(event)),
+            None => self.next_slow(),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::format::{encode_event, TraceHeader, HEADER_LEN, UNFINISHED, VERSION};
 use super::tally::Tally;
-use super::{Event, TraceError};
+use super::{Event, ObjectId, TraceError};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
@@ -22,6 +22,7 @@ pub struct TraceWriter<W: Write + Seek> {
     buf: Vec<u8>,
     tally: Tally,
     payload_bytes: u64,
+    prev_id: ObjectId,
     finisher: Option<Finisher<W>>,
 }
 
@@ -46,6 +47,7 @@ impl<W: Write + Seek> TraceWriter<W> {
             buf: Vec::with_capacity(FLUSH_AT + 64),
             tally: Tally::new(),
             payload_bytes: 0,
+            prev_id: 0,
             finisher: None,
         })
     }
@@ -59,7 +61,7 @@ impl<W: Write + Seek> TraceWriter<W> {
                 event: self.tally.events,
                 what,
             })?;
-        encode_event(&mut self.buf, event);
+        encode_event(&mut self.buf, event, &mut self.prev_id);
         if self.buf.len() >= FLUSH_AT {
             self.flush_buf()?;
         }
@@ -131,7 +133,7 @@ impl TraceWriter<NamedTempFile> {
         let tmp = tempfile::Builder::new()
             .prefix(".fragsim-trace-")
             .tempfile_in(dir)
-            .map_err(output)?;
+            .map_err(|e| output(without_temp_path(e)))?;
         let mut writer = Self::named(tmp, &path.display().to_string())?;
         let target: PathBuf = path.to_path_buf();
         writer.finisher = Some(Box::new(move |tmp: NamedTempFile| {
@@ -151,6 +153,15 @@ impl TraceWriter<NamedTempFile> {
             Ok(())
         }));
         Ok(writer)
+    }
+}
+
+/// tempfile's errors name the temporary file; the user named only the target.
+fn without_temp_path(e: std::io::Error) -> std::io::Error {
+    let text = e.to_string();
+    match text.split_once(" at path ") {
+        Some((cause, _)) => std::io::Error::new(e.kind(), cause.to_string()),
+        None => e,
     }
 }
 
