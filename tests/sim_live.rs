@@ -81,3 +81,20 @@ fn random_traces_match_system_jemalloc_5_3_0() {
         check(spec, LiveAllocator::System(lib.clone()));
     }
 }
+
+#[test]
+fn the_validation_set_passes_quickly() {
+    use fragsim::live::replay::{replay_validation, replay_validation_table};
+    let checks = replay_validation(env!("CARGO_BIN_EXE_fragsim").as_ref(), true, None).unwrap();
+    assert_eq!(checks.len(), 4);
+    for c in &checks {
+        assert!(
+            c.comparison.is_exact(),
+            "{}: {:?}",
+            c.allocator,
+            c.comparison.first
+        );
+        assert_eq!(c.comparison.snapshots, c.spec.events);
+    }
+    assert_eq!(replay_validation_table(&checks).rows.len(), 4);
+}

@@ -29,6 +29,11 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let valgrind = find_valgrind().context(
         "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
     )?;
+    let program = &args.command[0];
+    anyhow::ensure!(
+        find_program(program).is_some(),
+        "program '{program}' not found (neither a file nor on PATH)"
+    );
     let log_dir = tempfile::tempdir().context("cannot create a temporary directory")?;
     let log = match &args.keep_log {
         Some(path) => path.clone(),
@@ -41,12 +46,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .args(&args.command)
         .status()
         .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
-    let file = std::fs::File::open(&log).with_context(|| {
-        format!(
-            "valgrind wrote no log for '{}' (exit status {status})",
-            args.command[0]
-        )
-    })?;
+    let file = std::fs::File::open(&log)
+        .with_context(|| format!("valgrind wrote no log for '{program}' ({status})"))?;
     let name = log.display().to_string();
     let options = ValgrindOptions {
         pid: None,
@@ -61,16 +62,24 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     eprintln!("{}", import_note(&name, &args.out, &header, &summary));
     if !status.success() {
         eprintln!(
-            "note: '{}' exited with {status}; the trace holds what it allocated until then",
-            args.command[0]
+            "note: '{program}' exited with {status}; the trace holds what it allocated until then"
         );
     }
     Ok(0)
 }
 
 fn find_valgrind() -> Option<PathBuf> {
+    find_program("valgrind")
+}
+
+/// `name` itself if it has a slash, else the first file of that name on PATH.
+fn find_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return path.is_file().then_some(path);
+    }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
-        .map(|dir| dir.join("valgrind"))
+        .map(|dir| dir.join(name))
         .find(|p| p.is_file())
 }

@@ -131,21 +131,17 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
         child_exe: Some(std::env::current_exe().context("the fragsim executable")?),
         keep: 5,
     };
-    let result = replay_compare(events, &options)?;
-    if let Some(explicit) = args.allocator.explicit_config()? {
-        let mut explicit = explicit;
-        explicit.version = result.config.version;
+    // Build flags must describe the live allocator: checked before a long replay where the
+    // linked jemalloc is the one (a system library is known only from its child).
+    if args.system_jemalloc.is_none() {
+        let mut linked = Api::linked().config()?;
         if let Some(v) = args.disable_large_size_classes {
-            explicit.large_page_rounding = v;
+            linked.large_page_rounding = v;
         }
-        if explicit != result.config {
-            bail!(
-                "the build flags describe {} but the live jemalloc is {}: drop them under --live",
-                explicit.label(),
-                result.config.label()
-            );
-        }
+        check_build_flags(args, &linked)?;
     }
+    let result = replay_compare(events, &options)?;
+    check_build_flags(args, &result.config)?;
     let c = &result.comparison;
     let mut table = Table::new(
         format!(
@@ -187,6 +183,23 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
         }
         Ok(1)
     }
+}
+
+fn check_build_flags(args: &ReplayArgs, live: &crate::sizeclass::AllocatorConfig) -> Result<()> {
+    if let Some(mut explicit) = args.allocator.explicit_config()? {
+        explicit.version = live.version;
+        if let Some(v) = args.disable_large_size_classes {
+            explicit.large_page_rounding = v;
+        }
+        if explicit != *live {
+            bail!(
+                "the build flags describe {} but the live jemalloc is {}: drop them under --live",
+                explicit.label(),
+                live.label()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Hidden: the child side of a live replay (events from FILE, snapshots to stdout).

@@ -432,7 +432,7 @@ pub struct LiveComparison {
 }
 
 fn is_snapshot_event(event: u64, every: u64, last: u64) -> bool {
-    event % every.max(1) == 0 || event == last
+    event.is_multiple_of(every.max(1)) || event == last
 }
 
 /// Replays `events` through the model and the live jemalloc side by side and compares
@@ -743,4 +743,118 @@ fn parse_config(line: &str) -> Result<AllocatorConfig> {
     config.large_page_rounding = flag("large_page_rounding")?;
     config.version = version;
     Ok(config)
+}
+
+/// One random trace replayed model-versus-live, for `fragsim validate` and the report.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReplayCheck {
+    /// Which live jemalloc: `5.3.1 disable_large_size_classes:true` etc.
+    pub allocator: String,
+    pub spec: crate::sim::WorkloadSpec,
+    pub comparison: Comparison,
+}
+
+/// The random traces `fragsim validate` replays: a mix of small and large (up to 24 MiB)
+/// allocations, frees in random order, growing and shrinking reallocs, aligned requests;
+/// one large-heavy trace. `quick` keeps it to seconds.
+pub fn validation_specs(quick: bool) -> Vec<crate::sim::WorkloadSpec> {
+    use crate::sim::WorkloadSpec;
+    let events = if quick { 20_000 } else { 200_000 };
+    vec![
+        WorkloadSpec {
+            seed: 1,
+            events,
+            ..WorkloadSpec::default()
+        },
+        WorkloadSpec {
+            seed: 2,
+            events,
+            target_live: 400,
+            large_share: 0.4,
+            realloc_share: 0.2,
+            ..WorkloadSpec::default()
+        },
+    ]
+}
+
+/// Replays every trace of [`validation_specs`] through the model and the linked jemalloc
+/// with both `disable_large_size_classes` settings (the other one in a child process of
+/// `exe`, the fragsim executable), every event compared. Also Debian's 5.3.0 when
+/// `system_jemalloc` names its library. 0 mismatches everywhere is the pass.
+pub fn replay_validation(
+    exe: &Path,
+    quick: bool,
+    system_jemalloc: Option<&Path>,
+) -> Result<Vec<ReplayCheck>> {
+    let mut allocators = vec![
+        (
+            "jemalloc 5.3.1 (linked), disable_large_size_classes:true".to_string(),
+            LiveAllocator::LinkedWith(true),
+        ),
+        (
+            "jemalloc 5.3.1 (linked), disable_large_size_classes:false".to_string(),
+            LiveAllocator::LinkedWith(false),
+        ),
+    ];
+    if let Some(lib) = system_jemalloc {
+        allocators.push((
+            format!("system jemalloc {}", lib.display()),
+            LiveAllocator::System(lib.to_path_buf()),
+        ));
+    }
+    let mut checks = Vec::new();
+    for spec in validation_specs(quick) {
+        let events = crate::sim::random_trace(&spec);
+        for (label, allocator) in &allocators {
+            let options = LiveOptions {
+                every: 1,
+                allocator: allocator.clone(),
+                child_exe: Some(exe.to_path_buf()),
+                keep: 5,
+            };
+            let result = replay_compare(&events, &options)?;
+            checks.push(ReplayCheck {
+                allocator: format!("{label} ({})", result.config.version.as_str()),
+                spec,
+                comparison: result.comparison,
+            });
+        }
+    }
+    Ok(checks)
+}
+
+/// The checks as a table: one row per trace and allocator.
+pub fn replay_validation_table(checks: &[ReplayCheck]) -> crate::export::Table {
+    let mut t = crate::export::Table::new(
+        "arena model vs live jemalloc, random traces, every event",
+        &[
+            "allocator",
+            "seed",
+            "events",
+            "large_share",
+            "snapshots",
+            "values_compared",
+            "values_mismatched",
+            "first_mismatch",
+        ],
+    );
+    for c in checks {
+        let first = c.comparison.first.first().map_or(String::new(), |m| {
+            format!(
+                "event {} {}: predicted {}, measured {}",
+                m.event, m.statistic, m.predicted, m.measured
+            )
+        });
+        t.push(vec![
+            c.allocator.clone().into(),
+            c.spec.seed.into(),
+            c.spec.events.into(),
+            crate::export::Cell::Float(c.spec.large_share, 2),
+            c.comparison.snapshots.into(),
+            c.comparison.values.into(),
+            c.comparison.mismatched_values.into(),
+            first.into(),
+        ]);
+    }
+    t
 }

@@ -17,16 +17,33 @@ struct Bin {
     slab_size: u64,
 }
 
-/// Where a live object is.
+/// Where a live object is: 16 bytes, as the object table is the model's main memory.
 #[derive(Clone, Copy, Debug, Default)]
 struct Object {
+    request: u64,
     /// The slab (small) or extent (large) holding it; `NIL` when the id is not live.
     extent: u32,
     /// Bin index + 1 for a small object, 0 for a large one.
-    bin_plus_one: u32,
-    usize: u64,
-    request: u64,
-    align: u64,
+    bin_plus_one: u8,
+    /// log2 of the alignment + 1; 0 for none.
+    lg_align_plus_one: u8,
+}
+
+impl Object {
+    fn align(&self) -> u64 {
+        match self.lg_align_plus_one {
+            0 => 0,
+            lg => 1 << (lg - 1),
+        }
+    }
+}
+
+fn lg_align_plus_one(align: u64) -> u8 {
+    if align > 1 {
+        align.trailing_zeros() as u8 + 1
+    } else {
+        0
+    }
 }
 
 /// One jemalloc arena, modelled. See the module documentation of [`crate::sim`].
@@ -134,12 +151,11 @@ impl Arena {
                     return Err(SimError::AllocOfLiveId { event: n, id });
                 }
                 let usize = self.usable(n, size, align)?;
-                let obj = self.place(n, usize, align)?;
+                let obj = self.place(n, usize, lg_align_plus_one(align))?;
                 self.set(
                     id,
                     Object {
                         request: size,
-                        align,
                         ..obj
                     },
                 );
@@ -159,13 +175,12 @@ impl Arena {
                 let obj = self
                     .live(id)
                     .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
-                let usize = self.usable(n, size, obj.align)?;
+                let usize = self.usable(n, size, obj.align())?;
                 let moved = self.realloc(n, obj, usize)?;
                 self.set(
                     id,
                     Object {
                         request: size,
-                        align: obj.align,
                         ..moved
                     },
                 );
@@ -225,16 +240,15 @@ impl Arena {
     }
 
     /// Allocates `usize` bytes: from a bin or as a large extent.
-    fn place(&mut self, event: u64, usize: u64, align: u64) -> Result<Object, SimError> {
+    fn place(&mut self, event: u64, usize: u64, lg_align: u8) -> Result<Object, SimError> {
         if usize <= self.classes.small_maxclass() {
             let bin = self.bin_index(usize);
             let slab = self.malloc_small(event, bin)?;
             Ok(Object {
                 extent: slab,
-                bin_plus_one: bin as u32 + 1,
-                usize,
+                bin_plus_one: bin as u8 + 1,
                 request: 0,
-                align,
+                lg_align_plus_one: lg_align,
             })
         } else {
             let esize = usize + self.large_pad;
@@ -248,9 +262,8 @@ impl Arena {
             Ok(Object {
                 extent,
                 bin_plus_one: 0,
-                usize,
                 request: 0,
-                align,
+                lg_align_plus_one: lg_align,
             })
         }
     }
@@ -350,7 +363,7 @@ impl Arena {
         } else {
             let size = self.pac.ext.get(obj.extent).size;
             self.stats.active_bytes -= size;
-            self.stats.allocated_bytes -= obj.usize;
+            self.stats.allocated_bytes -= size - self.large_pad;
             self.pac.dalloc(obj.extent);
         }
     }
@@ -365,12 +378,12 @@ impl Arena {
                 return Ok(obj);
             }
         } else if !old_small && usize > small_max {
-            let old = obj.usize;
+            let old = self.pac.ext.get(obj.extent).size - self.large_pad;
             if usize > old && self.pac.expand(obj.extent, usize + self.large_pad) {
                 self.stats.active_bytes += usize - old;
                 self.stats.allocated_bytes += usize - old;
                 self.note_mappings();
-                return Ok(Object { usize, ..obj });
+                return Ok(obj);
             }
             if usize == old {
                 return Ok(obj);
@@ -379,10 +392,10 @@ impl Arena {
                 self.pac.shrink(obj.extent, usize + self.large_pad);
                 self.stats.active_bytes -= old - usize;
                 self.stats.allocated_bytes -= old - usize;
-                return Ok(Object { usize, ..obj });
+                return Ok(obj);
             }
         }
-        let new = self.place(event, usize, obj.align)?;
+        let new = self.place(event, usize, obj.lg_align_plus_one)?;
         self.remove(obj);
         Ok(new)
     }

@@ -335,7 +335,7 @@ mod tests {
                 heap.first(&mut nodes);
             }
         }
-        let mut removed = vec![false; 200];
+        let mut removed = [false; 200];
         for i in (0..200u32).step_by(3) {
             heap.remove(&mut nodes, i);
             removed[i as usize] = true;
@@ -344,7 +344,8 @@ mod tests {
         expected.sort();
         let mut got = Vec::new();
         while !heap.is_empty() {
-            got.push(nodes.keys[heap.remove_first(&mut nodes) as usize]);
+            let first = heap.remove_first(&mut nodes);
+            got.push(nodes.keys[first as usize]);
         }
         assert_eq!(got, expected);
     }

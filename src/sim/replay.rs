@@ -103,7 +103,7 @@ pub fn replay(
         arena.apply(e)?;
         let s = arena.stats();
         summary.observe(s);
-        if s.events % every == 0 || s.events == last {
+        if s.events.is_multiple_of(every) || s.events == last {
             on_row(s);
         }
     }

@@ -145,6 +145,24 @@ pub(crate) enum DecodeError {
 
 #[inline(always)]
 fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
+    // One and two bytes are most sizes and tags.
+    if let Some(&b0) = buf.get(*pos) {
+        if b0 < 0x80 {
+            *pos += 1;
+            return Ok(b0 as u64);
+        }
+        if let Some(&b1) = buf.get(*pos + 1) {
+            if b1 < 0x80 {
+                *pos += 2;
+                return Ok((b0 & 0x7f) as u64 | (b1 as u64) << 7);
+            }
+        }
+    }
+    get_varint_long(buf, pos)
+}
+
+#[inline(never)]
+fn get_varint_long(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
     let mut value = 0u64;
     let mut shift = 0u32;
     loop {
@@ -171,14 +189,7 @@ fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
 #[inline(always)]
 pub(crate) fn decode_event(buf: &[u8], prev: ObjectId) -> Result<(Event, usize), DecodeError> {
     let mut pos = 0;
-    // One-byte tags (id deltas within -16..=15) are the common case.
-    let tag = match buf.first() {
-        Some(&b) if b < 0x80 => {
-            pos = 1;
-            b as u64
-        }
-        _ => get_varint(buf, &mut pos)?,
-    };
+    let tag = get_varint(buf, &mut pos)?;
     let zigzag = tag >> 2;
     let delta = (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64);
     let Ok(id) = ObjectId::try_from(prev as i64 + delta) else {

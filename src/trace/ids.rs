@@ -39,6 +39,13 @@ pub struct LiveSet {
 }
 
 impl LiveSet {
+    /// A set with room for ids below `ids` without growing.
+    pub fn with_capacity(ids: usize) -> Self {
+        LiveSet {
+            words: vec![0; ids.div_ceil(64)],
+        }
+    }
+
     #[inline(always)]
     pub fn contains(&self, id: ObjectId) -> bool {
         self.words

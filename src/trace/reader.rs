@@ -87,7 +87,9 @@ impl<R: Read> TraceReader<R> {
             base: HEADER_LEN as u64,
             events_read: 0,
             prev_id: 0,
-            live: LiveSet::default(),
+            // Sized from the header up front (bounded, in case the header is corrupt: the set
+            // grows on demand past that).
+            live: LiveSet::with_capacity(header.id_limit.min(1 << 26) as usize),
             done: false,
         })
     }
@@ -207,11 +209,39 @@ impl<R: Read> TraceReader<R> {
     }
 }
 
-impl<R: Read> Iterator for TraceReader<R> {
-    type Item = Result<Event, TraceError>;
+impl<R: Read> TraceReader<R> {
+    /// The common case without refills or errors; `None` sends the caller to the slow path,
+    /// which redoes the event with full error reporting (a failed check changes nothing).
+    #[inline(always)]
+    fn next_fast(&mut self) -> Option<Event> {
+        if self.done
+            || self.events_read >= self.header.events
+            || self.end - self.pos < MAX_EVENT_LEN
+        {
+            return None;
+        }
+        let (event, len) = decode_event(&self.buf[self.pos..self.end], self.prev_id).ok()?;
+        let id = event.id();
+        if id as u64 >= self.header.id_limit {
+            return None;
+        }
+        let consistent = match event {
+            Event::Alloc { .. } => self.live.insert(id),
+            Event::Free { .. } => self.live.remove(id),
+            Event::Realloc { .. } => self.live.contains(id),
+        };
+        if !consistent {
+            return None;
+        }
+        self.pos += len;
+        self.prev_id = id;
+        self.events_read += 1;
+        Some(event)
+    }
 
-    #[inline]
-    fn next(&mut self) -> Option<Self::Item> {
+    #[cold]
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<Result<Event, TraceError>> {
         if self.done {
             return None;
         }
@@ -222,6 +252,18 @@ impl<R: Read> Iterator for TraceReader<R> {
                 self.done = true;
                 Some(Err(err))
             }
+        }
+    }
+}
+
+impl<R: Read> Iterator for TraceReader<R> {
+    type Item = Result<Event, TraceError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_fast() {
+            Some(event) => Some(Ok(event)),
+            None => self.next_slow(),
         }
     }
 }

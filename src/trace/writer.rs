@@ -133,7 +133,7 @@ impl TraceWriter<NamedTempFile> {
         let tmp = tempfile::Builder::new()
             .prefix(".fragsim-trace-")
             .tempfile_in(dir)
-            .map_err(output)?;
+            .map_err(|e| output(without_temp_path(e)))?;
         let mut writer = Self::named(tmp, &path.display().to_string())?;
         let target: PathBuf = path.to_path_buf();
         writer.finisher = Some(Box::new(move |tmp: NamedTempFile| {
@@ -153,6 +153,15 @@ impl TraceWriter<NamedTempFile> {
             Ok(())
         }));
         Ok(writer)
+    }
+}
+
+/// tempfile's errors name the temporary file; the user named only the target.
+fn without_temp_path(e: std::io::Error) -> std::io::Error {
+    let text = e.to_string();
+    match text.split_once(" at path ") {
+        Some((cause, _)) => std::io::Error::new(e.kind(), cause.to_string()),
+        None => e,
     }
 }
 

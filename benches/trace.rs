@@ -1,0 +1,110 @@
+//! Reading the largest committed trace: binary from memory and from the file, side by side with
+//! its text form (the peer), and writing it. Events/s from criterion's throughput; bytes/event
+//! is printed once (file size / events).
+//!
+//! The `*_cpu` variants time the same work in this thread's CPU time (the kernel's
+//! `/proc/thread-self/schedstat`, in ns) instead of wall time: on a machine shared with other
+//! jobs, wall time also counts the time the thread waited for a core.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use fragsim::trace::{read_text, write_text, Event, TraceReader, TraceWriter};
+use std::hint::black_box;
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fragsim::use_jemalloc!();
+
+fn largest_trace() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces");
+    std::fs::read_dir(&dir)
+        .expect("data/traces")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().len())
+        .expect("a committed trace")
+}
+
+/// Folds every event into a checksum so nothing is optimised away.
+fn consume(events: impl Iterator<Item = Result<Event, fragsim::trace::TraceError>>) -> u64 {
+    let mut sum = 0u64;
+    for e in events {
+        match e.unwrap() {
+            Event::Alloc { id, size, .. } => sum = sum.wrapping_add(size ^ id as u64),
+            Event::Free { id } => sum = sum.wrapping_add(id as u64),
+            Event::Realloc { id, size } => sum = sum.wrapping_add(size.wrapping_mul(id as u64)),
+        }
+    }
+    sum
+}
+
+/// This thread's CPU time so far.
+fn thread_cpu() -> Duration {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    let ns = text
+        .split_whitespace()
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    Duration::from_nanos(ns)
+}
+
+/// `iters` runs of `work`, timed in CPU time.
+fn cpu_timed<T>(iters: u64, mut work: impl FnMut() -> T) -> Duration {
+    let start = thread_cpu();
+    for _ in 0..iters {
+        black_box(work());
+    }
+    thread_cpu() - start
+}
+
+fn trace(c: &mut Criterion) {
+    let path = largest_trace();
+    let bytes = std::fs::read(&path).unwrap();
+    let events: Vec<Event> = TraceReader::new(&bytes[..])
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let n = events.len() as u64;
+    let mut text = Vec::new();
+    write_text(&mut text, events.iter().copied().map(Ok)).unwrap();
+    let name = path.file_stem().unwrap().to_string_lossy().to_string();
+    eprintln!(
+        "{name}: {n} events, {} bytes binary = {:.3} bytes/event; text {:.3} bytes/event",
+        bytes.len(),
+        bytes.len() as f64 / n as f64,
+        text.len() as f64 / n as f64
+    );
+
+    let mut group = c.benchmark_group(format!("trace_{name}"));
+    group.throughput(Throughput::Elements(n));
+    group.sample_size(30);
+    group.bench_function("read_binary_memory", |b| {
+        b.iter(|| consume(TraceReader::new(black_box(&bytes[..])).unwrap()))
+    });
+    group.bench_function("read_binary_memory_cpu", |b| {
+        b.iter_custom(|iters| cpu_timed(iters, || consume(TraceReader::new(&bytes[..]).unwrap())))
+    });
+    group.bench_function("read_text_memory_cpu", |b| {
+        b.iter_custom(|iters| cpu_timed(iters, || consume(read_text(&text[..]))))
+    });
+    group.bench_function("read_binary_file", |b| {
+        b.iter(|| consume(TraceReader::open(black_box(&path)).unwrap()))
+    });
+    group.bench_function("read_text_memory", |b| {
+        b.iter(|| consume(read_text(black_box(&text[..]))))
+    });
+    group.bench_function("write_binary_memory", |b| {
+        b.iter(|| {
+            let mut w = TraceWriter::new(Cursor::new(Vec::with_capacity(bytes.len()))).unwrap();
+            for e in &events {
+                w.write(e).unwrap();
+            }
+            w.finish_into_inner().unwrap().0
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, trace);
+criterion_main!(benches);

@@ -1,0 +1,342 @@
+//! `fragsim trace import|dump|stats` and `fragsim record` end to end, on hand-written input
+//! (hand-computed results), the committed real traces, and bad input (exit 2, one line, no
+//! output file).
+
+use fragsim::trace::{trace_stats, TraceReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fragsim(args: &[&str]) -> Output {
+    fragsim_env(args, &[])
+}
+
+fn fragsim_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fragsim"));
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run fragsim")
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = fragsim(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn assert_rejected(out: &Output, names: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    for name in names {
+        assert!(stderr.contains(name), "should name {name}: {stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+const HAND: &str = "# a hand-written trace\na 0 100\na 1 50\nr 0 300\nf 1\na 1 8 64\na 2 0\nf 0\n";
+
+#[test]
+fn text_import_dump_is_identity_and_stats_are_hand_computed() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("hand.txt");
+    let trace = dir.path().join("hand.trace");
+    std::fs::write(&text, HAND).unwrap();
+    stdout_of(&[
+        "trace",
+        "import",
+        "--from",
+        "text",
+        s(&text),
+        "-o",
+        s(&trace),
+    ]);
+    let canonical: String = HAND.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    assert_eq!(stdout_of(&["trace", "dump", s(&trace)]), canonical);
+
+    // By hand: requested bytes 100, 150, 350 (realloc), 300, 308, 308, 8; live 1, 2, 2, 1, 2,
+    // 3, 2. Sizes: 100 in (64,128], 50 in (32,64], 8 in (4,8], 0 alone; realloc 300 in
+    // (256,512].
+    let csv = stdout_of(&["trace", "stats", s(&trace), "--format", "csv"]);
+    let row = csv.lines().nth(1).unwrap();
+    assert_eq!(
+        csv.lines().next().unwrap(),
+        "trace,events,allocs,frees,reallocs,max_live_objects,peak_requested_bytes,final_requested_bytes"
+    );
+    assert_eq!(row, format!("{},7,4,2,1,3,350,8", s(&trace)));
+    let hist = stdout_of(&[
+        "trace",
+        "stats",
+        s(&trace),
+        "--histogram",
+        "--format",
+        "csv",
+    ]);
+    let rows: Vec<String> = hist
+        .lines()
+        .skip(1)
+        .map(|l| l.split_once(',').unwrap().1.to_string())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "0,0,1,0,0,0.2500",
+            "5,8,1,0,8,0.2500",
+            "33,64,1,0,50,0.2500",
+            "65,128,1,0,100,0.2500",
+            "257,512,0,1,0,0.0000"
+        ]
+    );
+    let json = stdout_of(&["trace", "stats", s(&trace), "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["rows"][0]["peak_requested_bytes"], 350);
+}
+
+fn committed_traces() -> Vec<PathBuf> {
+    let mut traces: Vec<PathBuf> =
+        std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/data/traces"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+            .collect();
+    traces.sort();
+    traces
+}
+
+#[test]
+fn committed_traces_are_small_consistent_and_one_is_large() {
+    let traces = committed_traces();
+    assert!((3..=5).contains(&traces.len()), "{traces:?}");
+    let mut largest = 0;
+    for path in &traces {
+        let bytes = std::fs::metadata(path).unwrap().len();
+        assert!(bytes < 2 << 20, "{path:?} is {bytes} bytes");
+        let reader = TraceReader::open(path).unwrap();
+        let h = *reader.header();
+        let st = trace_stats(reader).unwrap();
+        // The header's counts agree with a full recount, and ids were assigned
+        // lowest-free-first (the table a replayer needs is exactly the peak live count).
+        assert_eq!(
+            (
+                st.events,
+                st.allocs,
+                st.frees,
+                st.reallocs,
+                st.max_live_objects
+            ),
+            (h.events, h.allocs, h.frees, h.reallocs, h.peak_live_objects),
+            "{path:?}"
+        );
+        assert_eq!(st.peak_requested_bytes, h.peak_requested_bytes as u128);
+        assert_eq!(h.id_limit, h.peak_live_objects, "{path:?}");
+        assert!(st.events > 500, "{path:?}");
+        largest = largest.max(st.events);
+    }
+    assert!(largest >= 200_000, "largest trace has {largest} events");
+}
+
+#[test]
+fn committed_trace_round_trips_through_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = committed_traces()
+        .into_iter()
+        .find(|p| p.ends_with("git-log.trace"))
+        .unwrap();
+    let text = stdout_of(&["trace", "dump", s(&trace)]);
+    let txt = dir.path().join("t.txt");
+    let again = dir.path().join("again.trace");
+    std::fs::write(&txt, &text).unwrap();
+    stdout_of(&[
+        "trace",
+        "import",
+        "--from",
+        "text",
+        s(&txt),
+        "-o",
+        s(&again),
+    ]);
+    assert_eq!(
+        std::fs::read(&trace).unwrap(),
+        std::fs::read(&again).unwrap()
+    );
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.trace");
+    let text = dir.path().join("hand.txt");
+    std::fs::write(&text, HAND).unwrap();
+    stdout_of(&[
+        "trace",
+        "import",
+        "--from",
+        "text",
+        s(&text),
+        "-o",
+        s(&good),
+    ]);
+    let bytes = std::fs::read(&good).unwrap();
+
+    let truncated = dir.path().join("truncated.trace");
+    std::fs::write(&truncated, &bytes[..bytes.len() - 2]).unwrap();
+    assert_rejected(
+        &fragsim(&["trace", "stats", s(&truncated)]),
+        &["truncated.trace", "truncated at byte"],
+    );
+    let magic = dir.path().join("magic.trace");
+    std::fs::write(&magic, b"hello world, not a trace").unwrap();
+    assert_rejected(
+        &fragsim(&["trace", "dump", s(&magic)]),
+        &["magic.trace", "not a fragsim trace"],
+    );
+    let mut v9 = bytes.clone();
+    v9[8] = 9;
+    let version = dir.path().join("version.trace");
+    std::fs::write(&version, &v9).unwrap();
+    assert_rejected(
+        &fragsim(&["trace", "stats", s(&version)]),
+        &["version.trace", "version 9"],
+    );
+
+    let out = dir.path().join("out.trace");
+    let bad_text = dir.path().join("bad.txt");
+    std::fs::write(&bad_text, "a 0 8\na 99999999999 8\n").unwrap();
+    assert_rejected(
+        &fragsim(&[
+            "trace",
+            "import",
+            "--from",
+            "text",
+            s(&bad_text),
+            "-o",
+            s(&out),
+        ]),
+        &["bad.txt", "line 2", "id 99999999999 is out of range"],
+    );
+    std::fs::write(&bad_text, "a 0 8\na 1 eight\n").unwrap();
+    assert_rejected(
+        &fragsim(&[
+            "trace",
+            "import",
+            "--from",
+            "text",
+            s(&bad_text),
+            "-o",
+            s(&out),
+        ]),
+        &["bad.txt", "line 2", "size 'eight'"],
+    );
+    let log = dir.path().join("empty.log");
+    std::fs::write(&log, "==1== nothing allocated here\n").unwrap();
+    assert_rejected(
+        &fragsim(&[
+            "trace",
+            "import",
+            "--from",
+            "valgrind",
+            s(&log),
+            "-o",
+            s(&out),
+        ]),
+        &["empty.log", "no allocation calls"],
+    );
+    std::fs::write(&log, "--1-- malloc(8) = 0x10\n--1-- malloc(x) = 0x20\n").unwrap();
+    assert_rejected(
+        &fragsim(&[
+            "trace",
+            "import",
+            "--from",
+            "valgrind",
+            s(&log),
+            "-o",
+            s(&out),
+        ]),
+        &["empty.log", "line 2", "size 'x'"],
+    );
+    assert!(!out.exists(), "no half-written output");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        7,
+        "no temporary files left behind"
+    );
+
+    let unwritable = dir.path().join("no/such/dir/x.trace");
+    assert_rejected(
+        &fragsim(&[
+            "trace",
+            "import",
+            "--from",
+            "text",
+            s(&text),
+            "-o",
+            s(&unwritable),
+        ]),
+        &["cannot write", "no/such/dir/x.trace"],
+    );
+    assert_rejected(
+        &fragsim(&[
+            "trace",
+            "import",
+            "--from",
+            "text",
+            s(&text),
+            "-o",
+            s(dir.path()),
+        ]),
+        &["cannot write"],
+    );
+    assert_rejected(
+        &fragsim(&["trace", "stats", "/no/such.trace"]),
+        &["/no/such.trace"],
+    );
+}
+
+#[test]
+fn record_without_valgrind_says_how_to_install_it() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = fragsim_env(
+        &["record", "-o", "x.trace", "--", "true"],
+        &[("PATH", s(empty.path()))],
+    );
+    assert_rejected(
+        &out,
+        &["valgrind is not installed", "apt-get install valgrind"],
+    );
+}
+
+#[test]
+fn record_runs_a_program_under_valgrind() {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: valgrind is not installed (apt-get install valgrind)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("ls.trace");
+    let out = fragsim(&["record", "-o", s(&trace), "--", "ls", "-l", "/"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("imported") && stderr.contains("allocs"),
+        "{stderr}"
+    );
+    // The program's own output passes through.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("usr"));
+    let h = *TraceReader::open(&trace).unwrap().header();
+    assert!(h.allocs > 10 && h.events >= h.allocs, "{h:?}");
+    let missing = dir.path().join("missing.trace");
+    assert_rejected(
+        &fragsim(&["record", "-o", s(&missing), "--", "/no/such/program"]),
+        &["program '/no/such/program' not found"],
+    );
+    assert!(!missing.exists());
+}
