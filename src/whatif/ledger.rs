@@ -25,13 +25,15 @@ pub(super) struct ClassCounters {
     pub peak_slabs: u64,
 }
 
-/// What the ledger knows of one live object.
+/// What the ledger knows of one live object (16 bytes: the table is read at random on every
+/// free, so its size matters). The usable size is the class size for small objects and is
+/// derived again for large ones.
 #[derive(Clone, Copy, Debug)]
 struct Object {
     size: u64,
-    usable: u64,
-    align: u64,
     class: u32,
+    /// The alignment asked for (at most one page, checked on the way in).
+    align: u32,
 }
 
 const NO_CLASS: u32 = u32::MAX;
@@ -52,6 +54,9 @@ pub enum LedgerError {
 pub(super) struct Ledger<'a> {
     classes: &'a SizeClasses,
     nbins: usize,
+    /// The class of each small usable size, indexed by `(usable - 1) >> 3` (every class is a
+    /// multiple of 8 bytes): a table lookup instead of a search on every event.
+    small_index: Vec<u16>,
     pad: u64,
     objects: Vec<Object>,
     pub state: Vec<ClassState>,
@@ -76,9 +81,17 @@ impl<'a> Ledger<'a> {
         } else {
             0
         };
+        let mut small_index = vec![0u16; (classes.small_maxclass() >> 3) as usize];
+        let mut start = 0;
+        for class in classes.bins() {
+            let end = (class.size >> 3) as usize;
+            small_index[start..end].fill(class.index as u16);
+            start = end;
+        }
         Ledger {
             classes,
             nbins: classes.bins().len(),
+            small_index,
             pad,
             objects: Vec::new(),
             state: vec![ClassState::default(); n],
@@ -127,11 +140,25 @@ impl<'a> Ledger<'a> {
 
     fn class_of(&self, size: u64, align: u64) -> Result<(u64, u32), LedgerError> {
         let usable = self.usable_of(size, align)?;
+        if let Some(&index) = self.small_index.get(((usable - 1) >> 3) as usize) {
+            return Ok((usable, u32::from(index)));
+        }
         let class = self
             .classes
             .class_for(usable)
             .ok_or(LedgerError::TooLarge(size))?;
         Ok((usable, class.index as u32))
+    }
+
+    fn usable_of_object(&self, object: &Object) -> u64 {
+        let c = object.class as usize;
+        if c < self.nbins {
+            self.classes.all()[c].size
+        } else {
+            // Accepted on the way in, so it has a usable size.
+            self.usable_of(object.size, u64::from(object.align))
+                .unwrap_or(self.classes.all()[c].size)
+        }
     }
 
     fn touch(&mut self, class: u32) {
@@ -155,9 +182,8 @@ impl<'a> Ledger<'a> {
                 slot + 1,
                 Object {
                     size: 0,
-                    usable: 0,
-                    align: 0,
                     class: NO_CLASS,
+                    align: 0,
                 },
             );
         }
@@ -166,9 +192,9 @@ impl<'a> Ledger<'a> {
         }
         self.objects[slot] = Object {
             size,
-            usable,
-            align,
             class,
+            // usable_of accepted it: at most one page.
+            align: align as u32,
         };
         let c = class as usize;
         let state = &mut self.state[c];
@@ -193,16 +219,17 @@ impl<'a> Ledger<'a> {
             _ => return Err(LedgerError::NotLive(id)),
         };
         self.objects[id as usize].class = NO_CLASS;
+        let usable = self.usable_of_object(&object);
         let c = object.class as usize;
         let state = &mut self.state[c];
         state.live -= 1;
         state.live_requested -= object.size;
-        state.live_usable -= object.usable;
+        state.live_usable -= usable;
         if c >= self.nbins {
             self.live_large -= 1;
         }
         self.requested -= object.size;
-        self.usable -= object.usable;
+        self.usable -= usable;
         self.touch(object.class);
         Ok(object)
     }
@@ -220,9 +247,10 @@ impl<'a> Ledger<'a> {
             }
             Event::Realloc { id, size } => {
                 let old = self.remove(id)?;
-                let (_, new_class) = self.class_of(size, old.align)?;
+                let align = u64::from(old.align);
+                let (_, new_class) = self.class_of(size, align)?;
                 self.changed[0] = old.class;
-                self.changed[1] = self.add(id, size, old.align, new_class != old.class)?;
+                self.changed[1] = self.add(id, size, align, new_class != old.class)?;
             }
         }
         Ok(())
