@@ -17,10 +17,26 @@ impl Build {
         }
     }
 
-    /// The build a preset name stands for (see [`parse_builds`] for the names accepted).
+    /// The build a name stands for: a preset, optionally followed by modifiers, each after a
+    /// `+`: `nco` (no cache-oblivious padding page, `--disable-cache-oblivious`) and `lpages`
+    /// (large requests rounded to pages), e.g. `default+nco`.
     pub fn preset(name: &str) -> Result<Self, BuildListError> {
-        let config = AllocatorConfig::preset(preset_alias(name))
+        let mut parts = name.split('+');
+        let preset = parts.next().unwrap_or_default();
+        let mut config = AllocatorConfig::preset(preset_alias(preset))
             .map_err(|e| BuildListError::Preset(name.to_string(), e))?;
+        for modifier in parts {
+            match modifier {
+                "nco" => config.cache_oblivious = false,
+                "lpages" => config.large_page_rounding = true,
+                other => {
+                    return Err(BuildListError::Modifier(
+                        name.to_string(),
+                        other.to_string(),
+                    ))
+                }
+            }
+        }
         Ok(Build::new(name, config))
     }
 }
@@ -36,6 +52,8 @@ pub enum BuildListError {
     Duplicate(String),
     #[error("bad build '{0}': {1}")]
     Preset(String, ConfigError),
+    #[error("bad build '{0}': unknown modifier '+{1}' (known: +nco, +lpages)")]
+    Modifier(String, String),
 }
 
 /// `5.3.1` names the jemalloc release tikv-jemalloc-sys ships, which the string presets call
@@ -47,7 +65,8 @@ fn preset_alias(name: &str) -> &str {
     }
 }
 
-/// Parses a comma-separated list of preset names (`default,quantum8,page16k,page64k,5.3.1`).
+/// Parses a comma-separated list of builds (`default,quantum8,page16k,page64k,5.3.1`, or with
+/// modifiers such as `default,default+nco`; see [`Build::preset`]).
 /// Every entry must be a known preset, non-empty and listed once (`dev` and `5.3.1` are the
 /// same build, so both together are a duplicate).
 pub fn parse_builds(list: &str) -> Result<Vec<Build>, BuildListError> {
@@ -114,6 +133,16 @@ mod tests {
     }
 
     #[test]
+    fn modifiers_change_only_what_they_name() {
+        let builds = parse_builds("default,default+nco,page64k+nco+lpages").unwrap();
+        assert!(builds[0].config.cache_oblivious);
+        assert!(!builds[1].config.cache_oblivious);
+        assert_eq!(builds[1].config.lg_page, 12);
+        let c = builds[2].config;
+        assert!(!c.cache_oblivious && c.large_page_rounding && c.lg_page == 16);
+    }
+
+    #[test]
     fn bad_lists_are_rejected_naming_the_entry() {
         assert_eq!(parse_builds(""), Err(BuildListError::Empty));
         assert_eq!(
@@ -128,6 +157,13 @@ mod tests {
             parse_builds("dev,5.3.1"),
             Err(BuildListError::Duplicate("5.3.1".into()))
         );
+        let err = parse_builds("default,default+big").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "bad build 'default+big': unknown modifier '+big' (known: +nco, +lpages)"
+        );
+        // Same page rounding, different arena releases: two builds.
+        assert_eq!(parse_builds("5.3.1,default+lpages").unwrap().len(), 2);
         let err = parse_builds("default,quantum7").unwrap_err().to_string();
         assert!(
             err.starts_with("bad build 'quantum7': unknown preset"),
