@@ -56,6 +56,8 @@ pub struct Arena {
     stats: ArenaStats,
     page: u64,
     large_pad: u64,
+    /// Bin index by `(usize - 1) >> 3` for small sizes (jemalloc's `sz_size2index_tab`).
+    bin_of: Vec<u8>,
 }
 
 impl Arena {
@@ -107,7 +109,21 @@ impl Arena {
                 slab_size: c.slab_size,
             })
             .collect();
+        if bins.len() > 254 {
+            return Err(SimError::Config(format!(
+                "{} small size classes (the model handles up to 254)",
+                bins.len()
+            )));
+        }
+        let small_max = classes.small_maxclass();
+        let bin_of: Vec<u8> = (0..small_max.div_ceil(8))
+            .map(|i| {
+                let size = i * 8 + 1;
+                classes.bins().partition_point(|c| c.size < size) as u8
+            })
+            .collect();
         Ok(Arena {
+            bin_of,
             bin_stats: vec![BinStats::default(); bins.len()],
             bins,
             pac,
@@ -268,11 +284,9 @@ impl Arena {
         }
     }
 
+    #[inline]
     fn bin_index(&self, usize: u64) -> usize {
-        self.classes
-            .bins()
-            .partition_point(|c| c.size < usize)
-            .min(self.bins.len() - 1)
+        self.bin_of[((usize.max(1) - 1) >> 3) as usize] as usize
     }
 
     fn note_mappings(&mut self) {
