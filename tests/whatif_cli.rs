@@ -132,7 +132,10 @@ fn bad_input_is_one_line_exit_2_before_any_work() {
         "quantum7",
     );
     assert_rejected(&["replay", trace, "--preset", ""], "empty list");
-    assert_rejected(&["replay", trace, "--preset", "default,default+big"], "'+big'");
+    assert_rejected(
+        &["replay", trace, "--preset", "default,default+big"],
+        "'+big'",
+    );
     assert_rejected(
         &["replay", trace, "--preset", "default,,page16k"],
         "empty build name",
