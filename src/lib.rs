@@ -17,9 +17,11 @@ pub mod layout;
 pub mod live;
 pub mod random;
 pub mod report;
+pub mod sim;
 pub mod sizeclass;
 pub mod trace;
 pub mod validate;
+pub mod whatif;
 
 // No #[global_allocator] here: see `global` (binaries, tests and benchmarks that measure
 // jemalloc install it with `fragsim::use_jemalloc!()`).

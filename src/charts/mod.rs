@@ -3,17 +3,23 @@
 //! `data/fonts/`, so no system font library is needed.
 
 mod bars;
+mod class_loss;
 pub mod containers;
 mod heatmap;
 mod seed;
+mod timeline;
 mod validation;
 mod waste;
+mod whatif;
 
 pub use bars::GroupedBars;
+pub use class_loss::ClassLoss;
 pub use heatmap::RatioHeatmap;
 pub use seed::{SeedChart, SeedSeries};
+pub use timeline::BytesTimeline;
 pub use validation::{Comparison, PredictedVsMeasured};
 pub use waste::WasteCurve;
+pub use whatif::StackedBars;
 
 use crate::export::write_atomic;
 use anyhow::{anyhow, Context, Result};

@@ -2,16 +2,17 @@
 
 use crate::export::{write_atomic, Format, Table};
 use crate::sizeclass::{AllocatorConfig, Preset, SizeClasses};
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 use std::path::PathBuf;
 
 /// Which jemalloc build to model.
 #[derive(Args, Debug, Clone, Default)]
 pub struct AllocatorArgs {
-    /// A named build (`dev` is an alias of `5.3.1`).
-    #[arg(long, value_enum, conflicts_with_all = ["lg_quantum", "lg_page", "lg_ngroup"])]
-    pub preset: Option<Preset>,
+    /// A named build (`dev` is an alias of `5.3.1`). `fragsim replay` takes a comma-separated
+    /// list of them to compare.
+    #[arg(long, value_enum, value_delimiter = ',', conflicts_with_all = ["lg_quantum", "lg_page", "lg_ngroup"])]
+    pub preset: Vec<Preset>,
     /// log2 of the quantum (default 4: 16 bytes).
     #[arg(long)]
     pub lg_quantum: Option<u32>,
@@ -33,9 +34,14 @@ pub struct AllocatorArgs {
 
 impl AllocatorArgs {
     pub fn config(&self) -> Result<AllocatorConfig> {
-        let mut config = self
-            .preset
-            .map_or_else(AllocatorConfig::default, Preset::config);
+        let mut config = match self.preset.as_slice() {
+            [] => AllocatorConfig::default(),
+            [one] => one.config(),
+            many => bail!(
+                "--preset takes one build here, not {} (only `fragsim replay` compares several)",
+                many.len()
+            ),
+        };
         if let Some(v) = self.lg_quantum {
             config.lg_quantum = v;
         }
@@ -53,7 +59,7 @@ impl AllocatorArgs {
 
     /// The chosen build, or `None` when no option was given (use the running jemalloc's).
     pub fn explicit_config(&self) -> Result<Option<AllocatorConfig>> {
-        let given = self.preset.is_some()
+        let given = !self.preset.is_empty()
             || self.lg_quantum.is_some()
             || self.lg_page.is_some()
             || self.lg_ngroup.is_some()

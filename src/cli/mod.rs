@@ -7,10 +7,12 @@ mod container;
 mod containers;
 mod layout;
 mod record;
+mod replay;
 mod report;
 mod table;
 mod trace;
 mod validate;
+mod whatif;
 
 use clap::{Parser, Subcommand};
 
@@ -47,6 +49,12 @@ enum Command {
     Table(table::TableArgs),
     /// Check the model against the running jemalloc: class table, nallocx, real allocations.
     Validate(validate::ValidateArgs),
+    /// Replay an allocation trace through the arena model (--live: and the real jemalloc;
+    /// --preset a,b,c: under several builds, what-if).
+    Replay(replay::ReplayArgs),
+    /// Internal: the child process of a live replay.
+    #[command(name = "__replay-live-child", hide = true)]
+    ReplayLiveChild(replay::ChildArgs),
     /// Allocation traces: import (valgrind, text), dump, stats.
     Trace(trace::TraceArgs),
     /// Run a program under valgrind --trace-malloc=yes and import its allocations.
@@ -86,6 +94,8 @@ pub fn main() -> i32 {
         Command::Table(args) => table::run(args),
         Command::Layout(args) => layout::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Replay(args) => replay::run(args),
+        Command::ReplayLiveChild(args) => replay::run_child(args),
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
     };

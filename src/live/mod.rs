@@ -4,6 +4,7 @@
 
 mod build;
 mod ctl;
+pub mod replay;
 
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
 pub use ctl::{in_private_arena, nallocx, read_isize, refresh_stats, ArenaUsage, PrivateArena};

@@ -27,6 +27,7 @@ mod classes;
 pub mod containers;
 mod figures;
 mod findings;
+pub mod programs;
 mod seed;
 mod sweeps;
 mod validation;
@@ -54,6 +55,8 @@ pub struct ReportOptions {
     /// The fragsim executable, to measure the bump-arena scenario again in a child process
     /// with jemalloc's page decay off (decay is fixed at start-up). `None` skips that run.
     pub fragsim_exe: Option<PathBuf>,
+    /// Real programs: the traces to replay under several builds and check live; `None` skips.
+    pub programs: Option<programs::ProgramsOptions>,
 }
 
 impl ReportOptions {
@@ -65,6 +68,9 @@ impl ReportOptions {
             bump_arena: BumpArenaSpec::seed(),
             bump_arena_runs: 5,
             fragsim_exe: None,
+            programs: Some(programs::ProgramsOptions::new(Path::new(env!(
+                "CARGO_MANIFEST_DIR"
+            )))),
         }
     }
 }
@@ -212,7 +218,21 @@ pub fn write_report(
     job.section("bump-arena scenario", bump_arena::SECTION, |dir| {
         bump_arena::write_with_defaults(dir, options)
     })?;
-    job.section("container models", containers::SECTION, containers::write_section)?;
+    if let Some(programs) = &options.programs {
+        job.section("real programs", programs::SECTION, |dir| {
+            let section = programs::write_programs(dir, programs)?;
+            Ok(SectionOutput {
+                files: section.files,
+                markdown: "Every table inline, with its charts: [programs.md](programs.md).\n"
+                    .into(),
+            })
+        })?;
+    }
+    job.section(
+        "container models",
+        containers::SECTION,
+        containers::write_section,
+    )?;
     if let Some(exe) = &options.fragsim_exe {
         job.section(
             "bump-arena scenario, decay off",

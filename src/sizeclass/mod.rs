@@ -5,10 +5,12 @@ use std::hint::select_unpredictable;
 
 mod config;
 mod preset;
+mod psz;
 mod table;
 
 pub use config::{AllocatorConfig, ConfigError, JemallocVersion, MAX_SMALL_CLASSES};
 pub use preset::Preset;
+pub use psz::PageSizeClasses;
 pub use table::{ClassKind, SizeClass, SizeClasses};
 
 impl SizeClasses {

@@ -1,0 +1,86 @@
+//! The arena model against the real jemalloc replaying the same in-memory trace, side by side
+//! (no statistics read on either side: the cost of applying events).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use fragsim::live::replay::{Api, LiveArena};
+use fragsim::sim::{random_trace, Arena, WorkloadSpec};
+use std::hint::black_box;
+
+fragsim::use_jemalloc!();
+
+fn replay(c: &mut Criterion) {
+    let spec = WorkloadSpec {
+        seed: 7,
+        events: 200_000,
+        target_live: 20_000,
+        ..WorkloadSpec::default()
+    };
+    let events = random_trace(&spec);
+    let config = Api::linked().config().expect("linked jemalloc");
+    let mut group = c.benchmark_group("replay");
+    group.throughput(Throughput::Elements(events.len() as u64));
+    group.sample_size(20);
+    group.bench_function("model", |b| {
+        b.iter(|| {
+            let mut arena = Arena::new(config).unwrap();
+            for &e in &events {
+                arena.apply(e).unwrap();
+            }
+            black_box(*arena.stats())
+        })
+    });
+    group.bench_function("live", |b| {
+        b.iter(|| {
+            let mut arena = LiveArena::new().unwrap();
+            for &e in &events {
+                arena.apply(e).unwrap();
+            }
+            black_box(&arena);
+        })
+    });
+    group.finish();
+    if let Some((name, events)) = largest_trace() {
+        let mut group = c.benchmark_group(format!("replay-trace-{name}"));
+        group.throughput(Throughput::Elements(events.len() as u64));
+        group.sample_size(10);
+        group.bench_function("model", |b| {
+            b.iter(|| {
+                let mut arena = Arena::new(config).unwrap();
+                for &e in &events {
+                    arena.apply(e).unwrap();
+                }
+                black_box(*arena.stats())
+            })
+        });
+        group.bench_function("live", |b| {
+            b.iter(|| {
+                let mut arena = LiveArena::new().unwrap();
+                for &e in &events {
+                    arena.apply(e).unwrap();
+                }
+                black_box(&arena);
+            })
+        });
+        group.finish();
+    }
+}
+
+/// The trace named by `FRAGSIM_BENCH_TRACE`, else the largest in data/traces/, if any.
+fn largest_trace() -> Option<(String, Vec<fragsim::trace::Event>)> {
+    let path = match std::env::var_os("FRAGSIM_BENCH_TRACE") {
+        Some(p) => std::path::PathBuf::from(p),
+        None => std::fs::read_dir("data/traces")
+            .ok()?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+            .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))?,
+    };
+    let reader = fragsim::trace::TraceReader::open(&path).ok()?;
+    let events = reader.collect::<Result<Vec<_>, _>>().ok()?;
+    let name = path.file_stem()?.to_string_lossy().to_string();
+    Some((name, events))
+}
+
+criterion_group!(benches, replay);
+criterion_main!(benches);

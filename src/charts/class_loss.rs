@@ -1,0 +1,112 @@
+//! Horizontal stacked bars: the size classes that lose the most bytes, largest loss on top,
+//! each bar split by cause (rounding, empty slab regions, large padding).
+
+use super::timeline::byte_unit;
+use super::{draw_legend, palette, plot_err, Chart, FONT};
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+#[derive(Clone, Debug)]
+pub struct ClassLoss {
+    pub name: String,
+    pub title: String,
+    /// Row labels (e.g. `48 B`), top row first.
+    pub rows: Vec<String>,
+    /// (cause label, bytes per row).
+    pub causes: Vec<(String, Vec<u64>)>,
+}
+
+impl ClassLoss {
+    fn total(&self, row: usize) -> u64 {
+        self.causes
+            .iter()
+            .map(|(_, v)| v.get(row).copied().unwrap_or(0))
+            .sum()
+    }
+}
+
+impl Chart for ClassLoss {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn title(&self) -> String {
+        self.title.clone()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let n = self.rows.len();
+        let max = (0..n).map(|i| self.total(i)).max().unwrap_or(0).max(1) as f64;
+        let (unit, unit_name) = byte_unit(max);
+        let right = max * 1.3 / unit;
+        // Row i is drawn at y in (n - 1 - i, n - i), so the first row is on top.
+        let y_of = move |i: usize| (n - 1 - i) as f64;
+        let mut chart = ChartBuilder::on(area)
+            .caption(self.title(), (FONT, 28))
+            .margin(20)
+            .margin_right(40)
+            .x_label_area_size(55)
+            .y_label_area_size(130)
+            .build_cartesian_2d(0f64..right, 0f64..n.max(1) as f64)
+            .map_err(plot_err)?;
+        let rows = self.rows.clone();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| {
+                let k = (y - 0.5).round();
+                if (y - 0.5 - k).abs() < 1e-6 && k >= 0.0 && (k as usize) < n {
+                    rows[n - 1 - k as usize].clone()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(format!("{unit_name} lost at the peak of active bytes"))
+            .y_desc("size class")
+            .label_style((FONT, 18))
+            .axis_desc_style((FONT, 22))
+            .draw()
+            .map_err(plot_err)?;
+        let mut base = vec![0u64; n];
+        for (c, (label, values)) in self.causes.iter().enumerate() {
+            let color = palette::SERIES[(c + 1) % palette::SERIES.len()];
+            let bars: Vec<_> = (0..n)
+                .map(|i| {
+                    let v = values.get(i).copied().unwrap_or(0);
+                    let (x0, x1) = (base[i], base[i] + v);
+                    base[i] = x1;
+                    Rectangle::new(
+                        [
+                            (x0 as f64 / unit, y_of(i) + 0.15),
+                            (x1 as f64 / unit, y_of(i) + 0.85),
+                        ],
+                        color.filled(),
+                    )
+                })
+                .collect();
+            chart
+                .draw_series(bars)
+                .map_err(plot_err)?
+                .label(label.clone())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
+                });
+        }
+        chart
+            .draw_series((0..n).map(|i| {
+                let total = self.total(i) as f64 / unit;
+                Text::new(
+                    format!("{total:.1} {unit_name}"),
+                    (total + right * 0.01, y_of(i) + 0.35),
+                    (FONT, 16),
+                )
+            }))
+            .map_err(plot_err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)
+    }
+}

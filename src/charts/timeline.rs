@@ -1,0 +1,77 @@
+//! Bytes against event index: one line per statistic (e.g. requested, allocated, active bytes
+//! of one replay).
+
+use super::{draw_legend, palette, plot_err, Chart, FONT};
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// The binary unit that keeps an axis up to `max` bytes in round ticks: (bytes per unit,
+/// name). Plotting `bytes / unit` puts ticks on 1, 2, 5 ... of that unit.
+pub(crate) fn byte_unit(max: f64) -> (f64, &'static str) {
+    for (shift, name) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] {
+        let unit = (1u64 << shift) as f64;
+        if max >= 2.0 * unit {
+            return (unit, name);
+        }
+    }
+    (1.0, "B")
+}
+
+#[derive(Clone, Debug)]
+pub struct BytesTimeline {
+    pub name: String,
+    pub title: String,
+    /// (label, (event index, bytes) points in event order).
+    pub series: Vec<(String, Vec<(u64, u64)>)>,
+}
+
+impl Chart for BytesTimeline {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn title(&self) -> String {
+        self.title.clone()
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let points = self.series.iter().flat_map(|(_, p)| p.iter());
+        let (x_max, y_max) = points.fold((1u64, 1u64), |(x, y), &(px, py)| (x.max(px), y.max(py)));
+        let (unit, unit_name) = byte_unit(y_max as f64);
+        let mut chart = ChartBuilder::on(area)
+            .caption(self.title(), (FONT, 28))
+            .margin(20)
+            .margin_right(40)
+            .x_label_area_size(55)
+            .y_label_area_size(90)
+            .build_cartesian_2d(0f64..x_max as f64, 0f64..y_max as f64 * 1.1 / unit)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .x_desc("event")
+            .y_desc(unit_name)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .label_style((FONT, 18))
+            .axis_desc_style((FONT, 22))
+            .draw()
+            .map_err(plot_err)?;
+        for (i, (label, points)) in self.series.iter().enumerate() {
+            let color = palette::SERIES[i % palette::SERIES.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    points.iter().map(|&(x, y)| (x as f64, y as f64 / unit)),
+                    color.stroke_width(2),
+                ))
+                .map_err(plot_err)?
+                .label(label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 20, y)], color.stroke_width(3))
+                });
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    }
+}

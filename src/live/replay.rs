@@ -1,0 +1,860 @@
+//! Live replay: a trace through the real jemalloc, in a fresh private arena with no thread
+//! cache and decay off, its statistics read every K events and compared with the model's
+//! ([`crate::sim::Arena`]) at the same events.
+//!
+//! `opt.disable_large_size_classes` can only be set when jemalloc starts, so a replay for the
+//! other setting runs in a child process (`fragsim __replay-live-child`) started with
+//! `_RJEM_MALLOC_CONF`; the child streams its snapshots back as text lines.
+
+use super::ctl::read_bool;
+use crate::sim::{compare, Arena, ArenaStats, BinStats, Comparison, Snapshot};
+use crate::sizeclass::AllocatorConfig;
+use crate::trace::Event;
+use anyhow::{bail, ensure, Context, Result};
+use std::ffi::{c_void, CString};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::os::raw::{c_char, c_int};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use tikv_jemalloc_sys as sys;
+
+type MallocxFn = unsafe extern "C" fn(usize, c_int) -> *mut c_void;
+type RallocxFn = unsafe extern "C" fn(*mut c_void, usize, c_int) -> *mut c_void;
+type DallocxFn = unsafe extern "C" fn(*mut c_void, c_int);
+type MallctlFn =
+    unsafe extern "C" fn(*const c_char, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
+type NameToMibFn = unsafe extern "C" fn(*const c_char, *mut usize, *mut usize) -> c_int;
+type ByMibFn =
+    unsafe extern "C" fn(*const usize, usize, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
+
+/// The jemalloc entry points a live replay calls: the linked jemalloc's, or those of a
+/// system jemalloc preloaded into a child process (`LD_PRELOAD`), found with `dlsym`.
+#[derive(Clone, Copy)]
+pub struct Api {
+    mallocx: MallocxFn,
+    rallocx: RallocxFn,
+    dallocx: DallocxFn,
+    mallctl: MallctlFn,
+    nametomib: NameToMibFn,
+    bymib: ByMibFn,
+}
+
+impl Api {
+    /// The jemalloc fragsim is linked with (tikv-jemalloc-sys).
+    pub fn linked() -> Api {
+        Api {
+            mallocx: sys::mallocx,
+            rallocx: sys::rallocx,
+            dallocx: sys::dallocx,
+            mallctl: sys::mallctl,
+            nametomib: sys::mallctlnametomib,
+            bymib: sys::mallctlbymib,
+        }
+    }
+
+    /// The unprefixed `mallocx` & co. of a jemalloc loaded into this process (preloaded).
+    pub fn system() -> Result<Api> {
+        fn sym(name: &str) -> Result<*mut c_void> {
+            let c = CString::new(name)?;
+            // SAFETY: dlsym with RTLD_DEFAULT only looks a name up.
+            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };
+            ensure!(
+                !p.is_null(),
+                "no '{name}' in this process: is a system jemalloc preloaded?"
+            );
+            Ok(p)
+        }
+        // SAFETY: the symbols are jemalloc's documented functions with these signatures.
+        unsafe {
+            Ok(Api {
+                mallocx: std::mem::transmute::<*mut c_void, MallocxFn>(sym("mallocx")?),
+                rallocx: std::mem::transmute::<*mut c_void, RallocxFn>(sym("rallocx")?),
+                dallocx: std::mem::transmute::<*mut c_void, DallocxFn>(sym("dallocx")?),
+                mallctl: std::mem::transmute::<*mut c_void, MallctlFn>(sym("mallctl")?),
+                nametomib: std::mem::transmute::<*mut c_void, NameToMibFn>(sym(
+                    "mallctlnametomib",
+                )?),
+                bymib: std::mem::transmute::<*mut c_void, ByMibFn>(sym("mallctlbymib")?),
+            })
+        }
+    }
+
+    /// Reads a value of type `T` by name.
+    ///
+    /// # Safety
+    /// `T` must be the documented type of `name`.
+    unsafe fn read<T: Copy + Default>(&self, name: &str) -> Result<T> {
+        let c = CString::new(name)?;
+        let mut value = T::default();
+        let mut len = std::mem::size_of::<T>();
+        let err = unsafe {
+            (self.mallctl)(
+                c.as_ptr(),
+                (&mut value as *mut T).cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        ensure!(err == 0, "mallctl {name}: error {err}");
+        Ok(value)
+    }
+
+    /// Writes a value of type `T` by name (`T` must be the documented type).
+    unsafe fn write<T: Copy>(&self, name: &str, mut value: T) -> Result<()> {
+        let c = CString::new(name)?;
+        let err = unsafe {
+            (self.mallctl)(
+                c.as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&mut value as *mut T).cast(),
+                std::mem::size_of::<T>(),
+            )
+        };
+        ensure!(err == 0, "mallctl {name}: error {err}");
+        Ok(())
+    }
+
+    /// The build this jemalloc was compiled as, for the model.
+    pub fn config(&self) -> Result<AllocatorConfig> {
+        // SAFETY: types as documented in man jemalloc (size_t, bool, const char *).
+        unsafe {
+            let page = self.read::<usize>("arenas.page")? as u64;
+            let quantum = self.read::<usize>("arenas.quantum")? as u64;
+            let version_ptr = self.read::<*const c_char>("version")?;
+            let version = std::ffi::CStr::from_ptr(version_ptr)
+                .to_string_lossy()
+                .to_string();
+            let mut config =
+                AllocatorConfig::new(quantum.trailing_zeros(), page.trailing_zeros(), 2)?;
+            config.cache_oblivious = self.read::<bool>("opt.cache_oblivious").unwrap_or(true);
+            config.large_page_rounding = self
+                .read::<bool>("opt.disable_large_size_classes")
+                .unwrap_or(false);
+            config.version = crate::sizeclass::JemallocVersion::from_version_string(&version)
+                .with_context(|| format!("jemalloc {version} is not a modelled release"))?;
+            Ok(config)
+        }
+    }
+
+    fn has_stats(&self) -> bool {
+        // SAFETY: config.stats is a bool.
+        unsafe { self.read::<bool>("config.stats") }.unwrap_or(false)
+    }
+}
+
+/// The statistics of one private arena, read by MIB (names resolved once).
+struct StatsReader {
+    api: Api,
+    epoch: Vec<usize>,
+    small: Vec<usize>,
+    large: Vec<usize>,
+    pactive: Vec<usize>,
+    /// Per bin: curregs, curslabs, nonfull_slabs.
+    bins: Vec<[Vec<usize>; 3]>,
+    page: u64,
+}
+
+fn mib(api: &Api, name: &str) -> Result<Vec<usize>> {
+    let c = CString::new(name)?;
+    let mut mib = [0usize; 8];
+    let mut len = mib.len();
+    // SAFETY: the buffer holds `len` entries; jemalloc writes at most that many.
+    let err = unsafe { (api.nametomib)(c.as_ptr(), mib.as_mut_ptr(), &mut len) };
+    ensure!(err == 0, "mallctlnametomib {name}: error {err}");
+    Ok(mib[..len].to_vec())
+}
+
+fn read_mib(api: &Api, mib: &[usize]) -> Result<u64> {
+    let mut value: usize = 0;
+    let mut len = std::mem::size_of::<usize>();
+    // SAFETY: every statistic read here is documented as size_t.
+    let err = unsafe {
+        (api.bymib)(
+            mib.as_ptr(),
+            mib.len(),
+            (&mut value as *mut usize).cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    ensure!(err == 0, "mallctlbymib: error {err}");
+    Ok(value as u64)
+}
+
+impl StatsReader {
+    fn new(api: Api, arena: u32, nbins: usize, page: u64) -> Result<Self> {
+        let arena_mib = |name: &str| -> Result<Vec<usize>> {
+            let mut m = mib(&api, name)?;
+            m[2] = arena as usize;
+            Ok(m)
+        };
+        let bins = (0..nbins)
+            .map(|j| {
+                let field = |f: &str| -> Result<Vec<usize>> {
+                    let mut m = arena_mib(&format!("stats.arenas.0.bins.0.{f}"))?;
+                    m[4] = j;
+                    Ok(m)
+                };
+                Ok([
+                    field("curregs")?,
+                    field("curslabs")?,
+                    field("nonfull_slabs")?,
+                ])
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(StatsReader {
+            api,
+            epoch: mib(&api, "epoch")?,
+            small: arena_mib("stats.arenas.0.small.allocated")?,
+            large: arena_mib("stats.arenas.0.large.allocated")?,
+            pactive: arena_mib("stats.arenas.0.pactive")?,
+            bins,
+            page,
+        })
+    }
+
+    fn snapshot(&self, event: u64) -> Result<Snapshot> {
+        let mut one: u64 = 1;
+        // SAFETY: writing epoch takes a uint64_t.
+        let err = unsafe {
+            (self.api.bymib)(
+                self.epoch.as_ptr(),
+                self.epoch.len(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&mut one as *mut u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+        ensure!(err == 0, "mallctl epoch: error {err}");
+        let bins = self
+            .bins
+            .iter()
+            .map(|[r, s, n]| {
+                Ok(BinStats {
+                    curregs: read_mib(&self.api, r)?,
+                    curslabs: read_mib(&self.api, s)?,
+                    nonfull_slabs: read_mib(&self.api, n)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Snapshot {
+            event,
+            allocated_bytes: read_mib(&self.api, &self.small)? + read_mib(&self.api, &self.large)?,
+            active_bytes: read_mib(&self.api, &self.pactive)? * self.page,
+            bins,
+        })
+    }
+}
+
+/// A fresh private arena of the running jemalloc, driven by trace events.
+pub struct LiveArena {
+    api: Api,
+    index: u32,
+    flags: i32,
+    ptrs: Vec<*mut c_void>,
+    aligns: Vec<u64>,
+    stats: StatsReader,
+    events: u64,
+}
+
+impl LiveArena {
+    /// Creates the arena in the linked jemalloc and turns its decay off.
+    pub fn new() -> Result<Self> {
+        Self::with_api(Api::linked())
+    }
+
+    /// Creates the arena through `api` and turns its decay off. Fails clearly when the
+    /// jemalloc has no statistics.
+    pub fn with_api(api: Api) -> Result<Self> {
+        if !api.has_stats() {
+            bail!("this jemalloc was built without statistics (config.stats is false): a live replay cannot read them");
+        }
+        let config = api.config()?;
+        // SAFETY: arenas.nbins is unsigned; arenas.create returns the new arena's unsigned
+        // index; arena.<i>.*_decay_ms take an ssize_t (-1 disables decay).
+        let (nbins, index) = unsafe {
+            (
+                api.read::<u32>("arenas.nbins")? as usize,
+                api.read::<u32>("arenas.create")?,
+            )
+        };
+        for key in ["dirty_decay_ms", "muzzy_decay_ms"] {
+            unsafe { api.write(&format!("arena.{index}.{key}"), -1isize)? };
+        }
+        Ok(LiveArena {
+            api,
+            index,
+            flags: sys::MALLOCX_ARENA(index as usize) | sys::MALLOCX_TCACHE_NONE,
+            ptrs: Vec::new(),
+            aligns: Vec::new(),
+            stats: StatsReader::new(api, index, nbins, config.page())?,
+            events: 0,
+        })
+    }
+
+    fn flags_for(&self, align: u64) -> i32 {
+        if align > 1 {
+            self.flags | align.trailing_zeros() as i32
+        } else {
+            self.flags
+        }
+    }
+
+    /// Applies one event; an event the model would reject is rejected here too, before
+    /// jemalloc sees it.
+    pub fn apply(&mut self, event: Event) -> Result<()> {
+        self.events += 1;
+        let n = self.events;
+        let live =
+            |ptrs: &Vec<*mut c_void>, id: u32| ptrs.get(id as usize).is_some_and(|p| !p.is_null());
+        match event {
+            Event::Alloc { id, size, align } => {
+                ensure!(
+                    !live(&self.ptrs, id),
+                    "event {n}: alloc of id {id}, which is already live"
+                );
+                ensure!(
+                    align <= 1 || align.is_power_of_two(),
+                    "event {n}: alignment {align} is not a power of two"
+                );
+                // SAFETY: size >= 1; flags name our arena.
+                let p = unsafe { (self.api.mallocx)(size.max(1) as usize, self.flags_for(align)) };
+                ensure!(!p.is_null(), "event {n}: mallocx({size}) failed");
+                let i = id as usize;
+                if i >= self.ptrs.len() {
+                    self.ptrs.resize(i + 1, std::ptr::null_mut());
+                    self.aligns.resize(i + 1, 0);
+                }
+                self.ptrs[i] = p;
+                self.aligns[i] = align;
+            }
+            Event::Free { id } => {
+                ensure!(
+                    live(&self.ptrs, id),
+                    "event {n}: free of id {id}, which is not live"
+                );
+                let p = std::mem::replace(&mut self.ptrs[id as usize], std::ptr::null_mut());
+                // SAFETY: p came from mallocx/rallocx in this arena and is freed once.
+                unsafe { (self.api.dallocx)(p, self.flags) };
+            }
+            Event::Realloc { id, size } => {
+                ensure!(
+                    live(&self.ptrs, id),
+                    "event {n}: realloc of id {id}, which is not live"
+                );
+                let i = id as usize;
+                let flags = self.flags_for(self.aligns[i]);
+                // SAFETY: the pointer is live in this arena; size >= 1.
+                let p = unsafe { (self.api.rallocx)(self.ptrs[i], size.max(1) as usize, flags) };
+                ensure!(!p.is_null(), "event {n}: rallocx({size}) failed");
+                self.ptrs[i] = p;
+            }
+        }
+        Ok(())
+    }
+
+    /// The arena's statistics now (`epoch`, then `stats.arenas.<a>.*`).
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        self.stats.snapshot(self.events)
+    }
+}
+
+impl Drop for LiveArena {
+    fn drop(&mut self) {
+        for p in self.ptrs.drain(..) {
+            if !p.is_null() {
+                // SAFETY: every non-null pointer is live in this arena.
+                unsafe { (self.api.dallocx)(p, self.flags) };
+            }
+        }
+        let key = format!("arena.{}.destroy\0", self.index);
+        // SAFETY: arena.<i>.destroy takes no value; the arena is empty now.
+        unsafe {
+            (self.api.mallctl)(
+                key.as_ptr().cast(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            );
+        }
+    }
+}
+
+/// Which jemalloc a live replay drives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LiveAllocator {
+    /// The linked jemalloc as this process started it (5.3.1: disable_large_size_classes on).
+    Linked,
+    /// The linked jemalloc with `disable_large_size_classes` set to this value (in a child
+    /// process when it differs from this process's setting).
+    LinkedWith(bool),
+    /// A jemalloc shared library (e.g. Debian's 5.3.0 `libjemalloc.so.2`) preloaded into a
+    /// child process.
+    System(std::path::PathBuf),
+}
+
+/// How to run a live comparison.
+#[derive(Clone, Debug)]
+pub struct LiveOptions {
+    /// Compare every `every` events (and after the last).
+    pub every: u64,
+    pub allocator: LiveAllocator,
+    /// The fragsim executable, for the child process (needed unless in process).
+    pub child_exe: Option<std::path::PathBuf>,
+    /// How many mismatches to keep.
+    pub keep: usize,
+}
+
+impl Default for LiveOptions {
+    fn default() -> Self {
+        LiveOptions {
+            every: 1,
+            allocator: LiveAllocator::Linked,
+            child_exe: None,
+            keep: 10,
+        }
+    }
+}
+
+/// A model-versus-live run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LiveComparison {
+    /// The build the model used (read from the live jemalloc).
+    pub config: AllocatorConfig,
+    pub comparison: Comparison,
+    /// The model's final statistics.
+    pub final_stats: ArenaStats,
+}
+
+fn is_snapshot_event(event: u64, every: u64, last: u64) -> bool {
+    event.is_multiple_of(every.max(1)) || event == last
+}
+
+/// Replays `events` through the model and the live jemalloc side by side and compares
+/// them every `options.every` events.
+pub fn replay_compare(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
+    let linked = read_bool("opt.disable_large_size_classes").unwrap_or(false);
+    let child = |how: ChildAllocator| -> Result<LiveComparison> {
+        let exe = options
+            .child_exe
+            .as_deref()
+            .context("this live replay runs in a child process and needs the fragsim executable")?;
+        compare_in_child(exe, how, events, options)
+    };
+    match &options.allocator {
+        LiveAllocator::Linked => compare_in_process(events, options),
+        LiveAllocator::LinkedWith(v) if *v == linked => compare_in_process(events, options),
+        LiveAllocator::LinkedWith(v) => child(ChildAllocator::Linked(*v)),
+        LiveAllocator::System(lib) => child(ChildAllocator::System(lib.clone())),
+    }
+}
+
+enum ChildAllocator {
+    Linked(bool),
+    System(std::path::PathBuf),
+}
+
+fn compare_in_process(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
+    let config = Api::linked().config()?;
+    let mut model = Arena::new(config)?;
+    let mut live = LiveArena::new()?;
+    let last = events.len() as u64;
+    let mut predicted = Vec::new();
+    let mut measured = Vec::new();
+    let mut total = Comparison::default();
+    for (i, &e) in events.iter().enumerate() {
+        model.apply(e)?;
+        live.apply(e)?;
+        let n = i as u64 + 1;
+        if is_snapshot_event(n, options.every, last) {
+            predicted.push(model.snapshot());
+            measured.push(live.snapshot()?);
+            if predicted.len() >= 1024 {
+                merge(
+                    &mut total,
+                    compare(&predicted, &measured, options.keep),
+                    options.keep,
+                );
+                predicted.clear();
+                measured.clear();
+            }
+        }
+    }
+    merge(
+        &mut total,
+        compare(&predicted, &measured, options.keep),
+        options.keep,
+    );
+    Ok(LiveComparison {
+        config,
+        comparison: total,
+        final_stats: *model.stats(),
+    })
+}
+
+fn merge(total: &mut Comparison, part: Comparison, keep: usize) {
+    total.snapshots += part.snapshots;
+    total.values += part.values;
+    total.mismatched_snapshots += part.mismatched_snapshots;
+    total.mismatched_values += part.mismatched_values;
+    for m in part.first {
+        if total.first.len() < keep {
+            total.first.push(m);
+        }
+    }
+}
+
+/// Writes events in the child's input format: one line each, `a id size align`,
+/// `f id`, `r id size`.
+fn write_events(events: &[Event], out: &mut impl Write) -> std::io::Result<()> {
+    for e in events {
+        match *e {
+            Event::Alloc { id, size, align } => writeln!(out, "a {id} {size} {align}")?,
+            Event::Free { id } => writeln!(out, "f {id}")?,
+            Event::Realloc { id, size } => writeln!(out, "r {id} {size}")?,
+        }
+    }
+    Ok(())
+}
+
+/// Parses events in the child's line format (blank lines and `#` comments skipped); errors
+/// name the line.
+pub fn parse_events(text: &str) -> Result<Vec<Event>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|(i, l)| parse_event(l).with_context(|| format!("line {}", i + 1)))
+        .collect()
+}
+
+fn parse_event(line: &str) -> Result<Event> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num = |i: usize| -> Result<u64> {
+        f.get(i)
+            .context("short line")?
+            .parse()
+            .with_context(|| format!("bad number in '{line}'"))
+    };
+    Ok(match f.first().copied() {
+        Some("a") => Event::Alloc {
+            id: num(1)? as u32,
+            size: num(2)?,
+            align: num(3)?,
+        },
+        Some("f") => Event::Free { id: num(1)? as u32 },
+        Some("r") => Event::Realloc {
+            id: num(1)? as u32,
+            size: num(2)?,
+        },
+        _ => bail!("bad event line '{line}'"),
+    })
+}
+
+/// The child's side: reads events (the format of [`write_events`]) from `input`, replays
+/// them in a private arena, and prints the build, then one line per snapshot.
+pub fn serve_child(input: impl Read, every: u64, api: Api, out: &mut impl Write) -> Result<()> {
+    let config = api.config()?;
+    writeln!(out, "{}", serde_json::to_string(&config)?)?;
+    let events = BufReader::new(input)
+        .lines()
+        .map(|l| parse_event(&l?))
+        .collect::<Result<Vec<_>>>()?;
+    let mut live = LiveArena::with_api(api)?;
+    let last = events.len() as u64;
+    for (i, e) in events.into_iter().enumerate() {
+        if let Err(err) = live.apply(e) {
+            writeln!(out, "error {err:#}")?;
+            return Ok(());
+        }
+        let n = i as u64 + 1;
+        if is_snapshot_event(n, every, last) {
+            let s = live.snapshot()?;
+            write!(
+                out,
+                "s {} {} {}",
+                s.event, s.allocated_bytes, s.active_bytes
+            )?;
+            for b in &s.bins {
+                write!(out, " {} {} {}", b.curregs, b.curslabs, b.nonfull_slabs)?;
+            }
+            writeln!(out)?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn parse_snapshot(line: &str) -> Result<Snapshot> {
+    if let Some(err) = line.strip_prefix("error ") {
+        bail!("live replay: {err}");
+    }
+    let nums = line
+        .strip_prefix("s ")
+        .with_context(|| format!("bad snapshot line from the child: '{line}'"))?
+        .split(' ')
+        .map(|t| t.parse::<u64>().context("bad number from the child"))
+        .collect::<Result<Vec<_>>>()?;
+    ensure!(
+        nums.len() >= 3 && (nums.len() - 3) % 3 == 0,
+        "bad snapshot line"
+    );
+    Ok(Snapshot {
+        event: nums[0],
+        allocated_bytes: nums[1],
+        active_bytes: nums[2],
+        bins: nums[3..]
+            .chunks(3)
+            .map(|c| BinStats {
+                curregs: c[0],
+                curslabs: c[1],
+                nonfull_slabs: c[2],
+            })
+            .collect(),
+    })
+}
+
+fn compare_in_child(
+    exe: &Path,
+    how: ChildAllocator,
+    events: &[Event],
+    options: &LiveOptions,
+) -> Result<LiveComparison> {
+    let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
+    {
+        let mut w = BufWriter::new(input.as_file_mut());
+        write_events(events, &mut w)?;
+        w.flush()?;
+    }
+    let mut command = Command::new(exe);
+    command
+        .args([
+            "__replay-live-child",
+            "--every",
+            &options.every.max(1).to_string(),
+        ])
+        .arg(input.path());
+    let expect_rounding = match &how {
+        ChildAllocator::Linked(v) => {
+            command.env(
+                "_RJEM_MALLOC_CONF",
+                format!("disable_large_size_classes:{v},dirty_decay_ms:-1,muzzy_decay_ms:-1"),
+            );
+            Some(*v)
+        }
+        ChildAllocator::System(lib) => {
+            ensure!(lib.is_file(), "no jemalloc library at '{}'", lib.display());
+            command
+                .arg("--system")
+                .env("LD_PRELOAD", lib)
+                .env("MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1");
+            None
+        }
+    };
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start '{}'", exe.display()))?;
+    let stdout = child.stdout.take().context("child stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let header = match lines.next() {
+        Some(line) => line?,
+        None => {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            let _ = child.wait();
+            bail!("the live replay child printed nothing: {}", err.trim());
+        }
+    };
+    let config: AllocatorConfig = parse_config(&header)?;
+    if let Some(v) = expect_rounding {
+        ensure!(
+            config.large_page_rounding == v,
+            "the child's jemalloc ignored disable_large_size_classes:{v} (this build has no such option?)"
+        );
+    }
+    let mut model = Arena::new(config)?;
+    let last = events.len() as u64;
+    let mut total = Comparison::default();
+    let (mut predicted, mut measured) = (Vec::new(), Vec::new());
+    for (i, &e) in events.iter().enumerate() {
+        model.apply(e)?;
+        let n = i as u64 + 1;
+        if is_snapshot_event(n, options.every, last) {
+            let line = lines.next().context("the child stopped early")??;
+            predicted.push(model.snapshot());
+            measured.push(parse_snapshot(&line)?);
+            if predicted.len() >= 1024 {
+                merge(
+                    &mut total,
+                    compare(&predicted, &measured, options.keep),
+                    options.keep,
+                );
+                predicted.clear();
+                measured.clear();
+            }
+        }
+    }
+    merge(
+        &mut total,
+        compare(&predicted, &measured, options.keep),
+        options.keep,
+    );
+    let status = child.wait()?;
+    if !status.success() {
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        bail!("the live replay child failed: {}", err.trim());
+    }
+    Ok(LiveComparison {
+        config,
+        comparison: total,
+        final_stats: *model.stats(),
+    })
+}
+
+/// The child's header: the build as JSON (`AllocatorConfig`'s serialised form).
+fn parse_config(line: &str) -> Result<AllocatorConfig> {
+    let v: serde_json::Value = serde_json::from_str(line).context("child header")?;
+    let get = |k: &str| v.get(k).with_context(|| format!("child header lacks {k}"));
+    let num = |k: &str| -> Result<u32> {
+        get(k)?
+            .as_u64()
+            .map(|n| n as u32)
+            .with_context(|| format!("bad {k}"))
+    };
+    let flag = |k: &str| -> Result<bool> { get(k)?.as_bool().with_context(|| format!("bad {k}")) };
+    let version = match get("version")?.as_str() {
+        Some("5.3.0") => crate::sizeclass::JemallocVersion::V5_3_0,
+        _ => crate::sizeclass::JemallocVersion::V5_3_1,
+    };
+    let mut config = AllocatorConfig::new(num("lg_quantum")?, num("lg_page")?, num("lg_ngroup")?)?;
+    config.cache_oblivious = flag("cache_oblivious")?;
+    config.large_page_rounding = flag("large_page_rounding")?;
+    config.version = version;
+    Ok(config)
+}
+
+/// One random trace replayed model-versus-live, for `fragsim validate` and the report.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReplayCheck {
+    /// Which live jemalloc: `5.3.1 disable_large_size_classes:true` etc.
+    pub allocator: String,
+    pub spec: crate::sim::WorkloadSpec,
+    pub comparison: Comparison,
+}
+
+/// The random traces `fragsim validate` replays: a mix of small and large (up to 24 MiB)
+/// allocations, frees in random order, growing and shrinking reallocs, aligned requests;
+/// one large-heavy trace. `quick` keeps it to seconds.
+pub fn validation_specs(quick: bool) -> Vec<crate::sim::WorkloadSpec> {
+    use crate::sim::WorkloadSpec;
+    let events = if quick { 20_000 } else { 200_000 };
+    vec![
+        WorkloadSpec {
+            seed: 1,
+            events,
+            ..WorkloadSpec::default()
+        },
+        WorkloadSpec {
+            seed: 2,
+            events,
+            target_live: 400,
+            large_share: 0.4,
+            realloc_share: 0.2,
+            ..WorkloadSpec::default()
+        },
+    ]
+}
+
+/// Replays every trace of [`validation_specs`] through the model and the linked jemalloc
+/// with both `disable_large_size_classes` settings (the other one in a child process of
+/// `exe`, the fragsim executable), every event compared. Also Debian's 5.3.0 when
+/// `system_jemalloc` names its library. 0 mismatches everywhere is the pass.
+pub fn replay_validation(
+    exe: &Path,
+    quick: bool,
+    system_jemalloc: Option<&Path>,
+) -> Result<Vec<ReplayCheck>> {
+    let mut allocators = vec![
+        (
+            "jemalloc 5.3.1 (linked), disable_large_size_classes:true".to_string(),
+            LiveAllocator::LinkedWith(true),
+        ),
+        (
+            "jemalloc 5.3.1 (linked), disable_large_size_classes:false".to_string(),
+            LiveAllocator::LinkedWith(false),
+        ),
+    ];
+    if let Some(lib) = system_jemalloc {
+        allocators.push((
+            format!("system jemalloc {}", lib.display()),
+            LiveAllocator::System(lib.to_path_buf()),
+        ));
+    }
+    let mut checks = Vec::new();
+    for spec in validation_specs(quick) {
+        let events = crate::sim::random_trace(&spec);
+        for (label, allocator) in &allocators {
+            let options = LiveOptions {
+                every: 1,
+                allocator: allocator.clone(),
+                child_exe: Some(exe.to_path_buf()),
+                keep: 5,
+            };
+            let result = replay_compare(&events, &options)?;
+            checks.push(ReplayCheck {
+                allocator: format!("{label} ({})", result.config.version.as_str()),
+                spec,
+                comparison: result.comparison,
+            });
+        }
+    }
+    Ok(checks)
+}
+
+/// The checks as a table: one row per trace and allocator.
+pub fn replay_validation_table(checks: &[ReplayCheck]) -> crate::export::Table {
+    let mut t = crate::export::Table::new(
+        "arena model vs live jemalloc, random traces, every event",
+        &[
+            "allocator",
+            "seed",
+            "events",
+            "large_share",
+            "snapshots",
+            "values_compared",
+            "values_mismatched",
+            "first_mismatch",
+        ],
+    );
+    for c in checks {
+        let first = c.comparison.first.first().map_or(String::new(), |m| {
+            format!(
+                "event {} {}: predicted {}, measured {}",
+                m.event, m.statistic, m.predicted, m.measured
+            )
+        });
+        t.push(vec![
+            c.allocator.clone().into(),
+            c.spec.seed.into(),
+            c.spec.events.into(),
+            crate::export::Cell::Float(c.spec.large_share, 2),
+            c.comparison.snapshots.into(),
+            c.comparison.values.into(),
+            c.comparison.mismatched_values.into(),
+            first.into(),
+        ]);
+    }
+    t
+}

@@ -1,0 +1,422 @@
+//! The arena: objects, bins and slabs on top of the page allocator (jemalloc's `bin.c`,
+//! `arena.c`, `large.c`).
+
+use super::pac::{Pac, Rules, State};
+use super::ph::{Heap, NIL};
+use super::{ArenaStats, BinStats, SimError, Snapshot};
+use crate::sizeclass::{AllocatorConfig, JemallocVersion, PageSizeClasses, SizeClasses};
+use crate::trace::Event;
+
+/// A bin's slabs: the current one and the non-full heap keyed by (serial number, address).
+#[derive(Clone, Copy)]
+struct Bin {
+    cur: u32,
+    nonfull: Heap,
+    size: u64,
+    nregs: u32,
+    slab_size: u64,
+}
+
+/// Where a live object is: 16 bytes, as the object table is the model's main memory.
+#[derive(Clone, Copy, Debug, Default)]
+struct Object {
+    request: u64,
+    /// The slab (small) or extent (large) holding it; `NIL` when the id is not live.
+    extent: u32,
+    /// Bin index + 1 for a small object, 0 for a large one.
+    bin_plus_one: u8,
+    /// log2 of the alignment + 1; 0 for none.
+    lg_align_plus_one: u8,
+}
+
+impl Object {
+    fn align(&self) -> u64 {
+        match self.lg_align_plus_one {
+            0 => 0,
+            lg => 1 << (lg - 1),
+        }
+    }
+}
+
+fn lg_align_plus_one(align: u64) -> u8 {
+    if align > 1 {
+        align.trailing_zeros() as u8 + 1
+    } else {
+        0
+    }
+}
+
+/// One jemalloc arena, modelled. See the module documentation of [`crate::sim`].
+pub struct Arena {
+    classes: SizeClasses,
+    pac: Pac,
+    bins: Vec<Bin>,
+    bin_stats: Vec<BinStats>,
+    objects: Vec<Object>,
+    stats: ArenaStats,
+    page: u64,
+    large_pad: u64,
+    /// Bin index by `(usize - 1) >> 3` for small sizes (jemalloc's `sz_size2index_tab`).
+    bin_of: Vec<u8>,
+}
+
+impl Arena {
+    /// A fresh arena of the build `config` (its version and `large_page_rounding` choose
+    /// the page allocator's rules).
+    pub fn new(config: AllocatorConfig) -> Result<Arena, SimError> {
+        let classes = SizeClasses::new(config).map_err(|e| SimError::Config(e.to_string()))?;
+        let rules = match config.version {
+            JemallocVersion::V5_3_1 => Rules {
+                batch_tail: config.large_page_rounding,
+                enumerate_below: config.large_page_rounding,
+                cap_dirty_merge: true,
+                grow_start: 2 << 20,
+            },
+            JemallocVersion::V5_3_0 => {
+                if config.large_page_rounding {
+                    return Err(SimError::Config(
+                        "jemalloc 5.3.0 has no disable_large_size_classes (large page rounding)"
+                            .into(),
+                    ));
+                }
+                Rules {
+                    batch_tail: false,
+                    enumerate_below: false,
+                    cap_dirty_merge: false,
+                    // HUGEPAGE on x86-64.
+                    grow_start: 2 << 20,
+                }
+            }
+        };
+        let psz = PageSizeClasses::new(&classes);
+        let large_pad = psz.large_pad();
+        let pac = Pac::new(
+            psz,
+            rules,
+            classes.large_minclass(),
+            classes.large_maxclass(),
+            config.lg_quantum,
+            config.lg_ngroup,
+        );
+        let bins: Vec<Bin> = classes
+            .bins()
+            .iter()
+            .map(|c| Bin {
+                cur: NIL,
+                nonfull: Heap::default(),
+                size: c.size,
+                nregs: c.nregs as u32,
+                slab_size: c.slab_size,
+            })
+            .collect();
+        if bins.len() > 254 {
+            return Err(SimError::Config(format!(
+                "{} small size classes (the model handles up to 254)",
+                bins.len()
+            )));
+        }
+        let small_max = classes.small_maxclass();
+        let bin_of: Vec<u8> = (0..small_max.div_ceil(8))
+            .map(|i| {
+                let size = i * 8 + 1;
+                classes.bins().partition_point(|c| c.size < size) as u8
+            })
+            .collect();
+        Ok(Arena {
+            bin_of,
+            bin_stats: vec![BinStats::default(); bins.len()],
+            bins,
+            pac,
+            objects: Vec::new(),
+            stats: ArenaStats::default(),
+            page: config.page(),
+            large_pad,
+            classes,
+        })
+    }
+
+    pub fn stats(&self) -> &ArenaStats {
+        &self.stats
+    }
+
+    pub fn bins(&self) -> &[BinStats] {
+        &self.bin_stats
+    }
+
+    pub fn classes(&self) -> &SizeClasses {
+        &self.classes
+    }
+
+    /// The statistics the live replay compares, at the current event.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            event: self.stats.events,
+            allocated_bytes: self.stats.allocated_bytes,
+            active_bytes: self.stats.active_bytes,
+            bins: self.bin_stats.clone(),
+        }
+    }
+
+    /// Applies one event. On error the arena is unchanged except for the event count.
+    pub fn apply(&mut self, event: Event) -> Result<(), SimError> {
+        self.stats.events += 1;
+        let n = self.stats.events;
+        match event {
+            Event::Alloc { id, size, align } => {
+                if self.live(id).is_some() {
+                    return Err(SimError::AllocOfLiveId { event: n, id });
+                }
+                let usize = self.usable(n, size, align)?;
+                let obj = self.place(n, usize, lg_align_plus_one(align))?;
+                self.set(
+                    id,
+                    Object {
+                        request: size,
+                        ..obj
+                    },
+                );
+                self.stats.live_objects += 1;
+                self.stats.requested_bytes += size;
+            }
+            Event::Free { id } => {
+                let obj = self
+                    .live(id)
+                    .ok_or(SimError::FreeOfDeadId { event: n, id })?;
+                self.remove(obj);
+                self.objects[id as usize].extent = NIL;
+                self.stats.live_objects -= 1;
+                self.stats.requested_bytes -= obj.request;
+            }
+            Event::Realloc { id, size } => {
+                let obj = self
+                    .live(id)
+                    .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
+                let usize = self.usable(n, size, obj.align())?;
+                let moved = self.realloc(n, obj, usize)?;
+                self.set(
+                    id,
+                    Object {
+                        request: size,
+                        ..moved
+                    },
+                );
+                self.stats.requested_bytes = self.stats.requested_bytes - obj.request + size;
+            }
+        }
+        Ok(())
+    }
+
+    fn live(&self, id: u32) -> Option<Object> {
+        self.objects
+            .get(id as usize)
+            .copied()
+            .filter(|o| o.extent != NIL)
+    }
+
+    fn set(&mut self, id: u32, obj: Object) {
+        let i = id as usize;
+        if i >= self.objects.len() {
+            self.objects.resize(
+                i + 1,
+                Object {
+                    extent: NIL,
+                    ..Object::default()
+                },
+            );
+        }
+        self.objects[i] = obj;
+    }
+
+    /// `sz_s2u` / `sz_sa2u`: the usable size jemalloc gives `size` bytes at `align`.
+    fn usable(&self, event: u64, size: u64, align: u64) -> Result<u64, SimError> {
+        let too_large = SimError::TooLarge { event, size };
+        if align > 1 {
+            if !align.is_power_of_two() {
+                return Err(SimError::BadAlignment { event, align });
+            }
+            let small_max = self.classes.small_maxclass();
+            let large_min = self.classes.large_minclass();
+            if size <= small_max && align <= self.page {
+                let u = self
+                    .classes
+                    .usable_size(size.max(1).div_ceil(align) * align)
+                    .ok_or(too_large.clone())?;
+                if u < large_min {
+                    return Ok(u);
+                }
+            }
+            if align > self.page {
+                return Err(SimError::UnmodelledAlignment { event, align });
+            }
+            if size <= large_min {
+                return Ok(large_min);
+            }
+        }
+        self.classes.usable_size(size).ok_or(too_large)
+    }
+
+    /// Allocates `usize` bytes: from a bin or as a large extent.
+    fn place(&mut self, event: u64, usize: u64, lg_align: u8) -> Result<Object, SimError> {
+        if usize <= self.classes.small_maxclass() {
+            let bin = self.bin_index(usize);
+            let slab = self.malloc_small(event, bin)?;
+            Ok(Object {
+                extent: slab,
+                bin_plus_one: bin as u8 + 1,
+                request: 0,
+                lg_align_plus_one: lg_align,
+            })
+        } else {
+            let esize = usize + self.large_pad;
+            let extent = self
+                .pac
+                .alloc(esize)
+                .map_err(|_| SimError::OutOfAddressSpace { event })?;
+            self.stats.active_bytes += esize;
+            self.stats.allocated_bytes += usize;
+            self.note_mappings();
+            Ok(Object {
+                extent,
+                bin_plus_one: 0,
+                request: 0,
+                lg_align_plus_one: lg_align,
+            })
+        }
+    }
+
+    #[inline]
+    fn bin_index(&self, usize: u64) -> usize {
+        self.bin_of[((usize.max(1) - 1) >> 3) as usize] as usize
+    }
+
+    fn note_mappings(&mut self) {
+        let n = self.pac.mappings.len() as u64;
+        if n != self.stats.mappings {
+            self.stats.mapped_bytes = self.pac.mapped_total;
+            self.stats.mappings = n;
+        }
+    }
+
+    /// `arena_malloc_small` without a thread cache: the slab with the lowest
+    /// (serial number, address) that has room, else a fresh slab.
+    fn malloc_small(&mut self, event: u64, b: usize) -> Result<u32, SimError> {
+        let bin = &mut self.bins[b];
+        let ext = &mut self.pac.ext;
+        if bin.cur == NIL || ext.get(bin.cur).nfree == 0 {
+            bin.cur = bin.nonfull.remove_first(ext);
+            if bin.cur != NIL {
+                self.bin_stats[b].nonfull_slabs -= 1;
+            }
+        }
+        if bin.cur == NIL {
+            let (slab_size, nregs) = (bin.slab_size, bin.nregs);
+            let slab = self
+                .pac
+                .alloc(slab_size)
+                .map_err(|_| SimError::OutOfAddressSpace { event })?;
+            let e = self.pac.ext.get_mut(slab);
+            e.nfree = nregs;
+            e.bin = b as u32;
+            self.bins[b].cur = slab;
+            self.bin_stats[b].curslabs += 1;
+            self.stats.slabs_created += 1;
+            self.stats.active_bytes += slab_size;
+            self.note_mappings();
+        }
+        let bin = &self.bins[b];
+        let cur = bin.cur;
+        self.pac.ext.get_mut(cur).nfree -= 1;
+        self.bin_stats[b].curregs += 1;
+        self.stats.allocated_bytes += bin.size;
+        Ok(cur)
+    }
+
+    /// `bin_dalloc_locked_step` and what follows: an emptied slab goes back to the page
+    /// allocator at once; a full slab that gains a free region becomes current if it sorts
+    /// below the current one (`bin_lower_slab`).
+    fn free_small(&mut self, b: usize, slab: u32) {
+        let bin = &mut self.bins[b];
+        let ext = &mut self.pac.ext;
+        let stats = &mut self.bin_stats[b];
+        let nfree = {
+            let e = ext.get_mut(slab);
+            e.nfree += 1;
+            e.nfree
+        };
+        stats.curregs -= 1;
+        self.stats.allocated_bytes -= bin.size;
+        if nfree == bin.nregs {
+            if slab == bin.cur {
+                bin.cur = NIL;
+            } else if bin.nregs > 1 {
+                bin.nonfull.remove(ext, slab);
+                stats.nonfull_slabs -= 1;
+            }
+            stats.curslabs -= 1;
+            self.stats.slabs_released += 1;
+            self.stats.active_bytes -= bin.slab_size;
+            self.pac.dalloc(slab);
+        } else if nfree == 1 && slab != bin.cur {
+            let cur = bin.cur;
+            if cur != NIL && ext_key(ext, cur) > ext_key(ext, slab) {
+                if ext.get(cur).nfree > 0 {
+                    bin.nonfull.insert(ext, cur);
+                    stats.nonfull_slabs += 1;
+                }
+                bin.cur = slab;
+            } else {
+                bin.nonfull.insert(ext, slab);
+                stats.nonfull_slabs += 1;
+            }
+        }
+    }
+
+    fn remove(&mut self, obj: Object) {
+        if obj.bin_plus_one > 0 {
+            self.free_small(obj.bin_plus_one as usize - 1, obj.extent);
+        } else {
+            let size = self.pac.ext.get(obj.extent).size;
+            self.stats.active_bytes -= size;
+            self.stats.allocated_bytes -= size - self.large_pad;
+            self.pac.dalloc(obj.extent);
+        }
+    }
+
+    /// `arena_ralloc`: same small class in place; large to large in place when the page
+    /// allocator can (`large_ralloc_no_move`); anything else allocates anew, then frees.
+    fn realloc(&mut self, event: u64, obj: Object, usize: u64) -> Result<Object, SimError> {
+        let small_max = self.classes.small_maxclass();
+        let old_small = obj.bin_plus_one > 0;
+        if old_small && usize <= small_max {
+            if self.bin_index(usize) + 1 == obj.bin_plus_one as usize {
+                return Ok(obj);
+            }
+        } else if !old_small && usize > small_max {
+            let old = self.pac.ext.get(obj.extent).size - self.large_pad;
+            if usize > old && self.pac.expand(obj.extent, usize + self.large_pad) {
+                self.stats.active_bytes += usize - old;
+                self.stats.allocated_bytes += usize - old;
+                self.note_mappings();
+                return Ok(obj);
+            }
+            if usize == old {
+                return Ok(obj);
+            }
+            if usize < old {
+                self.pac.shrink(obj.extent, usize + self.large_pad);
+                self.stats.active_bytes -= old - usize;
+                self.stats.allocated_bytes -= old - usize;
+                return Ok(obj);
+            }
+        }
+        let new = self.place(event, usize, obj.lg_align_plus_one)?;
+        self.remove(obj);
+        Ok(new)
+    }
+}
+
+fn ext_key(ext: &super::pac::Extents, id: u32) -> (u32, u64) {
+    let e = ext.get(id);
+    debug_assert_eq!(e.state, State::Active);
+    (e.sn, e.offset)
+}

@@ -1,0 +1,519 @@
+//! The page allocator (jemalloc's PAC: `pac.c`, `extent.c`, `eset.c`): extents in mappings,
+//! the dirty and retained extent sets with their first fit, growth, splitting and merging.
+//!
+//! Extents are kept in one slab of records; each mapping's extents form an address-ordered
+//! list (they tile the mapping), so neighbours are found in O(1). Keys are
+//! (serial number, offset): a serial number names one mapping (`extent_sn_next` grows only
+//! when a mapping is made, splits keep it, merges never cross mappings), so offsets compare
+//! exactly as jemalloc's addresses do.
+
+use super::ph::{Heap, Link, Nodes, NIL};
+use crate::sizeclass::PageSizeClasses;
+
+/// jemalloc's `ESET_ENUMERATE_MAX_NUM`: nodes a 5.3.1 first fit looks at one class below.
+const ENUMERATE_MAX: usize = 32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    Active,
+    Dirty,
+    Retained,
+    /// A free record slot.
+    Unused,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Extent {
+    pub sn: u32,
+    pub offset: u64,
+    pub size: u64,
+    pub state: State,
+    link: Link,
+    map_prev: u32,
+    map_next: u32,
+    /// Slab data: free regions and bin index (slabs only).
+    pub nfree: u32,
+    pub bin: u32,
+}
+
+/// The extent records; a free list recycles slots so memory follows live extents.
+#[derive(Default)]
+pub(crate) struct Extents {
+    pub v: Vec<Extent>,
+    free: Vec<u32>,
+}
+
+impl Nodes for Extents {
+    #[inline]
+    fn link(&self, node: u32) -> Link {
+        self.v[node as usize].link
+    }
+    #[inline]
+    fn link_mut(&mut self, node: u32) -> &mut Link {
+        &mut self.v[node as usize].link
+    }
+    #[inline]
+    fn key(&self, node: u32) -> (u64, u64) {
+        let e = &self.v[node as usize];
+        (u64::from(e.sn), e.offset)
+    }
+}
+
+impl Extents {
+    fn new_extent(&mut self, e: Extent) -> u32 {
+        match self.free.pop() {
+            Some(i) => {
+                self.v[i as usize] = e;
+                i
+            }
+            None => {
+                self.v.push(e);
+                (self.v.len() - 1) as u32
+            }
+        }
+    }
+
+    fn release(&mut self, id: u32) {
+        self.v[id as usize].state = State::Unused;
+        self.free.push(id);
+    }
+
+    #[inline]
+    pub fn get(&self, id: u32) -> &Extent {
+        &self.v[id as usize]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, id: u32) -> &mut Extent {
+        &mut self.v[id as usize]
+    }
+}
+
+/// One extent set (`eset_t`): a pairing heap per page-size class and a bitmap of the
+/// non-empty ones.
+struct Eset {
+    heaps: Vec<Heap>,
+    bitmap: Vec<u64>,
+}
+
+impl Eset {
+    fn new(nclasses: usize) -> Self {
+        Eset {
+            heaps: vec![Heap::default(); nclasses],
+            bitmap: vec![0; nclasses.div_ceil(64)],
+        }
+    }
+
+    /// `fb_ffs`: the first non-empty class at or above `from`, or `heaps.len()`.
+    fn next_nonempty(&self, from: usize) -> usize {
+        let mut word = from / 64;
+        if word >= self.bitmap.len() {
+            return self.heaps.len();
+        }
+        let mut bits = self.bitmap[word] & (!0u64 << (from % 64));
+        loop {
+            if bits != 0 {
+                return (word * 64 + bits.trailing_zeros() as usize).min(self.heaps.len());
+            }
+            word += 1;
+            if word >= self.bitmap.len() {
+                return self.heaps.len();
+            }
+            bits = self.bitmap[word];
+        }
+    }
+}
+
+/// Which release's page-allocator rules apply.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rules {
+    /// 5.3.1 with `disable_large_size_classes`: a miss in the dirty set maps a batch
+    /// (`pac_alloc_retained_batched_size`) and files the tail as dirty.
+    pub batch_tail: bool,
+    /// 5.3.1 with `disable_large_size_classes`: first fit also enumerates one class below.
+    pub enumerate_below: bool,
+    /// 5.3.1: eager merging of a freed large extent stops at `size << lg_max_active_fit`.
+    pub cap_dirty_merge: bool,
+    /// The first mapping's size (`exp_grow_init`).
+    pub grow_start: u64,
+}
+
+pub(crate) struct Pac {
+    pub ext: Extents,
+    dirty: Eset,
+    retained: Eset,
+    psz: PageSizeClasses,
+    rules: Rules,
+    lg_max_active_fit: u32,
+    large_minclass: u64,
+    large_maxclass: u64,
+    lg_quantum: u32,
+    lg_ngroup: u32,
+    hugepage: u64,
+    exp_grow_next: usize,
+    exp_grow_limit: usize,
+    /// Sizes of the mappings made, by serial number.
+    pub mappings: Vec<u64>,
+    pub mapped_total: u64,
+}
+
+/// Why the page allocator could not serve a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OutOfAddressSpace;
+
+impl Pac {
+    pub fn new(
+        psz: PageSizeClasses,
+        rules: Rules,
+        large_minclass: u64,
+        large_maxclass: u64,
+        lg_quantum: u32,
+        lg_ngroup: u32,
+    ) -> Self {
+        let n = psz.npsizes() + 1;
+        let exp_grow_next = psz.psz2ind(rules.grow_start);
+        let exp_grow_limit = psz.psz2ind(large_maxclass);
+        Pac {
+            ext: Extents::default(),
+            dirty: Eset::new(n),
+            retained: Eset::new(n),
+            psz,
+            rules,
+            lg_max_active_fit: 6,
+            large_minclass,
+            large_maxclass,
+            lg_quantum,
+            lg_ngroup,
+            hugepage: 2 << 20,
+            exp_grow_next,
+            exp_grow_limit,
+            mappings: Vec::new(),
+            mapped_total: 0,
+        }
+    }
+
+    fn eset(&mut self, state: State) -> &mut Eset {
+        match state {
+            State::Dirty => &mut self.dirty,
+            _ => &mut self.retained,
+        }
+    }
+
+    fn eset_insert(&mut self, state: State, id: u32) {
+        self.ext.get_mut(id).state = state;
+        let pind = self.psz.extent_index(self.ext.get(id).size);
+        let eset = match state {
+            State::Dirty => &mut self.dirty,
+            _ => &mut self.retained,
+        };
+        if eset.heaps[pind].is_empty() {
+            eset.bitmap[pind / 64] |= 1 << (pind % 64);
+        }
+        eset.heaps[pind].insert(&mut self.ext, id);
+    }
+
+    fn eset_remove(&mut self, state: State, id: u32) {
+        let pind = self.psz.extent_index(self.ext.get(id).size);
+        let eset = match state {
+            State::Dirty => &mut self.dirty,
+            _ => &mut self.retained,
+        };
+        let was_min = eset.heaps[pind].root == id;
+        eset.heaps[pind].remove(&mut self.ext, id);
+        if eset.heaps[pind].is_empty() {
+            eset.bitmap[pind / 64] &= !(1 << (pind % 64));
+        } else if was_min {
+            // eset_remove refreshes its cached minimum with edata_heap_first.
+            eset.heaps[pind].first(&mut self.ext);
+        }
+        self.ext.get_mut(id).state = State::Active;
+    }
+
+    /// `eset_first_fit` (alignment of one page, not exact-only).
+    fn first_fit(&mut self, state: State, size: u64, lg_max_fit: u32) -> u32 {
+        let pind = self.psz.request_index(size);
+        let mut ret = NIL;
+        let mut ret_key = (0, 0);
+        if self.rules.enumerate_below {
+            let pind_prev = self.psz.extent_index(size);
+            if pind != pind_prev {
+                let ext = &self.ext;
+                let eset = match state {
+                    State::Dirty => &self.dirty,
+                    _ => &self.retained,
+                };
+                eset.heaps[pind_prev].enumerate(ext, ENUMERATE_MAX, |node| {
+                    if ext.get(node).size >= size {
+                        let key = ext.key(node);
+                        if ret == NIL || key < ret_key {
+                            ret = node;
+                            ret_key = key;
+                        }
+                    }
+                });
+            }
+        }
+        let lg_max_fit = lg_max_fit.min(63);
+        let npsizes = self.psz.npsizes();
+        let mut i = self.eset(state).next_nonempty(pind);
+        while i <= npsizes {
+            if self.psz.pind2sz(i) >> lg_max_fit > size {
+                break;
+            }
+            let root = self.eset(state).heaps[i].root;
+            if ret == NIL || self.ext.key(root) < ret_key {
+                let eset = match state {
+                    State::Dirty => &mut self.dirty,
+                    _ => &mut self.retained,
+                };
+                ret = eset.heaps[i].first(&mut self.ext);
+                ret_key = self.ext.key(ret);
+            }
+            if i == npsizes {
+                break;
+            }
+            i = self.eset(state).next_nonempty(i + 1);
+        }
+        ret
+    }
+
+    /// Splits `id` at `size_a`; returns the tail (same serial number and state).
+    fn split(&mut self, id: u32, size_a: u64) -> u32 {
+        let e = *self.ext.get(id);
+        let trail = self.ext.new_extent(Extent {
+            sn: e.sn,
+            offset: e.offset + size_a,
+            size: e.size - size_a,
+            state: e.state,
+            link: Link::default(),
+            map_prev: id,
+            map_next: e.map_next,
+            nfree: 0,
+            bin: 0,
+        });
+        if e.map_next != NIL {
+            self.ext.get_mut(e.map_next).map_prev = trail;
+        }
+        let head = self.ext.get_mut(id);
+        head.size = size_a;
+        head.map_next = trail;
+        trail
+    }
+
+    /// Merges `b` (the next extent in the mapping) into `a`.
+    fn merge(&mut self, a: u32, b: u32) {
+        let eb = *self.ext.get(b);
+        debug_assert_eq!(self.ext.get(a).map_next, b);
+        let ea = self.ext.get_mut(a);
+        ea.size += eb.size;
+        ea.map_next = eb.map_next;
+        if eb.map_next != NIL {
+            self.ext.get_mut(eb.map_next).map_prev = a;
+        }
+        self.ext.release(b);
+    }
+
+    /// `extent_recycle` from the dirty or retained set, no expansion.
+    fn recycle(&mut self, state: State, size: u64) -> Option<u32> {
+        let lg_max_fit = if state == State::Dirty {
+            self.lg_max_active_fit
+        } else {
+            64
+        };
+        let id = self.first_fit(state, size, lg_max_fit);
+        if id == NIL {
+            return None;
+        }
+        self.eset_remove(state, id);
+        if self.ext.get(id).size > size {
+            let trail = self.split(id, size);
+            self.eset_insert(state, trail);
+        }
+        Some(id)
+    }
+
+    /// `extent_grow_retained`: maps the next size of the growth series that fits.
+    fn grow(&mut self, size: u64) -> Result<u32, OutOfAddressSpace> {
+        let mut skip = 0;
+        let mut alloc_size = self.psz.pind2sz(self.exp_grow_next);
+        while alloc_size < size {
+            skip += 1;
+            if self.exp_grow_next + skip >= self.exp_grow_limit {
+                return Err(OutOfAddressSpace);
+            }
+            alloc_size = self.psz.pind2sz(self.exp_grow_next + skip);
+        }
+        // x86-64 user address space (128 TiB): a trace asking for more cannot run.
+        let mapped: u64 = self.mapped_total;
+        if mapped + alloc_size > 1 << 47 {
+            return Err(OutOfAddressSpace);
+        }
+        self.mapped_total += alloc_size;
+        let sn = self.mappings.len() as u32;
+        self.mappings.push(alloc_size);
+        let id = self.ext.new_extent(Extent {
+            sn,
+            offset: 0,
+            size: alloc_size,
+            state: State::Active,
+            link: Link::default(),
+            map_prev: NIL,
+            map_next: NIL,
+            nfree: 0,
+            bin: 0,
+        });
+        if alloc_size > size {
+            let trail = self.split(id, size);
+            self.record_retained(trail);
+        }
+        self.exp_grow_next = (self.exp_grow_next + skip + 1).min(self.exp_grow_limit);
+        Ok(id)
+    }
+
+    /// `extent_alloc_retained`: recycle a retained extent, else grow.
+    fn alloc_retained(&mut self, size: u64) -> Result<u32, OutOfAddressSpace> {
+        match self.recycle(State::Retained, size) {
+            Some(id) => Ok(id),
+            None => self.grow(size),
+        }
+    }
+
+    /// `sz_s2u_compute_using_delta`.
+    fn s2u_delta(&self, size: u64) -> u64 {
+        let x = 63 - ((size << 1) - 1).leading_zeros();
+        let lg_delta = if x < self.lg_ngroup + self.lg_quantum + 1 {
+            self.lg_quantum
+        } else {
+            x - self.lg_ngroup - 1
+        };
+        let mask = (1u64 << lg_delta) - 1;
+        (size + mask) & !mask
+    }
+
+    /// `pac_alloc_real`: an active extent of `size` bytes.
+    pub fn alloc(&mut self, size: u64) -> Result<u32, OutOfAddressSpace> {
+        if let Some(id) = self.recycle(State::Dirty, size) {
+            return Ok(id);
+        }
+        if self.rules.batch_tail {
+            let batched = if size > self.large_maxclass {
+                size
+            } else {
+                let huge_ceil = size.div_ceil(self.hugepage) * self.hugepage;
+                self.s2u_delta(size).min(huge_ceil)
+            };
+            let id = self.alloc_retained(batched)?;
+            if batched > size {
+                let trail = self.split(id, size);
+                self.record_dirty(trail);
+            }
+            return Ok(id);
+        }
+        self.alloc_retained(size)
+    }
+
+    /// `pac_dalloc_impl`: the extent goes to the dirty set.
+    pub fn dalloc(&mut self, id: u32) {
+        self.record_dirty(id);
+    }
+
+    /// `pac_expand_impl`: grows `id` in place by taking the front of the next extent if it
+    /// is dirty (else retained) and large enough.
+    pub fn expand(&mut self, id: u32, new_size: u64) -> bool {
+        let amount = new_size - self.ext.get(id).size;
+        let next = self.ext.get(id).map_next;
+        if next == NIL {
+            return false;
+        }
+        let state = self.ext.get(next).state;
+        if !matches!(state, State::Dirty | State::Retained) || self.ext.get(next).size < amount {
+            return false;
+        }
+        self.eset_remove(state, next);
+        if self.ext.get(next).size > amount {
+            let trail = self.split(next, amount);
+            self.eset_insert(state, trail);
+        }
+        self.merge(id, next);
+        true
+    }
+
+    /// `pac_shrink_impl`: splits off the tail and frees it as dirty.
+    pub fn shrink(&mut self, id: u32, new_size: u64) {
+        let trail = self.split(id, new_size);
+        self.ext.get_mut(trail).state = State::Active;
+        self.record_dirty(trail);
+    }
+
+    /// `extent_record` into the dirty set: large extents merge eagerly with dirty neighbours
+    /// (one merge per pass, forward first: delayed coalescing), small ones not at all.
+    fn record_dirty(&mut self, mut id: u32) {
+        let size = self.ext.get(id).size;
+        if size >= self.large_minclass {
+            let max_size = if !self.rules.cap_dirty_merge {
+                self.large_maxclass
+            } else if (self.large_maxclass >> self.lg_max_active_fit) > size {
+                size << self.lg_max_active_fit
+            } else {
+                self.large_maxclass
+            };
+            loop {
+                let cur = self.ext.get(id).size;
+                let room = max_size.saturating_sub(cur);
+                let next = self.ext.get(id).map_next;
+                if next != NIL
+                    && self.ext.get(next).state == State::Dirty
+                    && self.ext.get(next).size <= room
+                {
+                    self.eset_remove(State::Dirty, next);
+                    self.merge(id, next);
+                    continue;
+                }
+                let prev = self.ext.get(id).map_prev;
+                if prev != NIL
+                    && self.ext.get(prev).state == State::Dirty
+                    && self.ext.get(prev).size <= room
+                {
+                    self.eset_remove(State::Dirty, prev);
+                    self.merge(prev, id);
+                    id = prev;
+                    continue;
+                }
+                break;
+            }
+        }
+        self.eset_insert(State::Dirty, id);
+    }
+
+    /// `extent_record` into the retained set: merges with retained neighbours until none.
+    fn record_retained(&mut self, mut id: u32) {
+        loop {
+            let mut again = false;
+            let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
+            let next = self.ext.get(id).map_next;
+            if next != NIL
+                && self.ext.get(next).state == State::Retained
+                && self.ext.get(next).size <= room
+            {
+                self.eset_remove(State::Retained, next);
+                self.merge(id, next);
+                again = true;
+            }
+            let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
+            let prev = self.ext.get(id).map_prev;
+            if prev != NIL
+                && self.ext.get(prev).state == State::Retained
+                && self.ext.get(prev).size <= room
+            {
+                self.eset_remove(State::Retained, prev);
+                self.merge(prev, id);
+                id = prev;
+                again = true;
+            }
+            if !again {
+                break;
+            }
+        }
+        self.eset_insert(State::Retained, id);
+    }
+}

@@ -1,0 +1,145 @@
+//! Replaying a whole trace through the model: the summary users read and the timeline rows.
+
+use super::{Arena, ArenaStats, SimError};
+use crate::export::{Cell, Table};
+use crate::sizeclass::AllocatorConfig;
+use crate::trace::Event;
+use serde::Serialize;
+
+/// The columns of a timeline row, in order (the first five are fixed by the CLI's contract).
+pub const TIMELINE_COLUMNS: &[&str] = &[
+    "event",
+    "live_objects",
+    "requested_bytes",
+    "allocated_bytes",
+    "active_bytes",
+    "mapped_bytes",
+    "slabs_created",
+    "slabs_released",
+];
+
+/// One timeline row.
+pub fn timeline_row(s: &ArenaStats) -> Vec<Cell> {
+    [
+        s.events,
+        s.live_objects,
+        s.requested_bytes,
+        s.allocated_bytes,
+        s.active_bytes,
+        s.mapped_bytes,
+        s.slabs_created,
+        s.slabs_released,
+    ]
+    .into_iter()
+    .map(Cell::Int)
+    .collect()
+}
+
+/// Peaks and final state of one replay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ReplaySummary {
+    pub peak_requested_bytes: u64,
+    pub peak_allocated_bytes: u64,
+    pub peak_active_bytes: u64,
+    /// The statistics at the first event where active bytes peaked.
+    pub at_active_peak: ArenaStats,
+    pub final_stats: ArenaStats,
+}
+
+impl ReplaySummary {
+    fn observe(&mut self, s: &ArenaStats) {
+        self.peak_requested_bytes = self.peak_requested_bytes.max(s.requested_bytes);
+        self.peak_allocated_bytes = self.peak_allocated_bytes.max(s.allocated_bytes);
+        if s.active_bytes > self.peak_active_bytes {
+            self.peak_active_bytes = s.active_bytes;
+            self.at_active_peak = *s;
+        }
+        self.final_stats = *s;
+    }
+
+    /// allocated / requested − 1 at the active peak (0 when nothing was requested).
+    pub fn internal_fragmentation(&self) -> f64 {
+        ratio(
+            self.at_active_peak.allocated_bytes,
+            self.at_active_peak.requested_bytes,
+        )
+    }
+
+    /// active / allocated − 1 at the active peak.
+    pub fn external_fragmentation(&self) -> f64 {
+        ratio(
+            self.at_active_peak.active_bytes,
+            self.at_active_peak.allocated_bytes,
+        )
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64 - 1.0
+    }
+}
+
+/// The default timeline spacing: about 1,000 rows for `events` events.
+pub fn default_every(events: u64) -> u64 {
+    (events / 1000).max(1)
+}
+
+/// Replays `events` through a fresh model of `config`; `on_row` sees the statistics every
+/// `every` events and after the last one.
+pub fn replay(
+    config: AllocatorConfig,
+    events: &[Event],
+    every: u64,
+    mut on_row: impl FnMut(&ArenaStats),
+) -> Result<ReplaySummary, SimError> {
+    let mut arena = Arena::new(config)?;
+    let mut summary = ReplaySummary::default();
+    let every = every.max(1);
+    let last = events.len() as u64;
+    for &e in events {
+        arena.apply(e)?;
+        let s = arena.stats();
+        summary.observe(s);
+        if s.events.is_multiple_of(every) || s.events == last {
+            on_row(s);
+        }
+    }
+    Ok(summary)
+}
+
+/// The summary as a two-column table (statistic, value).
+pub fn summary_table(summary: &ReplaySummary, title: &str) -> Table {
+    let mut t = Table::new(title, &["statistic", "value"]);
+    let f = &summary.final_stats;
+    let p = &summary.at_active_peak;
+    let rows: Vec<(&str, Cell)> = vec![
+        ("events", f.events.into()),
+        ("peak requested bytes", summary.peak_requested_bytes.into()),
+        ("peak allocated bytes", summary.peak_allocated_bytes.into()),
+        ("peak active bytes", summary.peak_active_bytes.into()),
+        ("event of the active peak", p.events.into()),
+        (
+            "internal fragmentation at the active peak (allocated/requested - 1)",
+            Cell::Float(summary.internal_fragmentation(), 4),
+        ),
+        (
+            "external fragmentation at the active peak (active/allocated - 1)",
+            Cell::Float(summary.external_fragmentation(), 4),
+        ),
+        ("final live objects", f.live_objects.into()),
+        ("final requested bytes", f.requested_bytes.into()),
+        ("final allocated bytes", f.allocated_bytes.into()),
+        ("final active bytes", f.active_bytes.into()),
+        ("slabs created", f.slabs_created.into()),
+        ("slabs released", f.slabs_released.into()),
+        ("mappings", f.mappings.into()),
+        ("mapped bytes", f.mapped_bytes.into()),
+    ];
+    for (name, value) in rows {
+        t.push(vec![name.into(), value]);
+    }
+    t
+}

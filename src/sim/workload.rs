@@ -1,0 +1,118 @@
+//! Seeded random traces: small and large allocations up to tens of MiB, frees in random
+//! order, reallocs that grow and shrink, some aligned requests. Ids are recycled lowest
+//! first, as in recorded traces.
+
+use crate::trace::{Event, ObjectId};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// What a random trace looks like.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct WorkloadSpec {
+    pub seed: u64,
+    pub events: u64,
+    /// Live objects hover around this many (allocations and frees balance there).
+    pub target_live: u64,
+    /// Share of allocations that are large (above the small classes), 0..=1.
+    pub large_share: f64,
+    /// The largest request, bytes.
+    pub max_size: u64,
+    /// Share of events that are reallocs.
+    pub realloc_share: f64,
+    /// Share of allocations with an alignment (16 bytes to one 4 KiB page).
+    pub aligned_share: f64,
+}
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        WorkloadSpec {
+            seed: 1,
+            events: 20_000,
+            target_live: 2_000,
+            large_share: 0.05,
+            max_size: 24 << 20,
+            realloc_share: 0.1,
+            aligned_share: 0.05,
+        }
+    }
+}
+
+/// SplitMix64: small, fast, and the same on every platform.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, p: f64) -> bool {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 > 1.0 - p
+    }
+    /// Log-uniform in [lo, hi].
+    fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
+        let (a, b) = ((lo.max(1) as f64).ln(), (hi.max(lo + 1) as f64).ln());
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        ((a + u * (b - a)).exp() as u64).clamp(lo.max(1), hi)
+    }
+}
+
+/// The trace `spec` describes (deterministic in `spec.seed`). Sizes above 14 KiB are large
+/// in every default build.
+pub fn random_trace(spec: &WorkloadSpec) -> Vec<Event> {
+    let mut rng = Rng(spec.seed);
+    let mut events = Vec::with_capacity(spec.events as usize);
+    let mut live: Vec<ObjectId> = Vec::new();
+    let mut free_ids: BinaryHeap<Reverse<ObjectId>> = BinaryHeap::new();
+    let mut next_id: ObjectId = 0;
+    let small_max = 14 << 10;
+    let size_of = |rng: &mut Rng| {
+        if rng.chance(spec.large_share) {
+            rng.log_uniform(small_max + 1, spec.max_size.max(small_max + 2))
+        } else {
+            rng.log_uniform(1, small_max.min(spec.max_size))
+        }
+    };
+    while (events.len() as u64) < spec.events {
+        let fill = live.len() as f64 / spec.target_live.max(1) as f64;
+        let roll = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        if !live.is_empty() && rng.chance(spec.realloc_share) {
+            let id = live[rng.below(live.len() as u64) as usize];
+            events.push(Event::Realloc {
+                id,
+                size: size_of(&mut rng),
+            });
+        } else if live.is_empty() || roll > fill * 0.5 {
+            let id = match free_ids.pop() {
+                Some(Reverse(id)) => id,
+                None => {
+                    next_id += 1;
+                    next_id - 1
+                }
+            };
+            let align = if rng.chance(spec.aligned_share) {
+                16 << rng.below(9)
+            } else {
+                0
+            };
+            events.push(Event::Alloc {
+                id,
+                size: size_of(&mut rng),
+                align,
+            });
+            live.push(id);
+        } else {
+            let i = rng.below(live.len() as u64) as usize;
+            let id = live.swap_remove(i);
+            free_ids.push(Reverse(id));
+            events.push(Event::Free { id });
+        }
+    }
+    events
+}
