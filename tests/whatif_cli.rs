@@ -75,7 +75,7 @@ fn replay_prints_one_row_per_build_with_the_hand_values() {
         .map(|l| l.split(',').nth(1).unwrap())
         .collect();
     assert_eq!(sizes, ["112", "48", "32", "20480"]);
-    let json = stdout_of(&["replay", trace, "--preset", "5.3.1", "--format", "json"]);
+    let json = stdout_of(&["replay", trace, "--preset", "default,5.3.1", "--format", "json"]);
     assert!(json.contains("\"build\": \"5.3.1\""), "{json}");
 }
 
@@ -131,14 +131,14 @@ fn bad_input_is_one_line_exit_2_before_any_work() {
         &["replay", trace, "--preset", "default,quantum7"],
         "quantum7",
     );
-    assert_rejected(&["replay", trace, "--preset", ""], "empty list");
+    assert_rejected(&["replay", trace, "--preset", ""], "--preset");
     assert_rejected(
         &["replay", trace, "--preset", "default,default+big"],
-        "'+big'",
+        "default+big",
     );
     assert_rejected(
         &["replay", trace, "--preset", "default,,page16k"],
-        "empty build name",
+        "--preset",
     );
     assert_rejected(
         &["replay", trace, "--preset", "page16k,page16k"],

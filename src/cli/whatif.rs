@@ -52,7 +52,7 @@ pub fn builds_from(args: &AllocatorArgs) -> Result<Vec<Build>> {
             let mut builds: Vec<Build> = Vec::new();
             for preset in list {
                 if builds.iter().any(|b| b.name == preset.name()) {
-                    bail!("--preset lists '{}' twice", preset.name());
+                    bail!("'{}' is listed twice in --preset", preset.name());
                 }
                 builds.push(Build::new(preset.name(), preset.config()));
             }
