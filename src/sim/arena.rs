@@ -228,8 +228,9 @@ impl Arena {
     }
 
     /// `sz_s2u` / `sz_sa2u`: the usable size jemalloc gives `size` bytes at `align`.
+    #[inline]
     fn usable(&self, event: u64, size: u64, align: u64) -> Result<u64, SimError> {
-        let too_large = SimError::TooLarge { event, size };
+        let too_large = || SimError::TooLarge { event, size };
         if align > 1 {
             if !align.is_power_of_two() {
                 return Err(SimError::BadAlignment { event, align });
@@ -240,7 +241,7 @@ impl Arena {
                 let u = self
                     .classes
                     .usable_size(size.max(1).div_ceil(align) * align)
-                    .ok_or(too_large.clone())?;
+                    .ok_or_else(too_large)?;
                 if u < large_min {
                     return Ok(u);
                 }
@@ -252,10 +253,11 @@ impl Arena {
                 return Ok(large_min);
             }
         }
-        self.classes.usable_size(size).ok_or(too_large)
+        self.classes.usable_size(size).ok_or_else(too_large)
     }
 
     /// Allocates `usize` bytes: from a bin or as a large extent. Returns the slab or extent.
+    #[inline]
     fn place(&mut self, event: u64, usize: u64) -> Result<u32, SimError> {
         if usize <= self.classes.small_maxclass() {
             let bin = self.bin_index(usize);
@@ -289,53 +291,72 @@ impl Arena {
 
     /// `arena_malloc_small` without a thread cache: the slab with the lowest
     /// (serial number, address) that has room, else a fresh slab.
+    #[inline]
     fn malloc_small(&mut self, event: u64, b: usize) -> Result<u32, SimError> {
-        let bin = &mut self.bins[b];
-        let ext = &mut self.pac.ext;
-        if bin.cur == NIL || ext.get(bin.cur).nfree == 0 {
-            bin.cur = bin.nonfull.remove_first(ext);
-            if bin.cur != NIL {
-                self.bin_stats[b].nonfull_slabs -= 1;
-            }
-        }
-        if bin.cur == NIL {
-            let (slab_size, nregs) = (bin.slab_size, bin.nregs);
-            let slab = self
-                .pac
-                .alloc(slab_size)
-                .map_err(|_| SimError::OutOfAddressSpace { event })?;
-            let e = self.pac.ext.get_mut(slab);
-            e.nfree = nregs;
-            e.bin = b as u32;
-            e.slab = true;
-            self.bins[b].cur = slab;
-            self.bin_stats[b].curslabs += 1;
-            self.stats.slabs_created += 1;
-            self.stats.active_bytes += slab_size;
-            self.note_mappings();
-        }
-        let bin = &self.bins[b];
-        let cur = bin.cur;
+        let cur = self.bins[b].cur;
+        let cur = if cur != NIL && self.pac.ext.get(cur).nfree > 0 {
+            cur
+        } else {
+            self.refill(event, b)?
+        };
         self.pac.ext.get_mut(cur).nfree -= 1;
         self.bin_stats[b].curregs += 1;
-        self.stats.allocated_bytes += bin.size;
+        self.stats.allocated_bytes += self.bins[b].size;
         Ok(cur)
+    }
+
+    /// The current slab is full or absent: the heap's minimum, else a fresh slab.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self, event: u64, b: usize) -> Result<u32, SimError> {
+        let bin = &mut self.bins[b];
+        bin.cur = bin.nonfull.remove_first(&mut self.pac.ext);
+        if bin.cur != NIL {
+            self.bin_stats[b].nonfull_slabs -= 1;
+            return Ok(bin.cur);
+        }
+        let (slab_size, nregs) = (bin.slab_size, bin.nregs);
+        let slab = self
+            .pac
+            .alloc(slab_size)
+            .map_err(|_| SimError::OutOfAddressSpace { event })?;
+        let e = self.pac.ext.get_mut(slab);
+        e.nfree = nregs;
+        e.bin = b as u32;
+        e.slab = true;
+        self.bins[b].cur = slab;
+        self.bin_stats[b].curslabs += 1;
+        self.stats.slabs_created += 1;
+        self.stats.active_bytes += slab_size;
+        self.note_mappings();
+        Ok(slab)
     }
 
     /// `bin_dalloc_locked_step` and what follows: an emptied slab goes back to the page
     /// allocator at once; a full slab that gains a free region becomes current if it sorts
     /// below the current one (`bin_lower_slab`).
+    #[inline]
     fn free_small(&mut self, b: usize, slab: u32) {
-        let bin = &mut self.bins[b];
-        let ext = &mut self.pac.ext;
-        let stats = &mut self.bin_stats[b];
         let nfree = {
-            let e = ext.get_mut(slab);
+            let e = self.pac.ext.get_mut(slab);
             e.nfree += 1;
             e.nfree
         };
-        stats.curregs -= 1;
+        self.bin_stats[b].curregs -= 1;
+        let bin = &self.bins[b];
         self.stats.allocated_bytes -= bin.size;
+        if nfree == bin.nregs || (nfree == 1 && slab != bin.cur) {
+            self.slab_changes(b, slab, nfree);
+        }
+    }
+
+    /// A slab became empty (released at once) or non-full (`bin_lower_slab`).
+    #[cold]
+    #[inline(never)]
+    fn slab_changes(&mut self, b: usize, slab: u32, nfree: u32) {
+        let bin = &mut self.bins[b];
+        let ext = &mut self.pac.ext;
+        let stats = &mut self.bin_stats[b];
         if nfree == bin.nregs {
             if slab == bin.cur {
                 bin.cur = NIL;
@@ -347,7 +368,7 @@ impl Arena {
             self.stats.slabs_released += 1;
             self.stats.active_bytes -= bin.slab_size;
             self.pac.dalloc(slab);
-        } else if nfree == 1 && slab != bin.cur {
+        } else {
             let cur = bin.cur;
             if cur != NIL && ext_key(ext, cur) > ext_key(ext, slab) {
                 if ext.get(cur).nfree > 0 {
@@ -362,6 +383,7 @@ impl Arena {
         }
     }
 
+    #[inline]
     fn remove(&mut self, extent: u32) {
         let e = self.pac.ext.get(extent);
         if e.slab {
