@@ -256,3 +256,54 @@ fn without_use_jemalloc_the_global_allocator_is_not_jemalloc() {
     // guards the live measurements must say so.
     assert!(!fragsim::global::jemalloc_is_global());
 }
+
+proptest! {
+    /// The id pool against a model: the lowest id not live, every time.
+    #[test]
+    fn id_pool_hands_out_the_lowest_free_id(ops in proptest::collection::vec(any::<(bool, u16)>(), 0..300)) {
+        let mut pool = IdPool::new();
+        let mut live = std::collections::BTreeSet::new();
+        for (take, pick) in ops {
+            if take || live.is_empty() {
+                let want = (0u32..).find(|i| !live.contains(i)).unwrap();
+                prop_assert_eq!(pool.take(), Some(want));
+                live.insert(want);
+            } else {
+                let id = *live.iter().nth(pick as usize % live.len()).unwrap();
+                live.remove(&id);
+                pool.give_back(id);
+            }
+        }
+    }
+
+    /// Every size falls in the bucket whose range holds it; ranges are (2^(k-1), 2^k].
+    #[test]
+    fn size_buckets_are_powers_of_two(size in prop_oneof![0u64..5000, any::<u64>()]) {
+        let (lo, hi) = fragsim::trace::bucket_range(fragsim::trace::size_bucket(size));
+        prop_assert!(lo <= size && size <= hi);
+        prop_assert!(hi == 0 || hi.is_power_of_two() || hi == u64::MAX);
+    }
+}
+
+#[test]
+fn size_bucket_edges_by_hand() {
+    use fragsim::trace::{bucket_range, size_bucket};
+    let got: Vec<(u64, (u64, u64))> = [0, 1, 2, 3, 4, 5, 4096, 4097, u64::MAX]
+        .iter()
+        .map(|&s| (s, bucket_range(size_bucket(s))))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, (0, 0)),
+            (1, (1, 1)),
+            (2, (2, 2)),
+            (3, (3, 4)),
+            (4, (3, 4)),
+            (5, (5, 8)),
+            (4096, (2049, 4096)),
+            (4097, (4097, 8192)),
+            (u64::MAX, ((1 << 63) + 1, u64::MAX)),
+        ]
+    );
+}
