@@ -186,3 +186,49 @@ fn bad_events_are_errors_naming_the_event() {
     assert_eq!(arena.stats().live_objects, 0);
     assert_eq!(arena.stats().allocated_bytes, 0);
 }
+
+/// 5.3.1 caps the eager merge of a freed large extent at 64 times its size
+/// (`lg_extent_max_active_fit`); 5.3.0 merges without a cap. Hand-derived: mapping 0 holds A
+/// (16 KiB + pad) at 0, B (1.5 MiB + pad) after it, then slab S0 of the 8-byte bin. Freeing
+/// B, then A: 5.3.1 keeps A apart (B is above 64 × 20 KiB), 5.3.0 merges them into one
+/// 1.52 MiB dirty extent, too large for a slab's first fit (`size >> 6 > 4 KiB`). So the next
+/// slab S1 lands at offset 0 in 5.3.1 (below S0) but after S0 in 5.3.0, which decides which
+/// slab is current after S0 gets a free region: the next object goes to S1 in 5.3.1 (S1
+/// keeps it: 2 slabs) and to S0 in 5.3.0 (S1 empties and is released: 1 slab).
+#[test]
+fn the_dirty_merge_cap_separates_5_3_1_from_5_3_0() {
+    let mut events = vec![alloc(0, 16 << 10), alloc(1, 1536 << 10)];
+    events.extend((2..=513).map(|id| alloc(id, 8))); // S0, full
+    events.extend([
+        free(1),
+        free(0),
+        alloc(514, 8),
+        free(2),
+        alloc(515, 8),
+        free(514),
+    ]);
+    let curslabs = |config: AllocatorConfig| {
+        let mut arena = Arena::new(config).unwrap();
+        for &e in &events {
+            arena.apply(e).unwrap();
+        }
+        let b = arena.bins()[0];
+        (b.curregs, b.curslabs)
+    };
+    assert_eq!(curslabs(v531(false)), (512, 2));
+    assert_eq!(curslabs(AllocatorConfig::default()), (512, 1)); // 5.3.0
+    live_agrees(&events, false);
+    let debian = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+    if std::path::Path::new(debian).is_file() {
+        let options = LiveOptions {
+            every: 1,
+            allocator: LiveAllocator::System(debian.into()),
+            child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
+            keep: 5,
+        };
+        let r = replay_compare(&events, &options).unwrap();
+        assert!(r.comparison.is_exact(), "{:?}", r.comparison.first);
+    } else {
+        eprintln!("5.3.0 live check skipped: no {debian}");
+    }
+}

@@ -75,7 +75,14 @@ fn replay_prints_one_row_per_build_with_the_hand_values() {
         .map(|l| l.split(',').nth(1).unwrap())
         .collect();
     assert_eq!(sizes, ["112", "48", "32", "20480"]);
-    let json = stdout_of(&["replay", trace, "--preset", "default,5.3.1", "--format", "json"]);
+    let json = stdout_of(&[
+        "replay",
+        trace,
+        "--preset",
+        "default,5.3.1",
+        "--format",
+        "json",
+    ]);
     assert!(json.contains("\"build\": \"5.3.1\""), "{json}");
 }
 

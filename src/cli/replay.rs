@@ -41,15 +41,20 @@ pub struct ReplayArgs {
     pub whatif: super::whatif::WhatifArgs,
 }
 
-/// Reads a whole trace into memory: the binary format, or the text form when the file does
-/// not start with the binary magic.
-pub fn load_trace(path: &Path) -> Result<Vec<Event>> {
+/// Whether `path` starts with the binary trace magic.
+fn is_binary(path: &Path) -> Result<bool> {
     use std::io::Read;
     let mut magic = [0u8; 8];
     let n = std::fs::File::open(path)
         .and_then(|mut f| f.read(&mut magic))
         .with_context(|| format!("cannot read trace '{}'", path.display()))?;
-    if magic[..n] == *b"FSIMTRC\0" {
+    Ok(magic[..n] == *b"FSIMTRC\0")
+}
+
+/// Reads a whole trace into memory: the binary format, or the text form when the file does
+/// not start with the binary magic.
+pub fn load_trace(path: &Path) -> Result<Vec<Event>> {
+    if is_binary(path)? {
         let reader = TraceReader::open(path)?;
         Ok(reader.collect::<Result<Vec<_>, _>>()?)
     } else {
@@ -78,12 +83,12 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
             args.timeline.as_deref(),
         );
     }
-    let events = load_trace(&args.trace)?;
     let name = args
         .trace
         .file_stem()
         .map_or("trace".into(), |s| s.to_string_lossy().to_string());
     if args.live {
+        let events = load_trace(&args.trace)?;
         return run_live(&args, &events, &name);
     }
     let mut config = match args.allocator.explicit_config()? {
@@ -93,18 +98,41 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     if let Some(v) = args.disable_large_size_classes {
         config.large_page_rounding = v;
     }
-    let every = args
-        .every
-        .unwrap_or_else(|| default_every(events.len() as u64));
     let mut timeline = Table::new(
         format!("timeline of {name}, {}", config.label()),
         TIMELINE_COLUMNS,
     );
-    let summary = replay(config, &events, every, |s| {
+    let mut on_row = |s: &crate::sim::ArenaStats| {
         if args.timeline.is_some() {
             timeline.push(timeline_row(s));
         }
-    })?;
+    };
+    // A binary trace streams (its header has the event count); a text trace is loaded.
+    let summary = if is_binary(&args.trace)? {
+        let reader = TraceReader::open(&args.trace)?;
+        let every = args
+            .every
+            .unwrap_or_else(|| default_every(reader.header().events));
+        let mut read_error = None;
+        let events = reader.map_while(|r| match r {
+            Ok(e) => Some(e),
+            Err(e) => {
+                read_error = Some(e);
+                None
+            }
+        });
+        let summary = replay(config, events, every, &mut on_row)?;
+        if let Some(e) = read_error {
+            return Err(e.into());
+        }
+        summary
+    } else {
+        let events = load_trace(&args.trace)?;
+        let every = args
+            .every
+            .unwrap_or_else(|| default_every(events.len() as u64));
+        replay(config, events, every, &mut on_row)?
+    };
     if let Some(path) = &args.timeline {
         write_atomic(path, Csv.render(&timeline)?.as_bytes())?;
     }

@@ -17,34 +17,21 @@ struct Bin {
     slab_size: u64,
 }
 
-/// Where a live object is: 16 bytes, as the object table is the model's main memory.
-#[derive(Clone, Copy, Debug, Default)]
+/// Where a live object is: 8 bytes, as the object table is the model's main memory. A
+/// request of 4 GiB or more and an alignment live in side tables (rare).
+#[derive(Clone, Copy, Debug)]
 struct Object {
-    request: u64,
-    /// The slab (small) or extent (large) holding it; `NIL` when the id is not live.
+    /// The slab (small) or extent (large) holding it; `NIL` when the id is not live. Which
+    /// of the two, and the bin, are on the extent record.
     extent: u32,
-    /// Bin index + 1 for a small object, 0 for a large one.
-    bin_plus_one: u8,
-    /// log2 of the alignment + 1; 0 for none.
-    lg_align_plus_one: u8,
+    /// The requested size; `u32::MAX` means "see `big_requests`".
+    request: u32,
 }
 
-impl Object {
-    fn align(&self) -> u64 {
-        match self.lg_align_plus_one {
-            0 => 0,
-            lg => 1 << (lg - 1),
-        }
-    }
-}
-
-fn lg_align_plus_one(align: u64) -> u8 {
-    if align > 1 {
-        align.trailing_zeros() as u8 + 1
-    } else {
-        0
-    }
-}
+const DEAD: Object = Object {
+    extent: NIL,
+    request: 0,
+};
 
 /// One jemalloc arena, modelled. See the module documentation of [`crate::sim`].
 pub struct Arena {
@@ -58,6 +45,8 @@ pub struct Arena {
     large_pad: u64,
     /// Bin index by `(usize - 1) >> 3` for small sizes (jemalloc's `sz_size2index_tab`).
     bin_of: Vec<u8>,
+    big_requests: std::collections::HashMap<u32, u64>,
+    aligns: std::collections::HashMap<u32, u64>,
 }
 
 impl Arena {
@@ -123,6 +112,8 @@ impl Arena {
             })
             .collect();
         Ok(Arena {
+            big_requests: Default::default(),
+            aligns: Default::default(),
             bin_of,
             bin_stats: vec![BinStats::default(); bins.len()],
             bins,
@@ -167,14 +158,11 @@ impl Arena {
                     return Err(SimError::AllocOfLiveId { event: n, id });
                 }
                 let usize = self.usable(n, size, align)?;
-                let obj = self.place(n, usize, lg_align_plus_one(align))?;
-                self.set(
-                    id,
-                    Object {
-                        request: size,
-                        ..obj
-                    },
-                );
+                let extent = self.place(n, usize)?;
+                if align > 1 {
+                    self.aligns.insert(id, align);
+                }
+                self.set(id, extent, size);
                 self.stats.live_objects += 1;
                 self.stats.requested_bytes += size;
             }
@@ -182,30 +170,31 @@ impl Arena {
                 let obj = self
                     .live(id)
                     .ok_or(SimError::FreeOfDeadId { event: n, id })?;
-                self.remove(obj);
-                self.objects[id as usize].extent = NIL;
+                let request = self.request_of(id, obj);
+                self.remove(obj.extent);
+                self.objects[id as usize] = DEAD;
+                if !self.aligns.is_empty() {
+                    self.aligns.remove(&id);
+                }
                 self.stats.live_objects -= 1;
-                self.stats.requested_bytes -= obj.request;
+                self.stats.requested_bytes -= request;
             }
             Event::Realloc { id, size } => {
                 let obj = self
                     .live(id)
                     .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
-                let usize = self.usable(n, size, obj.align())?;
-                let moved = self.realloc(n, obj, usize)?;
-                self.set(
-                    id,
-                    Object {
-                        request: size,
-                        ..moved
-                    },
-                );
-                self.stats.requested_bytes = self.stats.requested_bytes - obj.request + size;
+                let align = self.aligns.get(&id).copied().unwrap_or(0);
+                let usize = self.usable(n, size, align)?;
+                let request = self.request_of(id, obj);
+                let extent = self.realloc(n, obj.extent, usize)?;
+                self.set(id, extent, size);
+                self.stats.requested_bytes = self.stats.requested_bytes - request + size;
             }
         }
         Ok(())
     }
 
+    #[inline]
     fn live(&self, id: u32) -> Option<Object> {
         self.objects
             .get(id as usize)
@@ -213,23 +202,35 @@ impl Arena {
             .filter(|o| o.extent != NIL)
     }
 
-    fn set(&mut self, id: u32, obj: Object) {
+    fn request_of(&mut self, id: u32, obj: Object) -> u64 {
+        if obj.request == u32::MAX {
+            self.big_requests.remove(&id).unwrap_or(u64::from(u32::MAX))
+        } else {
+            u64::from(obj.request)
+        }
+    }
+
+    fn set(&mut self, id: u32, extent: u32, request: u64) {
         let i = id as usize;
         if i >= self.objects.len() {
-            self.objects.resize(
-                i + 1,
-                Object {
-                    extent: NIL,
-                    ..Object::default()
-                },
-            );
+            self.objects.resize(i + 1, DEAD);
         }
-        self.objects[i] = obj;
+        let short = if request >= u64::from(u32::MAX) {
+            self.big_requests.insert(id, request);
+            u32::MAX
+        } else {
+            request as u32
+        };
+        self.objects[i] = Object {
+            extent,
+            request: short,
+        };
     }
 
     /// `sz_s2u` / `sz_sa2u`: the usable size jemalloc gives `size` bytes at `align`.
+    #[inline]
     fn usable(&self, event: u64, size: u64, align: u64) -> Result<u64, SimError> {
-        let too_large = SimError::TooLarge { event, size };
+        let too_large = || SimError::TooLarge { event, size };
         if align > 1 {
             if !align.is_power_of_two() {
                 return Err(SimError::BadAlignment { event, align });
@@ -240,7 +241,7 @@ impl Arena {
                 let u = self
                     .classes
                     .usable_size(size.max(1).div_ceil(align) * align)
-                    .ok_or(too_large.clone())?;
+                    .ok_or_else(too_large)?;
                 if u < large_min {
                     return Ok(u);
                 }
@@ -252,35 +253,26 @@ impl Arena {
                 return Ok(large_min);
             }
         }
-        self.classes.usable_size(size).ok_or(too_large)
+        self.classes.usable_size(size).ok_or_else(too_large)
     }
 
-    /// Allocates `usize` bytes: from a bin or as a large extent.
-    fn place(&mut self, event: u64, usize: u64, lg_align: u8) -> Result<Object, SimError> {
+    /// Allocates `usize` bytes: from a bin or as a large extent. Returns the slab or extent.
+    #[inline]
+    fn place(&mut self, event: u64, usize: u64) -> Result<u32, SimError> {
         if usize <= self.classes.small_maxclass() {
             let bin = self.bin_index(usize);
-            let slab = self.malloc_small(event, bin)?;
-            Ok(Object {
-                extent: slab,
-                bin_plus_one: bin as u8 + 1,
-                request: 0,
-                lg_align_plus_one: lg_align,
-            })
+            self.malloc_small(event, bin)
         } else {
             let esize = usize + self.large_pad;
             let extent = self
                 .pac
                 .alloc(esize)
                 .map_err(|_| SimError::OutOfAddressSpace { event })?;
+            self.pac.ext.get_mut(extent).slab = false;
             self.stats.active_bytes += esize;
             self.stats.allocated_bytes += usize;
             self.note_mappings();
-            Ok(Object {
-                extent,
-                bin_plus_one: 0,
-                request: 0,
-                lg_align_plus_one: lg_align,
-            })
+            Ok(extent)
         }
     }
 
@@ -299,52 +291,72 @@ impl Arena {
 
     /// `arena_malloc_small` without a thread cache: the slab with the lowest
     /// (serial number, address) that has room, else a fresh slab.
+    #[inline]
     fn malloc_small(&mut self, event: u64, b: usize) -> Result<u32, SimError> {
-        let bin = &mut self.bins[b];
-        let ext = &mut self.pac.ext;
-        if bin.cur == NIL || ext.get(bin.cur).nfree == 0 {
-            bin.cur = bin.nonfull.remove_first(ext);
-            if bin.cur != NIL {
-                self.bin_stats[b].nonfull_slabs -= 1;
-            }
-        }
-        if bin.cur == NIL {
-            let (slab_size, nregs) = (bin.slab_size, bin.nregs);
-            let slab = self
-                .pac
-                .alloc(slab_size)
-                .map_err(|_| SimError::OutOfAddressSpace { event })?;
-            let e = self.pac.ext.get_mut(slab);
-            e.nfree = nregs;
-            e.bin = b as u32;
-            self.bins[b].cur = slab;
-            self.bin_stats[b].curslabs += 1;
-            self.stats.slabs_created += 1;
-            self.stats.active_bytes += slab_size;
-            self.note_mappings();
-        }
-        let bin = &self.bins[b];
-        let cur = bin.cur;
+        let cur = self.bins[b].cur;
+        let cur = if cur != NIL && self.pac.ext.get(cur).nfree > 0 {
+            cur
+        } else {
+            self.refill(event, b)?
+        };
         self.pac.ext.get_mut(cur).nfree -= 1;
         self.bin_stats[b].curregs += 1;
-        self.stats.allocated_bytes += bin.size;
+        self.stats.allocated_bytes += self.bins[b].size;
         Ok(cur)
+    }
+
+    /// The current slab is full or absent: the heap's minimum, else a fresh slab.
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self, event: u64, b: usize) -> Result<u32, SimError> {
+        let bin = &mut self.bins[b];
+        bin.cur = bin.nonfull.remove_first(&mut self.pac.ext);
+        if bin.cur != NIL {
+            self.bin_stats[b].nonfull_slabs -= 1;
+            return Ok(bin.cur);
+        }
+        let (slab_size, nregs) = (bin.slab_size, bin.nregs);
+        let slab = self
+            .pac
+            .alloc(slab_size)
+            .map_err(|_| SimError::OutOfAddressSpace { event })?;
+        let e = self.pac.ext.get_mut(slab);
+        e.nfree = nregs;
+        e.bin = b as u32;
+        e.slab = true;
+        self.bins[b].cur = slab;
+        self.bin_stats[b].curslabs += 1;
+        self.stats.slabs_created += 1;
+        self.stats.active_bytes += slab_size;
+        self.note_mappings();
+        Ok(slab)
     }
 
     /// `bin_dalloc_locked_step` and what follows: an emptied slab goes back to the page
     /// allocator at once; a full slab that gains a free region becomes current if it sorts
     /// below the current one (`bin_lower_slab`).
+    #[inline]
     fn free_small(&mut self, b: usize, slab: u32) {
-        let bin = &mut self.bins[b];
-        let ext = &mut self.pac.ext;
-        let stats = &mut self.bin_stats[b];
         let nfree = {
-            let e = ext.get_mut(slab);
+            let e = self.pac.ext.get_mut(slab);
             e.nfree += 1;
             e.nfree
         };
-        stats.curregs -= 1;
+        self.bin_stats[b].curregs -= 1;
+        let bin = &self.bins[b];
         self.stats.allocated_bytes -= bin.size;
+        if nfree == bin.nregs || (nfree == 1 && slab != bin.cur) {
+            self.slab_changes(b, slab, nfree);
+        }
+    }
+
+    /// A slab became empty (released at once) or non-full (`bin_lower_slab`).
+    #[cold]
+    #[inline(never)]
+    fn slab_changes(&mut self, b: usize, slab: u32, nfree: u32) {
+        let bin = &mut self.bins[b];
+        let ext = &mut self.pac.ext;
+        let stats = &mut self.bin_stats[b];
         if nfree == bin.nregs {
             if slab == bin.cur {
                 bin.cur = NIL;
@@ -356,7 +368,7 @@ impl Arena {
             self.stats.slabs_released += 1;
             self.stats.active_bytes -= bin.slab_size;
             self.pac.dalloc(slab);
-        } else if nfree == 1 && slab != bin.cur {
+        } else {
             let cur = bin.cur;
             if cur != NIL && ext_key(ext, cur) > ext_key(ext, slab) {
                 if ext.get(cur).nfree > 0 {
@@ -371,46 +383,48 @@ impl Arena {
         }
     }
 
-    fn remove(&mut self, obj: Object) {
-        if obj.bin_plus_one > 0 {
-            self.free_small(obj.bin_plus_one as usize - 1, obj.extent);
+    #[inline]
+    fn remove(&mut self, extent: u32) {
+        let e = self.pac.ext.get(extent);
+        if e.slab {
+            self.free_small(e.bin as usize, extent);
         } else {
-            let size = self.pac.ext.get(obj.extent).size;
+            let size = e.size;
             self.stats.active_bytes -= size;
             self.stats.allocated_bytes -= size - self.large_pad;
-            self.pac.dalloc(obj.extent);
+            self.pac.dalloc(extent);
         }
     }
 
     /// `arena_ralloc`: same small class in place; large to large in place when the page
     /// allocator can (`large_ralloc_no_move`); anything else allocates anew, then frees.
-    fn realloc(&mut self, event: u64, obj: Object, usize: u64) -> Result<Object, SimError> {
+    fn realloc(&mut self, event: u64, extent: u32, usize: u64) -> Result<u32, SimError> {
         let small_max = self.classes.small_maxclass();
-        let old_small = obj.bin_plus_one > 0;
-        if old_small && usize <= small_max {
-            if self.bin_index(usize) + 1 == obj.bin_plus_one as usize {
-                return Ok(obj);
+        let e = *self.pac.ext.get(extent);
+        if e.slab && usize <= small_max {
+            if self.bin_index(usize) == e.bin as usize {
+                return Ok(extent);
             }
-        } else if !old_small && usize > small_max {
-            let old = self.pac.ext.get(obj.extent).size - self.large_pad;
-            if usize > old && self.pac.expand(obj.extent, usize + self.large_pad) {
+        } else if !e.slab && usize > small_max {
+            let old = e.size - self.large_pad;
+            if usize > old && self.pac.expand(extent, usize + self.large_pad) {
                 self.stats.active_bytes += usize - old;
                 self.stats.allocated_bytes += usize - old;
                 self.note_mappings();
-                return Ok(obj);
+                return Ok(extent);
             }
             if usize == old {
-                return Ok(obj);
+                return Ok(extent);
             }
             if usize < old {
-                self.pac.shrink(obj.extent, usize + self.large_pad);
+                self.pac.shrink(extent, usize + self.large_pad);
                 self.stats.active_bytes -= old - usize;
                 self.stats.allocated_bytes -= old - usize;
-                return Ok(obj);
+                return Ok(extent);
             }
         }
-        let new = self.place(event, usize, obj.lg_align_plus_one)?;
-        self.remove(obj);
+        let new = self.place(event, usize)?;
+        self.remove(extent);
         Ok(new)
     }
 }

@@ -34,6 +34,8 @@ pub(crate) struct Extent {
     /// Slab data: free regions and bin index (slabs only).
     pub nfree: u32,
     pub bin: u32,
+    /// Whether the (active) extent is a slab rather than a large allocation.
+    pub slab: bool,
 }
 
 /// The extent records; a free list recycles slots so memory follows live extents.
@@ -290,6 +292,7 @@ impl Pac {
             map_next: e.map_next,
             nfree: 0,
             bin: 0,
+            slab: false,
         });
         if e.map_next != NIL {
             self.ext.get_mut(e.map_next).map_prev = trail;
@@ -361,6 +364,7 @@ impl Pac {
             map_next: NIL,
             nfree: 0,
             bin: 0,
+            slab: false,
         });
         if alloc_size > size {
             let trail = self.split(id, size);

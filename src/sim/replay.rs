@@ -88,24 +88,27 @@ pub fn default_every(events: u64) -> u64 {
 }
 
 /// Replays `events` through a fresh model of `config`; `on_row` sees the statistics every
-/// `every` events and after the last one.
+/// `every` events and after the last one. Streams: memory follows live objects, not events.
 pub fn replay(
     config: AllocatorConfig,
-    events: &[Event],
+    events: impl IntoIterator<Item = Event>,
     every: u64,
     mut on_row: impl FnMut(&ArenaStats),
 ) -> Result<ReplaySummary, SimError> {
     let mut arena = Arena::new(config)?;
     let mut summary = ReplaySummary::default();
     let every = every.max(1);
-    let last = events.len() as u64;
-    for &e in events {
+    for e in events {
         arena.apply(e)?;
         let s = arena.stats();
         summary.observe(s);
-        if s.events.is_multiple_of(every) || s.events == last {
+        if s.events.is_multiple_of(every) {
             on_row(s);
         }
+    }
+    let last = arena.stats();
+    if !last.events.is_multiple_of(every) {
+        on_row(last);
     }
     Ok(summary)
 }
