@@ -3,9 +3,11 @@
 use crate::export::Table;
 use std::hint::select_unpredictable;
 
+mod batch;
 mod config;
 mod table;
 
+pub use batch::UsableSizes;
 pub use config::{AllocatorConfig, ConfigError, JemallocVersion, PRESETS};
 pub use table::{ClassKind, SizeClass, SizeClasses};
 

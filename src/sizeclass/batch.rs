@@ -1,0 +1,212 @@
+//! Many lookups at once: [`SizeClasses::usable_sizes`] answers a slice of requests with the
+//! same numbers as [`SizeClasses::usable_size`], in a form the compiler vectorizes.
+//!
+//! The scalar lookup finds a request's class spacing from its leading zeros and a 64-entry
+//! table. Neither vectorizes on baseline x86-64 (SSE2 has no 64-bit lane `lzcnt`, no gather,
+//! no per-lane 64-bit shift and no 64-bit compare), so the batch form works in doubles
+//! instead, where SSE2 has everything needed lane by lane:
+//!
+//! * A request `r < 2^52` becomes an exact double by the classic trick: the bits of
+//!   `2^52 + r` are `0x4330_0000_0000_0000 | r`; subtract `2^52`.
+//! * In that double, rounding the mantissa up to its top `lg_ngroup` bits (an integer add and
+//!   mask on the bits; the carry ripples into the exponent) rounds `r` up to `lg_ngroup + 1`
+//!   significant bits, i.e. to a multiple of `2^(floor(log2 r) - lg_ngroup)`: the class
+//!   spacing within a doubling. Rounding the whole mantissa up gives the next power of two.
+//! * The spacing is clamped below by the quantum and the classes under the quantum are
+//!   powers of two (at least 8): rounding up to a coarser power-of-two grid never gives a
+//!   smaller number, so clamping spacings is taking maxima and minima of the rounded values,
+//!   which are `maxpd`/`minpd`: `max(8, min(next_pow2, max(significant, quantum_multiple)))`.
+//! * 5.3.1's whole-page rounding of large requests is a lane-wise compare and select.
+//!
+//! Requests of `2^50` and more (none in practice: the largest class is `7·2^60`, but the
+//! exactness argument needs headroom) go through the scalar lookup, a chunk at a time, so the
+//! common loop has no per-request branch.
+
+use super::SizeClasses;
+
+/// The bits of `2^52` as a double: OR-ing an integer below `2^52` into its mantissa gives
+/// exactly `2^52 + integer`.
+const TWO_POW_52_BITS: u64 = 0x4330_0000_0000_0000;
+const TWO_POW_52: f64 = 4_503_599_627_370_496.0;
+/// A double's 52 mantissa bits.
+const MANTISSA_MASK: u64 = (1 << 52) - 1;
+/// Requests from here on take the scalar path (all requests in a chunk must be below it;
+/// with the OR of the chunk checked, it must be a power of two).
+const VECTOR_LIMIT: u64 = 1 << 50;
+/// Requests looked at together: the vector loop's unit, and the scalar fallback's.
+const CHUNK: usize = 16;
+
+/// The config-derived constants of the lane-wise lookup.
+#[derive(Clone, Copy, Debug)]
+struct LaneLookup {
+    /// Mantissa bits below the top `lg_ngroup` (rounding these up gives the class spacing).
+    spacing_mask: u64,
+    quantum_mask: u64,
+    page_mask: u64,
+    /// The smallest class, as a double (8: jemalloc's `LG_TINY_MIN` is 3).
+    smallest: f64,
+    /// Requests above this are rounded to whole pages (infinity when none are).
+    page_rounding_above: f64,
+}
+
+impl LaneLookup {
+    fn new(classes: &SizeClasses) -> Self {
+        let config = classes.config();
+        let page_rounding_above = if config.large_page_rounding {
+            // Exact: the largest small class has at most lg_ngroup + 1 significant bits.
+            classes.lookup.large_page_min as f64
+        } else {
+            f64::INFINITY
+        };
+        LaneLookup {
+            spacing_mask: MANTISSA_MASK >> config.lg_ngroup,
+            quantum_mask: config.quantum() - 1,
+            page_mask: config.page() - 1,
+            smallest: (1u64 << config.lg_tiny_min) as f64,
+            page_rounding_above,
+        }
+    }
+
+    /// The usable size of `request` (< [`VECTOR_LIMIT`]), branch-free.
+    #[inline(always)]
+    fn usable_size(&self, request: u64) -> u64 {
+        let exact = f64::from_bits(request | TWO_POW_52_BITS) - TWO_POW_52;
+        let bits = exact.to_bits();
+        // Round to lg_ngroup + 1 significant bits, and to the next power of two.
+        let spaced = f64::from_bits((bits + self.spacing_mask) & !self.spacing_mask);
+        let next_pow2 = f64::from_bits((bits + MANTISSA_MASK) & !MANTISSA_MASK);
+        let quantum_multiple = round_up(request, self.quantum_mask);
+        let quantum_multiple = f64::from_bits(quantum_multiple | TWO_POW_52_BITS) - TWO_POW_52;
+        let class = max(self.smallest, min(next_pow2, max(spaced, quantum_multiple)));
+        // Back to an integer by the same trick in reverse (class <= 2^51, so exact).
+        let class = (class + TWO_POW_52).to_bits() ^ TWO_POW_52_BITS;
+        let paged = round_up(request, self.page_mask);
+        if exact > self.page_rounding_above {
+            paged
+        } else {
+            class
+        }
+    }
+}
+
+#[inline(always)]
+fn round_up(value: u64, mask: u64) -> u64 {
+    (value + mask) & !mask
+}
+
+/// `maxpd` semantics (no NaN handling: there are no NaNs here), unlike `f64::max`.
+#[inline(always)]
+fn max(a: f64, b: f64) -> f64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+#[inline(always)]
+fn min(a: f64, b: f64) -> f64 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+impl SizeClasses {
+    /// [`SizeClasses::usable_size`] of every request, written to `out[i]`, with 0 for a request
+    /// past the largest class (what `nallocx` answers there).
+    ///
+    /// # Panics
+    /// If `out` is not as long as `requests`.
+    pub fn usable_sizes(&self, requests: &[u64], out: &mut [u64]) {
+        assert_eq!(
+            requests.len(),
+            out.len(),
+            "usable_sizes: {} requests but {} answer slots",
+            requests.len(),
+            out.len()
+        );
+        let lanes = LaneLookup::new(self);
+        let mut request_chunks = requests.chunks_exact(CHUNK);
+        let mut out_chunks = out.chunks_exact_mut(CHUNK);
+        for (chunk, answers) in (&mut request_chunks).zip(&mut out_chunks) {
+            let chunk: &[u64; CHUNK] = chunk.try_into().expect("exact chunk");
+            let answers: &mut [u64; CHUNK] = answers.try_into().expect("exact chunk");
+            if chunk.iter().fold(0, |acc, &r| acc | r) < VECTOR_LIMIT {
+                for (answer, &request) in answers.iter_mut().zip(chunk) {
+                    *answer = lanes.usable_size(request);
+                }
+            } else {
+                self.scalar_usable_sizes(chunk, answers);
+            }
+        }
+        self.scalar_usable_sizes(request_chunks.remainder(), out_chunks.into_remainder());
+    }
+
+    fn scalar_usable_sizes(&self, requests: &[u64], out: &mut [u64]) {
+        for (answer, &request) in out.iter_mut().zip(requests) {
+            *answer = self.usable_size(request).unwrap_or(0);
+        }
+    }
+
+    /// The iterator form of [`SizeClasses::usable_sizes`]: the usable size of each request
+    /// (0 past the largest class), looked up a buffer of requests at a time.
+    pub fn usable_sizes_iter<I>(&self, requests: I) -> UsableSizes<'_, I::IntoIter>
+    where
+        I: IntoIterator<Item = u64>,
+    {
+        UsableSizes {
+            classes: self,
+            requests: requests.into_iter(),
+            buffered: [0; ITER_BUFFER],
+            answers: [0; ITER_BUFFER],
+            next: 0,
+            len: 0,
+        }
+    }
+}
+
+const ITER_BUFFER: usize = 4 * CHUNK;
+
+/// Usable sizes of a stream of requests; see [`SizeClasses::usable_sizes_iter`].
+pub struct UsableSizes<'a, I> {
+    classes: &'a SizeClasses,
+    requests: I,
+    buffered: [u64; ITER_BUFFER],
+    answers: [u64; ITER_BUFFER],
+    next: usize,
+    len: usize,
+}
+
+impl<I: Iterator<Item = u64>> Iterator for UsableSizes<'_, I> {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.next == self.len {
+            self.len = 0;
+            for (slot, request) in self.buffered.iter_mut().zip(&mut self.requests) {
+                *slot = request;
+                self.len += 1;
+            }
+            if self.len == 0 {
+                return None;
+            }
+            self.next = 0;
+            self.classes
+                .usable_sizes(&self.buffered[..self.len], &mut self.answers[..self.len]);
+        }
+        let answer = self.answers[self.next];
+        self.next += 1;
+        Some(answer)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let (low, high) = self.requests.size_hint();
+        let buffered = self.len - self.next;
+        (
+            low.saturating_add(buffered),
+            high.and_then(|h| h.checked_add(buffered)),
+        )
+    }
+}
