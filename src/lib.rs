@@ -7,6 +7,7 @@
 pub mod arena;
 pub mod charts;
 pub mod cli;
+pub mod exhaustive;
 pub mod export;
 pub mod layout;
 pub mod live;

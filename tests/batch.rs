@@ -87,7 +87,9 @@ fn iterator_form_gives_the_slice_answers() {
     let requests: Vec<u64> = (0..1000u64).map(|i| i * i * 977 + i).collect();
     let mut expected = vec![0; requests.len()];
     classes.usable_sizes(&requests, &mut expected);
-    let iterated: Vec<u64> = classes.usable_sizes_iter(requests.iter().copied()).collect();
+    let iterated: Vec<u64> = classes
+        .usable_sizes_iter(requests.iter().copied())
+        .collect();
     assert_eq!(iterated, expected);
     assert_eq!(classes.usable_sizes_iter(std::iter::empty()).count(), 0);
 }

@@ -42,51 +42,63 @@ struct LaneLookup {
     /// Mantissa bits below the top `lg_ngroup` (rounding these up gives the class spacing).
     spacing_mask: u64,
     quantum_mask: u64,
-    page_mask: u64,
+    /// The page size minus one where large requests are rounded to pages; otherwise a mask
+    /// so wide that rounding to it never wins the minimum.
+    page_rounding_mask: u64,
     /// The smallest class, as a double (8: jemalloc's `LG_TINY_MIN` is 3).
     smallest: f64,
-    /// Requests above this are rounded to whole pages (infinity when none are).
-    page_rounding_above: f64,
 }
 
 impl LaneLookup {
     fn new(classes: &SizeClasses) -> Self {
         let config = classes.config();
-        let page_rounding_above = if config.large_page_rounding {
-            // Exact: the largest small class has at most lg_ngroup + 1 significant bits.
-            classes.lookup.large_page_min as f64
-        } else {
-            f64::INFINITY
-        };
         LaneLookup {
             spacing_mask: MANTISSA_MASK >> config.lg_ngroup,
             quantum_mask: config.quantum() - 1,
-            page_mask: config.page() - 1,
+            page_rounding_mask: if config.large_page_rounding {
+                config.page() - 1
+            } else {
+                2 * VECTOR_LIMIT - 1
+            },
             smallest: (1u64 << config.lg_tiny_min) as f64,
-            page_rounding_above,
         }
     }
 
     /// The usable size of `request` (< [`VECTOR_LIMIT`]), branch-free.
+    ///
+    /// Why the minima and maxima give the class: rounding up to a coarser power-of-two grid
+    /// never gives less, so "the spacing is at least the quantum" is rounding to the quantum
+    /// first and then to the doubling's spacing; "tiny classes are powers of two" is the
+    /// minimum with the next power of two (which is at least the class everywhere else); and
+    /// whole-page rounding of large requests is the minimum with the page multiple (below the
+    /// largest small class the spacing is under a page, so the page multiple is never less;
+    /// above it every class is a page multiple, so it is never more).
     #[inline(always)]
     fn usable_size(&self, request: u64) -> u64 {
-        let exact = f64::from_bits(request | TWO_POW_52_BITS) - TWO_POW_52;
-        let bits = exact.to_bits();
-        // Round to lg_ngroup + 1 significant bits, and to the next power of two.
-        let spaced = f64::from_bits((bits + self.spacing_mask) & !self.spacing_mask);
-        let next_pow2 = f64::from_bits((bits + MANTISSA_MASK) & !MANTISSA_MASK);
-        let quantum_multiple = round_up(request, self.quantum_mask);
-        let quantum_multiple = f64::from_bits(quantum_multiple | TWO_POW_52_BITS) - TWO_POW_52;
-        let class = max(self.smallest, min(next_pow2, max(spaced, quantum_multiple)));
+        let exact = to_f64(request);
+        let next_pow2 = round_mantissa_up(exact, MANTISSA_MASK);
+        let class = round_mantissa_up(
+            to_f64(round_up(request, self.quantum_mask)),
+            self.spacing_mask,
+        );
+        let paged = to_f64(round_up(request, self.page_rounding_mask));
+        let class = max(self.smallest, min(min(next_pow2, class), paged));
         // Back to an integer by the same trick in reverse (class <= 2^51, so exact).
-        let class = (class + TWO_POW_52).to_bits() ^ TWO_POW_52_BITS;
-        let paged = round_up(request, self.page_mask);
-        if exact > self.page_rounding_above {
-            paged
-        } else {
-            class
-        }
+        (class + TWO_POW_52).to_bits() ^ TWO_POW_52_BITS
     }
+}
+
+/// `value` (< 2^52) as a double, exactly, without a 64-bit integer conversion instruction.
+#[inline(always)]
+fn to_f64(value: u64) -> f64 {
+    f64::from_bits(value | TWO_POW_52_BITS) - TWO_POW_52
+}
+
+/// Rounds a positive double up to the significant bits above `mask` (the carry ripples into
+/// the exponent, which is what makes this a rounding to a power-of-two grid).
+#[inline(always)]
+fn round_mantissa_up(value: f64, mask: u64) -> f64 {
+    f64::from_bits((value.to_bits() + mask) & !mask)
 }
 
 #[inline(always)]
@@ -113,6 +125,39 @@ fn min(a: f64, b: f64) -> f64 {
     }
 }
 
+/// The whole-chunk loop, inlined into each instruction-set version below.
+#[inline(always)]
+fn chunks(classes: &SizeClasses, lanes: &LaneLookup, requests: &[u64], out: &mut [u64]) {
+    let mut request_chunks = requests.chunks_exact(CHUNK);
+    let mut out_chunks = out.chunks_exact_mut(CHUNK);
+    for (chunk, answers) in (&mut request_chunks).zip(&mut out_chunks) {
+        let chunk: &[u64; CHUNK] = chunk.try_into().expect("exact chunk");
+        let answers: &mut [u64; CHUNK] = answers.try_into().expect("exact chunk");
+        if chunk.iter().fold(0, |acc, &r| acc | r) < VECTOR_LIMIT {
+            for (answer, &request) in answers.iter_mut().zip(chunk) {
+                *answer = lanes.usable_size(request);
+            }
+        } else {
+            classes.scalar_usable_sizes(chunk, answers);
+        }
+    }
+    classes.scalar_usable_sizes(request_chunks.remainder(), out_chunks.into_remainder());
+}
+
+/// The same loop compiled for AVX2 (four lanes instead of SSE2's two), chosen at run time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn chunks_avx2(classes: &SizeClasses, lanes: &LaneLookup, requests: &[u64], out: &mut [u64]) {
+    chunks(classes, lanes, requests, out)
+}
+
+/// ... and for AVX-512 (eight lanes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq,avx512vl")]
+fn chunks_avx512(classes: &SizeClasses, lanes: &LaneLookup, requests: &[u64], out: &mut [u64]) {
+    chunks(classes, lanes, requests, out)
+}
+
 impl SizeClasses {
     /// [`SizeClasses::usable_size`] of every request, written to `out[i]`, with 0 for a request
     /// past the largest class (what `nallocx` answers there).
@@ -128,20 +173,21 @@ impl SizeClasses {
             out.len()
         );
         let lanes = LaneLookup::new(self);
-        let mut request_chunks = requests.chunks_exact(CHUNK);
-        let mut out_chunks = out.chunks_exact_mut(CHUNK);
-        for (chunk, answers) in (&mut request_chunks).zip(&mut out_chunks) {
-            let chunk: &[u64; CHUNK] = chunk.try_into().expect("exact chunk");
-            let answers: &mut [u64; CHUNK] = answers.try_into().expect("exact chunk");
-            if chunk.iter().fold(0, |acc, &r| acc | r) < VECTOR_LIMIT {
-                for (answer, &request) in answers.iter_mut().zip(chunk) {
-                    *answer = lanes.usable_size(request);
-                }
-            } else {
-                self.scalar_usable_sizes(chunk, answers);
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512dq")
+                && is_x86_feature_detected!("avx512vl")
+            {
+                // SAFETY: the CPU has the features the function is compiled for.
+                return unsafe { chunks_avx512(self, &lanes, requests, out) };
+            }
+            if is_x86_feature_detected!("avx2") {
+                // SAFETY: as above.
+                return unsafe { chunks_avx2(self, &lanes, requests, out) };
             }
         }
-        self.scalar_usable_sizes(request_chunks.remainder(), out_chunks.into_remainder());
+        chunks(self, &lanes, requests, out)
     }
 
     fn scalar_usable_sizes(&self, requests: &[u64], out: &mut [u64]) {
