@@ -24,21 +24,28 @@ fn every_request_to_16_mib_agrees_with_live_nallocx_and_progress_adds_up() {
 
 #[test]
 fn a_wrong_model_is_caught_with_its_smallest_mismatches_listed() {
-    // The 8-byte-quantum model against the live 16-byte-quantum jemalloc: they differ exactly
-    // for requests 17..=24 (24 B vs 32 B), 33..=40 (40 vs 48), 49..=56 (56 vs 64), ...: each
-    // odd multiple of 8 and the 7 requests below it, up to 128 (the last quantum-spaced class).
+    // The 8-byte-quantum model against a 16-byte-quantum jemalloc (or the other way round in
+    // a --with-lg-quantum=3 build): they differ exactly for requests 17..=24 (24 B vs 32 B),
+    // 33..=40 (40 vs 48), 49..=56 (56 vs 64), ...: each odd multiple of 8 and the 7 requests
+    // below it, up to 128 (the last quantum-spaced class of the 16-byte build).
     let mut config = LiveBuild::read().unwrap().config().unwrap();
-    config.lg_quantum = 3;
+    assert!(matches!(config.lg_quantum, 3 | 4), "{config:?}");
+    config.lg_quantum = 7 - config.lg_quantum;
     let wrong = SizeClasses::new(config).unwrap();
     let result = exhaustive_check(&wrong, 4 * BLOCK, nallocx, |_| {});
     assert!(!result.passed());
     assert_eq!(result.first_mismatches.len(), LISTED_MISMATCHES);
+    let (predicted, measured) = if config.lg_quantum == 3 {
+        (24, 32)
+    } else {
+        (32, 24)
+    };
     assert_eq!(
         result.first_mismatches[0],
         Mismatch {
             request: 17,
-            predicted: Some(24),
-            measured: 32
+            predicted: Some(predicted),
+            measured
         }
     );
     let listed: Vec<u64> = result.first_mismatches.iter().map(|m| m.request).collect();
