@@ -3,7 +3,7 @@
 //!
 //! The scalar lookup finds a request's class spacing from its leading zeros and a 64-entry
 //! table. Neither vectorizes on baseline x86-64 (SSE2 has no 64-bit lane `lzcnt`, no gather,
-//! no per-lane 64-bit shift and no 64-bit compare), so the batch form works in doubles
+//! no per-lane 64-bit shift and no 64-bit greater-than), so the batch form works in doubles
 //! instead, where SSE2 has everything needed lane by lane:
 //!
 //! * A request `r < 2^52` becomes an exact double by the classic trick: the bits of
@@ -12,15 +12,17 @@
 //!   mask on the bits; the carry ripples into the exponent) rounds `r` up to `lg_ngroup + 1`
 //!   significant bits, i.e. to a multiple of `2^(floor(log2 r) - lg_ngroup)`: the class
 //!   spacing within a doubling. Rounding the whole mantissa up gives the next power of two.
-//! * The spacing is clamped below by the quantum and the classes under the quantum are
-//!   powers of two (at least 8): rounding up to a coarser power-of-two grid never gives a
-//!   smaller number, so clamping spacings is taking maxima and minima of the rounded values,
-//!   which are `maxpd`/`minpd`: `max(8, min(next_pow2, max(significant, quantum_multiple)))`.
-//! * 5.3.1's whole-page rounding of large requests is a lane-wise compare and select.
+//! * The spacing is clamped below by the quantum, the classes under the quantum are powers
+//!   of two (at least 8), and 5.3.1 rounds large requests to whole pages: as rounding up to
+//!   a coarser power-of-two grid never gives less, each of these is a `minpd`/`maxpd` of
+//!   rounded values (see `LaneLookup::usable_size`), so no lane needs a branch or a table.
+//! * The same loop is compiled three times, for SSE2 (2 lanes), AVX2 (4) and AVX-512 (8),
+//!   and the widest the CPU has is chosen at run time: the crate is built for baseline
+//!   x86-64, where only SSE2 is assumed.
 //!
-//! Requests of `2^50` and more (none in practice: the largest class is `7·2^60`, but the
-//! exactness argument needs headroom) go through the scalar lookup, a chunk at a time, so the
-//! common loop has no per-request branch.
+//! Requests of `2^50` and more (no program asks for a petabyte, but classes go up to
+//! `7·2^60` and the exactness argument needs headroom) go through the scalar lookup, a chunk
+//! at a time, so the common loop has no per-request branch.
 
 use super::SizeClasses;
 
