@@ -1,9 +1,10 @@
 //! The batch lookup beside the scalar one and jemalloc's own `nallocx`, in one group, on the
-//! same 4,096 log-uniform requests up to 1 MiB.
+//! same 4,096 log-uniform requests up to 1 MiB. `fragsim_usable_sizes_batch` runs the widest
+//! loop this CPU has (printed); `..._portable` the one built for baseline x86-64 (SSE2).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fragsim::live::{log_uniform_requests, nallocx, LiveBuild};
-use fragsim::sizeclass::SizeClasses;
+use fragsim::sizeclass::{LaneWidth, SizeClasses};
 use std::hint::black_box;
 
 fn batch(c: &mut Criterion) {
@@ -17,6 +18,10 @@ fn batch(c: &mut Criterion) {
         assert_eq!(Some(answer), model.usable_size(r), "request {r}");
     }
 
+    eprintln!(
+        "widest batch loop on this CPU: {}",
+        LaneWidth::widest().as_str()
+    );
     let mut group = c.benchmark_group("batch_4096_log_uniform_requests_up_to_1MiB");
     group.throughput(Throughput::Elements(requests.len() as u64));
     group.bench_function("fragsim_usable_size_loop", |b| {
@@ -30,6 +35,12 @@ fn batch(c: &mut Criterion) {
     group.bench_function("fragsim_usable_sizes_batch", |b| {
         b.iter(|| {
             model.usable_sizes(black_box(&requests), &mut out);
+            black_box(&mut out);
+        })
+    });
+    group.bench_function("fragsim_usable_sizes_batch_portable", |b| {
+        b.iter(|| {
+            model.usable_sizes_with(LaneWidth::Portable, black_box(&requests), &mut out);
             black_box(&mut out);
         })
     });

@@ -1,8 +1,9 @@
 //! The batch lookup against the scalar one (itself checked against jemalloc's manual and
 //! live nallocx in tests/sizeclass.rs and tests/live.rs): the same answer for every request,
-//! exhaustively up to 2^24 and at random over the whole u64 range, for every preset.
+//! exhaustively up to 2^24 and at random over the whole u64 range, for every preset, and for
+//! each instruction set the loop is compiled for that this CPU runs.
 
-use fragsim::sizeclass::{AllocatorConfig, SizeClasses, PRESETS};
+use fragsim::sizeclass::{AllocatorConfig, LaneWidth, SizeClasses, PRESETS};
 use proptest::prelude::*;
 
 fn preset(name: &str) -> SizeClasses {
@@ -14,16 +15,26 @@ fn scalar(classes: &SizeClasses, request: u64) -> u64 {
     classes.usable_size(request).unwrap_or(0)
 }
 
+/// The loops this CPU can run (all three on the x86-64 machines this was written on).
+fn widths() -> Vec<LaneWidth> {
+    LaneWidth::ALL
+        .into_iter()
+        .filter(|w| w.available())
+        .collect()
+}
+
 fn assert_batch_matches_scalar(classes: &SizeClasses, requests: &[u64]) {
-    let mut out = vec![u64::MAX; requests.len()];
-    classes.usable_sizes(requests, &mut out);
-    for (&request, &answer) in requests.iter().zip(&out) {
-        assert_eq!(
-            answer,
-            scalar(classes, request),
-            "request {request} under {}",
-            classes.config().label()
-        );
+    for width in widths() {
+        let mut out = vec![u64::MAX; requests.len()];
+        classes.usable_sizes_with(width, requests, &mut out);
+        for (&request, &answer) in requests.iter().zip(&out) {
+            assert_eq!(
+                answer,
+                scalar(classes, request),
+                "request {request} under {}, {width:?} loop",
+                classes.config().label()
+            );
+        }
     }
 }
 
@@ -95,6 +106,19 @@ fn iterator_form_gives_the_slice_answers() {
 }
 
 #[test]
+fn usable_sizes_uses_the_widest_loop_this_cpu_runs() {
+    let widest = LaneWidth::widest();
+    assert!(widest.available());
+    let wider_available = LaneWidth::ALL
+        .iter()
+        .skip_while(|&&w| w != widest)
+        .skip(1)
+        .any(|w| w.available());
+    assert!(!wider_available, "{widest:?}");
+    eprintln!("loops checked here: {:?}", widths());
+}
+
+#[test]
 #[should_panic(expected = "3 requests but 2 answer slots")]
 fn mismatched_lengths_panic_with_both_lengths() {
     preset("default").usable_sizes(&[1, 2, 3], &mut [0; 2]);
@@ -121,10 +145,12 @@ proptest! {
             .map(|(&s, &r)| r >> s)
             .chain(raw.iter().copied())
             .collect();
-        let mut out = vec![0; requests.len()];
-        classes.usable_sizes(&requests, &mut out);
-        for (&request, &answer) in requests.iter().zip(&out) {
-            prop_assert_eq!(answer, scalar(&classes, request), "request {}", request);
+        for width in widths() {
+            let mut out = vec![0; requests.len()];
+            classes.usable_sizes_with(width, &requests, &mut out);
+            for (&request, &answer) in requests.iter().zip(&out) {
+                prop_assert_eq!(answer, scalar(&classes, request), "request {} {:?}", request, width);
+            }
         }
     }
 }

@@ -127,6 +127,56 @@ fn min(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Which instruction set the batch lookup's loop is compiled for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LaneWidth {
+    /// The crate's baseline target features (SSE2 on x86-64: two requests per instruction).
+    Portable,
+    /// x86-64 AVX2: four requests per instruction.
+    Avx2,
+    /// x86-64 AVX-512 (F, DQ, VL): eight requests per instruction.
+    Avx512,
+}
+
+impl LaneWidth {
+    pub const ALL: [LaneWidth; 3] = [LaneWidth::Portable, LaneWidth::Avx2, LaneWidth::Avx512];
+
+    /// Whether this CPU can run the loop compiled for `self` (checked once, then cached by
+    /// the standard library).
+    pub fn available(self) -> bool {
+        match self {
+            LaneWidth::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            LaneWidth::Avx2 => is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            LaneWidth::Avx512 => {
+                is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx512dq")
+                    && is_x86_feature_detected!("avx512vl")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// The widest this CPU runs: what [`SizeClasses::usable_sizes`] uses.
+    pub fn widest() -> Self {
+        *Self::ALL
+            .iter()
+            .rev()
+            .find(|width| width.available())
+            .unwrap_or(&LaneWidth::Portable)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaneWidth::Portable => "portable",
+            LaneWidth::Avx2 => "avx2",
+            LaneWidth::Avx512 => "avx512",
+        }
+    }
+}
+
 /// The whole-chunk loop, inlined into each instruction-set version below.
 #[inline(always)]
 fn chunks(classes: &SizeClasses, lanes: &LaneLookup, requests: &[u64], out: &mut [u64]) {
@@ -167,6 +217,15 @@ impl SizeClasses {
     /// # Panics
     /// If `out` is not as long as `requests`.
     pub fn usable_sizes(&self, requests: &[u64], out: &mut [u64]) {
+        self.usable_sizes_with(LaneWidth::widest(), requests, out)
+    }
+
+    /// [`SizeClasses::usable_sizes`] with the loop compiled for `width` (the portable loop
+    /// if this CPU lacks it): for tests and benchmarks of each instruction set.
+    ///
+    /// # Panics
+    /// If `out` is not as long as `requests`.
+    pub fn usable_sizes_with(&self, width: LaneWidth, requests: &[u64], out: &mut [u64]) {
         assert_eq!(
             requests.len(),
             out.len(),
@@ -177,14 +236,11 @@ impl SizeClasses {
         let lanes = LaneLookup::new(self);
         #[cfg(target_arch = "x86_64")]
         {
-            if is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512dq")
-                && is_x86_feature_detected!("avx512vl")
-            {
+            if width == LaneWidth::Avx512 && width.available() {
                 // SAFETY: the CPU has the features the function is compiled for.
                 return unsafe { chunks_avx512(self, &lanes, requests, out) };
             }
-            if is_x86_feature_detected!("avx2") {
+            if width == LaneWidth::Avx2 && width.available() {
                 // SAFETY: as above.
                 return unsafe { chunks_avx2(self, &lanes, requests, out) };
             }

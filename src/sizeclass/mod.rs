@@ -7,7 +7,7 @@ mod batch;
 mod config;
 mod table;
 
-pub use batch::UsableSizes;
+pub use batch::{LaneWidth, UsableSizes};
 pub use config::{AllocatorConfig, ConfigError, JemallocVersion, PRESETS};
 pub use table::{ClassKind, SizeClass, SizeClasses};
 
