@@ -83,12 +83,21 @@ fn hand_checked_answers_default_and_dev() {
     // 129 -> 160, 14337 -> 16384 (first large class), 16385 -> 20480; the 5.3.1-dev build
     // rounds large requests to pages: 14337 -> 16384, 16385 -> 20480, 20481 -> 24576,
     // 32769 -> 36864 (a class build gives 40960).
-    let requests = [0, 1, 9, 129, 14337, 16385, 20481, 32769, u64::MAX];
-    let mut out = [0; 9];
-    preset("default").usable_sizes(&requests, &mut out);
-    assert_eq!(out, [8, 8, 16, 160, 16384, 20480, 24576, 40960, 0]);
-    preset("dev").usable_sizes(&requests, &mut out);
-    assert_eq!(out, [8, 8, 16, 160, 16384, 20480, 24576, 36864, 0]);
+    // Twice over, so that the 16 requests fill one chunk and take the vector loop.
+    let requests = [0, 1, 9, 129, 14337, 16385, 20481, 32769].repeat(2);
+    let default = [8, 8, 16, 160, 16384, 20480, 24576, 40960].repeat(2);
+    let dev = [8, 8, 16, 160, 16384, 20480, 24576, 36864].repeat(2);
+    for (name, expected) in [("default", default), ("dev", dev)] {
+        for width in widths() {
+            let mut out = vec![0; requests.len()];
+            preset(name).usable_sizes_with(width, &requests, &mut out);
+            assert_eq!(out, expected, "{name} {width:?}");
+        }
+        // Past the largest class: 0, as nallocx answers.
+        let mut out = [1];
+        preset(name).usable_sizes(&[u64::MAX], &mut out);
+        assert_eq!(out, [0]);
+    }
 }
 
 #[test]
