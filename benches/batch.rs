@@ -1,6 +1,7 @@
 //! The batch lookup beside the scalar one and jemalloc's own `nallocx`, in one group, on the
 //! same 4,096 log-uniform requests up to 1 MiB. `fragsim_usable_sizes_batch` runs the widest
-//! loop this CPU has (printed); `..._portable` the one built for baseline x86-64 (SSE2).
+//! loop this CPU has (printed); `..._portable` the one built for baseline x86-64 (SSE2),
+//! `..._avx2` the AVX2 one.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fragsim::live::{log_uniform_requests, nallocx, LiveBuild};
@@ -44,6 +45,14 @@ fn batch(c: &mut Criterion) {
             black_box(&mut out);
         })
     });
+    if LaneWidth::Avx2.available() {
+        group.bench_function("fragsim_usable_sizes_batch_avx2", |b| {
+            b.iter(|| {
+                model.usable_sizes_with(LaneWidth::Avx2, black_box(&requests), &mut out);
+                black_box(&mut out);
+            })
+        });
+    }
     group.bench_function("jemalloc_nallocx_loop", |b| {
         b.iter(|| {
             for (slot, &r) in out.iter_mut().zip(black_box(&requests)) {

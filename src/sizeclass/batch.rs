@@ -36,7 +36,7 @@ const MANTISSA_MASK: u64 = (1 << 52) - 1;
 /// with the OR of the chunk checked, it must be a power of two).
 const VECTOR_LIMIT: u64 = 1 << 50;
 /// Requests looked at together: the vector loop's unit, and the scalar fallback's.
-const CHUNK: usize = 16;
+const CHUNK: usize = 64;
 
 /// The config-derived constants of the lane-wise lookup.
 #[derive(Clone, Copy, Debug)]
