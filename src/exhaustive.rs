@@ -4,7 +4,7 @@
 //! `nallocx` is taken as a parameter so this module does not depend on `live`; the caller
 //! passes `fragsim::live::nallocx`. It is called from several threads at once, which jemalloc
 //! allows (5.3.1 as bundled by tikv-jemalloc-sys 0.7.1; paths under its `jemalloc/`):
-//! * `je_nallocx` (src/jemalloc.c:2941-2963) is `malloc_init()`, `tsdn_fetch()`, `inallocx`.
+//! * `je_nallocx` (src/jemalloc.c:2941-2964) is `malloc_init()`, `tsdn_fetch()`, `inallocx`.
 //! * `malloc_init` (src/jemalloc.c:320-325) is a flag check once jemalloc is initialised; the
 //!   first initialisation is serialised by `init_lock` (src/jemalloc.c:1207). Here jemalloc is
 //!   the global allocator, so it is initialised before any worker thread exists.
@@ -12,9 +12,9 @@
 //!   118-133) returns the calling thread's own thread-specific data; a thread's first call
 //!   sets up its own (src/tsd.c:282 `tsd_fetch_slow`), never another thread's.
 //! * `inallocx` (src/jemalloc.c:2895-2902) -> `aligned_usize_get` with alignment 0
-//!   (src/jemalloc.c:1389-1412) -> `sz_s2u` (include/jemalloc/internal/sz.h:373-378): a
+//!   (src/jemalloc.c:1389-1415) -> `sz_s2u` (include/jemalloc/internal/sz.h:373-378): a
 //!   read of the size-class tables (`sz_s2u_lookup`, sz.h:360) or arithmetic
-//!   (`sz_s2u_compute`, sz.h:328-358) plus a read of `opt_disable_large_size_classes`
+//!   (`sz_s2u_compute`, sz.h:328-357) plus a read of `opt_disable_large_size_classes`
 //!   (src/jemalloc.c:133); all are written once during initialisation (`sz_boot`,
 //!   src/sz.c:110; option parsing) and only read after.
 //!
