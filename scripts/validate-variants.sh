@@ -3,13 +3,16 @@
 # jemalloc's size classes are fixed when it is compiled) and runs `fragsim validate` on each.
 # Every variant must report zero mismatches; each writes reports/validation-<variant>.md/.csv.
 #
-#   scripts/validate-variants.sh [--full] [variant ...]
+#   scripts/validate-variants.sh [--full] [--exhaustive] [variant ...]
+#   --exhaustive: also compare every request 0..=4 GiB with nallocx (`validate --exhaustive`,
+#   about 15-60 s per variant on 2 cores)
 #   variants: default classes quantum8 page64k nco   (all of them when none is named)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-full=()
-if [ "${1:-}" = "--full" ]; then full=(--full); shift; fi
+flags=()
+if [ "${1:-}" = "--full" ]; then flags=(--full); shift; fi
+if [ "${1:-}" = "--exhaustive" ]; then flags+=(--exhaustive); shift; fi
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(default classes quantum8 page64k nco)
 
@@ -22,7 +25,7 @@ run_variant() {
   cargo_flags=("$@")
   echo "== variant $name (target folder $target)"
   env "${envs[@]}" CARGO_TARGET_DIR="$target" cargo build --release --quiet --bin fragsim "${cargo_flags[@]}"
-  env "${envs[@]}" "$target/release/fragsim" validate "${full[@]}" --variant "$name" --out reports
+  env "${envs[@]}" "$target/release/fragsim" validate "${flags[@]}" --variant "$name" --out reports
 }
 
 failed=()

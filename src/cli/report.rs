@@ -29,6 +29,8 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     options.bump_arena.vectors = args.arena_vectors;
     options.bump_arena_runs = args.arena_runs;
     options.fragsim_exe = std::env::current_exe().ok();
+    // The validation replays random traces through the model and the live jemalloc too.
+    options.validate.replay_exe = options.fragsim_exe.clone();
     let start = std::time::Instant::now();
     let summary = write_report(&options, &mut |step| {
         println!(

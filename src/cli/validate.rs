@@ -16,6 +16,12 @@ pub struct ValidateArgs {
     /// Name the reports validation-NAME.md/.csv (for build variants).
     #[arg(long)]
     variant: Option<String>,
+    /// Compare the model with nallocx for every request from 0 to 4 GiB (on all cores).
+    #[arg(long)]
+    exhaustive: bool,
+    /// Skip replaying random traces through the arena model and the live jemalloc.
+    #[arg(long)]
+    no_replay: bool,
     /// Check this model instead of the one derived from the live build (to see a mismatch).
     #[command(flatten)]
     allocator: AllocatorArgs,
@@ -29,6 +35,14 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     };
     options.model = args.allocator.explicit_config()?;
     options.progress = true;
+    if args.exhaustive {
+        options.exhaustive_up_to = 1 << 32;
+    }
+    if !args.no_replay {
+        options.replay_exe =
+            Some(std::env::current_exe().context("cannot find the fragsim executable")?);
+        options.replay_quick = !args.full;
+    }
     let v = validate(&options)?;
     let stem = match &args.variant {
         Some(name) => format!("validation-{name}"),

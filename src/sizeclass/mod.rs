@@ -3,11 +3,13 @@
 use crate::export::Table;
 use std::hint::select_unpredictable;
 
+mod batch;
 mod config;
 mod preset;
 mod psz;
 mod table;
 
+pub use batch::{LaneWidth, UsableSizes};
 pub use config::{AllocatorConfig, ConfigError, JemallocVersion, MAX_SMALL_CLASSES};
 pub use preset::Preset;
 pub use psz::PageSizeClasses;

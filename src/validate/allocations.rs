@@ -70,15 +70,14 @@ fn allocate(layout: &Layout, count: u64) -> Result<(ArenaUsage, ArenaUsage)> {
     Ok((alive?, arena.usage()?))
 }
 
-fn progress_bar(show: bool, rows: usize) -> ProgressBar {
+/// A bar on stderr counting `len` units (`what`), hidden unless `show`.
+pub(super) fn progress_bar(show: bool, len: u64, what: &str) -> ProgressBar {
     if !show {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new(rows as u64);
-    bar.set_style(
-        ProgressStyle::with_template("validate {bar:40} {pos}/{len} rows {elapsed}")
-            .expect("valid template"),
-    );
+    let bar = ProgressBar::new(len);
+    let template = format!("validate {{bar:40}} {{human_pos}}/{{human_len}} {what} {{elapsed}}");
+    bar.set_style(ProgressStyle::with_template(&template).expect("valid template"));
     bar
 }
 
@@ -87,7 +86,7 @@ pub(super) fn measure_f14(
     options: &ValidateOptions,
 ) -> Result<Vec<F14Measurement>> {
     let rows = physical_sweep(classes, &options.sweep)?;
-    let bar = progress_bar(options.progress, rows.len());
+    let bar = progress_bar(options.progress, rows.len() as u64, "rows");
     let mut measured = Vec::with_capacity(2 * rows.len());
     for row in &rows {
         for (name, layout, cost) in [

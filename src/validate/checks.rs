@@ -1,5 +1,6 @@
 //! The class table and `nallocx`, predicted beside what the running jemalloc reports.
 
+use super::exhaustive::exhaustive_check;
 use super::{Check, ValidateOptions};
 use crate::live::{nallocx, LiveBuild, LARGE_CLASS_CAP};
 use crate::random::log_uniform_requests;
@@ -90,6 +91,36 @@ pub(super) fn class_table(
 pub(super) fn nallocx_requests(classes: &SizeClasses, options: &ValidateOptions) -> Vec<Check> {
     let mut checks = Vec::new();
     let mut listed = 0;
+    // Every request up to the bound: on all cores, the model side through the batch lookup.
+    let bar = super::allocations::progress_bar(
+        options.progress,
+        options.exhaustive_up_to.saturating_add(1),
+        "requests",
+    );
+    let all = exhaustive_check(classes, options.exhaustive_up_to, nallocx, |n| bar.inc(n));
+    bar.finish_and_clear();
+    for m in all.first_mismatches.iter().take(LISTED_NALLOCX_MISMATCHES) {
+        listed += 1;
+        checks.push(Check {
+            check: "nallocx".into(),
+            subject: format!("request {}", m.request),
+            predicted: m.predicted.unwrap_or(0).to_string(),
+            measured: m.measured.to_string(),
+            ok: false,
+            // Counted in the summary row below.
+            compared: 0,
+            mismatched: 0,
+        });
+    }
+    checks.push(Check {
+        check: "nallocx".into(),
+        subject: format!("every request 0..={}", options.exhaustive_up_to),
+        predicted: format!("{} requests agree", all.compared),
+        measured: format!("{} requests agree", all.compared - all.mismatched),
+        ok: all.passed(),
+        compared: all.compared,
+        mismatched: all.mismatched,
+    });
     let mut compare = |requests: &mut dyn Iterator<Item = u64>, what: String| {
         let (mut compared, mut mismatched) = (0u64, 0u64);
         for r in requests {
@@ -122,10 +153,6 @@ pub(super) fn nallocx_requests(classes: &SizeClasses, options: &ValidateOptions)
             mismatched,
         });
     };
-    compare(
-        &mut (0..=options.exhaustive_up_to),
-        format!("every request 0..={}", options.exhaustive_up_to),
-    );
     let top = classes.large_maxclass();
     let mut spread = log_uniform_requests(options.random_requests, top, 0x5EED);
     // Either side of the largest class: the last size served and the first refused.

@@ -6,15 +6,18 @@
 
 mod allocations;
 mod checks;
+pub mod exhaustive;
 mod text;
 
 pub use allocations::F14Measurement;
 pub use text::{validation_markdown, validation_table};
 
 use crate::experiments::sweep::{SizeRange, SweepSpec};
+use crate::live::replay::{replay_validation, ReplayCheck};
 use crate::live::LiveBuild;
 use crate::sizeclass::{AllocatorConfig, SizeClasses};
 use anyhow::Result;
+use std::path::{Path, PathBuf};
 
 /// What to check.
 #[derive(Clone, Debug)]
@@ -32,7 +35,18 @@ pub struct ValidateOptions {
     /// ... and at most this many.
     pub max_instances: u64,
     pub progress: bool,
+    /// Random traces replayed through the arena model and the live jemalloc, every event
+    /// compared: the fragsim executable that serves the other `disable_large_size_classes`
+    /// setting in a child process. `None` skips the replay check.
+    pub replay_exe: Option<PathBuf>,
+    /// Short replay traces (seconds) rather than the long ones.
+    pub replay_quick: bool,
+    /// A system jemalloc (Debian's 5.3.0) to replay the same traces through as well.
+    pub system_jemalloc: Option<PathBuf>,
 }
+
+/// Debian's jemalloc 5.3.0 (`libjemalloc2`), where installed.
+pub const DEBIAN_JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 
 impl ValidateOptions {
     /// The default, reduced sweep: value sizes 8..=256:8, tables up to 10,240 values.
@@ -49,6 +63,11 @@ impl ValidateOptions {
             bytes_per_row: 16 << 20,
             max_instances: 300,
             progress: false,
+            replay_exe: None,
+            replay_quick: true,
+            system_jemalloc: Path::new(DEBIAN_JEMALLOC)
+                .exists()
+                .then(|| PathBuf::from(DEBIAN_JEMALLOC)),
         }
     }
 
@@ -99,19 +118,27 @@ pub struct Validation {
     /// Class-table and nallocx checks (nallocx summarised, its mismatches listed).
     pub checks: Vec<Check>,
     pub f14: Vec<F14Measurement>,
+    /// Random traces replayed model vs live (empty when not asked).
+    pub replay: Vec<ReplayCheck>,
 }
 
 impl Validation {
     /// Individual comparisons made (every nallocx request counts; three per F14 row).
     pub fn compared(&self) -> u64 {
         let checks: u64 = self.checks.iter().map(|c| c.compared).sum();
-        checks + F14Measurement::COMPARISONS * self.f14.len() as u64
+        let replay: u64 = self.replay.iter().map(|r| r.comparison.values).sum();
+        checks + F14Measurement::COMPARISONS * self.f14.len() as u64 + replay
     }
 
     /// Comparisons that disagreed (an F14 row counts once however many of its fields differ).
     pub fn mismatches(&self) -> u64 {
         let checks: u64 = self.checks.iter().map(|c| c.mismatched).sum();
-        checks + self.f14.iter().filter(|m| !m.ok()).count() as u64
+        let replay: u64 = self
+            .replay
+            .iter()
+            .map(|r| r.comparison.mismatched_values)
+            .sum();
+        checks + self.f14.iter().filter(|m| !m.ok()).count() as u64 + replay
     }
 
     pub fn passed(&self) -> bool {
@@ -134,7 +161,15 @@ impl Validation {
                 m.measured_frees
             )
         });
-        checks.chain(f14).take(n).collect()
+        let replay = self.replay.iter().flat_map(|r| {
+            r.comparison.first.iter().map(move |m| {
+                format!(
+                    "replay {} seed {}, event {} {}: predicted {}, measured {}",
+                    r.allocator, r.spec.seed, m.event, m.statistic, m.predicted, m.measured
+                )
+            })
+        });
+        checks.chain(f14).chain(replay).take(n).collect()
     }
 }
 
@@ -150,10 +185,19 @@ pub fn validate(options: &ValidateOptions) -> Result<Validation> {
     let mut checks = checks::class_table(&model, &live, &classes);
     checks.extend(checks::nallocx_requests(&classes, options));
     let f14 = allocations::measure_f14(&classes, options)?;
+    let replay = match &options.replay_exe {
+        Some(exe) => replay_validation(
+            exe,
+            options.replay_quick,
+            options.system_jemalloc.as_deref(),
+        )?,
+        None => Vec::new(),
+    };
     Ok(Validation {
         live,
         model,
         checks,
         f14,
+        replay,
     })
 }

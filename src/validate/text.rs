@@ -2,6 +2,7 @@
 
 use super::Validation;
 use crate::export::{Markdown, Table, TableFormat};
+use crate::live::replay::replay_validation_table;
 use anyhow::Result;
 
 /// All checks as one table: predicted beside measured.
@@ -89,5 +90,12 @@ pub fn validation_markdown(v: &Validation, command: &str) -> Result<String> {
     let mut table = validation_table(v);
     table.title.clear();
     out.push_str(&Markdown.render(&table)?);
+    if !v.replay.is_empty() {
+        out.push_str("\n## Random traces replayed: arena model vs live jemalloc\n\n");
+        out.push_str("Each seeded random trace (small and large allocations up to 24 MiB, frees in random order, growing and shrinking reallocs, aligned requests) runs through `fragsim::sim` and through a fresh private jemalloc arena (no thread cache, decay off); after every event `small.allocated + large.allocated`, `pactive` and every bin's `curregs`, `curslabs` and `nonfull_slabs` are compared.\n\n");
+        let mut replay = replay_validation_table(&v.replay);
+        replay.title.clear();
+        out.push_str(&Markdown.render(&replay)?);
+    }
     Ok(out)
 }
