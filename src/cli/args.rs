@@ -83,7 +83,7 @@ impl OutputArgs {
     pub fn emit(&self, table: &Table) -> Result<()> {
         let text = format_named(&self.format)?.render(table)?;
         match &self.out {
-            Some(path) => write_atomic(path, text.as_bytes()),
+            Some(path) => Ok(write_atomic(path, text.as_bytes())?),
             None => {
                 use std::io::Write;
                 let mut stdout = std::io::stdout().lock();

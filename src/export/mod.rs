@@ -1,14 +1,14 @@
 //! Tables and the formats they are written in. Computations build a [`Table`]; one small
 //! file per format renders it, behind [`TableFormat`].
 
+mod atomic;
 mod csv;
 mod json;
 mod markdown;
 
-use anyhow::{Context, Result};
-use std::io::Write;
-use std::path::Path;
+use anyhow::Result;
 
+pub use self::atomic::{write_atomic, WriteError};
 pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::markdown::Markdown;
@@ -94,31 +94,4 @@ pub fn format_named(name: &str) -> Result<Box<dyn TableFormat>> {
         "json" => Ok(Box::new(Json)),
         other => anyhow::bail!("unknown format '{other}' (known: csv, md, json)"),
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so a
-/// reader never sees a half-written file and a failure leaves nothing behind.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".fragsim-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    // Temporary files are private (0600); the result is an ordinary readable file.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = tmp
-            .as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644));
-    }
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    Ok(())
 }
