@@ -80,6 +80,11 @@ fn waste_curve_renders_one_panel_per_build() {
             "first build",
             "second build",
             "1 KiB",
+            // Hand-worked: 1 B is served by the 8 B class (700%); past 64 B (default) and
+            // 32 B (8 B quantum) the waste stays within 25% (4 classes per doubling).
+            "max 700% at 1 B, at most 25.0% above 64 B",
+            "max 700% at 1 B, at most 25.0% above 32 B",
+            "700%",
         ],
     );
 }
@@ -103,6 +108,15 @@ fn heatmap_renders_labels_and_colour_legend() {
             "20",
         ],
     );
+    // Capacities with thousands separators; the last column labelled even when labels skip.
+    let sizes: Vec<u64> = (1..=40).map(|k| 8 * k).collect();
+    let chart = RatioHeatmap {
+        subtitle: "test build".into(),
+        ratios: vec![vec![1.0, 1.0]; sizes.len()],
+        value_sizes: sizes,
+        capacities: vec![10, 10_485_760],
+    };
+    assert_chart(&chart, &["10,485,760", "\n320\n"]);
 }
 
 #[test]
@@ -121,9 +135,12 @@ fn predicted_vs_measured_marks_and_labels_a_mismatch() {
         &chart,
         &[
             "predicted by the model",
-            "measured in jemalloc",
+            "measured - predicted",
             "broken row",
             "mismatch (1)",
+            // The residual panel's caption gives the count and the largest difference.
+            "2 compared, 1 differ (largest by 4096 B)",
+            "active page bytes: 1 compared, measured = predicted for all",
         ],
     );
 }

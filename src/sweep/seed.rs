@@ -32,6 +32,7 @@ pub fn parse_seed_table(text: &str, source: &str) -> Result<Vec<SeedRow>> {
         bail!("malformed seed table {source}: header must start with value_size,footprint_change");
     }
     let mut rows = Vec::new();
+    let mut seen = std::collections::HashMap::new();
     for (i, record) in reader.records().enumerate() {
         let record = record.with_context(|| format!("malformed seed table {source}"))?;
         let line = i + 2;
@@ -52,6 +53,11 @@ pub fn parse_seed_table(text: &str, source: &str) -> Result<Vec<SeedRow>> {
                     field(1)
                 )
             })?;
+        if let Some(first) = seen.insert(value_size, line) {
+            bail!(
+                "malformed seed table {source}: row {line}: value_size {value_size} repeats row {first}"
+            );
+        }
         rows.push(SeedRow { value_size, ratio });
     }
     if rows.is_empty() {
