@@ -6,6 +6,7 @@
 
 pub mod arena;
 pub mod charts;
+pub mod cleanup;
 pub mod cli;
 pub mod export;
 pub mod layout;

@@ -22,7 +22,13 @@ const QUICK: &[&[&str]] = &[
     &["classes", "--format", "json"],
     &["table", "--sizes", "24..=32:8", "--max-capacity", "64"],
     &["table", "--model", "d8485933", "--format", "csv"],
-    &["layout", "--array", "keys:8x1000", "--array", "vals:48x1000"],
+    &[
+        "layout",
+        "--array",
+        "keys:8x1000",
+        "--array",
+        "vals:48x1000",
+    ],
     &["arena", "--vectors", "1000", "--model-only"],
 ];
 
@@ -52,7 +58,10 @@ fn assert_rejected(args: &[&str], names: &str) {
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
-    assert!(stderr.contains(names), "{args:?} should name {names}: {stderr}");
+    assert!(
+        stderr.contains(names),
+        "{args:?} should name {names}: {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
 }
 
@@ -95,7 +104,13 @@ fn pipe_closed_before_the_first_write_is_quiet() {
 #[test]
 fn pipe_closed_after_one_line_is_quiet() {
     // About 1 MB of table: more than a pipe holds, so the program is still writing.
-    let args: &[&str] = &["table", "--sizes", "8..=4096:8", "--max-capacity", "1048576"];
+    let args: &[&str] = &[
+        "table",
+        "--sizes",
+        "8..=4096:8",
+        "--max-capacity",
+        "1048576",
+    ];
     let mut child = fragsim()
         .args(args)
         .stdout(Stdio::piped())
@@ -190,7 +205,13 @@ fn out_onto_a_symlink_writes_the_target_and_keeps_the_link() {
     std::fs::write(&target, "old").unwrap();
     let link = dir.path().join("link.csv");
     std::os::unix::fs::symlink("target.csv", &link).unwrap();
-    let out = run(&["classes", "--format", "csv", "--out", link.to_str().unwrap()]);
+    let out = run(&[
+        "classes",
+        "--format",
+        "csv",
+        "--out",
+        link.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr_of(&out));
     let meta = std::fs::symlink_metadata(&link).unwrap();
     assert!(meta.file_type().is_symlink(), "the link was replaced");
@@ -200,7 +221,13 @@ fn out_onto_a_symlink_writes_the_target_and_keeps_the_link() {
     // A dangling link: its target is created, the link stays.
     let dangling = dir.path().join("dangling.csv");
     std::os::unix::fs::symlink("created.csv", &dangling).unwrap();
-    let out = run(&["classes", "--format", "csv", "--out", dangling.to_str().unwrap()]);
+    let out = run(&[
+        "classes",
+        "--format",
+        "csv",
+        "--out",
+        dangling.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert!(std::fs::symlink_metadata(&dangling)
         .unwrap()
@@ -224,7 +251,13 @@ fn out_onto_a_fifo_writes_into_it_and_keeps_it() {
     // Opening a FIFO for reading waits for a writer; if fragsim never opens it (it replaced
     // it instead), this thread just stays blocked until the test process ends.
     let reader = std::thread::spawn(move || std::fs::read_to_string(reader_path).unwrap());
-    let out = run(&["classes", "--format", "csv", "--out", fifo.to_str().unwrap()]);
+    let out = run(&[
+        "classes",
+        "--format",
+        "csv",
+        "--out",
+        fifo.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert!(std::fs::symlink_metadata(&fifo)
         .unwrap()
@@ -239,10 +272,20 @@ fn out_onto_a_fifo_writes_into_it_and_keeps_it() {
 fn out_errors_name_the_users_path_not_a_temporary_file() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no-such-folder/t.csv");
-    assert_rejected(&["classes", "--out", missing.to_str().unwrap()], "no-such-folder/t.csv");
+    assert_rejected(
+        &["classes", "--out", missing.to_str().unwrap()],
+        "no-such-folder/t.csv",
+    );
     let out = run(&["classes", "--out", missing.to_str().unwrap()]);
-    assert!(!stderr_of(&out).contains(".fragsim-"), "{}", stderr_of(&out));
-    assert_rejected(&["classes", "--out", dir.path().to_str().unwrap()], "folder");
+    assert!(
+        !stderr_of(&out).contains(".fragsim-"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_rejected(
+        &["classes", "--out", dir.path().to_str().unwrap()],
+        "folder",
+    );
     let out = run(&["classes", "--out", "/dev/full"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
     assert!(stderr_of(&out).contains("/dev/full"), "{}", stderr_of(&out));
@@ -269,7 +312,11 @@ fn options_that_do_not_apply_are_rejected() {
     // --seed-file belongs to the seed model only; under the physical model it was ignored.
     let out = run(&["table", "--seed-file", garbage.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
-    assert!(stderr_of(&out).contains("--seed-file"), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("--seed-file"),
+        "{}",
+        stderr_of(&out)
+    );
 }
 
 #[test]
@@ -306,7 +353,13 @@ fn bad_names_and_targets_are_rejected_before_any_measurement() {
         ),
         (vec!["arena", "--out", "/proc/nope"], "/proc/nope"),
         (
-            vec!["validate", "--variant", "../x", "--out", d.to_str().unwrap()],
+            vec![
+                "validate",
+                "--variant",
+                "../x",
+                "--out",
+                d.to_str().unwrap(),
+            ],
             "../x",
         ),
         (
@@ -330,9 +383,19 @@ fn bad_names_and_targets_are_rejected_before_any_measurement() {
 fn seed_file_with_a_repeated_row_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let seed = dir.path().join("dup.csv");
-    std::fs::write(&seed, "value_size,footprint_change\n48,1.1\n64,1.0\n48,1.2\n").unwrap();
+    std::fs::write(
+        &seed,
+        "value_size,footprint_change\n48,1.1\n64,1.0\n48,1.2\n",
+    )
+    .unwrap();
     assert_rejected(
-        &["table", "--model", "d8485933", "--seed-file", seed.to_str().unwrap()],
+        &[
+            "table",
+            "--model",
+            "d8485933",
+            "--seed-file",
+            seed.to_str().unwrap(),
+        ],
         "48",
     );
 }
@@ -340,8 +403,20 @@ fn seed_file_with_a_repeated_row_is_rejected() {
 #[test]
 fn oversized_tables_are_refused_up_front() {
     for args in [
-        &["table", "--sizes", "1..=1073741824:1", "--max-capacity", "2"][..],
-        &["table", "--sizes", "1..=1000000:1", "--max-capacity", "1099511627776"][..],
+        &[
+            "table",
+            "--sizes",
+            "1..=1073741824:1",
+            "--max-capacity",
+            "2",
+        ][..],
+        &[
+            "table",
+            "--sizes",
+            "1..=1000000:1",
+            "--max-capacity",
+            "1099511627776",
+        ][..],
     ] {
         let start = Instant::now();
         assert_rejected(args, "rows");
@@ -352,7 +427,10 @@ fn oversized_tables_are_refused_up_front() {
 /// MemAvailable from /proc/meminfo, in bytes.
 fn available_memory() -> u64 {
     let info = std::fs::read_to_string("/proc/meminfo").unwrap();
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:")).unwrap();
+    let line = info
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .unwrap();
     let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
     kib * 1024
 }
@@ -378,10 +456,17 @@ fn arena_larger_than_memory_is_refused_and_the_model_is_closed_form() {
         "--model-only",
     ]);
     assert!(out.status.success(), "{}", stderr_of(&out));
-    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
     // Ideal bytes by hand: 10^12 vectors of 1 B plus a 24-byte Vec header each.
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("| general allocator | 25000000000000 |"), "{text}");
+    assert!(
+        text.contains("| general allocator | 25000000000000 |"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -430,7 +515,11 @@ fn validate_writes_nothing_unless_asked() {
             command.args(["--preset", p]);
         }
         let out = command.output().unwrap();
-        assert!(out.status.code().is_some_and(|c| c <= 1), "{}", stderr_of(&out));
+        assert!(
+            out.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            stderr_of(&out)
+        );
         assert_eq!(std::fs::read(&committed).unwrap(), before, "{preset:?}");
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
     }
@@ -473,11 +562,24 @@ fn old_report(dir: &Path) -> std::path::PathBuf {
 }
 
 fn assert_old_report_intact(dir: &Path, out: &Path) {
-    assert_eq!(std::fs::read_to_string(out.join("README.md")).unwrap(), "old index");
-    assert_eq!(std::fs::read_to_string(out.join("stale.csv")).unwrap(), "old");
+    assert_eq!(
+        std::fs::read_to_string(out.join("README.md")).unwrap(),
+        "old index"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("stale.csv")).unwrap(),
+        "old"
+    );
     let files: Vec<String> = files_under(out, "").into_iter().map(|f| f.0).collect();
-    assert_eq!(files, ["README.md", "stale.csv"], "the old report was changed");
-    assert!(std::fs::read_dir(out.join("charts")).unwrap().next().is_none());
+    assert_eq!(
+        files,
+        ["README.md", "stale.csv"],
+        "the old report was changed"
+    );
+    assert!(std::fs::read_dir(out.join("charts"))
+        .unwrap()
+        .next()
+        .is_none());
     let names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -557,8 +659,15 @@ fn a_finished_report_replaces_the_old_one_whole() {
     let dir = tempfile::tempdir().unwrap();
     let out = old_report(dir.path());
     let result = fragsim().args(small_report(&out)).output().unwrap();
-    assert!(result.status.code().is_some_and(|c| c <= 1), "{}", stderr_of(&result));
-    assert!(!out.join("stale.csv").exists(), "a stale file from the old report survived");
+    assert!(
+        result.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr_of(&result)
+    );
+    assert!(
+        !out.join("stale.csv").exists(),
+        "a stale file from the old report survived"
+    );
     assert!(std::fs::read_to_string(out.join("README.md"))
         .unwrap()
         .starts_with("# fragsim reports"));
@@ -596,7 +705,11 @@ fn two_reports_are_identical_outside_the_timing_folder() {
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     for out in [&a, &b] {
         let result = fragsim().args(small_report(out)).output().unwrap();
-        assert!(result.status.code().is_some_and(|c| c <= 1), "{}", stderr_of(&result));
+        assert!(
+            result.status.code().is_some_and(|c| c <= 1),
+            "{}",
+            stderr_of(&result)
+        );
     }
     let (fa, fb) = (files_under(&a, "timing"), files_under(&b, "timing"));
     assert_eq!(
@@ -628,7 +741,11 @@ fn default_output_folder_is_the_projects_reports() {
         .args(["report", "--arena-vectors", "1000", "--arena-runs", "1"])
         .output()
         .unwrap();
-    assert!(out.status.code().is_some_and(|c| c <= 1), "{}", stderr_of(&out));
+    assert!(
+        out.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr_of(&out)
+    );
     assert!(dir.path().join("reports/README.md").exists());
     assert!(!sub.join("reports").exists());
 

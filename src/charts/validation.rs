@@ -82,13 +82,23 @@ where
     } else {
         (0.0, 1.0)
     };
-    let worst = set.iter().map(|c| residual(c).unsigned_abs()).max().unwrap_or(0);
+    let worst = set
+        .iter()
+        .map(|c| residual(c).unsigned_abs())
+        .max()
+        .unwrap_or(0);
     let bad = set.iter().filter(|c| c.predicted != c.measured).count();
     let span = if worst == 0 { 1.0 } else { worst as f64 * 1.3 };
     let caption = if bad == 0 {
-        format!("{label}: {} compared, measured = predicted for all", set.len())
+        format!(
+            "{label}: {} compared, measured = predicted for all",
+            set.len()
+        )
     } else {
-        format!("{label}: {} compared, {bad} differ (largest by {worst} B)", set.len())
+        format!(
+            "{label}: {} compared, {bad} differ (largest by {worst} B)",
+            set.len()
+        )
     };
     let mut chart = ChartBuilder::on(area)
         .caption(caption, (FONT, 20))
@@ -138,7 +148,11 @@ where
         .draw_series(set.iter().filter(|c| c.predicted != c.measured).map(|c| {
             EmptyElement::at((lg(c.predicted), residual(c) as f64))
                 + Cross::new((0, 0), 9, warn.stroke_width(3))
-                + Text::new(c.label.clone(), (10, -18), (FONT, 16).into_font().color(&warn))
+                + Text::new(
+                    c.label.clone(),
+                    (10, -18),
+                    (FONT, 16).into_font().color(&warn),
+                )
         }))
         .map_err(plot_err)?
         .label(format!("mismatch ({bad})"))

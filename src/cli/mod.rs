@@ -4,6 +4,7 @@ mod arena;
 mod args;
 mod classes;
 mod layout;
+pub mod output;
 mod report;
 mod table;
 mod validate;

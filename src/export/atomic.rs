@@ -25,7 +25,7 @@ pub struct WriteError {
 }
 
 impl WriteError {
-    fn new(path: &Path, err: &io::Error) -> Self {
+    pub(crate) fn new(path: &Path, err: &io::Error) -> Self {
         WriteError {
             path: path.to_path_buf(),
             reason: io_reason(err),
@@ -33,7 +33,7 @@ impl WriteError {
         }
     }
 
-    fn other(path: &Path, reason: impl Into<String>) -> Self {
+    pub(crate) fn other(path: &Path, reason: impl Into<String>) -> Self {
         WriteError {
             path: path.to_path_buf(),
             reason: reason.into(),

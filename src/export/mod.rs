@@ -5,6 +5,7 @@ mod atomic;
 mod csv;
 mod json;
 mod markdown;
+mod staging;
 
 use anyhow::Result;
 
@@ -12,6 +13,7 @@ pub use self::atomic::{write_atomic, WriteError};
 pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::markdown::Markdown;
+pub use self::staging::StagedDir;
 
 /// One value of a table.
 #[derive(Clone, Debug, PartialEq)]
