@@ -31,7 +31,12 @@ fn diverging(t: f64) -> RGBColor {
 /// cell is always labelled); nothing elsewhere.
 fn label(v: &SegmentValue<usize>, names: &[u64], step: usize) -> String {
     match v {
-        SegmentValue::CenterOf(i) if (names.len().saturating_sub(1 + i)) % step.max(1) == 0 => {
+        SegmentValue::CenterOf(i)
+            if names
+                .len()
+                .saturating_sub(1 + i)
+                .is_multiple_of(step.max(1)) =>
+        {
             names.get(*i).map_or(String::new(), |&n| thousands(n))
         }
         _ => String::new(),
@@ -43,7 +48,7 @@ pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
