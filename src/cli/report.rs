@@ -1,5 +1,5 @@
-use crate::live::ValidateOptions;
 use crate::report::{write_report, ReportOptions};
+use crate::validate::ValidateOptions;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;

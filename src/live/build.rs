@@ -54,13 +54,9 @@ impl LiveBuild {
             }
             large.push(size);
         }
-        // SAFETY of the string read: `version` is a static C string in jemalloc.
-        let version = unsafe { tikv_jemalloc_ctl::raw::read_str(b"version\0") }
-            .map(|v| {
-                String::from_utf8_lossy(v)
-                    .trim_end_matches('\0')
-                    .to_string()
-            })
+        // The typed read hands back the C string with its terminating NUL.
+        let version = tikv_jemalloc_ctl::version::read()
+            .map(|v| v.trim_end_matches('\0').to_string())
             .unwrap_or_else(|_| "unknown".into());
         Ok(LiveBuild {
             version,

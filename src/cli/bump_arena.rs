@@ -1,12 +1,15 @@
 use super::AllocatorArgs;
-use crate::arena::{arena_table, run_scenario, write_arena, ArenaSpec};
+use crate::experiments::bump_arena::{
+    bump_arena_table, run_scenario, BumpArenaResult, BumpArenaSpec,
+};
 use crate::export::TableFormat;
+use crate::report::bump_arena::write_files;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
-pub struct ArenaArgs {
+pub struct BumpArenaArgs {
     /// Number of inner vectors (M).
     #[arg(long, default_value_t = 1_000_000)]
     vectors: u64,
@@ -22,6 +25,10 @@ pub struct ArenaArgs {
     /// Only predict; run nothing.
     #[arg(long)]
     model_only: bool,
+    /// Print the result as JSON instead of a table (what `fragsim report` reads back from
+    /// the run it starts with decay off).
+    #[arg(long, conflicts_with = "out")]
+    json: bool,
     /// Also write arena.md, arena.csv and the charts into this folder.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -33,15 +40,19 @@ pub struct ArenaArgs {
     allocator: AllocatorArgs,
 }
 
-pub fn run(args: ArenaArgs) -> Result<i32> {
-    let spec = ArenaSpec {
+pub fn run(args: BumpArenaArgs) -> Result<i32> {
+    let spec = BumpArenaSpec {
         vectors: args.vectors,
         elements: args.elements,
         elem_bytes: args.elem_bytes,
     };
     let model = args.allocator.explicit_config()?;
     let result = run_scenario(spec, args.runs, args.model_only, model)?;
-    let mut table = arena_table(&result);
+    if args.json {
+        println!("{}", serde_json::to_string(&result)?);
+        return Ok(mismatch_code(&result));
+    }
+    let mut table = bump_arena_table(&result);
     table.title.clear();
     print!("{}", crate::export::Markdown.render(&table)?);
     if !result.measurements.is_empty() {
@@ -53,14 +64,19 @@ pub fn run(args: ArenaArgs) -> Result<i32> {
     if let Some(dir) = &args.out {
         let command: Vec<String> = std::env::args().skip(1).collect();
         let command = format!("fragsim {}", command.join(" "));
-        for path in write_arena(&result, dir, &args.name, &command)? {
+        for path in write_files(&result, dir, &args.name, &command)? {
             println!("wrote {}", path.display());
         }
     }
+    Ok(mismatch_code(&result))
+}
+
+/// 1 (with a message) when measured usable bytes differ from the prediction.
+fn mismatch_code(result: &BumpArenaResult) -> i32 {
     let bad = result.mismatches();
     if !result.measurements.is_empty() && !bad.is_empty() {
         eprintln!("predicted and measured usable bytes differ for: {bad:?}");
-        return Ok(1);
+        return 1;
     }
-    Ok(0)
+    0
 }
