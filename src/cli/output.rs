@@ -79,3 +79,59 @@ pub fn one_line(err: &anyhow::Error) -> String {
     }
     parts.join(": ").replace('\n', " ")
 }
+
+/// Prints clap's message whole (it names the missing argument and suggests fixes for typos)
+/// and returns its exit code: 0 for help and version, 2 for bad arguments.
+pub fn clap_exit(err: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    let text = err.render().to_string();
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // Help goes to standard output, which may be a closed pipe.
+            match print_text(&text) {
+                Err(OutputError::Closed) => CLOSED_PIPE_EXIT,
+                Err(e) => {
+                    print_error(&format!("error: {e}"));
+                    2
+                }
+                Ok(()) => 0,
+            }
+        }
+        _ => {
+            print_error(&clap_one_line(&text));
+            2
+        }
+    }
+}
+
+/// clap's message on one line, everything it says before the usage: "error: the following
+/// required arguments were not provided: --array <ARRAYS>", "error: unexpected argument
+/// '--formt' found; tip: a similar argument exists: '--format'".
+fn clap_one_line(text: &str) -> String {
+    let mut line = String::new();
+    for part in text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+    {
+        if !line.is_empty() {
+            line.push_str(if part.starts_with("tip:") { "; " } else { " " });
+        }
+        line.push_str(part);
+    }
+    line
+}
+
+/// Exit code after an interrupt: 128 + SIGINT.
+pub const INTERRUPTED_EXIT: i32 = 130;
+
+/// On Ctrl-C (or SIGTERM, SIGHUP): stop the child processes and remove the temporary folders
+/// registered in [`crate::cleanup`], then exit with 130.
+pub fn stop_cleanly_on_interrupt() {
+    // Fails only if a handler is already installed (a second call): keep that one.
+    let _ = ctrlc::set_handler(|| {
+        crate::cleanup::run_all();
+        std::process::exit(INTERRUPTED_EXIT);
+    });
+}
