@@ -115,8 +115,7 @@ pub fn file_stem(text: &str) -> Result<String, String> {
 /// `--out` fails at once rather than after a measurement.
 pub fn prepare_folder(dir: &std::path::Path) -> Result<()> {
     let charts = dir.join("charts");
-    std::fs::create_dir_all(&charts).map_err(|e| {
-        anyhow::anyhow!("cannot create folder '{}': {e}", charts.display())
-    })?;
+    std::fs::create_dir_all(&charts)
+        .map_err(|e| anyhow::anyhow!("cannot create folder '{}': {e}", charts.display()))?;
     Ok(())
 }

@@ -1,11 +1,11 @@
+use super::output::{print_error, print_text};
 use super::AllocatorArgs;
 use crate::experiments::bump_arena::{
     bump_arena_table, run_scenario, BumpArenaResult, BumpArenaSpec,
 };
 use crate::export::TableFormat;
-use crate::report::bump_arena::write_files;
-use super::output::{print_error, print_text};
 use crate::outln;
+use crate::report::bump_arena::write_files;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;

@@ -65,7 +65,9 @@ fn check_applicable(args: &TableArgs) -> Result<()> {
     let model = args.model.to_possible_value().expect("named model");
     let hint = match args.model {
         TableModel::Physical => "it belongs to --model d8485933",
-        TableModel::D8485933 => "the seed's table has its own sizes; they belong to --model physical",
+        TableModel::D8485933 => {
+            "the seed's table has its own sizes; they belong to --model physical"
+        }
     };
     anyhow::bail!(
         "{} cannot be used with --model {}: {hint}",

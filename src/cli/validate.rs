@@ -1,8 +1,8 @@
+use super::output::print_error;
 use super::AllocatorArgs;
 use crate::export::{write_atomic, Csv, TableFormat};
-use crate::validate::{validate, validation_markdown, validation_table, ValidateOptions};
-use super::output::print_error;
 use crate::outln;
+use crate::validate::{validate, validation_markdown, validation_table, ValidateOptions};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;

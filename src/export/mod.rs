@@ -75,6 +75,22 @@ impl Table {
         self.rows.push(row);
     }
 
+    /// The same table without the columns named in `names`.
+    pub fn without_columns(&self, names: &[&str]) -> Table {
+        let keep: Vec<usize> = (0..self.columns.len())
+            .filter(|&i| !names.contains(&self.columns[i].as_str()))
+            .collect();
+        Table {
+            title: self.title.clone(),
+            columns: keep.iter().map(|&i| self.columns[i].clone()).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|row| keep.iter().map(|&i| row[i].clone()).collect())
+                .collect(),
+        }
+    }
+
     /// The index of the column named `name`.
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)

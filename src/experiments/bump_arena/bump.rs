@@ -64,7 +64,8 @@ impl BumpReplay {
     /// finger by `size` each, so a whole run of them is one division.
     pub fn alloc_many(&mut self, size: u64, align: u64, mut count: u64) {
         while count > 0 {
-            let aligned = size > 0 && size.is_multiple_of(align) && self.finger.is_multiple_of(align);
+            let aligned =
+                size > 0 && size.is_multiple_of(align) && self.finger.is_multiple_of(align);
             if aligned && !self.chunks.is_empty() {
                 let fit = (self.finger / size).min(count);
                 self.finger -= fit * size;
