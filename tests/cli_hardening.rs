@@ -525,20 +525,22 @@ fn validate_writes_nothing_unless_asked() {
     }
 }
 
-/// Processes whose command line mentions `needle` (other than this test).
-fn processes_mentioning(needle: &str) -> Vec<u32> {
+/// Processes whose parent is `parent` (from /proc/PID/stat: "pid (comm) state ppid ...").
+fn children_of(parent: u32) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if pid == std::process::id() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
-        }
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            if String::from_utf8_lossy(&cmdline).contains(needle) {
-                found.push(pid);
-            }
+        };
+        let Some(after_comm) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let ppid = after_comm.split_whitespace().nth(1);
+        if ppid.and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
+            found.push(pid);
         }
     }
     found
@@ -625,16 +627,12 @@ fn interrupted_report_stops_its_child() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let needle = dir.path().to_str().unwrap().to_string();
     let start = Instant::now();
-    // The child is the only other process whose command line names our folder and "arena".
+    // The report's only child process is the decay-off bump-arena run.
     let seen = loop {
-        let others: Vec<u32> = processes_mentioning(&needle)
-            .into_iter()
-            .filter(|&pid| pid != child.id())
-            .collect();
-        if !others.is_empty() || start.elapsed() > Duration::from_secs(30) {
-            break others;
+        let children = children_of(child.id());
+        if !children.is_empty() || start.elapsed() > Duration::from_secs(30) {
+            break children;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
