@@ -237,45 +237,31 @@ fn report_writes_every_indexed_file_and_is_reproducible() {
 }
 
 #[test]
-fn unwritable_report_folder_is_one_line_and_leaves_no_partial_files() {
+fn unwritable_report_folder_is_one_line_and_leaves_nothing() {
+    // The report is built in a temporary folder beside --out and swapped in at the end, so
+    // what can fail is the target itself: a file, or a path below a file.
     let dir = tempfile::tempdir().unwrap();
-    // A file where the charts folder should be: the job cannot start.
-    std::fs::write(dir.path().join("charts"), "not a folder").unwrap();
-    let out = fragsim(&["report", "--out", dir.path().to_str().unwrap()]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("charts"), "{stderr}");
-
-    // A folder where validation.md should be: the job stops at that step, and what it wrote
-    // before is complete, with no temporary files left behind.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("validation.md/blocked")).unwrap();
-    let out = fragsim(&[
-        "report",
-        "--out",
-        dir.path().to_str().unwrap(),
-        "--arena-vectors",
-        "1000",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("validation.md"), "{stderr}");
-    for (name, bytes) in read_all(dir.path()) {
-        assert!(!name.contains(".fragsim-"), "temporary file left: {name}");
-        if name.ends_with(".csv") {
-            let text = String::from_utf8(bytes).unwrap();
-            let mut reader = csv::Reader::from_reader(text.as_bytes());
-            let width = reader.headers().unwrap().len();
-            assert!(
-                reader.records().all(|r| r.unwrap().len() == width),
-                "{name} is cut short"
-            );
-        }
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a folder").unwrap();
+    for (out, names) in [
+        (file.clone(), "a-file"),
+        (file.join("below"), "a-file/below"),
+    ] {
+        let result = fragsim(&[
+            "report",
+            "--out",
+            out.to_str().unwrap(),
+            "--arena-vectors",
+            "1000",
+            "--arena-runs",
+            "1",
+        ]);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(names), "{stderr}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a folder");
+        // Nothing else: no temporary folder left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
-    assert!(
-        !dir.path().join("README.md").exists(),
-        "index written after a failed step"
-    );
 }

@@ -13,10 +13,10 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct BumpArenaArgs {
     /// Number of inner vectors (M).
-    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1_000_000)]
     vectors: u64,
     /// Elements per inner vector (K).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 100)]
     elements: u64,
     /// Bytes per element (E): 1, 2, 4, 8 or 16.
     #[arg(long, default_value_t = 4)]

@@ -18,7 +18,7 @@ pub struct ReportArgs {
     #[arg(long)]
     full: bool,
     /// Inner vectors in the arena scenario (the seed's million by default).
-    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1_000_000)]
     arena_vectors: u64,
     /// Timed runs per arena strategy.
     #[arg(long, default_value_t = 5, value_parser = at_least_one)]
