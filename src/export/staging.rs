@@ -16,14 +16,23 @@ pub struct StagedDir {
 impl StagedDir {
     /// Creates the temporary folder beside `target` (same filesystem, so the swap is a rename).
     /// The target's parent folder is created if missing.
-    pub fn new(target: &Path) -> Result<Self, WriteError> {
-        let err = |e: &std::io::Error| WriteError::new(target, e);
-        if target.is_file() {
-            return Err(WriteError::other(target, "it is a file, not a folder"));
+    pub fn new(given: &Path) -> Result<Self, WriteError> {
+        let err = |e: &std::io::Error| WriteError::new(given, e);
+        if given.is_file() {
+            return Err(WriteError::other(given, "it is a file, not a folder"));
         }
+        // An existing folder by its real path: a symbolic link to a folder stays a link (the
+        // folder it points to is replaced), and `.` or `..` have a name to put a sibling by.
+        let resolved;
+        let target = if given.exists() {
+            resolved = given.canonicalize().map_err(|e| err(&e))?;
+            resolved.as_path()
+        } else {
+            given
+        };
         let name = target
             .file_name()
-            .ok_or_else(|| WriteError::other(target, "not a folder name"))?;
+            .ok_or_else(|| WriteError::other(given, "not a folder name"))?;
         let parent = match target.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
