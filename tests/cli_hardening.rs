@@ -655,25 +655,39 @@ fn interrupted_report_stops_its_child() {
 #[test]
 fn a_finished_report_replaces_the_old_one_whole() {
     let dir = tempfile::tempdir().unwrap();
-    let out = old_report(dir.path());
-    let result = fragsim().args(small_report(&out)).output().unwrap();
+    let real = old_report(dir.path());
+    // A variant validation from scripts/validate-variants.sh is not the report's: it stays.
+    std::fs::write(real.join("validation-mine.md"), "variant").unwrap();
+    // Reached through a symbolic link, which must stay one.
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink("r1", &link).unwrap();
+    let result = fragsim().args(small_report(&link)).output().unwrap();
     assert!(
         result.status.code().is_some_and(|c| c <= 1),
         "{}",
         stderr_of(&result)
     );
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert!(
-        !out.join("stale.csv").exists(),
+        !real.join("stale.csv").exists(),
         "a stale file from the old report survived"
     );
-    assert!(std::fs::read_to_string(out.join("README.md"))
+    assert_eq!(
+        std::fs::read_to_string(real.join("validation-mine.md")).unwrap(),
+        "variant"
+    );
+    assert!(std::fs::read_to_string(real.join("README.md"))
         .unwrap()
         .starts_with("# fragsim reports"));
-    let names: Vec<String> = std::fs::read_dir(dir.path())
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names, ["r1"]);
+    names.sort();
+    assert_eq!(names, ["link", "r1"]);
 }
 
 /// Every file under `dir` (relative path, bytes), skipping `skip` folders.
