@@ -17,10 +17,10 @@ pub struct ReportArgs {
     /// Validate the full physical table (tables up to 10·2^20 values) rather than a reduced one.
     #[arg(long)]
     full: bool,
-    /// Inner vectors in the arena scenario (the seed's million by default).
+    /// Inner vectors in the bump-arena scenario (the seed's million by default).
     #[arg(long, default_value_t = 1_000_000)]
     arena_vectors: u64,
-    /// Timed runs per arena strategy.
+    /// Timed runs per bump-arena strategy.
     #[arg(long, default_value_t = 5, value_parser = at_least_one)]
     arena_runs: usize,
 }
@@ -55,11 +55,11 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         options.validate = ValidateOptions::full();
     }
     options.validate.progress = true;
-    options.arena.vectors = args.arena_vectors;
-    options.arena_runs = args.arena_runs;
+    options.bump_arena.vectors = args.arena_vectors;
+    options.bump_arena_runs = args.arena_runs;
     options.fragsim_exe = std::env::current_exe().ok();
     // Checked before any file is written.
-    check_fits_in_memory(&options.arena)?;
+    check_fits_in_memory(&options.bump_arena)?;
     let staged = StagedDir::new(&out)?;
     options.out = staged.path().to_path_buf();
     let start = std::time::Instant::now();

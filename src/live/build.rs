@@ -70,6 +70,11 @@ impl LiveBuild {
         })
     }
 
+    /// The running allocator's build as a value: shorthand for `LiveBuild::read()?.config()`.
+    pub fn running_config() -> Result<AllocatorConfig> {
+        LiveBuild::read()?.config()
+    }
+
     /// The model configuration this build was compiled with.
     pub fn config(&self) -> Result<AllocatorConfig> {
         if !self.page.is_power_of_two() || !self.quantum.is_power_of_two() {

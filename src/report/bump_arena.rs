@@ -104,7 +104,7 @@ pub(super) fn write_with_defaults(
     dir: &Path,
     options: &super::ReportOptions,
 ) -> Result<SectionOutput> {
-    let result = run_scenario(options.arena, options.arena_runs, false, None)?;
+    let result = run_scenario(options.bump_arena, options.bump_arena_runs, false, None)?;
     let paths = write_report_files(&result, dir, DEFAULTS_STEM, true)?;
     Ok(index_entries(&paths, dir, "jemalloc defaults"))
 }
@@ -117,14 +117,14 @@ pub(super) fn write_without_decay(
     exe: &Path,
     options: &super::ReportOptions,
 ) -> Result<SectionOutput> {
-    let spec = options.arena;
+    let spec = options.bump_arena;
     let child = std::process::Command::new(exe)
         .env("_RJEM_MALLOC_CONF", NO_DECAY_CONF)
         .args(["bump-arena", "--json"])
         .args(["--vectors", &spec.vectors.to_string()])
         .args(["--elements", &spec.elements.to_string()])
         .args(["--elem-bytes", &spec.elem_bytes.to_string()])
-        .args(["--runs", &options.arena_runs.to_string()])
+        .args(["--runs", &options.bump_arena_runs.to_string()])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -12,7 +12,8 @@ use crate::validate::{F14Measurement, Validation};
 pub struct Sweeps {
     pub default: Vec<PhysicalRow>,
     pub quantum8: Vec<PhysicalRow>,
-    pub dev: Vec<PhysicalRow>,
+    /// jemalloc 5.3.1 as tikv-jemalloc-sys ships it (large requests rounded to pages).
+    pub v5_3_1: Vec<PhysicalRow>,
 }
 
 /// 64 KiB pages with 5.3.1-dev's rounding of large requests to pages.
@@ -100,7 +101,7 @@ pub fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
             ),
             line(
                 "fragsim: physical, 5.3.1-dev (large requests in pages)".into(),
-                largest_table(&sweeps.dev),
+                largest_table(&sweeps.v5_3_1),
                 3,
             ),
         ],

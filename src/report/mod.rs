@@ -48,8 +48,8 @@ pub struct ReportOptions {
     pub sweep: SweepSpec,
     pub validate: ValidateOptions,
     /// The bump-arena scenario's workload and timed runs per strategy.
-    pub arena: BumpArenaSpec,
-    pub arena_runs: usize,
+    pub bump_arena: BumpArenaSpec,
+    pub bump_arena_runs: usize,
     /// The fragsim executable, to measure the bump-arena scenario again in a child process
     /// with jemalloc's page decay off (decay is fixed at start-up). `None` skips that run.
     pub fragsim_exe: Option<PathBuf>,
@@ -61,8 +61,8 @@ impl ReportOptions {
             out,
             sweep: SweepSpec::default(),
             validate: ValidateOptions::reduced(),
-            arena: BumpArenaSpec::seed(),
-            arena_runs: 5,
+            bump_arena: BumpArenaSpec::seed(),
+            bump_arena_runs: 5,
             fragsim_exe: None,
         }
     }
@@ -263,4 +263,49 @@ fn index_markdown(index: &[(String, SectionOutput)]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plugged-in section: files listed (tables, then charts), then its Markdown; a second
+    /// step under the same heading adds to it.
+    #[test]
+    fn sections_under_one_heading_merge_and_keep_their_markdown() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seen = Vec::new();
+        let mut on_step = |step: &Step| seen.push(step.name.clone());
+        let mut job = Job {
+            dir: dir.path(),
+            index: Vec::new(),
+            steps: Vec::new(),
+            on_step: &mut on_step,
+        };
+        let file = |name: &str| Written {
+            file: name.into(),
+            what: format!("about {name}"),
+        };
+        let value = job
+            .section_with("first", "Traces", |_| {
+                Ok((
+                    7,
+                    SectionOutput {
+                        files: vec![file("charts/t.png"), file("charts/t.svg"), file("t.csv")],
+                        markdown: "Seven traces.\n".into(),
+                    },
+                ))
+            })
+            .unwrap();
+        assert_eq!(value, 7);
+        job.section("second", "Traces", |_| {
+            Ok(SectionOutput::files(vec![file("u.md")]))
+        })
+        .unwrap();
+        let index = index_markdown(&job.index);
+        let expected = "\n## Traces\n\n- [t.csv](t.csv): about t.csv\n- [u.md](u.md): about u.md\n\n![charts/t](charts/t.png)\n\nabout charts/t.png ([SVG](charts/t.svg))\n\nSeven traces.\n";
+        assert!(index.ends_with(expected), "{index}");
+        drop(job);
+        assert_eq!(seen, ["first", "second"]);
+    }
 }

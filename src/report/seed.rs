@@ -13,7 +13,13 @@ pub(super) fn write_section(dir: &Path, sweeps: &Sweeps) -> Result<SectionOutput
     let seed = seed_rows();
     let what = "the seed's printed footprint table beside our reproduction of its model";
     let mut written = write_table(dir, "seed-model", &seed_comparison_table(&q8, &seed)?, what)?;
-    let table = seed_vs_physical_table(&q8, &seed, &sweeps.default, &sweeps.quantum8, &sweeps.dev);
+    let table = seed_vs_physical_table(
+        &q8,
+        &seed,
+        &sweeps.default,
+        &sweeps.quantum8,
+        &sweeps.v5_3_1,
+    );
     let md = seed_vs_physical_markdown(&table, &q8, &seed, &sweeps.default)?;
     let file = "seed-vs-physical.md";
     write_atomic(&dir.join(file), md.as_bytes())?;

@@ -28,7 +28,7 @@ pub(super) fn write_section(dir: &Path, spec: &SweepSpec) -> Result<(Sweeps, Sec
     let sweeps = Sweeps {
         default: sweep(Preset::Default, "default")?,
         quantum8: sweep(Preset::Quantum8, "quantum8")?,
-        dev: sweep(Preset::V5_3_1, "dev")?,
+        v5_3_1: sweep(Preset::V5_3_1, "dev")?,
     };
     Ok((sweeps, SectionOutput::files(written)))
 }

@@ -17,7 +17,7 @@ pub fn run_scenario(
     spec.validate()?;
     let config = match model {
         Some(config) => config,
-        None => LiveBuild::read()?.config()?,
+        None => LiveBuild::running_config()?,
     };
     let classes = SizeClasses::new(config)?;
     let (std_header, bump_header) = header_bytes();
