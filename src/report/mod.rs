@@ -275,7 +275,10 @@ mod tests {
     fn sections_under_one_heading_merge_and_keep_their_markdown() {
         let dir = tempfile::tempdir().unwrap();
         let mut seen = Vec::new();
-        let mut on_step = |step: &Step| seen.push(step.name.clone());
+        let mut on_step = |step: &Step| {
+            seen.push(step.name.clone());
+            Ok(())
+        };
         let mut job = Job {
             dir: dir.path(),
             index: Vec::new(),
