@@ -35,7 +35,7 @@ impl Drop for Registration {
     }
 }
 
-/// Remove `dir` (and everything in it) on interrupt.
+/// Remove `dir` (and everything in it), or the file at that path, on interrupt.
 pub fn remove_on_interrupt(dir: &Path) -> Registration {
     let mut p = pending();
     p.next += 1;
@@ -65,7 +65,9 @@ pub fn run_all() {
             libc::kill(pid as libc::pid_t, libc::SIGKILL);
         }
     }
-    for (_, dir) in p.dirs.drain(..) {
-        let _ = std::fs::remove_dir_all(dir);
+    for (_, path) in p.dirs.drain(..) {
+        if std::fs::remove_file(&path).is_err() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }

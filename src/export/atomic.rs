@@ -98,6 +98,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         .prefix(".fragsim-")
         .tempfile_in(dir)
         .map_err(|e| WriteError::new(path, &e))?;
+    // An interrupt exits without running destructors: remove the temporary file then too.
+    let _registration = crate::cleanup::remove_on_interrupt(tmp.path());
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| WriteError::new(path, &e))?;
