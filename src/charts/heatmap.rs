@@ -44,7 +44,7 @@ fn label(v: &SegmentValue<usize>, names: &[u64], step: usize) -> String {
 }
 
 /// 10485760 -> "10,485,760".
-pub(crate) fn thousands(n: u64) -> String {
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

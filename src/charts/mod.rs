@@ -9,7 +9,7 @@ mod validation;
 mod waste;
 
 pub use bars::GroupedBars;
-pub use heatmap::RatioHeatmap;
+pub use heatmap::{thousands, RatioHeatmap};
 pub use seed::{SeedChart, SeedSeries};
 pub use validation::{Comparison, PredictedVsMeasured};
 pub use waste::WasteCurve;

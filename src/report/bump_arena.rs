@@ -281,10 +281,13 @@ pub fn charts(r: &BumpArenaResult, stem: &str) -> (GroupedBars, GroupedBars) {
         Some((dirty, _)) if dirty < 0 => ", jemalloc decay off",
         _ => ", jemalloc defaults",
     };
-    let workload = format!(
-        "{} vectors of {} x {} B{decay}",
-        r.spec.vectors, r.spec.elements, r.spec.elem_bytes
+    let sizes = format!(
+        "{} vectors of {} x {} B",
+        crate::charts::thousands(r.spec.vectors),
+        r.spec.elements,
+        r.spec.elem_bytes
     );
+    let workload = format!("{sizes}{decay}");
     let time = GroupedBars {
         name: format!("{stem}-time"),
         title: format!("Build and reset time, {workload} (median)"),
@@ -299,7 +302,8 @@ pub fn charts(r: &BumpArenaResult, stem: &str) -> (GroupedBars, GroupedBars) {
     let mib = |v: u64| v as f64 / (1u64 << 20) as f64;
     let bytes = GroupedBars {
         name: format!("{stem}-bytes"),
-        title: format!("Memory, {workload}"),
+        // Bytes do not depend on the decay setting.
+        title: format!("Memory, {sizes}"),
         y_desc: "MiB".into(),
         categories,
         series: vec![
