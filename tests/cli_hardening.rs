@@ -352,6 +352,8 @@ fn bad_names_and_targets_are_rejected_before_any_measurement() {
             "../evil",
         ),
         (vec!["arena", "--out", "/proc/nope"], "/proc/nope"),
+        // A report over a device: refused before the job, not after it.
+        (vec!["report", "--out", "/dev/null"], "/dev/null"),
         (
             vec![
                 "validate",

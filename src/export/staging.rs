@@ -18,8 +18,9 @@ impl StagedDir {
     /// The target's parent folder is created if missing.
     pub fn new(given: &Path) -> Result<Self, WriteError> {
         let err = |e: &std::io::Error| WriteError::new(given, e);
-        if given.is_file() {
-            return Err(WriteError::other(given, "it is a file, not a folder"));
+        // Checked now, before the job: anything there must be a folder to be replaced.
+        if given.exists() && !given.is_dir() {
+            return Err(WriteError::other(given, "it is not a folder"));
         }
         // An existing folder by its real path: a symbolic link to a folder stays a link (the
         // folder it points to is replaced), and `.` or `..` have a name to put a sibling by.
