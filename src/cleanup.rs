@@ -66,8 +66,29 @@ pub fn run_all() {
         }
     }
     for (_, path) in p.dirs.drain(..) {
-        if std::fs::remove_file(&path).is_err() {
-            let _ = std::fs::remove_dir_all(&path);
+        remove_while_written(&path);
+    }
+}
+
+/// Removes `path` while the main thread may still be writing into it: renamed away first, so
+/// new files under the old name fail instead of landing beside the ones being removed; then
+/// removed again if a writer recreated the folder in the meantime.
+fn remove_while_written(path: &Path) {
+    if std::fs::remove_file(path).is_ok() {
+        return;
+    }
+    let mut trash = path.as_os_str().to_owned();
+    trash.push(".removing");
+    let trash = PathBuf::from(trash);
+    match std::fs::rename(path, &trash) {
+        Ok(()) => {
+            let _ = std::fs::remove_dir_all(&trash);
         }
+        Err(_) => {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+    if path.exists() {
+        let _ = std::fs::remove_dir_all(path);
     }
 }

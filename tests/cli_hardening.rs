@@ -595,13 +595,37 @@ fn assert_old_report_intact(dir: &Path, out: &Path) {
 fn interrupted_report_leaves_the_old_one_intact() {
     let dir = tempfile::tempdir().unwrap();
     let out = old_report(dir.path());
+    // A bump-arena workload that takes a second or more, so the job is still running when
+    // the interrupt comes.
+    let args = [
+        "report",
+        "--arena-vectors",
+        "300000",
+        "--arena-runs",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ];
     let child = fragsim()
-        .args(small_report(&out))
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Interrupt once the new report has its first files (in its temporary folder).
+    let start = Instant::now();
+    let building = loop {
+        let staging = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.join("classes-default.csv").exists());
+        if staging.is_some() || start.elapsed() > Duration::from_secs(30) {
+            break staging;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(building.is_some(), "the report never started writing");
     interrupt(&child);
     let (status, stderr) = wait_with_stderr(child);
     assert!(!status.success(), "{stderr}");
