@@ -45,6 +45,10 @@ pub enum InputError {
         elem_bytes: u64,
         max: u64,
     },
+    #[error("not enough memory: measuring this workload needs about {} MiB, only {} MiB are available (use fewer vectors, or only predict)", .needed >> 20, .available >> 20)]
+    NotEnoughMemory { needed: u64, available: u64 },
+    #[error("too many rows: {rows} rows (about {} MiB of text) is more than the {max} rows fragsim writes; narrow the ranges", .bytes >> 20)]
+    TooManyRows { rows: u64, bytes: u64, max: u64 },
     #[error("malformed seed table {source_name}: {reason}")]
     MalformedSeedTable { source_name: String, reason: String },
     #[error("cannot read '{path}': {reason}")]

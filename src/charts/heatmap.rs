@@ -27,13 +27,37 @@ fn diverging(t: f64) -> RGBColor {
     RGBColor(mix(247.0, end.0), mix(247.0, end.1), mix(247.0, end.2))
 }
 
-/// The label of a segment centre; nothing elsewhere.
-fn label(v: &SegmentValue<usize>, names: &[u64]) -> String {
+/// The label of a segment centre, every `step`-th counted back from the last (so the last
+/// cell is always labelled); nothing elsewhere.
+fn label(v: &SegmentValue<usize>, names: &[u64], step: usize) -> String {
     match v {
-        SegmentValue::CenterOf(i) => names.get(*i).map_or(String::new(), |n| n.to_string()),
+        SegmentValue::CenterOf(i)
+            if names
+                .len()
+                .saturating_sub(1 + i)
+                .is_multiple_of(step.max(1)) =>
+        {
+            names.get(*i).map_or(String::new(), |&n| thousands(n))
+        }
         _ => String::new(),
     }
 }
+
+/// 10485760 -> "10,485,760".
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Most labels an axis of `cells` cells gets, one cell in `step` labelled.
+const MAX_X_LABELS: usize = 17;
 
 impl RatioHeatmap {
     /// The largest distance from 1.0, so the colour scale is symmetric.
@@ -86,10 +110,11 @@ impl Chart for RatioHeatmap {
             .y_desc("table capacity (values)")
             .label_style((FONT, 16))
             .axis_desc_style((FONT, 22))
-            .x_labels(nx.min(17))
-            .y_labels(ny)
-            .x_label_formatter(&|v| label(v, &sizes))
-            .y_label_formatter(&|v| label(v, &caps))
+            // A key point on every cell; the formatter picks which to label.
+            .x_labels(nx + 1)
+            .y_labels(ny + 1)
+            .x_label_formatter(&|v| label(v, &sizes, nx.div_ceil(MAX_X_LABELS)))
+            .y_label_formatter(&|v| label(v, &caps, 1))
             .draw()
             .map_err(plot_err)?;
         let spread = self.spread();

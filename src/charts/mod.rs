@@ -14,7 +14,7 @@ mod whatif;
 
 pub use bars::GroupedBars;
 pub use class_loss::ClassLoss;
-pub use heatmap::RatioHeatmap;
+pub use heatmap::{thousands, RatioHeatmap};
 pub use seed::{SeedChart, SeedSeries};
 pub use timeline::BytesTimeline;
 pub use validation::{Comparison, PredictedVsMeasured};

@@ -1,4 +1,4 @@
-//! Measured bytes against predicted bytes from the live validation, on log axes.
+//! Measured minus predicted bytes from the live validation, against the predicted size.
 
 use super::{draw_legend, palette, plot_err, waste::human_bytes, Chart, FONT};
 use anyhow::Result;
@@ -28,87 +28,134 @@ impl Chart for PredictedVsMeasured {
     }
 
     fn title(&self) -> String {
-        format!("Predicted vs measured bytes, {}", self.subtitle)
+        format!("Measured minus predicted bytes, {}", self.subtitle)
     }
 
+    fn size(&self) -> (u32, u32) {
+        (1200, 850)
+    }
+
+    /// One panel per quantity: the residual (measured - predicted) against the predicted
+    /// size, so a mismatch stands off the zero line instead of hiding under the other series.
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
-        let all = self.usable.iter().chain(&self.active);
-        let max = all
-            .flat_map(|c| [c.predicted, c.measured])
-            .max()
-            .unwrap_or(1)
-            .max(2) as f64;
-        // log2 of the bytes on linear axes, so ticks fall on powers of two.
-        let top = (max * 2.0).log2().ceil();
-        let lg = |v: u64| (v.max(1) as f64).log2();
-        let mut chart = ChartBuilder::on(area)
-            .caption(self.title(), (FONT, 30))
-            .margin(20)
-            .x_label_area_size(60)
-            .y_label_area_size(100)
-            .build_cartesian_2d(0f64..top, 0f64..top)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("predicted by the model (bytes, log scale)")
-            .y_desc("measured in jemalloc (bytes, log scale)")
-            .label_style((FONT, 18))
-            .axis_desc_style((FONT, 22))
-            .x_labels(12)
-            .y_labels(12)
-            .x_label_formatter(&|x| human_bytes(x.exp2()))
-            .y_label_formatter(&|y| human_bytes(y.exp2()))
-            .draw()
-            .map_err(plot_err)?;
-        chart
-            .draw_series(DashedLineSeries::new(
-                vec![(0.0, 0.0), (top, top)],
-                8,
-                6,
-                palette::GREY.stroke_width(2),
-            ))
-            .map_err(plot_err)?
-            .label("y = x")
-            .legend(|(x, y)| {
-                PathElement::new(vec![(x, y), (x + 22, y)], palette::GREY.stroke_width(2))
-            });
-        for (label, set, color) in [
+        let area = area.titled(&self.title(), (FONT, 30)).map_err(plot_err)?;
+        let panels = area.split_evenly((2, 1));
+        let sets = [
             ("usable bytes", &self.usable, palette::BLUE),
             ("active page bytes", &self.active, palette::GREEN),
-        ] {
-            let ok = set.iter().filter(|c| c.predicted == c.measured);
-            chart
-                .draw_series(
-                    ok.map(|c| Circle::new((lg(c.predicted), lg(c.measured)), 4, color.filled())),
-                )
-                .map_err(plot_err)?
-                .label(format!("{label} ({} compared)", set.len()))
-                .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
+        ];
+        for (i, ((label, set, color), panel)) in sets.into_iter().zip(&panels).enumerate() {
+            draw_residuals(panel, label, set, color, i == 1)?;
         }
-        let bad: Vec<&Comparison> = self
-            .usable
-            .iter()
-            .chain(&self.active)
-            .filter(|c| c.predicted != c.measured)
-            .collect();
-        let warn = palette::VERMILION;
-        chart
-            .draw_series(bad.iter().map(|c| {
-                let at = (lg(c.predicted), lg(c.measured));
-                EmptyElement::at(at)
-                    + Cross::new((0, 0), 9, warn.stroke_width(3))
-                    + Text::new(
-                        c.label.clone(),
-                        (10, -18),
-                        (FONT, 16).into_font().color(&warn),
-                    )
-            }))
-            .map_err(plot_err)?
-            .label(format!("mismatch ({})", bad.len()))
-            .legend(move |(x, y)| Cross::new((x + 10, y), 6, warn.stroke_width(3)));
-        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
+        Ok(())
     }
+}
+
+/// measured - predicted, as a signed number (both are at most 2^64 - 1).
+fn residual(c: &Comparison) -> i128 {
+    c.measured as i128 - c.predicted as i128
+}
+
+fn draw_residuals<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    label: &str,
+    set: &[Comparison],
+    color: RGBColor,
+    last: bool,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let lg = |v: u64| (v.max(1) as f64).log2();
+    // The x axis spans the data, to whole powers of two.
+    let (lo, hi) = set
+        .iter()
+        .map(|c| lg(c.predicted))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        });
+    let (lo, hi) = if lo.is_finite() {
+        (lo.floor(), hi.ceil().max(lo.floor() + 1.0))
+    } else {
+        (0.0, 1.0)
+    };
+    let worst = set
+        .iter()
+        .map(|c| residual(c).unsigned_abs())
+        .max()
+        .unwrap_or(0);
+    let bad = set.iter().filter(|c| c.predicted != c.measured).count();
+    let span = if worst == 0 { 1.0 } else { worst as f64 * 1.3 };
+    let caption = if bad == 0 {
+        format!(
+            "{label}: {} compared, measured = predicted for all",
+            set.len()
+        )
+    } else {
+        format!(
+            "{label}: {} compared, {bad} differ (largest by {worst} B)",
+            set.len()
+        )
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (FONT, 20))
+        .margin(15)
+        .margin_right(30)
+        .x_label_area_size(if last { 55 } else { 30 })
+        .y_label_area_size(100)
+        .build_cartesian_2d(lo..hi, -span..span)
+        .map_err(plot_err)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.label_style((FONT, 16))
+        .axis_desc_style((FONT, 18))
+        .x_labels(((hi - lo) as usize + 1).min(16))
+        .y_labels(if worst == 0 { 3 } else { 5 })
+        .x_label_formatter(&|x| human_bytes(x.exp2()))
+        .y_label_formatter(&|y| {
+            if (y - y.round()).abs() < 1e-9 {
+                format!("{y:.0}")
+            } else {
+                format!("{y:.1}")
+            }
+        })
+        .y_desc("measured - predicted (B)");
+    if last {
+        mesh.x_desc("predicted by the model (bytes, log scale)");
+    }
+    mesh.draw().map_err(plot_err)?;
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![(lo, 0.0), (hi, 0.0)],
+            8,
+            6,
+            palette::GREY.stroke_width(2),
+        ))
+        .map_err(plot_err)?;
+    chart
+        .draw_series(
+            set.iter()
+                .filter(|c| c.predicted == c.measured)
+                .map(|c| Circle::new((lg(c.predicted), 0.0), 4, color.filled())),
+        )
+        .map_err(plot_err)?
+        .label(format!("{label}: equal"))
+        .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
+    let warn = palette::VERMILION;
+    chart
+        .draw_series(set.iter().filter(|c| c.predicted != c.measured).map(|c| {
+            EmptyElement::at((lg(c.predicted), residual(c) as f64))
+                + Cross::new((0, 0), 9, warn.stroke_width(3))
+                + Text::new(
+                    c.label.clone(),
+                    (10, -18),
+                    (FONT, 16).into_font().color(&warn),
+                )
+        }))
+        .map_err(plot_err)?
+        .label(format!("mismatch ({bad})"))
+        .legend(move |(x, y)| Cross::new((x + 10, y), 6, warn.stroke_width(3)));
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }

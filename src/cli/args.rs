@@ -88,14 +88,40 @@ impl OutputArgs {
     pub fn emit(&self, table: &Table) -> Result<()> {
         let text = self.format.render(table)?;
         match &self.out {
-            Some(path) => write_atomic(path, text.as_bytes()),
-            None => {
-                use std::io::Write;
-                let mut stdout = std::io::stdout().lock();
-                // A closed pipe (`| head`) is not an error worth a message.
-                let _ = stdout.write_all(text.as_bytes());
-                Ok(())
-            }
+            Some(path) => Ok(write_atomic(path, text.as_bytes())?),
+            None => Ok(super::output::print_text(&text)?),
         }
     }
+}
+
+/// clap parser for counts that must be at least 1 (runs, vectors...).
+pub fn at_least_one(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// clap parser for a file stem used inside an output folder: letters, digits, '-' and '_'
+/// (no paths, nothing empty).
+pub fn file_stem(text: &str) -> Result<String, String> {
+    let ok = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        Ok(text.to_string())
+    } else {
+        Err("use letters, digits, '-' and '_'".into())
+    }
+}
+
+/// Creates the output folder `dir` (and its `charts/`) before any work, so an impossible
+/// `--out` fails at once rather than after a measurement.
+pub fn prepare_folder(dir: &std::path::Path) -> Result<()> {
+    let charts = dir.join("charts");
+    std::fs::create_dir_all(&charts)
+        .map_err(|e| anyhow::anyhow!("cannot create folder '{}': {e}", charts.display()))?;
+    Ok(())
 }

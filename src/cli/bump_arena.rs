@@ -1,8 +1,10 @@
+use super::output::{print_error, print_text};
 use super::AllocatorArgs;
 use crate::experiments::bump_arena::{
     bump_arena_table, run_scenario, BumpArenaResult, BumpArenaSpec,
 };
 use crate::export::TableFormat;
+use crate::outln;
 use crate::report::bump_arena::write_files;
 use anyhow::Result;
 use clap::Args;
@@ -20,7 +22,7 @@ pub struct BumpArenaArgs {
     #[arg(long, default_value_t = 4)]
     elem_bytes: u64,
     /// Timed runs per strategy (the median is reported).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = super::args::at_least_one, conflicts_with = "model_only")]
     runs: usize,
     /// Only predict; run nothing.
     #[arg(long)]
@@ -33,7 +35,7 @@ pub struct BumpArenaArgs {
     #[arg(long)]
     out: Option<PathBuf>,
     /// File stem for --out (arena -> arena.md, arena.csv, charts/arena-time.png, ...).
-    #[arg(long, default_value = "arena")]
+    #[arg(long, default_value = "arena", requires = "out", value_parser = super::args::file_stem)]
     name: String,
     /// Model this build instead of the running one (prediction only makes sense then).
     #[command(flatten)]
@@ -46,26 +48,32 @@ pub fn run(args: BumpArenaArgs) -> Result<i32> {
         elements: args.elements,
         elem_bytes: args.elem_bytes,
     };
+    // Everything that can be refused is refused before the measurement.
+    spec.validate()?;
     let model = args.allocator.explicit_config()?;
+    if let Some(dir) = &args.out {
+        super::args::prepare_folder(dir)?;
+    }
     let result = run_scenario(spec, args.runs, args.model_only, model)?;
     if args.json {
-        println!("{}", serde_json::to_string(&result)?);
+        outln!("{}", serde_json::to_string(&result)?)?;
         return Ok(mismatch_code(&result));
     }
     let mut table = bump_arena_table(&result);
     table.title.clear();
-    print!("{}", crate::export::Markdown.render(&table)?);
+    let mut text = crate::export::Markdown.render(&table)?;
     if !result.measurements.is_empty() {
-        println!();
+        text.push('\n');
         for (what, ours, seed) in result.ratios() {
-            println!("{what}: {ours:.3} (seed: about {seed:.1})");
+            text.push_str(&format!("{what}: {ours:.3} (seed: about {seed:.1})\n"));
         }
     }
+    print_text(&text)?;
     if let Some(dir) = &args.out {
         let command: Vec<String> = std::env::args().skip(1).collect();
         let command = format!("fragsim {}", command.join(" "));
         for path in write_files(&result, dir, &args.name, &command)? {
-            println!("wrote {}", path.display());
+            outln!("wrote {}", path.display())?;
         }
     }
     Ok(mismatch_code(&result))
@@ -75,7 +83,9 @@ pub fn run(args: BumpArenaArgs) -> Result<i32> {
 fn mismatch_code(result: &BumpArenaResult) -> i32 {
     let bad = result.mismatches();
     if !result.measurements.is_empty() && !bad.is_empty() {
-        eprintln!("predicted and measured usable bytes differ for: {bad:?}");
+        print_error(&format!(
+            "predicted and measured usable bytes differ for: {bad:?}"
+        ));
         return 1;
     }
     0

@@ -6,6 +6,7 @@ mod classes;
 mod container;
 mod containers;
 mod layout;
+pub mod output;
 mod record;
 mod replay;
 mod report;
@@ -65,26 +66,9 @@ enum Command {
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(err) => {
-            use clap::error::ErrorKind;
-            if matches!(
-                err.kind(),
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
-            ) || err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            {
-                let _ = err.print();
-                return if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                    2
-                } else {
-                    0
-                };
-            }
-            // clap's first line names the bad value; the usage that follows is noise here.
-            let text = err.render().to_string();
-            eprintln!("{}", text.lines().next().unwrap_or("error: bad arguments"));
-            return 2;
-        }
+        Err(err) => return output::clap_exit(&err),
     };
+    output::stop_cleanly_on_interrupt();
     let result = match cli.command {
         Command::Report(args) => report::run(args),
         Command::BumpArena(args) => bump_arena::run(args),
@@ -99,23 +83,5 @@ pub fn main() -> i32 {
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
     };
-    match result {
-        Ok(code) => code,
-        Err(err) => {
-            eprintln!("error: {}", one_line(&err));
-            2
-        }
-    }
-}
-
-/// The error and its causes on one line.
-fn one_line(err: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-    }
-    parts.join(": ").replace('\n', " ")
+    result.unwrap_or_else(|err| output::exit_code(&err))
 }

@@ -59,11 +59,11 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         &options,
         &args.out,
     )?;
-    eprintln!("{}", import_note(&name, &args.out, &header, &summary));
+    super::output::print_error(&import_note(&name, &args.out, &header, &summary));
     if !status.success() {
-        eprintln!(
+        super::output::print_error(&format!(
             "note: '{program}' exited with {status}; the trace holds what it allocated until then"
-        );
+        ));
     }
     Ok(0)
 }

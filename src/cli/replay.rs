@@ -204,10 +204,10 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
         Ok(0)
     } else {
         for m in &c.first {
-            eprintln!(
+            super::output::print_error(&format!(
                 "mismatch: event {} {}: predicted {}, measured {}",
                 m.event, m.statistic, m.predicted, m.measured
-            );
+            ));
         }
         Ok(1)
     }

@@ -1,14 +1,19 @@
+use super::args::at_least_one;
+use crate::experiments::bump_arena::check_fits_in_memory;
+use crate::export::StagedDir;
+use crate::outln;
 use crate::report::{write_report, ReportOptions};
 use crate::validate::ValidateOptions;
 use anyhow::Result;
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// Folder to write into.
-    #[arg(long, default_value = "reports")]
-    out: PathBuf,
+    /// Folder to write into [default: reports/ of the fragsim project the current folder is
+    /// in]. The report is built beside it and replaces it whole when complete.
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// Validate the full physical table (tables up to 10·2^20 values) rather than a reduced one.
     #[arg(long)]
     full: bool,
@@ -16,12 +21,36 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = 1_000_000)]
     arena_vectors: u64,
     /// Timed runs per bump-arena strategy.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = at_least_one)]
     arena_runs: usize,
 }
 
+/// `reports/` of the fragsim project around `start`: the nearest folder upwards whose
+/// Cargo.toml names the package fragsim.
+fn project_reports(start: &Path) -> Option<PathBuf> {
+    start.ancestors().find_map(|dir| {
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
+        manifest
+            .lines()
+            .any(|l| l.replace(' ', "") == "name=\"fragsim\"")
+            .then(|| dir.join("reports"))
+    })
+}
+
 pub fn run(args: ReportArgs) -> Result<i32> {
-    let mut options = ReportOptions::new(args.out.clone());
+    let out = match args.out {
+        Some(out) => out,
+        None => {
+            let here = std::env::current_dir()?;
+            project_reports(&here).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no --out given and '{}' is not inside the fragsim project: pass --out FOLDER",
+                    here.display()
+                )
+            })?
+        }
+    };
+    let mut options = ReportOptions::new(out.clone());
     if args.full {
         options.validate = ValidateOptions::full();
     }
@@ -31,29 +60,37 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     options.fragsim_exe = std::env::current_exe().ok();
     // The validation replays random traces through the model and the live jemalloc too.
     options.validate.replay_exe = options.fragsim_exe.clone();
+    // Checked before any file is written.
+    check_fits_in_memory(&options.bump_arena)?;
+    let staged = StagedDir::new(&out)?;
+    options.out = staged.path().to_path_buf();
     let start = std::time::Instant::now();
     let summary = write_report(&options, &mut |step| {
-        println!(
-            "{:>24}  {:>8.2?}  {}",
+        outln!(
+            "{:>30}  {:>8.2?}  {}",
             step.name,
             step.took,
             step.files.join(", ")
-        );
+        )?;
+        Ok(())
     })?;
-    println!(
+    // Files other commands write into the folder (scripts/validate-variants.sh) stay.
+    staged.carry_over(|name| name.starts_with("validation-"))?;
+    staged.commit()?;
+    outln!(
         "wrote {} (index {}) in {:.2?}",
-        args.out.display(),
-        args.out.join("README.md").display(),
+        out.display(),
+        out.join("README.md").display(),
         start.elapsed()
-    );
+    )?;
     if summary.validation_passed {
         Ok(0)
     } else {
-        eprintln!(
+        super::output::print_error(&format!(
             "live validation found {} mismatches: see {}",
             summary.mismatches,
-            args.out.join("validation.md").display()
-        );
+            out.join("validation.md").display()
+        ));
         Ok(1)
     }
 }

@@ -23,13 +23,14 @@ pub struct TableArgs {
     /// Which model to tabulate.
     #[arg(long, value_enum, default_value_t = TableModel::Physical)]
     model: TableModel,
-    /// Value sizes, as A..=B:STEP.
-    #[arg(long, default_value = "8..=256:8")]
-    sizes: SizeRange,
-    /// The largest table capacity swept.
-    #[arg(long, default_value_t = 10 << 20)]
-    max_capacity: u64,
-    /// alignof(value_type); by default the largest power of two dividing the size, up to 8.
+    /// Value sizes, as A..=B:STEP [default: 8..=256:8] (physical model only).
+    #[arg(long)]
+    sizes: Option<SizeRange>,
+    /// The largest table capacity swept [default: 10485760] (physical model only).
+    #[arg(long)]
+    max_capacity: Option<u64>,
+    /// alignof(value_type); by default the largest power of two dividing the size, up to 8
+    /// (physical model only).
     #[arg(long)]
     value_align: Option<u64>,
     /// With --model d8485933: compare with this printed table (CSV `value_size,footprint_change`,
@@ -42,13 +43,48 @@ pub struct TableArgs {
     output: OutputArgs,
 }
 
+/// Options that belong to the other model are refused, not ignored. (clap's `conflicts_with`
+/// cannot depend on --model's value, so this is checked here, before any work.)
+fn check_applicable(args: &TableArgs) -> Result<()> {
+    let given = |name: &'static str, present: bool| present.then_some(name);
+    let misplaced: Vec<&str> = match args.model {
+        TableModel::Physical => [given("--seed-file", args.seed_file.is_some())].to_vec(),
+        TableModel::D8485933 => [
+            given("--sizes", args.sizes.is_some()),
+            given("--max-capacity", args.max_capacity.is_some()),
+            given("--value-align", args.value_align.is_some()),
+        ]
+        .to_vec(),
+    }
+    .into_iter()
+    .flatten()
+    .collect();
+    if misplaced.is_empty() {
+        return Ok(());
+    }
+    let model = args.model.to_possible_value().expect("named model");
+    let hint = match args.model {
+        TableModel::Physical => "it belongs to --model d8485933",
+        TableModel::D8485933 => {
+            "the seed's table has its own sizes; they belong to --model physical"
+        }
+    };
+    anyhow::bail!(
+        "{} cannot be used with --model {}: {hint}",
+        misplaced.join(", "),
+        model.get_name()
+    )
+}
+
 pub fn run(args: TableArgs) -> Result<i32> {
+    check_applicable(&args)?;
     let table = match args.model {
         TableModel::Physical => {
             let classes = args.allocator.classes()?;
+            let defaults = SweepSpec::default();
             let spec = SweepSpec {
-                sizes: args.sizes,
-                max_capacity: args.max_capacity,
+                sizes: args.sizes.unwrap_or(defaults.sizes),
+                max_capacity: args.max_capacity.unwrap_or(defaults.max_capacity),
                 value_align: args.value_align,
             };
             physical_table(&classes, &physical_sweep(&classes, &spec)?)

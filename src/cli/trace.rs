@@ -100,7 +100,7 @@ fn import(a: ImportArgs) -> Result<i32> {
     match a.from {
         TraceSource::Valgrind => {
             let (header, summary) = import_valgrind_file(input, &name, &options, &a.out)?;
-            eprintln!("{}", import_note(&name, &a.out, &header, &summary));
+            super::output::print_error(&import_note(&name, &a.out, &header, &summary));
         }
         TraceSource::Text => {
             if a.pid.is_some() || a.strict {
@@ -111,11 +111,11 @@ fn import(a: ImportArgs) -> Result<i32> {
                 writer.write(&event?)?;
             }
             let header = writer.finish()?;
-            eprintln!(
+            super::output::print_error(&format!(
                 "imported {} events from '{name}' into '{}'",
                 header.events,
                 a.out.display()
-            );
+            ));
         }
     }
     Ok(0)

@@ -209,10 +209,7 @@ pub fn run(
     let text = format.render(&table)?;
     match &output.out {
         Some(path) => write_atomic(path, text.as_bytes())?,
-        None => {
-            use std::io::Write;
-            let _ = std::io::stdout().lock().write_all(text.as_bytes());
-        }
+        None => super::output::print_text(&text)?,
     }
     Ok(0)
 }

@@ -1,8 +1,9 @@
 use super::{Cell, Table, TableFormat};
 use anyhow::Result;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-/// `{"title": ..., "rows": [{column: value, ...}, ...]}`, numbers as JSON numbers.
+/// `{"title": ..., "columns": [...], "rows": [{column: value, ...}, ...]}`, numbers as JSON
+/// numbers, each row's keys in the table's column order (one row per line).
 pub struct Json;
 
 impl TableFormat for Json {
@@ -11,21 +12,30 @@ impl TableFormat for Json {
     }
 
     fn render(&self, table: &Table) -> Result<String> {
-        let rows: Vec<Value> = table
-            .rows
-            .iter()
-            .map(|row| {
-                let object: Map<String, Value> = table
-                    .columns
-                    .iter()
-                    .zip(row)
-                    .map(|(name, cell)| (name.clone(), value(cell)))
-                    .collect();
-                Value::Object(object)
-            })
-            .collect();
-        let doc = json!({ "title": table.title, "columns": table.columns, "rows": rows });
-        Ok(serde_json::to_string_pretty(&doc)? + "\n")
+        // serde_json's maps sort their keys, so the objects are written by hand.
+        let mut out = format!(
+            "{{\n  \"title\": {},\n  \"columns\": {},\n  \"rows\": [",
+            serde_json::to_string(&table.title)?,
+            serde_json::to_string(&table.columns)?
+        );
+        for (i, row) in table.rows.iter().enumerate() {
+            out.push_str(if i == 0 { "\n    {" } else { ",\n    {" });
+            for (k, (name, cell)) in table.columns.iter().zip(row).enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&serde_json::to_string(name)?);
+                out.push_str(": ");
+                out.push_str(&serde_json::to_string(&value(cell))?);
+            }
+            out.push('}');
+        }
+        out.push_str(if table.rows.is_empty() {
+            "]\n}\n"
+        } else {
+            "\n  ]\n}\n"
+        });
+        Ok(out)
     }
 }
 

@@ -1,17 +1,19 @@
 //! Tables and the formats they are written in. Computations build a [`Table`]; one small
 //! file per format renders it, behind [`TableFormat`].
 
+mod atomic;
 mod csv;
 mod json;
 mod markdown;
+mod staging;
 
-use anyhow::{Context, Result};
-use std::io::Write;
-use std::path::Path;
+use anyhow::Result;
 
+pub use self::atomic::{write_atomic, WriteError};
 pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::markdown::Markdown;
+pub use self::staging::StagedDir;
 
 /// One value of a table.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,6 +75,22 @@ impl Table {
         self.rows.push(row);
     }
 
+    /// The same table without the columns named in `names`.
+    pub fn without_columns(&self, names: &[&str]) -> Table {
+        let keep: Vec<usize> = (0..self.columns.len())
+            .filter(|&i| !names.contains(&self.columns[i].as_str()))
+            .collect();
+        Table {
+            title: self.title.clone(),
+            columns: keep.iter().map(|&i| self.columns[i].clone()).collect(),
+            rows: self
+                .rows
+                .iter()
+                .map(|row| keep.iter().map(|&i| row[i].clone()).collect())
+                .collect(),
+        }
+    }
+
     /// The index of the column named `name`.
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)
@@ -116,31 +134,4 @@ impl Format {
     pub fn extension(self) -> &'static str {
         self.renderer().extension()
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so a
-/// reader never sees a half-written file and a failure leaves nothing behind.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".fragsim-")
-        .tempfile_in(dir)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    // Temporary files are private (0600); the result is an ordinary readable file.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = tmp
-            .as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644));
-    }
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write '{}'", path.display()))?;
-    Ok(())
 }

@@ -55,32 +55,86 @@ pub fn write_files(
     Ok(written)
 }
 
+/// Columns of [`bump_arena_table`] that are measured times.
+const TIME_COLUMNS: [&str; 3] = ["build_ms", "reset_ms", "total_ms"];
+
+/// The report's files for one run: everything (times included) under `timing/`, which is not
+/// committed; with `bytes`, also `<stem>.md`, `<stem>.csv` and the bytes chart without any
+/// time, which a rerun reproduces byte for byte.
+fn write_report_files(
+    result: &BumpArenaResult,
+    dir: &Path,
+    stem: &str,
+    bytes: bool,
+) -> Result<Vec<PathBuf>> {
+    let command = "fragsim report";
+    let timing = dir.join(super::TIMING_DIR);
+    let timing_charts = timing.join("charts");
+    std::fs::create_dir_all(&timing_charts)
+        .with_context(|| format!("cannot create folder '{}'", timing_charts.display()))?;
+    let mut written = vec![
+        timing.join(format!("{stem}.md")),
+        timing.join(format!("{stem}.csv")),
+    ];
+    write_atomic(&written[0], markdown(result, command)?.as_bytes())?;
+    write_atomic(
+        &written[1],
+        Format::Csv.render(&bump_arena_table(result))?.as_bytes(),
+    )?;
+    let (time_chart, bytes_chart) = charts(result, stem);
+    if !result.measurements.is_empty() {
+        written.extend(write_chart(&time_chart, &timing_charts)?);
+    }
+    if bytes {
+        let md = dir.join(format!("{stem}.md"));
+        let csv = dir.join(format!("{stem}.csv"));
+        write_atomic(&md, bytes_markdown(result, command, stem)?.as_bytes())?;
+        let table = bump_arena_table(result).without_columns(&TIME_COLUMNS);
+        write_atomic(&csv, Format::Csv.render(&table)?.as_bytes())?;
+        written.extend([md, csv]);
+        if !result.measurements.is_empty() {
+            written.extend(write_chart(&bytes_chart, &dir.join("charts"))?);
+        }
+    }
+    Ok(written)
+}
+
 /// The scenario measured in this process, with jemalloc's defaults.
 pub(super) fn write_with_defaults(
     dir: &Path,
     options: &super::ReportOptions,
 ) -> Result<SectionOutput> {
     let result = run_scenario(options.bump_arena, options.bump_arena_runs, false, None)?;
-    let paths = write_files(&result, dir, DEFAULTS_STEM, "fragsim report")?;
+    let paths = write_report_files(&result, dir, DEFAULTS_STEM, true)?;
     Ok(index_entries(&paths, dir, "jemalloc defaults"))
 }
 
-/// The scenario measured by `exe bump-arena --json` in a child process with decay off.
+/// The scenario measured by `exe bump-arena --json` in a child process with decay off. The
+/// child is stopped if the report is interrupted. Its bytes equal the first run's, so only
+/// its times are written.
 pub(super) fn write_without_decay(
     dir: &Path,
     exe: &Path,
     options: &super::ReportOptions,
 ) -> Result<SectionOutput> {
     let spec = options.bump_arena;
-    let output = std::process::Command::new(exe)
+    let child = std::process::Command::new(exe)
         .env("_RJEM_MALLOC_CONF", NO_DECAY_CONF)
         .args(["bump-arena", "--json"])
         .args(["--vectors", &spec.vectors.to_string()])
         .args(["--elements", &spec.elements.to_string()])
         .args(["--elem-bytes", &spec.elem_bytes.to_string()])
         .args(["--runs", &options.bump_arena_runs.to_string()])
-        .output()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .with_context(|| format!("cannot run '{}'", exe.display()))?;
+    let registration = crate::cleanup::stop_on_interrupt(child.id());
+    let output = child
+        .wait_with_output()
+        .with_context(|| format!("cannot run '{}'", exe.display()))?;
+    drop(registration);
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         anyhow::bail!(
@@ -90,14 +144,19 @@ pub(super) fn write_without_decay(
     }
     let result: BumpArenaResult = serde_json::from_slice(&output.stdout)
         .context("'fragsim bump-arena --json' printed no result")?;
-    let paths = write_files(&result, dir, NO_DECAY_STEM, "fragsim report")?;
+    let paths = write_report_files(&result, dir, NO_DECAY_STEM, false)?;
     Ok(index_entries(&paths, dir, "jemalloc page decay off"))
 }
 
 /// Index entries for the files of one run.
 fn index_entries(paths: &[PathBuf], dir: &Path, config: &str) -> SectionOutput {
     let what = |p: &PathBuf| -> &str {
+        let timed = p.starts_with(dir.join(super::TIMING_DIR));
         match p.extension().and_then(|e| e.to_str()) {
+            Some("md") if !timed => {
+                "general allocator vs bump arena vs no-free arena: predicted and measured \
+                 bytes (the same in every run; the times are under timing/)"
+            }
             Some("md") => {
                 "general allocator vs bump arena vs no-free arena: predicted and measured \
                  bytes, build and reset times (times vary run to run), ratios beside the seed's"
@@ -115,6 +174,41 @@ fn index_entries(paths: &[PathBuf], dir: &Path, config: &str) -> SectionOutput {
             .map(|p| Written::at(dir, p, format!("{config}: {}", what(p))))
             .collect(),
     )
+}
+
+/// The committed `reports/arena.md`: predicted and measured bytes only (they do not change
+/// from run to run); the times are in `timing/<stem>.md`.
+fn bytes_markdown(r: &BumpArenaResult, command: &str, stem: &str) -> Result<String> {
+    let mut out = String::from(
+        "# Arena scenario: general allocator vs monotonic arena vs no-free arena (bytes)\n\n",
+    );
+    out.push_str(&format!(
+        "Produced by `{command}`. The second seed builds {} vectors of {} x {}-byte elements inside an outer vector and resets them three ways: `Vec<Vec<T>>` under jemalloc; `bumpalo::collections::Vec` in a `bumpalo::Bump` with normal drops; and the same with the inner destructors skipped. This file has the byte counts, which a rerun reproduces exactly; the build and reset times vary from run to run and are in [`{}/{stem}.md`]({}/{stem}.md) (not committed).\n\n",
+        r.spec.vectors, r.spec.elements, r.spec.elem_bytes, super::TIMING_DIR, super::TIMING_DIR
+    ));
+    let mut table = bump_arena_table(r).without_columns(&TIME_COLUMNS);
+    table.title.clear();
+    out.push_str(&Markdown.render(&table)?);
+    let full = markdown(r, command)?;
+    // The model's explanation and the chunk list are shared with the full report.
+    if let Some(at) = full.find("\nUsable bytes:") {
+        let end = full[at..].find("\n\n").map_or(full.len(), |e| at + e + 2);
+        out.push_str(&full[at..end]);
+    }
+    let bad = r.mismatches();
+    if bad.is_empty() {
+        out.push_str("**Predicted usable bytes equal measured usable bytes for every strategy**, and bumpalo's own `allocated_bytes` equals the replayed chunk policy.\n");
+    } else {
+        let names: Vec<&str> = bad.iter().map(|s| s.name()).collect();
+        out.push_str(&format!(
+            "**Mismatch** between predicted and measured usable bytes for: {}.\n",
+            names.join(", ")
+        ));
+    }
+    if let Some(at) = full.find("\n## The arena's chunks") {
+        out.push_str(&full[at..]);
+    }
+    Ok(out)
 }
 
 /// `reports/arena.md`: the table, how it was measured, the ratios beside the seed's.
@@ -187,10 +281,13 @@ pub fn charts(r: &BumpArenaResult, stem: &str) -> (GroupedBars, GroupedBars) {
         Some((dirty, _)) if dirty < 0 => ", jemalloc decay off",
         _ => ", jemalloc defaults",
     };
-    let workload = format!(
-        "{} vectors of {} x {} B{decay}",
-        r.spec.vectors, r.spec.elements, r.spec.elem_bytes
+    let sizes = format!(
+        "{} vectors of {} x {} B",
+        crate::charts::thousands(r.spec.vectors),
+        r.spec.elements,
+        r.spec.elem_bytes
     );
+    let workload = format!("{sizes}{decay}");
     let time = GroupedBars {
         name: format!("{stem}-time"),
         title: format!("Build and reset time, {workload} (median)"),
@@ -205,7 +302,8 @@ pub fn charts(r: &BumpArenaResult, stem: &str) -> (GroupedBars, GroupedBars) {
     let mib = |v: u64| v as f64 / (1u64 << 20) as f64;
     let bytes = GroupedBars {
         name: format!("{stem}-bytes"),
-        title: format!("Memory, {workload}"),
+        // Bytes do not depend on the decay setting.
+        title: format!("Memory, {sizes}"),
         y_desc: "MiB".into(),
         categories,
         series: vec![

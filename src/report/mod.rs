@@ -131,7 +131,7 @@ pub struct Job<'a> {
     dir: &'a Path,
     index: Vec<(String, SectionOutput)>,
     steps: Vec<Step>,
-    on_step: &'a mut dyn FnMut(&Step),
+    on_step: &'a mut dyn FnMut(&Step) -> Result<()>,
 }
 
 impl Job<'_> {
@@ -160,7 +160,7 @@ impl Job<'_> {
             took: start.elapsed(),
             files: output.files.iter().map(|w| w.file.clone()).collect(),
         };
-        (self.on_step)(&step);
+        (self.on_step)(&step)?;
         self.steps.push(step);
         match self.index.iter_mut().find(|(h, _)| h == heading) {
             Some((_, section)) => {
@@ -187,10 +187,15 @@ fn write_table(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<
     Ok(written)
 }
 
-/// Runs the whole job; `on_step` hears about each step as it finishes.
+/// The subfolder for measured times: they vary from run to run, so they are kept apart from
+/// the files a rerun reproduces byte for byte (and out of git: `reports/timing/` is ignored).
+pub const TIMING_DIR: &str = "timing";
+
+/// Runs the whole job; `on_step` hears about each step as it finishes (an error from it stops
+/// the job, e.g. a closed standard output).
 pub fn write_report(
     options: &ReportOptions,
-    on_step: &mut dyn FnMut(&Step),
+    on_step: &mut dyn FnMut(&Step) -> Result<()>,
 ) -> Result<ReportSummary> {
     let dir = options.out.as_path();
     let charts_dir = dir.join("charts");
@@ -258,7 +263,7 @@ fn is_chart(file: &str) -> bool {
 
 fn index_markdown(index: &[(String, SectionOutput)]) -> String {
     let mut out = String::from(
-        "# fragsim reports\n\nWritten by `cargo run --release -- report`, which regenerates every file listed here. The `validation-<variant>.md/.csv` files beside them come from `scripts/validate-variants.sh` (one per jemalloc build).\n",
+        "# fragsim reports\n\nWritten by `cargo run --release -- report`, which regenerates every file listed here. The `validation-<variant>.md/.csv` files beside them come from `scripts/validate-variants.sh` (one per jemalloc build) and are kept when the report is rewritten. Measured times vary from run to run, so they go into `timing/` (listed below; not committed: `reports/timing/` is in `.gitignore`); every other file is reproduced byte for byte by a rerun with the same build.\n",
     );
     for (heading, section) in index {
         out.push_str(&format!("\n## {heading}\n\n"));
@@ -292,7 +297,10 @@ mod tests {
     fn sections_under_one_heading_merge_and_keep_their_markdown() {
         let dir = tempfile::tempdir().unwrap();
         let mut seen = Vec::new();
-        let mut on_step = |step: &Step| seen.push(step.name.clone());
+        let mut on_step = |step: &Step| {
+            seen.push(step.name.clone());
+            Ok(())
+        };
         let mut job = Job {
             dir: dir.path(),
             index: Vec::new(),

@@ -13,5 +13,5 @@ mod workload;
 pub use bump::{BumpReplay, FOOTER_SIZE, MALLOC_OVERHEAD};
 pub use model::{predict, BumpArenaSpec, Prediction, Strategy};
 pub use result::{bump_arena_table, BumpArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO};
-pub use run::run_scenario;
+pub use run::{available_memory, check_fits_in_memory, run_scenario};
 pub use workload::{build_and_reset, header_bytes, measure, Measurement};

@@ -125,9 +125,7 @@ pub fn predict(
 
     let mut replay = BumpReplay::new();
     replay.alloc(spec.vectors * bump_header_bytes, 8);
-    for _ in 0..spec.vectors {
-        replay.alloc(inner, spec.elem_bytes);
-    }
+    replay.alloc_many(inner, spec.elem_bytes, spec.vectors);
     let chunk_requests: Vec<u64> = replay.chunk_requests().collect();
     let mut usable = 0;
     for &c in &chunk_requests {

@@ -1,6 +1,7 @@
 //! One run of the scenario, predicted and measured.
 
-use super::{header_bytes, measure, predict, BumpArenaResult, BumpArenaSpec};
+use super::{header_bytes, measure, predict, BumpArenaResult, BumpArenaSpec, Prediction};
+use crate::error::InputError;
 use crate::live::{read_isize, LiveBuild};
 use crate::sizeclass::{AllocatorConfig, SizeClasses};
 use anyhow::Result;
@@ -24,6 +25,7 @@ pub fn run_scenario(
     let measurements = if model_only {
         Vec::new()
     } else {
+        check_memory(&predictions)?;
         measure(&spec, runs)?
     };
     let decay_ms = match (
@@ -41,4 +43,34 @@ pub fn run_scenario(
         decay_ms,
         cores: std::thread::available_parallelism().ok().map(usize::from),
     })
+}
+
+/// Refuses a measurement whose largest strategy (its predicted active pages) would not fit in
+/// the memory available now.
+fn check_memory(predictions: &[Prediction]) -> Result<(), InputError> {
+    let needed = predictions.iter().map(|p| p.active).max().unwrap_or(0);
+    match available_memory() {
+        Some(available) if needed > available => {
+            Err(InputError::NotEnoughMemory { needed, available })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks, before any other work, that measuring `spec` fits in memory (for callers that
+/// run the scenario later, e.g. the report).
+pub fn check_fits_in_memory(spec: &BumpArenaSpec) -> Result<()> {
+    spec.validate()?;
+    let classes = SizeClasses::new(LiveBuild::read()?.config()?)?;
+    let (std_header, bump_header) = header_bytes();
+    check_memory(&predict(&classes, spec, std_header, bump_header)?)?;
+    Ok(())
+}
+
+/// `MemAvailable` from /proc/meminfo (Linux), in bytes.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }

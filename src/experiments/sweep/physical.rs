@@ -10,6 +10,12 @@ use rayon::prelude::*;
 /// The largest table capacity a sweep accepts (2^40 values): beyond it byte counts overflow.
 pub const MAX_CAPACITY: u64 = 1 << 40;
 
+/// The most rows a sweep produces (about 80 MB of CSV, a few hundred MB while collected):
+/// more is a typo in the ranges, and would exhaust memory before printing anything.
+pub const MAX_ROWS: u64 = 1_000_000;
+/// Bytes of text per row, roughly, for the error message.
+const ROW_TEXT_BYTES: u64 = 80;
+
 /// What to sweep.
 #[derive(Clone, Debug)]
 pub struct SweepSpec {
@@ -69,6 +75,15 @@ pub fn physical_sweep(
         }
     }
     let steps = F14Vector::capacity_steps(spec.max_capacity);
+    // Counted before anything is computed or collected.
+    let rows = spec.sizes.count().saturating_mul(steps.len() as u64);
+    if rows > MAX_ROWS {
+        return Err(InputError::TooManyRows {
+            rows,
+            bytes: rows.saturating_mul(ROW_TEXT_BYTES),
+            max: MAX_ROWS,
+        });
+    }
     let sizes: Vec<u64> = spec.sizes.values().collect();
     let rows: Vec<Vec<PhysicalRow>> = sizes
         .par_iter()

@@ -34,6 +34,11 @@ impl SizeRange {
         Ok(SizeRange { start, end, step })
     }
 
+    /// How many sizes the range holds.
+    pub fn count(&self) -> u64 {
+        (self.end - self.start) / self.step + 1
+    }
+
     pub fn values(&self) -> impl Iterator<Item = u64> {
         (self.start..=self.end).step_by(self.step as usize)
     }

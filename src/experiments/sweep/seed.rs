@@ -40,6 +40,7 @@ pub fn parse_seed_table(text: &str, source: &str) -> Result<Vec<SeedRow>, InputE
         ));
     }
     let mut rows = Vec::new();
+    let mut seen = std::collections::HashMap::new();
     for (i, record) in reader.records().enumerate() {
         let record = record.map_err(|e| malformed(e.to_string()))?;
         let line = i + 2;
@@ -54,6 +55,11 @@ pub fn parse_seed_table(text: &str, source: &str) -> Result<Vec<SeedRow>, InputE
             .ok()
             .filter(|r: &f64| r.is_finite() && *r > 0.0)
             .ok_or_else(|| malformed(format!("row {line}: bad footprint_change '{}'", field(1))))?;
+        if let Some(first) = seen.insert(value_size, line) {
+            return Err(malformed(format!(
+                "row {line}: value_size {value_size} repeats row {first}"
+            )));
+        }
         rows.push(SeedRow { value_size, ratio });
     }
     if rows.is_empty() {

@@ -1,0 +1,137 @@
+//! Standard output for every command, one mechanism: a closed pipe (`fragsim ... | head`) ends
+//! the program quietly with exit code 141, as Unix tools do; any other write error (a full
+//! disk) is a one-line error. Never `print!`/`println!`, which panic on both.
+//!
+//! Use: `output::print_text(&text)?` or `outln!("{x}")?` inside a command returning
+//! `anyhow::Result`; [`exit_code`] in `cli::main` turns the error into the exit code.
+
+use std::io::{self, Write};
+
+/// Exit code after a closed pipe: 128 + SIGPIPE, what a shell reports for a tool killed by it.
+pub const CLOSED_PIPE_EXIT: i32 = 141;
+
+/// Standard output could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The reader went away; not worth a message.
+    #[error("standard output was closed")]
+    Closed,
+    /// Anything else, e.g. `No space left on device`.
+    #[error("cannot write to standard output: {0}")]
+    Failed(io::Error),
+}
+
+impl From<io::Error> for OutputError {
+    fn from(err: io::Error) -> Self {
+        if err.kind() == io::ErrorKind::BrokenPipe {
+            OutputError::Closed
+        } else {
+            OutputError::Failed(err)
+        }
+    }
+}
+
+/// Writes `text` to standard output and flushes it, so errors surface here and now.
+pub fn print_text(text: &str) -> Result<(), OutputError> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Writes a line to standard error; if even that fails there is no one left to tell.
+pub fn print_error(line: &str) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
+/// `println!` through [`print_text`]: `outln!("{x}")?`.
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::cli::output::print_text("\n")
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::output::print_text(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// The exit code for a failed command, printing its one-line message unless it was a closed
+/// pipe: 141 quietly for a closed pipe, otherwise 2.
+pub fn exit_code(err: &anyhow::Error) -> i32 {
+    let closed = err
+        .chain()
+        .any(|cause| matches!(cause.downcast_ref(), Some(OutputError::Closed)));
+    if closed {
+        return CLOSED_PIPE_EXIT;
+    }
+    print_error(&format!("error: {}", one_line(err)));
+    2
+}
+
+/// The error and its causes on one line.
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
+/// Prints clap's message whole (it names the missing argument and suggests fixes for typos)
+/// and returns its exit code: 0 for help and version, 2 for bad arguments.
+pub fn clap_exit(err: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    let text = err.render().to_string();
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // Help goes to standard output, which may be a closed pipe.
+            match print_text(&text) {
+                Err(OutputError::Closed) => CLOSED_PIPE_EXIT,
+                Err(e) => {
+                    print_error(&format!("error: {e}"));
+                    2
+                }
+                Ok(()) => 0,
+            }
+        }
+        _ => {
+            print_error(&clap_one_line(&text));
+            2
+        }
+    }
+}
+
+/// clap's message on one line, everything it says before the usage: "error: the following
+/// required arguments were not provided: --array <ARRAYS>", "error: unexpected argument
+/// '--formt' found; tip: a similar argument exists: '--format'".
+fn clap_one_line(text: &str) -> String {
+    let mut line = String::new();
+    for part in text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+    {
+        if !line.is_empty() {
+            line.push_str(if part.starts_with("tip:") { "; " } else { " " });
+        }
+        line.push_str(part);
+    }
+    line
+}
+
+/// Exit code after an interrupt: 128 + SIGINT.
+pub const INTERRUPTED_EXIT: i32 = 130;
+
+/// On Ctrl-C (or SIGTERM, SIGHUP): stop the child processes and remove the temporary folders
+/// registered in [`crate::cleanup`], then exit with 130.
+pub fn stop_cleanly_on_interrupt() {
+    // Fails only if a handler is already installed (a second call): keep that one.
+    let _ = ctrlc::set_handler(|| {
+        crate::cleanup::run_all();
+        std::process::exit(INTERRUPTED_EXIT);
+    });
+}

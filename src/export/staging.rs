@@ -1,0 +1,146 @@
+//! A folder of files that appears whole or not at all: written into a temporary folder beside
+//! the target, then swapped in. Until [`StagedDir::commit`] the old folder is untouched; if
+//! the job fails, is interrupted or the value is dropped, the temporary folder is removed.
+
+use super::WriteError;
+use crate::cleanup::{remove_on_interrupt, Registration};
+use std::path::{Path, PathBuf};
+
+/// A temporary folder that becomes `target` on [`commit`](StagedDir::commit).
+pub struct StagedDir {
+    target: PathBuf,
+    staging: Option<tempfile::TempDir>,
+    _registration: Registration,
+}
+
+impl StagedDir {
+    /// Creates the temporary folder beside `target` (same filesystem, so the swap is a rename).
+    /// The target's parent folder is created if missing.
+    pub fn new(given: &Path) -> Result<Self, WriteError> {
+        let err = |e: &std::io::Error| WriteError::new(given, e);
+        // Checked now, before the job: anything there must be a folder to be replaced.
+        if given.exists() && !given.is_dir() {
+            return Err(WriteError::other(given, "it is not a folder"));
+        }
+        // An existing folder by its real path: a symbolic link to a folder stays a link (the
+        // folder it points to is replaced), and `.` or `..` have a name to put a sibling by.
+        let resolved;
+        let target = if given.exists() {
+            resolved = given.canonicalize().map_err(|e| err(&e))?;
+            resolved.as_path()
+        } else {
+            given
+        };
+        let name = target
+            .file_name()
+            .ok_or_else(|| WriteError::other(given, "not a folder name"))?;
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        std::fs::create_dir_all(parent).map_err(|e| err(&e))?;
+        let staging = tempfile::Builder::new()
+            .prefix(&format!(".{}.fragsim-", name.to_string_lossy()))
+            .tempdir_in(parent)
+            .map_err(|e| err(&e))?;
+        let registration = remove_on_interrupt(staging.path());
+        Ok(StagedDir {
+            target: target.to_path_buf(),
+            staging: Some(staging),
+            _registration: registration,
+        })
+    }
+
+    /// The folder to write into.
+    pub fn path(&self) -> &Path {
+        self.staging.as_ref().expect("not committed").path()
+    }
+
+    /// The folder the files will end up in.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Moves the files of the old folder for which `keep` is true (names relative to it,
+    /// top level only) into the new one, unless the new one has a file of that name.
+    pub fn carry_over(&self, keep: impl Fn(&str) -> bool) -> Result<(), WriteError> {
+        let Ok(entries) = std::fs::read_dir(&self.target) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let to = self.path().join(name);
+            if keep(name) && entry.path().is_file() && !to.exists() {
+                std::fs::copy(entry.path(), &to).map_err(|e| WriteError::new(&entry.path(), &e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces the target with the finished folder: an atomic exchange where the system
+    /// has one (Linux), else two renames; the old folder is then removed.
+    pub fn commit(mut self) -> Result<(), WriteError> {
+        let staging = self.staging.take().expect("committed once").keep();
+        let fail = |e: &std::io::Error| {
+            let _ = std::fs::remove_dir_all(&staging);
+            WriteError::new(&self.target, e)
+        };
+        // Temporary folders are private (0700); a report folder is an ordinary one.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o755));
+        }
+        if !self.target.exists() {
+            return std::fs::rename(&staging, &self.target).map_err(|e| fail(&e));
+        }
+        if !self.target.is_dir() {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(WriteError::other(&self.target, "it is not a folder"));
+        }
+        if exchange(&staging, &self.target).is_err() {
+            // Two renames: the target is missing for a moment, never half-written.
+            let old = staging.with_extension("old");
+            std::fs::rename(&self.target, &old).map_err(|e| fail(&e))?;
+            if let Err(e) = std::fs::rename(&staging, &self.target) {
+                let _ = std::fs::rename(&old, &self.target);
+                return Err(fail(&e));
+            }
+            let _ = std::fs::remove_dir_all(&old);
+            return Ok(());
+        }
+        // After the exchange the staging path holds the old folder.
+        let _ = std::fs::remove_dir_all(&staging);
+        Ok(())
+    }
+}
+
+/// Swaps two paths atomically (Linux `renameat2(RENAME_EXCHANGE)`).
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let a = CString::new(a.as_os_str().as_bytes())?;
+    let b = CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: both are valid NUL-terminated paths that outlive the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
