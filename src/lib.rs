@@ -5,6 +5,7 @@
 //! [`export`] (tables) and [`charts`]; [`live`] measures the real allocator beside it.
 
 pub mod arena;
+pub mod bump_timing;
 pub mod charts;
 pub mod cli;
 pub mod export;
