@@ -181,3 +181,51 @@ fn seed_cpp_program_builds_and_prints_parseable_runs() {
         .filter(|r| r.allocator.starts_with("jemalloc"));
     assert!(jemalloc.count() == 10 || !out.skipped.is_empty(), "{out:?}");
 }
+
+#[test]
+fn committed_section_rounds_faults_and_carries_no_times() {
+    // Hand-derived: 105,472 faults print as 105k, 5,860 as 6k, a 0..62,504 range as 0k-63k.
+    let report = |strategy, faults: [u64; 3]| ChildReport {
+        strategy,
+        vectors: 1,
+        elements: 1,
+        jemalloc: info(),
+        runs: faults
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| sample(i as u32 + 1, 123, 45, f))
+            .collect(),
+    };
+    let run = fragsim::bump_timing::TimingRun {
+        children: vec![
+            (
+                JemallocSetting::Defaults,
+                report(TimedStrategy::General, [116_436, 5_860, 5_868]),
+            ),
+            (
+                JemallocSetting::Defaults,
+                report(TimedStrategy::Reused, [105_510, 62_504, 0]),
+            ),
+        ],
+        cxx: Default::default(),
+    };
+    let text = fragsim::bump_timing::timing_section(&run, "fragsim test").unwrap();
+    assert!(
+        text.contains(
+            "| defaults | general | Vec<Vec<i32>> (malloc/free per vector) | 116k | 6k |"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "| defaults | reused | one Bump, Bump::reset between builds | 106k | 0k-63k |"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("168"),
+        "a measured time leaked into the committed text"
+    );
+    let times = fragsim::bump_timing::times_markdown(&run, "fragsim test").unwrap();
+    assert!(times.contains("168.0"), "{times}");
+}

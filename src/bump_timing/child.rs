@@ -91,3 +91,18 @@ pub fn run_matrix(
     }
     Ok(out)
 }
+
+/// The whole comparison: every child, then the seed's C++ program (`cxx_script`, if given) on
+/// the same workload and run count.
+pub fn measure_all(
+    options: &MatrixOptions,
+    cxx_script: Option<&Path>,
+    on_done: &mut dyn FnMut(JemallocSetting, &ChildReport),
+) -> Result<super::TimingRun> {
+    let children = run_matrix(options, on_done)?;
+    let cxx = match cxx_script {
+        Some(script) => super::run_cxx(script, options.vectors, options.elements, options.runs)?,
+        None => super::CxxOutput::default(),
+    };
+    Ok(super::TimingRun { children, cxx })
+}

@@ -1,6 +1,6 @@
 use crate::bump_timing::{
-    cxx_table, ratio_table, run_cxx, run_matrix, run_strategy, stats_table, summarize,
-    summarize_cxx, timing_table, JemallocSetting, MatrixOptions, TimedStrategy,
+    cxx_table, measure_all, ratio_table, run_strategy, stats_table, summarize, summarize_cxx,
+    timing_table, JemallocSetting, MatrixOptions, TimedStrategy,
 };
 use crate::export::{Markdown, TableFormat};
 use anyhow::Result;
@@ -30,6 +30,9 @@ pub struct ArenaTimingArgs {
     /// The script that builds and runs the seed's C++ program.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/seed-pmr.sh"))]
     seed_script: PathBuf,
+    /// Also write every run (Rust children and C++) as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
     /// Internal: run one strategy in this process and print its runs as JSON.
     #[arg(long, hide = true)]
     child: Option<TimedStrategy>,
@@ -61,28 +64,35 @@ pub fn run(args: ArenaTimingArgs) -> Result<i32> {
         settings: args.settings,
         strategies: args.strategies,
     };
-    let results = run_matrix(&options, &mut |setting, report| {
+    let script = (!args.no_cxx).then_some(args.seed_script.as_path());
+    let run = measure_all(&options, script, &mut |setting, report| {
         eprintln!("measured {} / {}", setting.key(), report.strategy.key());
     })?;
-    let summaries = summarize(&results);
-    for mut table in [
+    let summaries = summarize(&run.children);
+    let mut tables = vec![
         timing_table(&summaries, true),
         ratio_table(&summaries),
-        stats_table(&results),
-    ] {
+        stats_table(&run.children),
+    ];
+    if !run.cxx.runs.is_empty() {
+        tables.push(cxx_table(&summarize_cxx(&run.cxx.runs), true));
+    }
+    for mut table in tables {
         println!("{}\n", table.title);
         table.title.clear();
         println!("{}", Markdown.render(&table)?);
     }
-    if !args.no_cxx {
-        let cxx = run_cxx(&args.seed_script, args.vectors, args.elements, args.runs)?;
-        for reason in &cxx.skipped {
-            println!("C++ skipped: {reason}");
-        }
-        let mut table = cxx_table(&summarize_cxx(&cxx.runs), true);
-        println!("{}\n", table.title);
-        table.title.clear();
-        println!("{}", Markdown.render(&table)?);
+    for reason in &run.cxx.skipped {
+        println!("C++ skipped: {reason}");
+    }
+    if let Some(path) = &args.json {
+        let children: Vec<serde_json::Value> = run
+            .children
+            .iter()
+            .map(|(setting, report)| serde_json::json!({"setting": setting, "report": report}))
+            .collect();
+        let all = serde_json::json!({"children": children, "cxx": run.cxx.runs});
+        crate::export::write_atomic(path, serde_json::to_string(&all)?.as_bytes())?;
     }
     Ok(0)
 }
