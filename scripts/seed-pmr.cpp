@@ -124,10 +124,17 @@ std::string allocator_name() {
   if (mallctl == nullptr) return "glibc";
   const char* version = nullptr;
   std::size_t len = sizeof(version);
-  if (mallctl("version", &version, &len, nullptr, 0) != 0 || version == nullptr) {
-    return "jemalloc";
+  std::string name = "jemalloc";
+  if (mallctl("version", &version, &len, nullptr, 0) == 0 && version != nullptr) {
+    name += std::string(" ") + version;
   }
-  return std::string("jemalloc ") + version;
+  ssize_t dirty_decay_ms = 0;
+  len = sizeof(dirty_decay_ms);
+  if (mallctl("opt.dirty_decay_ms", &dirty_decay_ms, &len, nullptr, 0) == 0 &&
+      dirty_decay_ms < 0) {
+    name += " decay-off";
+  }
+  return name;
 }
 
 template <class Build, class Reset>

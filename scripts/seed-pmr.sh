@@ -32,6 +32,9 @@ if [ -r "$jemalloc" ]; then
     # MALLOC_CONF unset: Debian's jemalloc with its defaults.
     env -u MALLOC_CONF LD_PRELOAD="$jemalloc" "$exe" "$strategy" "$vectors" "$elements" "$runs"
   done
+  # Decay off, std only: are the freed slabs kept, and are they reused?
+  MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1 LD_PRELOAD="$jemalloc" \
+    "$exe" std "$vectors" "$elements" "$runs"
 else
   echo "seed-pmr: $jemalloc not found (apt-get install libjemalloc2), skipping the jemalloc runs" >&2
   echo "{\"skip\":\"$jemalloc not found\"}"

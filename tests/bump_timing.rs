@@ -175,11 +175,16 @@ fn seed_cpp_program_builds_and_prints_parseable_runs() {
         .find(|r| r.strategy == "nofree" && r.run == 2)
         .unwrap();
     assert!(warm_nofree.build_faults < 20, "{warm_nofree:?}");
-    let jemalloc = out
-        .runs
-        .iter()
-        .filter(|r| r.allocator.starts_with("jemalloc"));
-    assert!(jemalloc.count() == 10 || !out.skipped.is_empty(), "{out:?}");
+    let jemalloc = |decay_off: bool| {
+        out.runs
+            .iter()
+            .filter(|r| r.allocator.starts_with("jemalloc 5."))
+            .filter(|r| r.allocator.ends_with("decay-off") == decay_off)
+            .count()
+    };
+    if out.skipped.is_empty() {
+        assert_eq!((jemalloc(false), jemalloc(true)), (10, 2), "{out:?}");
+    }
 }
 
 #[test]

@@ -94,14 +94,30 @@ fn placement_table(children: &[(JemallocSetting, ChildReport)]) -> Table {
 fn cxx_faults_table(cxx: &CxxOutput) -> Table {
     let mut table = Table::new(
         "the seed's C++ program: page faults per build + reset (thousands)",
-        &["allocator", "strategy", "cold", "warm"],
+        &[
+            "allocator",
+            "strategy",
+            "cold",
+            "warm",
+            "jemalloc dirty pages after the last reset",
+        ],
     );
     for s in summarize_cxx(&cxx.runs) {
+        let last = cxx
+            .runs
+            .iter()
+            .filter(|r| r.allocator == s.allocator && r.strategy == s.strategy)
+            .max_by_key(|r| r.run);
+        let dirty = match last {
+            Some(r) if r.jemalloc_pdirty >= 0 => thousands(r.jemalloc_pdirty as u64),
+            _ => "-".to_string(),
+        };
         table.push(vec![
             s.allocator.as_str().into(),
             s.strategy.as_str().into(),
             thousands(s.cold.faults.0).into(),
             fault_range(s.warm.faults).into(),
+            dirty.into(),
         ]);
     }
     table
@@ -266,7 +282,7 @@ pub const EXPLANATION_MD: &str = r#"### Is the arena faster, and why
 
 Cold (first build of a process) every strategy faults all its pages, and the arenas are about even with `Vec<Vec<i32>>` or modestly faster.
 
-**The seed's C++ program** shows the same mechanism from the other side. Its `std::vector` builds re-fault every time: under glibc (about 101k-107k faults per warm build: glibc returns the freed top of its heap to the kernel) and under Debian's jemalloc 5.3.0 (about 115k). There the arena never pays more faults than the general allocator: with the preallocated buffer reused across builds, as in the seed, the arena's warm builds fault nothing and are about 10x faster; with a fresh buffer per build both fault everything and the arena still wins modestly. The seed's "about twice as fast" lies between the two. Why Debian's 5.3.0 re-faults where fragsim's 5.3.1 reuses the slabs: in 5.3.0 a freed slab coalesces with its free neighbours without bound (src/extent.c `extent_record`), so a whole build's slabs merge into one extent above 8 MiB and are purged eagerly (and with decay off that extent is too large to be split for new slabs: `opt.lg_extent_max_active_fit`); 5.3.1 caps that coalescing at 64x the freed extent. This comes from reading both versions' source beside the fault counts; the Rust and C++ programs also differ, so the version is not isolated.
+**The seed's C++ program** shows the same mechanism from the other side. Its `std::vector` builds re-fault every time: under glibc (about 101k-107k faults per warm build: glibc returns the freed top of its heap to the kernel) and under Debian's jemalloc 5.3.0 (about 115k). There the arena never pays more faults than the general allocator: with the preallocated buffer reused across builds, as in the seed, the arena's warm builds fault nothing and are about 10x faster; with a fresh buffer per build both fault everything and the arena still wins modestly. The seed's "about twice as fast" lies between the two. Why Debian's 5.3.0 re-faults where fragsim's 5.3.1 reuses the slabs: in 5.3.0 a freed slab coalesces with its free neighbours without bound (src/extent.c `extent_record`), so a whole build's slabs merge into one extent above 8 MiB and are purged eagerly (with decay off the merged extent stays dirty but is too large to be split for new slabs, `opt.lg_extent_max_active_fit`: in the `decay-off` row the dirty pages grow by a build's worth each time while every build still faults); 5.3.1 caps that coalescing at 64x the freed extent. This comes from reading both versions' source beside the fault counts; the Rust and C++ programs also differ, so the version is not isolated.
 
 **What a user should do.** Under jemalloc's defaults an arena that is dropped after each build gives its pages back and re-faults them on the next: reuse the arena (`Bump::reset`, or keep the buffer, as the seed did), which is faster than `Vec<Vec<i32>>` from the third build on. If the arena must be dropped, keep its chunks under `oversize_threshold` (8 MiB; bumpalo doubles its chunks without a cap, so that means smaller arenas: at 10,000 vectors, whose chunks stay under 8 MiB, the dropped arena's warm builds fault nothing) or raise the threshold above them (`MALLOC_CONF=oversize_threshold:1073741824`; `_RJEM_MALLOC_CONF` for tikv-jemallocator builds); turning the huge arena off (`oversize_threshold:0`) is not enough for the main thread. Turning decay off also works but keeps every freed page resident. Pre-sizing (`Bump::with_capacity`) saves the chunk growth, not the page faults.
 "#;
