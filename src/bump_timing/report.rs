@@ -7,7 +7,7 @@ use super::{
     CxxOutput, JemallocSetting, Summary, TimedStrategy,
 };
 use crate::charts::GroupedBars;
-use crate::export::{Cell, Markdown, Table, TableFormat};
+use crate::export::{Markdown, Table, TableFormat};
 use anyhow::Result;
 
 /// Everything one timing run measured.
@@ -17,25 +17,17 @@ pub struct TimingRun {
     pub cxx: CxxOutput,
 }
 
-/// Page faults in thousands, rounded: the counts wander by a few dozen between runs.
+/// Page faults in whole thousands, rounded down: the counts wander by a few dozen between
+/// runs, and none of the seed workload's counts sits near a multiple of 1,000.
 fn thousands(n: u64) -> String {
-    format!("{}k", (n + 500) / 1000)
-}
-
-fn fault_range(range: (u64, u64)) -> String {
-    let (lo, hi) = (thousands(range.0), thousands(range.1));
-    if lo == hi {
-        lo
-    } else {
-        format!("{lo}-{hi}")
-    }
+    format!("{}k", n / 1000)
 }
 
 /// Page faults per build + reset, cold and warm, rounded to thousands.
 pub fn faults_table(summaries: &[Summary]) -> Table {
     let mut table = Table::new(
-        "page faults per build + reset (thousands)",
-        &["jemalloc", "strategy", "what", "cold", "warm"],
+        "page faults per build + reset (thousands, rounded down)",
+        &["jemalloc", "strategy", "what", "cold", "warm (fewest)"],
     );
     for s in summaries {
         table.push(vec![
@@ -43,49 +35,36 @@ pub fn faults_table(summaries: &[Summary]) -> Table {
             s.strategy.key().into(),
             s.strategy.describe().into(),
             thousands(s.cold.faults.0).into(),
-            fault_range(s.warm.faults).into(),
+            thousands(s.warm.faults.0).into(),
         ]);
     }
     table
 }
 
-/// Where the chunks lived and what jemalloc did with their pages, coarsely.
+/// Where the large blocks lived at the peak: exact, from jemalloc's statistics. (What was
+/// purged and left dirty depends on decay timing; it is in the times file.)
 fn placement_table(children: &[(JemallocSetting, ChildReport)]) -> Table {
     let stats = stats_table(children);
     let col = |name: &str| stats.column(name).expect("stats column");
-    let (huge, held, purged) = (
+    let picked = [
+        col("jemalloc"),
+        col("strategy"),
         col("huge_arena"),
         col("large_arena_at_peak"),
-        col("purged_per_warm_run_mib"),
-    );
+        col("large_at_peak_mib"),
+    ];
     let mut table = Table::new(
-        "jemalloc statistics (last run)",
+        "jemalloc statistics at the peak of the last build",
         &[
             "jemalloc",
             "strategy",
             "huge arena",
-            "arena holding the large blocks",
-            "purged per warm run",
+            "arena holding the most large bytes",
+            "its large bytes (MiB)",
         ],
     );
     for row in &stats.rows {
-        let purged_mib = match &row[purged] {
-            Cell::Float(v, _) => *v,
-            _ => 0.0,
-        };
-        // Whole pages purged are exact; the MiB are rounded so the column stays stable.
-        let purged_text = if purged_mib < 1.0 {
-            "none".to_string()
-        } else {
-            format!("~{:.0} MiB", (purged_mib / 8.0).round() * 8.0)
-        };
-        table.push(vec![
-            row[0].clone(),
-            row[1].clone(),
-            row[huge].clone(),
-            row[held].clone(),
-            purged_text.into(),
-        ]);
+        table.push(picked.iter().map(|&c| row[c].clone()).collect());
     }
     table
 }
@@ -116,7 +95,7 @@ fn cxx_faults_table(cxx: &CxxOutput) -> Table {
             s.allocator.as_str().into(),
             s.strategy.as_str().into(),
             thousands(s.cold.faults.0).into(),
-            fault_range(s.warm.faults).into(),
+            thousands(s.warm.faults.0).into(),
             dirty.into(),
         ]);
     }
@@ -196,7 +175,7 @@ pub fn faults_chart(summaries: &[Summary], name: &str) -> GroupedBars {
                     summaries
                         .iter()
                         .find(|s| s.setting == setting && s.strategy == *t)
-                        .map_or(0.0, |s| ((s.warm.faults.0 + 500) / 1000) as f64)
+                        .map_or(0.0, |s| (s.warm.faults.0 / 1000) as f64)
                 })
                 .collect();
             (setting.key().to_string(), values)
@@ -274,7 +253,7 @@ pub const EXPLANATION_MD: &str = r#"### Is the arena faster, and why
 
 **Page faults decide it.** One build of the seed's workload writes about 105,000 fresh 4 KiB pages (412 to 488 MiB, depending on the variant). A strategy whose previous build left those pages mapped builds warm; one whose pages went back to the kernel pays about 105,000 page faults again, every build, and is then slower whatever its allocation count. The tables above measure it:
 
-- **jemalloc's defaults.** Every bumpalo chunk here (32 to 256 MiB; 412 MiB pre-sized; 512 MiB once a reused arena has grown) is above `opt.oversize_threshold` (8 MiB), so it is served by the huge arena (index `opt.narenas`, the "huge arena" column; the statistics find the large blocks there at the peak). jemalloc purges a freed extent of that size at once (src/extent.c `extent_record`: "Shortcut to purge the oversize extent eagerly"; the huge arena also runs with dirty decay 0, src/arena.c `arena_create_huge_arena`): about 464 MiB purged per warm build, almost nothing dirty after the reset, and about 105k page faults again in every warm build of the dropped and pre-sized arenas. `Vec<Vec<i32>>` puts its 400-byte blocks in 448-byte slabs of arena 0, whose freed pages stay dirty (about 430 MiB after the reset) and are reused: its warm builds fault only about 6k pages (its 24 MB outer array, which is in the huge arena too), unless jemalloc's 10 s decay happens to purge the dirty slabs between two builds (then up to about 113k: see the range). So under the defaults the dropped arena is slower warm, and a pre-sized arena that is dropped is no better: its single chunk is purged like the others.
+- **jemalloc's defaults.** Every bumpalo chunk here (32 to 256 MiB; 412 MiB pre-sized; 512 MiB once a reused arena has grown) is above `opt.oversize_threshold` (8 MiB), so it is served by the huge arena (index `opt.narenas`, the "huge arena" column; the statistics find the large blocks there at the peak). jemalloc purges a freed extent of that size at once (src/extent.c `extent_record`: "Shortcut to purge the oversize extent eagerly"; the huge arena also runs with dirty decay 0, src/arena.c `arena_create_huge_arena`): jemalloc's `dirty_purged` counts about 464 MiB purged per warm build and almost nothing stays dirty after the reset (full statistics in the times file), and about 105k page faults again in every warm build of the dropped and pre-sized arenas. `Vec<Vec<i32>>` puts its 400-byte blocks in 448-byte slabs of arena 0, whose freed pages stay dirty (about 430 MiB after the reset) and are reused: its warm builds fault only about 6k pages (its 24 MB outer array, which is in the huge arena too), unless jemalloc's 10 s decay happens to purge the dirty slabs between two builds (then up to about 113k: seen in some of the recorded runs). So under the defaults the dropped arena is slower warm, and a pre-sized arena that is dropped is no better: its single chunk is purged like the others.
 - **Reused arena (`Bump::reset`).** The arena keeps its largest chunk mapped. The second build still grows (a 512 MiB chunk, about 62k faults); from the third build on everything fits and warm builds fault nothing. It is the one variant that wins under jemalloc's defaults.
 - **Decay off** keeps every freed page dirty, the huge arena's included: no warm faults for any strategy; the arenas are then about even with `Vec<Vec<i32>>` or faster (the warm ranges below are wide: with the faults gone, what is left is the build itself, on a shared machine).
 - **`oversize_threshold:0`** turns the huge arena off but does not stop the purge: the chunks move to arena 0, which was created before the option was read and keeps the 8 MiB eager-purge threshold (src/arena.c `arena_init_huge` only updates arena 0's threshold when the huge arena is enabled). The arenas still fault about 105k pages per warm build.
