@@ -234,6 +234,15 @@ Recorded on 2026-11-30 from five full timing runs (`fragsim bump-arena --timing`
 | oversize-1g | reused | 0.76-0.98 | 0.58-0.73 | about 0.5 |
 | oversize-1g | presized | 0.89-1.03 | 0.49-0.83 | about 0.5 |
 
+The reset alone, no-free over arena (the seed: just under 0.5), same five runs: the destructor calls it skips cost 1.6-14 ms warm, but under jemalloc's defaults and with `oversize_threshold:0` both resets are dominated by purging the chunks (about 100-170 ms, up to 500 ms on a busy machine), so the ratio is near 1.
+
+| jemalloc | cold | warm |
+|---|---:|---:|
+| defaults | 0.64-1.62 | 0.79-1.51 |
+| decay-off | 0.004-0.014 | 0.001-0.012 |
+| no-huge-arena | 0.92-1.93 | 0.81-3.22 |
+| oversize-1g | 0.002-0.013 | 0.002-0.012 |
+
 The seed's C++ program over its `std::vector` build, same five runs (`monotonic` and `nofree` reuse one preallocated buffer, as the seed did; `-fresh` allocate it in every build):
 
 | allocator | strategy | cold | warm | seed |
