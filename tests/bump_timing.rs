@@ -233,3 +233,20 @@ fn committed_section_rounds_faults_and_carries_no_times() {
     let times = fragsim::bump_timing::times_markdown(&run, "fragsim test").unwrap();
     assert!(times.contains("168.0"), "{times}");
 }
+
+#[test]
+fn recorded_ratio_ranges_cover_every_setting_and_arena_variant() {
+    // The committed report quotes recorded ranges; a new setting or variant needs its own.
+    for setting in JemallocSetting::ALL {
+        for strategy in TimedStrategy::ALL {
+            if strategy == TimedStrategy::General {
+                continue;
+            }
+            let row = format!("| {} | {} |", setting.key(), strategy.key());
+            assert!(
+                fragsim::bump_timing::RATIO_RANGES_MD.contains(&row),
+                "no recorded range for {row}"
+            );
+        }
+    }
+}
