@@ -18,6 +18,20 @@ pub struct MatrixOptions {
     pub strategies: Vec<TimedStrategy>,
 }
 
+impl MatrixOptions {
+    /// Every setting and strategy, `runs` builds per child (at least 2: one cold, one warm).
+    pub fn all(exe: &Path, vectors: u64, elements: u64, runs: usize) -> Self {
+        MatrixOptions {
+            exe: exe.to_path_buf(),
+            vectors,
+            elements,
+            runs: runs.max(2),
+            settings: JemallocSetting::ALL.to_vec(),
+            strategies: TimedStrategy::ALL.to_vec(),
+        }
+    }
+}
+
 /// Runs one pair in a child process and checks that jemalloc took the setting.
 pub fn run_one(
     exe: &Path,
