@@ -1,7 +1,7 @@
 //! Build + reset of the second seed's workload, per strategy, side by side.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use fragsim::arena::{build_and_reset, ArenaSpec, Strategy};
+use fragsim::experiments::bump_arena::{build_and_reset, BumpArenaSpec, Strategy};
 use std::time::Duration;
 
 fn arena(c: &mut Criterion) {
@@ -9,9 +9,9 @@ fn arena(c: &mut Criterion) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100_000);
-    let spec = ArenaSpec {
+    let spec = BumpArenaSpec {
         vectors,
-        ..ArenaSpec::seed()
+        ..BumpArenaSpec::seed()
     };
     let mut group = c.benchmark_group(format!("build_and_reset_{vectors}_vectors_of_100_i32"));
     group.sample_size(20);

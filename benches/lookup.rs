@@ -1,7 +1,8 @@
 //! Our size-class lookup against jemalloc's own `nallocx`, on the same requests, side by side.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use fragsim::live::{log_uniform_requests, nallocx, LiveBuild};
+use fragsim::live::{nallocx, LiveBuild};
+use fragsim::random::log_uniform_requests;
 use fragsim::sizeclass::SizeClasses;
 use std::hint::black_box;
 

@@ -1,6 +1,8 @@
 //! The arena scenario: the model against hand-worked cases and against jemalloc itself.
 
-use fragsim::arena::{header_bytes, measure, predict, ArenaSpec, BumpReplay, Strategy};
+use fragsim::experiments::bump_arena::{
+    header_bytes, measure, predict, BumpArenaSpec, BumpReplay, Strategy,
+};
 use fragsim::live::LiveBuild;
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use std::process::Command;
@@ -16,7 +18,7 @@ fn general_allocator_hand_worked_thousand_vectors() {
     // Usable: 24576 + 1000 x 448 = 472576. Calls: 1001.
     // Active: 448 B slabs are 7 pages holding 64 regions -> ceil(1000 / 64) = 16 slabs of
     // 28672 B = 458752, plus 24576 + one 4096 B cache-oblivious page = 28672: 487424.
-    let spec = ArenaSpec {
+    let spec = BumpArenaSpec {
         vectors: 1000,
         elements: 100,
         elem_bytes: 4,
@@ -54,7 +56,7 @@ fn bumpalo_replay_hand_worked_chunks() {
 
 #[test]
 fn arena_chunks_land_on_power_of_two_classes() {
-    let spec = ArenaSpec {
+    let spec = BumpArenaSpec {
         vectors: 1000,
         elements: 100,
         elem_bytes: 4,
@@ -74,7 +76,7 @@ fn arena_chunks_land_on_power_of_two_classes() {
 
 #[test]
 fn predicted_equals_measured_usable_bytes_live() {
-    let spec = ArenaSpec {
+    let spec = BumpArenaSpec {
         vectors: 5000,
         elements: 100,
         elem_bytes: 4,
@@ -117,4 +119,24 @@ fn bad_workloads_are_one_line_errors() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
         assert!(stderr.contains(names), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn the_json_result_round_trips_into_the_report_types() {
+    // What `fragsim report` reads back from the child process it runs with decay off.
+    let out = Command::new(env!("CARGO_BIN_EXE_fragsim"))
+        .args(["bump-arena", "--json", "--vectors", "1000", "--runs", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let result: fragsim::experiments::bump_arena::BumpArenaResult =
+        serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result.spec.vectors, 1000);
+    assert_eq!(result.measurements.len(), 3);
+    assert!(result.mismatches().is_empty());
 }

@@ -1,8 +1,9 @@
 //! The model against the jemalloc this test binary runs on (tikv-jemalloc-sys): the truth
 //! here is the allocator itself, through mallctl, nallocx and its statistics.
 
-use fragsim::live::{nallocx, validate, LiveBuild, ValidateOptions};
+use fragsim::live::{in_private_arena, nallocx, LiveBuild, PrivateArena};
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
+use fragsim::validate::{validate, ValidateOptions};
 use std::process::Command;
 
 #[test]
@@ -12,7 +13,7 @@ fn live_checks_find_zero_mismatches() {
     // The reduced sweep: 32 value sizes (8..=256 step 8) x 13 table sizes (2, 4, 10, 20, ...,
     // 10240), each allocated before (split) and after (unified).
     assert_eq!(v.f14.len(), 32 * 13 * 2);
-    assert!(v.compared > 4 << 20);
+    assert!(v.compared() > 4 << 20);
     assert!(v
         .f14
         .iter()
@@ -56,7 +57,7 @@ fn a_wrong_model_is_reported_as_mismatches() {
     options.model = Some(AllocatorConfig::preset("quantum8").unwrap());
     let v = validate(&options).unwrap();
     assert!(!v.passed());
-    assert!(v.mismatches > 1000, "{}", v.mismatches);
+    assert!(v.mismatches() > 1000, "{}", v.mismatches());
     // F14 rows with 24-byte classes are measured differently, not only the class table.
     assert!(v.f14.iter().any(|m| !m.ok()));
 }
@@ -100,4 +101,35 @@ fn repeat_runs_measure_identical_usable_bytes() {
             .collect()
     };
     assert_eq!(measured(), measured());
+}
+
+#[test]
+fn call_counts_are_jemallocs_own() {
+    // Three small and two large allocations in a private arena: nmalloc counts five, and
+    // ndalloc reaches five once they are freed. The validation's calls check reads these.
+    let arena = PrivateArena::create().unwrap();
+    let sizes = [8u64, 100, 14336, 16385, 1 << 20];
+    let ptrs: Vec<_> = sizes.iter().map(|&s| arena.alloc(s).unwrap()).collect();
+    let alive = arena.usage().unwrap();
+    assert_eq!((alive.mallocs, alive.frees), (5, 0));
+    for (ptr, size) in ptrs.into_iter().zip(sizes) {
+        // SAFETY: each pointer came from this arena's alloc(size) and is freed once.
+        unsafe { arena.free(ptr, size) };
+    }
+    let freed = arena.usage().unwrap();
+    assert_eq!((freed.mallocs, freed.frees), (5, 5));
+    assert_eq!(freed.allocated, 0);
+
+    // A thread bound to a private arena: ten boxes and the vector holding them.
+    // SAFETY: the boxes are owned by the returned vector, which in_private_arena drops.
+    let (usage, len) = unsafe {
+        in_private_arena(
+            || (0..10u64).map(Box::new).collect::<Vec<_>>(),
+            |boxes| boxes.len(),
+        )
+    }
+    .unwrap();
+    assert_eq!(len, 10);
+    assert!(usage.mallocs >= 11, "{usage:?}");
+    assert_eq!(usage.allocated, 10 * 8 + nallocx(10 * 8));
 }

@@ -1,7 +1,9 @@
 //! The size-class model against facts that do not come from our code: jemalloc's
 //! documented default table (`man jemalloc`, "Size classes") and hand-counted builds.
 
-use fragsim::sizeclass::{AllocatorConfig, ClassKind, SizeClasses};
+use fragsim::sizeclass::{
+    AllocatorConfig, ClassKind, ConfigError, JemallocVersion, Preset, SizeClasses,
+};
 use proptest::prelude::*;
 
 fn classes(config: AllocatorConfig) -> SizeClasses {
@@ -130,12 +132,58 @@ fn impossible_configs_are_errors() {
         assert!(err.contains("impossible"), "{q},{p},{g}: {err}");
     }
     assert!(AllocatorConfig::preset("bogus").is_err());
-    // Every listed preset exists, and the error names them all.
+    // Every preset is a valid build, found by its name and aliases, and the error names all.
     let err = AllocatorConfig::preset("bogus").unwrap_err().to_string();
-    for (name, _) in fragsim::sizeclass::PRESETS {
-        assert!(AllocatorConfig::preset(name).is_ok(), "{name}");
-        assert!(err.contains(name), "{err}");
+    for preset in Preset::ALL {
+        preset.config().validate().unwrap();
+        assert_eq!(Preset::from_name(preset.name()), Ok(preset));
+        for alias in preset.aliases() {
+            assert_eq!(Preset::from_name(alias), Ok(preset));
+        }
+        assert!(err.contains(preset.name()), "{err}");
     }
+    assert_eq!(Preset::from_name("dev"), Ok(Preset::V5_3_1));
+    assert_eq!(Preset::V5_3_1.config().version, JemallocVersion::V5_3_1);
+    assert!(Preset::V5_3_1.config().large_page_rounding);
+}
+
+#[test]
+fn builds_with_more_than_256_small_classes_are_rejected() {
+    // sc.h: `#if (SC_NBINS > 256) #error "Too many small size classes"`. 16 classes per
+    // doubling from 8 B to 2 MiB pages is 303 small classes.
+    let err = AllocatorConfig::new(3, 21, 4).unwrap_err();
+    assert!(matches!(err, ConfigError::Impossible(_)), "{err}");
+    assert!(err.to_string().contains("303 small size classes"), "{err}");
+    // The closed form agrees with the derived table for every accepted build, and the
+    // default build has jemalloc's 36 bins (also checked against the live allocator).
+    assert_eq!(AllocatorConfig::default().small_class_count(), 36);
+    let mut accepted = 0;
+    for q in 3..=8 {
+        for p in 12..=21 {
+            for g in 1..=4 {
+                let Ok(config) = AllocatorConfig::new(q, p, g) else {
+                    assert!(
+                        AllocatorConfig {
+                            lg_quantum: q,
+                            lg_page: p,
+                            lg_ngroup: g,
+                            ..AllocatorConfig::default()
+                        }
+                        .small_class_count()
+                            > 256
+                    );
+                    continue;
+                };
+                accepted += 1;
+                assert_eq!(
+                    classes(config).bins().len() as u64,
+                    config.small_class_count(),
+                    "{q},{p},{g}"
+                );
+            }
+        }
+    }
+    assert!(accepted > 200, "{accepted}");
 }
 
 fn configs() -> Vec<SizeClasses> {

@@ -1,7 +1,7 @@
 //! Arguments several commands share.
 
-use crate::export::{format_named, write_atomic, Table};
-use crate::sizeclass::{AllocatorConfig, SizeClasses};
+use crate::export::{write_atomic, Format, Table};
+use crate::sizeclass::{AllocatorConfig, Preset, SizeClasses};
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
@@ -9,9 +9,9 @@ use std::path::PathBuf;
 /// Which jemalloc build to model.
 #[derive(Args, Debug, Clone, Default)]
 pub struct AllocatorArgs {
-    /// A named build: default, quantum8, page16k, page64k, dev.
-    #[arg(long, conflicts_with_all = ["lg_quantum", "lg_page", "lg_ngroup"])]
-    pub preset: Option<String>,
+    /// A named build (`dev` is an alias of `5.3.1`).
+    #[arg(long, value_enum, conflicts_with_all = ["lg_quantum", "lg_page", "lg_ngroup"])]
+    pub preset: Option<Preset>,
     /// log2 of the quantum (default 4: 16 bytes).
     #[arg(long)]
     pub lg_quantum: Option<u32>,
@@ -33,10 +33,9 @@ pub struct AllocatorArgs {
 
 impl AllocatorArgs {
     pub fn config(&self) -> Result<AllocatorConfig> {
-        let mut config = match &self.preset {
-            Some(name) => AllocatorConfig::preset(name)?,
-            None => AllocatorConfig::default(),
-        };
+        let mut config = self
+            .preset
+            .map_or_else(AllocatorConfig::default, Preset::config);
         if let Some(v) = self.lg_quantum {
             config.lg_quantum = v;
         }
@@ -71,9 +70,9 @@ impl AllocatorArgs {
 /// Where and how to write a table.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
-    /// csv, md or json.
-    #[arg(long, default_value = "md")]
-    pub format: String,
+    /// The table format.
+    #[arg(long, value_enum, default_value_t = Format::Md)]
+    pub format: Format,
     /// Write to this file (atomically) instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -81,7 +80,7 @@ pub struct OutputArgs {
 
 impl OutputArgs {
     pub fn emit(&self, table: &Table) -> Result<()> {
-        let text = format_named(&self.format)?.render(table)?;
+        let text = self.format.render(table)?;
         match &self.out {
             Some(path) => write_atomic(path, text.as_bytes()),
             None => {

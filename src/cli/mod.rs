@@ -1,8 +1,7 @@
 //! The command line: parse, call the library, print. Errors are one line and exit code 2.
 
-mod arena;
-mod arena_timing;
 mod args;
+mod bump_arena;
 mod classes;
 mod layout;
 mod report;
@@ -28,10 +27,10 @@ struct Cli {
 enum Command {
     /// The main job: every table, chart and validation result into reports/.
     Report(report::ReportArgs),
-    /// The second seed: M vectors with the general allocator, an arena, a no-free arena.
-    Arena(arena::ArenaArgs),
-    /// The arena scenario's time, fairly: cold vs warm, arena variants, jemalloc settings.
-    ArenaTiming(arena_timing::ArenaTimingArgs),
+    /// The second seed: M vectors with the general allocator, a bump arena, a no-free bump
+    /// arena.
+    #[command(visible_alias = "arena")]
+    BumpArena(bump_arena::BumpArenaArgs),
     /// Print every size class of a jemalloc build.
     Classes(classes::ClassesArgs),
     /// Any list of arrays: one allocation each (split) vs one allocation (unified).
@@ -68,8 +67,7 @@ pub fn main() -> i32 {
     };
     let result = match cli.command {
         Command::Report(args) => report::run(args),
-        Command::Arena(args) => arena::run(args),
-        Command::ArenaTiming(args) => arena_timing::run(args),
+        Command::BumpArena(args) => bump_arena::run(args),
         Command::Classes(args) => classes::run(args),
         Command::Table(args) => table::run(args),
         Command::Layout(args) => layout::run(args),

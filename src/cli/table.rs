@@ -1,18 +1,28 @@
 use super::{AllocatorArgs, OutputArgs};
-use crate::sizeclass::{AllocatorConfig, SizeClasses};
-use crate::sweep::{
+use crate::error::InputError;
+use crate::experiments::sweep::{
     parse_seed_table, physical_sweep, physical_table, seed_comparison_table, seed_rows, SizeRange,
     SweepSpec,
 };
-use anyhow::{bail, Context, Result};
-use clap::Args;
+use crate::sizeclass::{Preset, SizeClasses};
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+
+/// What `fragsim table` computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum TableModel {
+    /// Exact bytes of F14 vector tables under the chosen build, split vs unified.
+    Physical,
+    /// The seed's own model (folly D8485933), beside its printed table.
+    #[value(name = "d8485933", alias = "seed")]
+    D8485933,
+}
 
 #[derive(Args, Debug)]
 pub struct TableArgs {
-    /// physical (exact bytes under the chosen build) or d8485933 (the seed's own model,
-    /// beside its printed table).
-    #[arg(long, default_value = "physical")]
-    model: String,
+    /// Which model to tabulate.
+    #[arg(long, value_enum, default_value_t = TableModel::Physical)]
+    model: TableModel,
     /// Value sizes, as A..=B:STEP.
     #[arg(long, default_value = "8..=256:8")]
     sizes: SizeRange,
@@ -33,8 +43,8 @@ pub struct TableArgs {
 }
 
 pub fn run(args: TableArgs) -> Result<i32> {
-    let table = match args.model.as_str() {
-        "physical" => {
+    let table = match args.model {
+        TableModel::Physical => {
             let classes = args.allocator.classes()?;
             let spec = SweepSpec {
                 sizes: args.sizes,
@@ -43,23 +53,25 @@ pub fn run(args: TableArgs) -> Result<i32> {
             };
             physical_table(&classes, &physical_sweep(&classes, &spec)?)
         }
-        "d8485933" | "seed" => {
+        TableModel::D8485933 => {
             // The seed's figures come from an 8-byte-quantum build unless told otherwise.
             let config = match args.allocator.explicit_config()? {
                 Some(config) => config,
-                None => AllocatorConfig::preset("quantum8")?,
+                None => Preset::Quantum8.config(),
             };
             let printed = match &args.seed_file {
                 Some(path) => {
-                    let text = std::fs::read_to_string(path)
-                        .with_context(|| format!("cannot read '{}'", path.display()))?;
+                    let text =
+                        std::fs::read_to_string(path).map_err(|e| InputError::Unreadable {
+                            path: path.display().to_string(),
+                            reason: e.to_string(),
+                        })?;
                     parse_seed_table(&text, &format!("'{}'", path.display()))?
                 }
                 None => seed_rows(),
             };
             seed_comparison_table(&SizeClasses::new(config)?, &printed)?
         }
-        other => bail!("unknown model '{other}' (known: physical, d8485933)"),
     };
     args.output.emit(&table)?;
     Ok(0)

@@ -1,6 +1,6 @@
 use super::AllocatorArgs;
 use crate::export::{write_atomic, Csv, TableFormat};
-use crate::live::{validate, validation_markdown, validation_table, ValidateOptions};
+use crate::validate::{validate, validation_markdown, validation_table, ValidateOptions};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
@@ -47,8 +47,8 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         "validated model {} against jemalloc {}: {} comparisons, {} mismatches ({})",
         v.model.label(),
         v.live.version,
-        v.compared,
-        v.mismatches,
+        v.compared(),
+        v.mismatches(),
         md_path.display()
     );
     if v.passed() {

@@ -86,13 +86,35 @@ pub trait TableFormat {
     fn render(&self, table: &Table) -> Result<String>;
 }
 
-/// The format named `name` (`csv`, `md`, `json`).
-pub fn format_named(name: &str) -> Result<Box<dyn TableFormat>> {
-    match name {
-        "csv" => Ok(Box::new(Csv)),
-        "md" | "markdown" => Ok(Box::new(Markdown)),
-        "json" => Ok(Box::new(Json)),
-        other => anyhow::bail!("unknown format '{other}' (known: csv, md, json)"),
+/// The table formats, as the command line names them (`--format csv|md|json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Format {
+    /// Comma-separated values, one header line.
+    Csv,
+    /// A GitHub-flavoured Markdown table.
+    #[value(alias = "markdown")]
+    Md,
+    /// JSON: the title and one object per row, numbers as JSON numbers.
+    Json,
+}
+
+impl Format {
+    /// The renderer behind this format.
+    pub fn renderer(self) -> &'static dyn TableFormat {
+        match self {
+            Format::Csv => &Csv,
+            Format::Md => &Markdown,
+            Format::Json => &Json,
+        }
+    }
+
+    pub fn render(self, table: &Table) -> Result<String> {
+        self.renderer().render(table)
+    }
+
+    /// File extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        self.renderer().extension()
     }
 }
 

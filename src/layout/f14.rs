@@ -50,7 +50,7 @@ impl F14Vector {
     }
 
     /// Bytes of the chunk array: one chunk is trimmed to the slots it needs.
-    fn chunk_prefix(&self) -> u64 {
+    pub fn chunk_prefix(&self) -> u64 {
         if self.chunk_count() == 1 {
             CHUNK_HEADER_BYTES + SLOT_BYTES * self.capacity
         } else {
@@ -58,7 +58,8 @@ impl F14Vector {
         }
     }
 
-    fn values_bytes(&self) -> u64 {
+    /// Bytes of the value array.
+    pub fn values_bytes(&self) -> u64 {
         self.value_size * self.capacity
     }
 }

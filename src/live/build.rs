@@ -54,13 +54,9 @@ impl LiveBuild {
             }
             large.push(size);
         }
-        // SAFETY of the string read: `version` is a static C string in jemalloc.
-        let version = unsafe { tikv_jemalloc_ctl::raw::read_str(b"version\0") }
-            .map(|v| {
-                String::from_utf8_lossy(v)
-                    .trim_end_matches('\0')
-                    .to_string()
-            })
+        // The typed read hands back the C string with its terminating NUL.
+        let version = tikv_jemalloc_ctl::version::read()
+            .map(|v| v.trim_end_matches('\0').to_string())
             .unwrap_or_else(|_| "unknown".into());
         Ok(LiveBuild {
             version,
@@ -72,6 +68,11 @@ impl LiveBuild {
             nlextents,
             large,
         })
+    }
+
+    /// The running allocator's build as a value: shorthand for `LiveBuild::read()?.config()`.
+    pub fn running_config() -> Result<AllocatorConfig> {
+        LiveBuild::read()?.config()
     }
 
     /// The model configuration this build was compiled with.

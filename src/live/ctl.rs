@@ -11,32 +11,43 @@ fn name(key: &str) -> Vec<u8> {
     bytes
 }
 
+/// Reads `key` as a `T`.
+///
+/// # Safety
+/// `T` must be the C type jemalloc documents for `key` (man jemalloc, MALLCTL NAMESPACE).
+/// jemalloc also refuses a read whose size differs from the value's (EINVAL).
+unsafe fn read<T: Copy>(key: &str) -> Result<T> {
+    unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))
+}
+
 /// Reads a `size_t` statistic or setting.
 pub fn read_usize(key: &str) -> Result<u64> {
-    // SAFETY: every key we read is documented as size_t (man jemalloc, MALLCTL NAMESPACE).
-    let value: usize =
-        unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))?;
-    Ok(value as u64)
+    // SAFETY: the keys passed here are documented as size_t.
+    Ok(unsafe { read::<usize>(key) }? as u64)
 }
 
 /// Reads an `unsigned` setting.
 pub fn read_u32(key: &str) -> Result<u32> {
     // SAFETY: the keys passed here are documented as unsigned.
-    unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))
+    unsafe { read(key) }
+}
+
+/// Reads a `uint64_t` statistic (call counts).
+pub fn read_u64(key: &str) -> Result<u64> {
+    // SAFETY: the keys passed here are documented as uint64_t.
+    unsafe { read(key) }
 }
 
 /// Reads an `ssize_t` setting (decay times).
 pub fn read_isize(key: &str) -> Result<i64> {
     // SAFETY: the keys passed here are documented as ssize_t.
-    let value: isize =
-        unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))?;
-    Ok(value as i64)
+    Ok(unsafe { read::<isize>(key) }? as i64)
 }
 
 /// Reads a `bool` setting.
 pub fn read_bool(key: &str) -> Result<bool> {
     // SAFETY: the keys passed here are documented as bool.
-    unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))
+    unsafe { read(key) }
 }
 
 /// Refreshes the statistics snapshot (`epoch`).
@@ -57,13 +68,17 @@ pub struct PrivateArena {
     index: u32,
 }
 
-/// What an arena holds right now.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What an arena holds right now, and how many calls it has served.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ArenaUsage {
     /// Usable bytes of live allocations (small + large).
     pub allocated: u64,
     /// Bytes of active pages.
     pub active: u64,
+    /// Allocations served so far (`small.nmalloc + large.nmalloc`).
+    pub mallocs: u64,
+    /// Allocations freed so far (`small.ndalloc + large.ndalloc`).
+    pub frees: u64,
 }
 
 impl PrivateArena {
@@ -103,12 +118,17 @@ impl PrivateArena {
     pub fn usage(&self) -> Result<ArenaUsage> {
         refresh_stats()?;
         let prefix = format!("stats.arenas.{}", self.index);
-        let small = read_usize(&format!("{prefix}.small.allocated"))?;
-        let large = read_usize(&format!("{prefix}.large.allocated"))?;
+        // small.* and large.* summed: what the arena's two kinds of allocation report.
+        let both = |field: &str, read: fn(&str) -> Result<u64>| -> Result<u64> {
+            Ok(read(&format!("{prefix}.small.{field}"))?
+                + read(&format!("{prefix}.large.{field}"))?)
+        };
         let pactive = read_usize(&format!("{prefix}.pactive"))?;
         Ok(ArenaUsage {
-            allocated: small + large,
+            allocated: both("allocated", read_usize)?,
             active: pactive * read_usize("arenas.page")?,
+            mallocs: both("nmalloc", read_u64)?,
+            frees: both("ndalloc", read_u64)?,
         })
     }
 }
@@ -130,14 +150,31 @@ impl Drop for PrivateArena {
     }
 }
 
-/// While alive, this thread allocates from a fresh private arena with its thread cache off,
-/// so the arena's statistics count exactly what the thread allocates.
+/// Runs `build` with this thread allocating from a fresh private arena, thread cache off, so
+/// the arena's statistics count exactly what `build` allocates; then moves the thread back to
+/// its own arena, reads those statistics, lets `inspect` look at what was built, and drops it
+/// while the thread cache is still off. The private arena is destroyed before returning.
 ///
-/// [`ThreadBinding::finish`] moves the thread back to its own arena and reads the statistics;
-/// the thread cache stays off until the binding is dropped, so what was allocated in the
-/// private arena must be freed before then (a cached pointer into a destroyed arena would
-/// be fatal). Dropping the binding restores the cache and destroys the arena.
-pub struct ThreadBinding {
+/// # Safety
+/// Everything `build` allocates must be freed before this returns: either owned by its
+/// result (dropped here) or freed inside `build`. An allocation that escapes (leaked, or
+/// stored through something `build` captured) points into a destroyed arena, and freeing it
+/// later is undefined behaviour in jemalloc.
+pub unsafe fn in_private_arena<T, X>(
+    build: impl FnOnce() -> T,
+    inspect: impl FnOnce(&T) -> X,
+) -> Result<(ArenaUsage, X)> {
+    let mut binding = ThreadBinding::bind()?;
+    let built = build();
+    let usage = binding.finish();
+    let seen = inspect(&built);
+    drop(built);
+    drop(binding);
+    Ok((usage?, seen))
+}
+
+/// The thread's arena and thread-cache setting, restored on drop.
+struct ThreadBinding {
     arena: PrivateArena,
     previous_arena: u32,
     previous_tcache: bool,
@@ -145,7 +182,7 @@ pub struct ThreadBinding {
 }
 
 impl ThreadBinding {
-    pub fn bind() -> Result<Self> {
+    fn bind() -> Result<Self> {
         let arena = PrivateArena::create()?;
         // SAFETY: thread.arena is unsigned, thread.tcache.enabled is bool (man jemalloc).
         let previous_arena: u32 =
@@ -176,7 +213,7 @@ impl ThreadBinding {
     }
 
     /// Moves the thread back to its own arena and returns what the private arena holds.
-    pub fn finish(&mut self) -> Result<ArenaUsage> {
+    fn finish(&mut self) -> Result<ArenaUsage> {
         self.unbind();
         self.arena.usage()
     }

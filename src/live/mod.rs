@@ -1,12 +1,9 @@
-//! Live measurement: the running jemalloc checked against the model.
+//! Bindings to the running jemalloc: `mallctl` reads, private arenas and binding a thread to
+//! one, `nallocx`. Nothing here decides anything; [`crate::validate`] compares the model
+//! with what these read.
 
 mod build;
 mod ctl;
-mod validate;
 
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
-pub use ctl::{nallocx, read_isize, refresh_stats, ArenaUsage, PrivateArena, ThreadBinding};
-pub use validate::{
-    log_uniform_requests, validate, validation_markdown, validation_table, Check, F14Measurement,
-    ValidateOptions, Validation,
-};
+pub use ctl::{in_private_arena, nallocx, read_isize, refresh_stats, ArenaUsage, PrivateArena};

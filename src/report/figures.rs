@@ -3,29 +3,26 @@
 use crate::charts::{
     Comparison, PredictedVsMeasured, RatioHeatmap, SeedChart, SeedSeries, WasteCurve,
 };
+use crate::experiments::sweep::{seed_model_ratio, PhysicalRow, SeedRow};
 use crate::layout::F14Vector;
-use crate::live::{F14Measurement, Validation};
-use crate::sizeclass::{AllocatorConfig, SizeClasses};
-use crate::sweep::{seed_model_ratio, PhysicalRow, SeedRow};
+use crate::sizeclass::{AllocatorConfig, Preset, SizeClasses};
+use crate::validate::{F14Measurement, Validation};
 
 /// The physical sweeps the report makes, one per modelled build.
 pub struct Sweeps {
     pub default: Vec<PhysicalRow>,
     pub quantum8: Vec<PhysicalRow>,
-    pub dev: Vec<PhysicalRow>,
-}
-
-pub(super) fn preset(name: &str) -> SizeClasses {
-    SizeClasses::new(AllocatorConfig::preset(name).expect("known preset")).expect("valid preset")
+    /// jemalloc 5.3.1 as tikv-jemalloc-sys ships it (large requests rounded to pages).
+    pub v5_3_1: Vec<PhysicalRow>,
 }
 
 /// 64 KiB pages with 5.3.1-dev's rounding of large requests to pages.
 fn page64k_dev() -> SizeClasses {
     let config = AllocatorConfig {
         large_page_rounding: true,
-        ..AllocatorConfig::preset("page64k").expect("known preset")
+        ..Preset::Page64k.config()
     };
-    SizeClasses::new(config).expect("valid config")
+    SizeClasses::new(config).expect("64 KiB pages with page rounding is a valid build")
 }
 
 /// The ratio for the largest table swept, at each of the seed's value sizes (24..=256).
@@ -37,9 +34,31 @@ fn largest_table(rows: &[PhysicalRow]) -> Vec<(u64, f64)> {
         .collect()
 }
 
+/// Bytes as the chart labels print them: `128 B`, `224 KiB`.
+fn bytes_label(bytes: u64) -> String {
+    if bytes >= 1024 && bytes.is_multiple_of(1024) {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} B")
+    }
+}
+
+/// The size above which two builds have the same classes: the largest class of `a` that
+/// `b` lacks (every class above it is in both).
+fn same_classes_above(a: &SizeClasses, b: &SizeClasses) -> u64 {
+    a.all()
+        .iter()
+        .map(|c| c.size)
+        .filter(|&size| b.usable_size(size) != Some(size))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Chart 1: the seed's printed values, our reproduction, and the physical ratios.
 pub fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
-    let q8 = preset("quantum8");
+    let q8 = Preset::Quantum8.classes();
+    let q8_quantum = bytes_label(q8.config().quantum());
+    let same_above = bytes_label(same_classes_above(&q8, &Preset::Default.classes()));
     let top = sweeps
         .default
         .iter()
@@ -61,26 +80,28 @@ pub fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
                 width: 0,
             },
             line(
-                "fragsim: seed model, 8 B quantum".into(),
+                format!("fragsim: seed model, {q8_quantum} quantum"),
                 seed.iter()
                     .filter_map(|r| Some((r.value_size, seed_model_ratio(&q8, r.value_size)?)))
                     .collect(),
                 3,
             ),
-            // Drawn wide: the 8 B quantum line lies on top of it above 128 B.
+            // Drawn wide: the 8 B quantum line lies on top of it.
             line(
                 format!("fragsim: physical, default build, {top} values"),
                 largest_table(&sweeps.default),
                 9,
             ),
             line(
-                "fragsim: physical, 8 B quantum (same classes above 128 B)".into(),
+                format!(
+                    "fragsim: physical, {q8_quantum} quantum (same classes above {same_above})"
+                ),
                 largest_table(&sweeps.quantum8),
                 3,
             ),
             line(
                 "fragsim: physical, 5.3.1-dev (large requests in pages)".into(),
-                largest_table(&sweeps.dev),
+                largest_table(&sweeps.v5_3_1),
                 3,
             ),
         ],
@@ -112,17 +133,32 @@ pub fn ratio_heatmap(rows: &[PhysicalRow], max_capacity: u64) -> RatioHeatmap {
 /// Chart 3: the sawtooth of three builds (64 KiB pages change the classes only where
 /// 5.3.1-dev rounds large requests to pages, so that is the page64k panel).
 pub fn waste_curve() -> WasteCurve {
+    let default = Preset::Default.classes();
+    let q8 = Preset::Quantum8.classes();
+    let page64k = page64k_dev();
+    let (d, p) = (default.config(), page64k.config());
     WasteCurve {
         builds: vec![
             (
-                "default: 16 B quantum, 4 KiB pages (64 KiB pages give the same classes)".into(),
-                preset("default"),
+                format!(
+                    "default: {} quantum, {} pages ({} pages give the same classes)",
+                    bytes_label(d.quantum()),
+                    bytes_label(d.page()),
+                    bytes_label(p.page())
+                ),
+                default,
             ),
-            ("quantum8: 8 B quantum".into(), preset("quantum8")),
             (
-                "page64k as 5.3.1-dev rounds it: large requests (above 224 KiB) in whole 64 KiB pages"
-                    .into(),
-                page64k_dev(),
+                format!("quantum8: {} quantum", bytes_label(q8.config().quantum())),
+                q8,
+            ),
+            (
+                format!(
+                    "page64k as 5.3.1-dev rounds it: large requests (above {}) in whole {} pages",
+                    bytes_label(page64k.small_maxclass()),
+                    bytes_label(p.page())
+                ),
+                page64k,
             ),
         ],
         max_request: 4 << 20,

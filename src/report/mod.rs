@@ -1,30 +1,42 @@
 //! The main job: every table, chart and validation result, written into one folder with an
 //! index. Each step is timed; the files themselves carry no timestamps, so re-running on an
 //! unchanged tree rewrites identical tables and charts.
+//!
+//! # Sections
+//!
+//! Each section of the index is one file here with one function that writes the section's
+//! files into the report folder and returns a [`SectionOutput`]: the files written, each with
+//! what it shows, and optional Markdown for the index. [`write_report`] runs them in order
+//! through [`Job::section`], which times the step, tells the caller, and adds the files to
+//! the index under a heading. A section from elsewhere plugs in with one line in
+//! [`write_report`]:
+//!
+//! ```ignore
+//! job.section("container models", "Container models", |dir| {
+//!     crate::containers::write_section(dir, &options.containers)
+//! })?;
+//! ```
+//!
+//! A section whose result later sections use returns `(value, SectionOutput)` and runs through
+//! [`Job::section_with`], which hands the value back (the sweeps feed the seed comparison and
+//! the charts; the validation feeds a chart and the exit code).
 
+pub mod bump_arena;
+mod charts;
+mod classes;
 mod figures;
 mod findings;
+mod seed;
+mod sweeps;
+mod validation;
 
-use figures::preset;
 pub use figures::Sweeps;
-
-const DEFAULT_BUILD: &str =
-    "jemalloc 5.3.0 defaults: 16 B quantum, 4 KiB pages, large size classes";
-const QUANTUM8_BUILD: &str = "8 B quantum (the build the seed's figures match)";
-const PAGE64K_BUILD: &str = "64 KiB pages";
-const DEV_BUILD: &str =
-    "jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it: large requests rounded to pages";
-
 pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
 
-use crate::arena::ArenaSpec;
-use crate::charts::write_chart;
-use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
-use crate::live::{validate, validation_markdown, validation_table, ValidateOptions, Validation};
-use crate::sizeclass::class_table;
-use crate::sweep::{
-    physical_sweep, physical_table, seed_comparison_table, seed_rows, PhysicalRow, SweepSpec,
-};
+use crate::experiments::bump_arena::BumpArenaSpec;
+use crate::experiments::sweep::SweepSpec;
+use crate::export::{write_atomic, Format, Table};
+use crate::validate::ValidateOptions;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -35,12 +47,15 @@ pub struct ReportOptions {
     pub out: PathBuf,
     pub sweep: SweepSpec,
     pub validate: ValidateOptions,
-    /// The arena scenario's workload and timed runs per strategy.
-    pub arena: ArenaSpec,
-    pub arena_runs: usize,
-    /// The fragsim executable, to measure the arena scenario again in a child process with
-    /// jemalloc's page decay off (decay is fixed at start-up). `None` skips that run.
+    /// The bump-arena scenario's workload and timed runs per strategy.
+    pub bump_arena: BumpArenaSpec,
+    pub bump_arena_runs: usize,
+    /// The fragsim executable, to time the bump-arena scenario in child processes, one per
+    /// jemalloc setting and strategy (jemalloc reads its options at start-up). `None` skips
+    /// the timing.
     pub fragsim_exe: Option<PathBuf>,
+    /// `scripts/seed-pmr.sh`, to run the seed's C++ program beside the timing. `None` skips it.
+    pub seed_script: Option<PathBuf>,
 }
 
 impl ReportOptions {
@@ -49,18 +64,47 @@ impl ReportOptions {
             out,
             sweep: SweepSpec::default(),
             validate: ValidateOptions::reduced(),
-            arena: ArenaSpec::seed(),
-            arena_runs: 5,
+            bump_arena: BumpArenaSpec::seed(),
+            bump_arena_runs: 5,
             fragsim_exe: None,
+            seed_script: None,
         }
     }
 }
 
-/// One entry of the index: a file and what it shows.
-#[derive(Clone, Debug)]
+/// One entry of the index: a file (relative to the report folder) and what it shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Written {
     pub file: String,
     pub what: String,
+}
+
+impl Written {
+    /// The entry for `path`, a file inside `dir`.
+    pub fn at(dir: &Path, path: &Path, what: impl Into<String>) -> Self {
+        Written {
+            file: path.strip_prefix(dir).unwrap_or(path).display().to_string(),
+            what: what.into(),
+        }
+    }
+}
+
+/// What one section wrote, for the index.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SectionOutput {
+    /// Tables and charts (PNG with an SVG beside it), listed and shown in the index.
+    pub files: Vec<Written>,
+    /// Markdown placed in the index after the section's files (may be empty).
+    pub markdown: String,
+}
+
+impl SectionOutput {
+    pub fn files(files: Vec<Written>) -> Self {
+        SectionOutput {
+            files,
+            markdown: String::new(),
+        }
+    }
 }
 
 /// A step of the job, for the terminal.
@@ -79,40 +123,57 @@ pub struct ReportSummary {
     pub mismatches: u64,
 }
 
-struct Job<'a> {
+/// The running job: the report folder, the index so far, the steps done.
+pub struct Job<'a> {
     dir: &'a Path,
-    index: Vec<(String, Vec<Written>)>,
+    index: Vec<(String, SectionOutput)>,
     steps: Vec<Step>,
     on_step: &'a mut dyn FnMut(&Step),
 }
 
 impl Job<'_> {
-    fn step(
+    /// Runs one step, named `name` on the terminal, whose files go under `heading` in the
+    /// index (steps with the same heading share it).
+    pub fn section(
         &mut self,
         name: &str,
-        section: &str,
-        run: impl FnOnce(&Path) -> Result<Vec<Written>>,
+        heading: &str,
+        run: impl FnOnce(&Path) -> Result<SectionOutput>,
     ) -> Result<()> {
+        self.section_with(name, heading, |dir| Ok(((), run(dir)?)))
+    }
+
+    /// [`Job::section`] for a step whose value later steps need: returns that value.
+    pub fn section_with<T>(
+        &mut self,
+        name: &str,
+        heading: &str,
+        run: impl FnOnce(&Path) -> Result<(T, SectionOutput)>,
+    ) -> Result<T> {
         let start = Instant::now();
-        let written = run(self.dir).with_context(|| format!("step '{name}'"))?;
+        let (value, output) = run(self.dir).with_context(|| format!("step '{name}'"))?;
         let step = Step {
             name: name.to_string(),
             took: start.elapsed(),
-            files: written.iter().map(|w| w.file.clone()).collect(),
+            files: output.files.iter().map(|w| w.file.clone()).collect(),
         };
         (self.on_step)(&step);
         self.steps.push(step);
-        match self.index.iter_mut().find(|(s, _)| s == section) {
-            Some((_, list)) => list.extend(written),
-            None => self.index.push((section.to_string(), written)),
+        match self.index.iter_mut().find(|(h, _)| h == heading) {
+            Some((_, section)) => {
+                section.files.extend(output.files);
+                section.markdown.push_str(&output.markdown);
+            }
+            None => self.index.push((heading.to_string(), output)),
         }
-        Ok(())
+        Ok(value)
     }
 }
 
+/// Writes `table` as `<stem>.csv` and `<stem>.md` into `dir`.
 fn write_table(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<Written>> {
     let mut written = Vec::new();
-    for format in [&Csv as &dyn TableFormat, &Markdown] {
+    for format in [Format::Csv, Format::Md] {
         let file = format!("{stem}.{}", format.extension());
         write_atomic(&dir.join(&file), format.render(table)?.as_bytes())?;
         written.push(Written {
@@ -129,227 +190,55 @@ pub fn write_report(
     on_step: &mut dyn FnMut(&Step),
 ) -> Result<ReportSummary> {
     let dir = options.out.as_path();
-    let charts = dir.join("charts");
-    std::fs::create_dir_all(&charts)
-        .with_context(|| format!("cannot create folder '{}'", charts.display()))?;
+    let charts_dir = dir.join("charts");
+    std::fs::create_dir_all(&charts_dir)
+        .with_context(|| format!("cannot create folder '{}'", charts_dir.display()))?;
     let mut job = Job {
         dir,
         index: Vec::new(),
         steps: Vec::new(),
         on_step,
     };
-    job.step("size-class tables", "Size classes", |dir| {
-        let mut written = Vec::new();
-        // The dev build has the default's class table.
-        let builds = [
-            ("default", DEFAULT_BUILD),
-            ("quantum8", QUANTUM8_BUILD),
-            ("page64k", PAGE64K_BUILD),
-        ];
-        for (name, what) in builds {
-            let file = format!("classes-{name}.csv");
-            write_atomic(
-                &dir.join(&file),
-                Csv.render(&class_table(&preset(name)))?.as_bytes(),
-            )?;
-            written.push(Written {
-                file,
-                what: format!("every size class, {what}"),
-            });
-        }
-        Ok(written)
+    job.section("size-class tables", "Size classes", classes::write_section)?;
+    let sweeps = job.section_with("physical F14 sweep", "F14 footprint tables", |dir| {
+        sweeps::write_section(dir, &options.sweep)
+    })?;
+    job.section("seed comparison", "The seed (folly D8485933)", |dir| {
+        seed::write_section(dir, &sweeps)
+    })?;
+    let validation = job.section_with("live validation", "Live validation", |dir| {
+        validation::write_section(dir, &options.validate)
+    })?;
+    job.section("charts", "Charts", |dir| {
+        charts::write_section(dir, &sweeps, &validation, options.sweep.max_capacity)
+    })?;
+    job.section("bump-arena scenario", bump_arena::SECTION, |dir| {
+        bump_arena::write_section(dir, options)
     })?;
 
-    let mut sweeps: Option<Sweeps> = None;
-    job.step("physical F14 sweep", "F14 footprint tables", |dir| {
-        let mut written = Vec::new();
-        let mut sweep = |name: &str, what: &str| -> Result<Vec<PhysicalRow>> {
-            let classes = preset(name);
-            let rows = physical_sweep(&classes, &options.sweep)?;
-            let what = format!(
-                "F14 vector tables split vs unified, every value size x capacity step, {what}"
-            );
-            let stem = format!("f14-physical-{name}");
-            written.extend(write_table(
-                dir,
-                &stem,
-                &physical_table(&classes, &rows),
-                &what,
-            )?);
-            Ok(rows)
-        };
-        sweeps = Some(Sweeps {
-            default: sweep("default", DEFAULT_BUILD)?,
-            quantum8: sweep("quantum8", QUANTUM8_BUILD)?,
-            dev: sweep("dev", DEV_BUILD)?,
-        });
-        Ok(written)
-    })?;
-    let sweeps = sweeps.expect("sweeps ran");
-
-    job.step("seed comparison", "The seed (folly D8485933)", |dir| {
-        let q8 = preset("quantum8");
-        let seed = seed_rows();
-        let what = "the seed's printed footprint table beside our reproduction of its model";
-        let mut written =
-            write_table(dir, "seed-model", &seed_comparison_table(&q8, &seed)?, what)?;
-        let table =
-            seed_vs_physical_table(&q8, &seed, &sweeps.default, &sweeps.quantum8, &sweeps.dev);
-        let md = seed_vs_physical_markdown(&table, &sweeps.default)?;
-        write_atomic(&dir.join("seed-vs-physical.md"), md.as_bytes())?;
-        written.push(Written {
-            file: "seed-vs-physical.md".into(),
-            what: "the seed's model against the physically exact ratios, and why they differ"
-                .into(),
-        });
-        Ok(written)
-    })?;
-
-    let mut validation: Option<Validation> = None;
-    job.step("live validation", "Live validation", |dir| {
-        let v = validate(&options.validate)?;
-        let md = validation_markdown(&v, "fragsim report")?;
-        write_atomic(&dir.join("validation.md"), md.as_bytes())?;
-        write_atomic(
-            &dir.join("validation.csv"),
-            Csv.render(&validation_table(&v))?.as_bytes(),
-        )?;
-        validation = Some(v);
-        let written = |file: &str, what: &str| Written {
-            file: file.into(),
-            what: what.into(),
-        };
-        Ok(vec![
-            written(
-                "validation.md",
-                "every prediction checked against the running jemalloc, predicted beside measured",
-            ),
-            written("validation.csv", "the same checks as CSV"),
-        ])
-    })?;
-    let validation = validation.expect("validation ran");
-
-    job.step("charts", "Charts", |dir| {
-        let charts = dir.join("charts");
-        let mut written = Vec::new();
-        let mut add = |paths: Vec<PathBuf>, what: &str| {
-            written.extend(paths.into_iter().map(|p| Written {
-                file: p.strip_prefix(dir).unwrap_or(&p).display().to_string(),
-                what: what.to_string(),
-            }));
-        };
-        let heatmap = figures::ratio_heatmap(&sweeps.default, options.sweep.max_capacity);
-        add(
-            write_chart(&figures::seed_chart(&sweeps, &seed_rows()), &charts)?,
-            "footprint change against sizeof(value_type): the seed's table, our reproduction, \
-             and the physically exact ratio for large tables",
-        );
-        add(
-            write_chart(&heatmap, &charts)?,
-            "the after / before ratio over value size and table size \
-             (blue: one block is cheaper; red: dearer)",
-        );
-        add(
-            write_chart(&figures::waste_curve(), &charts)?,
-            "internal fragmentation against request size: \
-             the sawtooth of the size classes for three builds",
-        );
-        add(
-            write_chart(&figures::predicted_vs_measured(&validation), &charts)?,
-            "from the live validation: measured bytes against predicted bytes, \
-             every F14 row; mismatches marked",
-        );
-        Ok(written)
-    })?;
-
-    let arena_section = "Arena scenario (the second seed)";
-    job.step("arena scenario", arena_section, |dir| {
-        let result = crate::arena::run_scenario(options.arena, options.arena_runs, false, None)?;
-        let paths = crate::arena::write_arena(&result, dir, "arena", "fragsim report")?;
-        Ok(arena_written(&paths, dir, "jemalloc defaults"))
-    })?;
-    if let Some(exe) = &options.fragsim_exe {
-        job.step("arena scenario, decay off", arena_section, |dir| {
-            let paths = arena_without_decay(exe, options, dir)?;
-            Ok(arena_written(&paths, dir, "jemalloc page decay off"))
-        })?;
-    }
-
-    let index = index_markdown(&job.index);
-    write_atomic(&dir.join("README.md"), index.as_bytes())?;
+    write_atomic(
+        &dir.join("README.md"),
+        index_markdown(&job.index).as_bytes(),
+    )?;
     Ok(ReportSummary {
         steps: job.steps,
         validation_passed: validation.passed(),
-        mismatches: validation.mismatches,
+        mismatches: validation.mismatches(),
     })
 }
 
-/// Index entries for the files of one arena run.
-fn arena_written(paths: &[PathBuf], dir: &Path, config: &str) -> Vec<Written> {
-    let what = |p: &PathBuf| -> &str {
-        match p.extension().and_then(|e| e.to_str()) {
-            Some("md") => {
-                "general allocator vs bump arena vs no-free arena: predicted and measured \
-                 bytes, build and reset times (times vary run to run), ratios beside the seed's"
-            }
-            Some("csv") => "the same comparison as CSV",
-            _ if p.to_string_lossy().contains("-time") => {
-                "build and reset time per strategy (median; varies run to run)"
-            }
-            _ => "memory per strategy: ideal, predicted and measured usable bytes, active pages",
-        }
-    };
-    paths
-        .iter()
-        .map(|p| Written {
-            file: p.strip_prefix(dir).unwrap_or(p).display().to_string(),
-            what: format!("{config}: {}", what(p)),
-        })
-        .collect()
+fn is_chart(file: &str) -> bool {
+    file.ends_with(".png") || file.ends_with(".svg")
 }
 
-/// jemalloc reads its decay settings once, at start-up: run `fragsim arena` again in a child
-/// process with decay off, writing `arena-nodecay.*` beside the rest.
-fn arena_without_decay(exe: &Path, options: &ReportOptions, dir: &Path) -> Result<Vec<PathBuf>> {
-    let stem = "arena-nodecay";
-    let output = std::process::Command::new(exe)
-        .env("_RJEM_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
-        .args(["arena", "--name", stem, "--out"])
-        .arg(dir)
-        .args(["--vectors", &options.arena.vectors.to_string()])
-        .args(["--elements", &options.arena.elements.to_string()])
-        .args(["--elem-bytes", &options.arena.elem_bytes.to_string()])
-        .args(["--runs", &options.arena_runs.to_string()])
-        .output()
-        .with_context(|| format!("cannot run '{}'", exe.display()))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        anyhow::bail!(
-            "'fragsim arena' with decay off failed: {}",
-            stderr.lines().next().unwrap_or("no message")
-        );
-    }
-    let mut paths = vec![
-        dir.join(format!("{stem}.md")),
-        dir.join(format!("{stem}.csv")),
-    ];
-    for chart in ["time", "bytes"] {
-        for ext in ["png", "svg"] {
-            paths.push(dir.join("charts").join(format!("{stem}-{chart}.{ext}")));
-        }
-    }
-    Ok(paths)
-}
-
-fn index_markdown(index: &[(String, Vec<Written>)]) -> String {
+fn index_markdown(index: &[(String, SectionOutput)]) -> String {
     let mut out = String::from(
         "# fragsim reports\n\nWritten by `cargo run --release -- report`, which regenerates every file listed here. The `validation-<variant>.md/.csv` files beside them come from `scripts/validate-variants.sh` (one per jemalloc build).\n",
     );
-    for (section, files) in index {
-        out.push_str(&format!("\n## {section}\n\n"));
-        let (charts, tables): (Vec<&Written>, Vec<&Written>) = files
-            .iter()
-            .partition(|w| w.file.ends_with(".png") || w.file.ends_with(".svg"));
+    for (heading, section) in index {
+        out.push_str(&format!("\n## {heading}\n\n"));
+        let (charts, tables): (Vec<&Written>, Vec<&Written>) =
+            section.files.iter().partition(|w| is_chart(&w.file));
         for w in &tables {
             out.push_str(&format!("- [{}]({}): {}\n", w.file, w.file, w.what));
         }
@@ -360,6 +249,55 @@ fn index_markdown(index: &[(String, Vec<Written>)]) -> String {
                 w.file, w.what
             ));
         }
+        if !section.markdown.is_empty() {
+            out.push('\n');
+            out.push_str(&section.markdown);
+        }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plugged-in section: files listed (tables, then charts), then its Markdown; a second
+    /// step under the same heading adds to it.
+    #[test]
+    fn sections_under_one_heading_merge_and_keep_their_markdown() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seen = Vec::new();
+        let mut on_step = |step: &Step| seen.push(step.name.clone());
+        let mut job = Job {
+            dir: dir.path(),
+            index: Vec::new(),
+            steps: Vec::new(),
+            on_step: &mut on_step,
+        };
+        let file = |name: &str| Written {
+            file: name.into(),
+            what: format!("about {name}"),
+        };
+        let value = job
+            .section_with("first", "Traces", |_| {
+                Ok((
+                    7,
+                    SectionOutput {
+                        files: vec![file("charts/t.png"), file("charts/t.svg"), file("t.csv")],
+                        markdown: "Seven traces.\n".into(),
+                    },
+                ))
+            })
+            .unwrap();
+        assert_eq!(value, 7);
+        job.section("second", "Traces", |_| {
+            Ok(SectionOutput::files(vec![file("u.md")]))
+        })
+        .unwrap();
+        let index = index_markdown(&job.index);
+        let expected = "\n## Traces\n\n- [t.csv](t.csv): about t.csv\n- [u.md](u.md): about u.md\n\n![charts/t](charts/t.png)\n\nabout charts/t.png ([SVG](charts/t.svg))\n\nSeven traces.\n";
+        assert!(index.ends_with(expected), "{index}");
+        drop(job);
+        assert_eq!(seen, ["first", "second"]);
+    }
 }

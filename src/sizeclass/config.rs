@@ -62,42 +62,17 @@ impl JemallocVersion {
     }
 }
 
-/// Named builds users ask about most.
-pub const PRESETS: &[(&str, &str)] = &[
-    ("default", "x86-64 default: 16-byte quantum, 4 KiB pages"),
-    (
-        "quantum8",
-        "8-byte quantum, 4 KiB pages (--with-lg-quantum=3)",
-    ),
-    (
-        "page16k",
-        "16 KiB pages (--with-lg-page=14, e.g. Apple silicon)",
-    ),
-    (
-        "page64k",
-        "64 KiB pages (--with-lg-page=16, many arm64 servers)",
-    ),
-    (
-        "dev",
-        "jemalloc 5.3.1-dev defaults (tikv-jemalloc-sys 0.7): large requests in pages",
-    ),
-];
+/// jemalloc's limit on small classes: `size2index_tab` stores bin indices as `uint8_t`, and
+/// sc.h stops the build (`#error "Too many small size classes"`) when `SC_NBINS > 256`.
+pub const MAX_SMALL_CLASSES: u64 = 256;
 
 /// Why a configuration cannot describe a jemalloc build.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
-    #[error("unknown preset '{0}' (known: {known})", known = preset_names())]
+    #[error("unknown preset '{0}' (known: {known})", known = super::Preset::names())]
     UnknownPreset(String),
     #[error("impossible allocator configuration: {0}")]
     Impossible(String),
-}
-
-fn preset_names() -> String {
-    PRESETS
-        .iter()
-        .map(|(name, _)| *name)
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 impl Default for AllocatorConfig {
@@ -116,31 +91,9 @@ impl Default for AllocatorConfig {
 }
 
 impl AllocatorConfig {
-    /// The build named `name` (see [`PRESETS`]).
+    /// The build named `name`: a [`Preset`](super::Preset) name or alias.
     pub fn preset(name: &str) -> Result<Self, ConfigError> {
-        let base = AllocatorConfig::default();
-        let config = match name {
-            "default" => base,
-            "quantum8" => AllocatorConfig {
-                lg_quantum: 3,
-                ..base
-            },
-            "page16k" => AllocatorConfig {
-                lg_page: 14,
-                ..base
-            },
-            "page64k" => AllocatorConfig {
-                lg_page: 16,
-                ..base
-            },
-            "dev" => AllocatorConfig {
-                large_page_rounding: true,
-                version: JemallocVersion::V5_3_1,
-                ..base
-            },
-            other => return Err(ConfigError::UnknownPreset(other.to_string())),
-        };
-        Ok(config)
+        Ok(super::Preset::from_name(name)?.config())
     }
 
     /// A configuration with the given parameters, checked.
@@ -207,7 +160,24 @@ impl AllocatorConfig {
                 self.lg_ngroup
             ));
         }
+        let nbins = self.small_class_count();
+        if nbins > MAX_SMALL_CLASSES {
+            return bad(format!(
+                "lg_quantum={} lg_page={} lg_ngroup={} gives {nbins} small size classes \
+                 (jemalloc allows at most {MAX_SMALL_CLASSES})",
+                self.lg_quantum, self.lg_page, self.lg_ngroup
+            ));
+        }
         Ok(())
+    }
+
+    /// How many small (slab) classes the build has: jemalloc's `SC_NBINS` (sc.h), the tiny
+    /// classes below the quantum, one pseudo-group of `ngroup` classes, and `ngroup` per
+    /// doubling up to `ngroup` pages, less the last class, which is `ngroup` pages exactly.
+    pub fn small_class_count(&self) -> u64 {
+        let tiny = u64::from(self.lg_quantum.saturating_sub(self.lg_tiny_min));
+        let doublings = u64::from((self.lg_page + 1).saturating_sub(self.lg_quantum));
+        tiny + self.ngroup() * doublings - 1
     }
 
     /// A short label, e.g. `q16-p4096`.

@@ -4,9 +4,11 @@ use crate::export::Table;
 use std::hint::select_unpredictable;
 
 mod config;
+mod preset;
 mod table;
 
-pub use config::{AllocatorConfig, ConfigError, JemallocVersion, PRESETS};
+pub use config::{AllocatorConfig, ConfigError, JemallocVersion, MAX_SMALL_CLASSES};
+pub use preset::Preset;
 pub use table::{ClassKind, SizeClass, SizeClasses};
 
 impl SizeClasses {

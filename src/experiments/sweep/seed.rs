@@ -5,12 +5,13 @@
 //! It rounds each value to a class (10·cls(s)), not the value array (cls(10·s)), and adds λ·u
 //! to both sides: 2·ln 2 is the mean of 1/load for a load factor uniform on (1/2, 1].
 
+use crate::error::InputError;
 use crate::export::{Cell, Table};
 use crate::sizeclass::SizeClasses;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 /// The seed's printed table, shipped in `data/`.
-pub const SEED_TABLE_CSV: &str = include_str!("../../data/seed_d8485933.csv");
+pub const SEED_TABLE_CSV: &str = include_str!("../../../data/seed_d8485933.csv");
 
 /// One row of a footprint-change table: value size and after / before.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -19,43 +20,44 @@ pub struct SeedRow {
     pub ratio: f64,
 }
 
-/// Parses a `value_size,footprint_change` CSV (lines starting with `#` are comments).
-pub fn parse_seed_table(text: &str, source: &str) -> Result<Vec<SeedRow>> {
+/// Parses a `value_size,footprint_change` CSV (lines starting with `#` are comments);
+/// `source` names it in errors.
+pub fn parse_seed_table(text: &str, source: &str) -> Result<Vec<SeedRow>, InputError> {
+    let malformed = |reason: String| InputError::MalformedSeedTable {
+        source_name: source.to_string(),
+        reason,
+    };
     let mut reader = csv::ReaderBuilder::new()
         .comment(Some(b'#'))
         .from_reader(text.as_bytes());
     let headers = reader
         .headers()
-        .with_context(|| format!("malformed seed table {source}"))?
+        .map_err(|e| malformed(e.to_string()))?
         .clone();
     if headers.len() < 2 || &headers[0] != "value_size" {
-        bail!("malformed seed table {source}: header must start with value_size,footprint_change");
+        return Err(malformed(
+            "header must start with value_size,footprint_change".into(),
+        ));
     }
     let mut rows = Vec::new();
     for (i, record) in reader.records().enumerate() {
-        let record = record.with_context(|| format!("malformed seed table {source}"))?;
+        let record = record.map_err(|e| malformed(e.to_string()))?;
         let line = i + 2;
         let field = |k: usize| record.get(k).unwrap_or("").trim().to_string();
-        let value_size: u64 = field(0).parse().ok().filter(|&v| v > 0).with_context(|| {
-            format!(
-                "malformed seed table {source}: row {line}: bad value_size '{}'",
-                field(0)
-            )
-        })?;
+        let value_size: u64 = field(0)
+            .parse()
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| malformed(format!("row {line}: bad value_size '{}'", field(0))))?;
         let ratio: f64 = field(1)
             .parse()
             .ok()
             .filter(|r: &f64| r.is_finite() && *r > 0.0)
-            .with_context(|| {
-                format!(
-                    "malformed seed table {source}: row {line}: bad footprint_change '{}'",
-                    field(1)
-                )
-            })?;
+            .ok_or_else(|| malformed(format!("row {line}: bad footprint_change '{}'", field(1))))?;
         rows.push(SeedRow { value_size, ratio });
     }
     if rows.is_empty() {
-        bail!("malformed seed table {source}: no rows");
+        return Err(malformed("no rows".into()));
     }
     Ok(rows)
 }

@@ -1,13 +1,14 @@
 //! Predicted footprint of the three strategies.
 
 use super::BumpReplay;
+use crate::error::InputError;
 use crate::sizeclass::SizeClasses;
-use anyhow::{bail, Result};
-use serde::Serialize;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 /// The workload: `vectors` inner vectors of `elements` elements of `elem_bytes` bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct ArenaSpec {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BumpArenaSpec {
     pub vectors: u64,
     pub elements: u64,
     pub elem_bytes: u64,
@@ -16,10 +17,10 @@ pub struct ArenaSpec {
 /// Largest total the model accepts (1 TiB): beyond that it is a typo, not a workload.
 const MAX_TOTAL_BYTES: u64 = 1 << 40;
 
-impl ArenaSpec {
+impl BumpArenaSpec {
     /// The seed's workload: a million vectors of 100 ints.
     pub fn seed() -> Self {
-        ArenaSpec {
+        BumpArenaSpec {
             vectors: 1_000_000,
             elements: 100,
             elem_bytes: 4,
@@ -28,30 +29,26 @@ impl ArenaSpec {
 
     /// Checks the spec; element sizes are powers of two up to 16 (the element types we can
     /// run for real).
-    pub fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<(), InputError> {
         if self.vectors == 0 {
-            bail!("bad vector count 0: need at least one vector");
+            return Err(InputError::NoVectors);
         }
         if self.elements == 0 {
-            bail!("bad element count 0: need at least one element per vector");
+            return Err(InputError::NoElements);
         }
         if !matches!(self.elem_bytes, 1 | 2 | 4 | 8 | 16) {
-            bail!(
-                "bad element size {}: must be 1, 2, 4, 8 or 16 bytes",
-                self.elem_bytes
-            );
+            return Err(InputError::BadElementSize(self.elem_bytes));
         }
         let inner = self.elements.checked_mul(self.elem_bytes);
         let total = inner.and_then(|b| b.checked_mul(self.vectors));
         match total {
             Some(t) if t <= MAX_TOTAL_BYTES => Ok(()),
-            _ => bail!(
-                "bad workload: {} vectors x {} elements x {} bytes overflows the {} byte limit",
-                self.vectors,
-                self.elements,
-                self.elem_bytes,
-                MAX_TOTAL_BYTES
-            ),
+            _ => Err(InputError::WorkloadTooLarge {
+                vectors: self.vectors,
+                elements: self.elements,
+                elem_bytes: self.elem_bytes,
+                max: MAX_TOTAL_BYTES,
+            }),
         }
     }
 
@@ -62,30 +59,30 @@ impl ArenaSpec {
 }
 
 /// How the vectors are allocated and released.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Strategy {
     /// `Vec<Vec<T>>`: one malloc per inner vector, one free each on reset.
     General,
     /// Everything in a `bumpalo::Bump`; reset runs every inner destructor, then frees chunks.
-    Arena,
+    Bump,
     /// The same arena; reset skips the inner destructors and frees the chunks.
-    NoFree,
+    BumpNoFree,
 }
 
 impl Strategy {
-    pub const ALL: [Strategy; 3] = [Strategy::General, Strategy::Arena, Strategy::NoFree];
+    pub const ALL: [Strategy; 3] = [Strategy::General, Strategy::Bump, Strategy::BumpNoFree];
 
     pub fn name(self) -> &'static str {
         match self {
             Strategy::General => "general allocator",
-            Strategy::Arena => "monotonic arena",
-            Strategy::NoFree => "no-free arena",
+            Strategy::Bump => "monotonic arena",
+            Strategy::BumpNoFree => "no-free arena",
         }
     }
 }
 
 /// The model's numbers for one strategy.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prediction {
     pub strategy: Strategy,
     /// Bytes the program needs: the element bytes plus the outer array of vector headers.
@@ -106,7 +103,7 @@ pub struct Prediction {
 /// array: a `Vec<T>` for the general allocator, a `bumpalo::collections::Vec<T>` in the arena.
 pub fn predict(
     classes: &SizeClasses,
-    spec: &ArenaSpec,
+    spec: &BumpArenaSpec,
     std_header_bytes: u64,
     bump_header_bytes: u64,
 ) -> Result<Vec<Prediction>> {
@@ -138,7 +135,7 @@ pub fn predict(
     }
     let per_chunk: Vec<(u64, u64)> = chunk_requests.iter().map(|&c| (c, 1)).collect();
     let arena = Prediction {
-        strategy: Strategy::Arena,
+        strategy: Strategy::Bump,
         ideal: spec.vectors * inner + spec.vectors * bump_header_bytes,
         usable,
         active: classes.active_bytes_of(&per_chunk).ok_or_else(too_big)?,
@@ -147,7 +144,7 @@ pub fn predict(
         chunk_requests,
     };
     let no_free = Prediction {
-        strategy: Strategy::NoFree,
+        strategy: Strategy::BumpNoFree,
         ..arena.clone()
     };
     Ok(vec![general, arena, no_free])

@@ -8,7 +8,7 @@ use std::process::Command;
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct MatrixOptions {
-    /// The fragsim executable; its hidden `arena-timing --child` mode does one pair.
+    /// The fragsim executable; its hidden `bump-arena --timing-child` mode does one pair.
     pub exe: PathBuf,
     pub vectors: u64,
     pub elements: u64,
@@ -49,7 +49,7 @@ pub fn run_one(
         None => command.env_remove(MALLOC_CONF_ENV),
     };
     command
-        .args(["arena-timing", "--child", strategy.key()])
+        .args(["bump-arena", "--timing-child", strategy.key()])
         .args(["--vectors", &vectors.to_string()])
         .args(["--elements", &elements.to_string()])
         .args(["--runs", &runs.to_string()]);

@@ -1,18 +1,18 @@
 //! The second seed's scenario: M small vectors built and reset with the general allocator,
 //! with a bump arena, and with a bump arena whose objects are never individually freed.
 //! The memory side is predicted (jemalloc classes + bumpalo's chunk policy) and measured;
-//! the time side is measured.
+//! the time side is measured. The report's text and charts of a run are in
+//! `crate::report::bump_arena`.
 
 mod bump;
 mod model;
-mod report;
+mod result;
 mod run;
+pub mod timing;
 mod workload;
 
 pub use bump::{BumpReplay, FOOTER_SIZE, MALLOC_OVERHEAD};
-pub use model::{predict, ArenaSpec, Prediction, Strategy};
-pub use report::{
-    arena_charts, arena_markdown, arena_table, ArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO,
-};
-pub use run::{run_scenario, write_arena};
+pub use model::{predict, BumpArenaSpec, Prediction, Strategy};
+pub use result::{bump_arena_table, BumpArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO};
+pub use run::run_scenario;
 pub use workload::{build_and_reset, header_bytes, measure, Measurement};

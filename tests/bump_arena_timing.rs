@@ -1,7 +1,7 @@
 //! The arena timing: cold/warm split, child processes per jemalloc setting, jemalloc's
 //! statistics behind the huge-arena explanation, and the seed's C++ program.
 
-use fragsim::bump_timing::{
+use fragsim::experiments::bump_arena::timing::{
     parse_cxx_lines, run_cxx, run_one, summarize, summarize_cxx, ChildReport, JemallocInfo,
     JemallocSetting, RunSample, TimedStrategy,
 };
@@ -145,7 +145,7 @@ fn a_reused_arena_stops_faulting_once_its_chunk_holds_everything() {
 #[test]
 fn bad_runs_are_a_one_line_error() {
     let out = Command::new(exe())
-        .args(["arena-timing", "--runs", "1", "--no-cxx"])
+        .args(["bump-arena", "--timing", "--runs", "1", "--no-cxx"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -202,7 +202,7 @@ fn committed_section_rounds_faults_and_carries_no_times() {
             .map(|(i, &f)| sample(i as u32 + 1, 123, 45, f))
             .collect(),
     };
-    let run = fragsim::bump_timing::TimingRun {
+    let run = fragsim::experiments::bump_arena::timing::TimingRun {
         children: vec![
             (
                 JemallocSetting::Defaults,
@@ -215,7 +215,8 @@ fn committed_section_rounds_faults_and_carries_no_times() {
         ],
         cxx: Default::default(),
     };
-    let text = fragsim::bump_timing::timing_section(&run, "fragsim test").unwrap();
+    let text =
+        fragsim::experiments::bump_arena::timing::timing_section(&run, "fragsim test").unwrap();
     assert!(
         text.contains(
             "| defaults | general | Vec<Vec<i32>> (malloc/free per vector) | 116k | 5k |"
@@ -230,7 +231,8 @@ fn committed_section_rounds_faults_and_carries_no_times() {
         !text.contains("168"),
         "a measured time leaked into the committed text"
     );
-    let times = fragsim::bump_timing::times_markdown(&run, "fragsim test").unwrap();
+    let times =
+        fragsim::experiments::bump_arena::timing::times_markdown(&run, "fragsim test").unwrap();
     assert!(times.contains("168.0"), "{times}");
 }
 
@@ -244,7 +246,7 @@ fn recorded_ratio_ranges_cover_every_setting_and_arena_variant() {
             }
             let row = format!("| {} | {} |", setting.key(), strategy.key());
             assert!(
-                fragsim::bump_timing::RATIO_RANGES_MD.contains(&row),
+                fragsim::experiments::bump_arena::timing::RATIO_RANGES_MD.contains(&row),
                 "no recorded range for {row}"
             );
         }

@@ -1,10 +1,10 @@
 //! The physically exact footprint of F14 vector tables, split vs unified.
 
 use super::SizeRange;
+use crate::error::InputError;
 use crate::export::{Cell, Table};
 use crate::layout::{Cost, F14Vector, SplitOrUnified};
 use crate::sizeclass::SizeClasses;
-use anyhow::{bail, Result};
 use rayon::prelude::*;
 
 /// The largest table capacity a sweep accepts (2^40 values): beyond it byte counts overflow.
@@ -50,22 +50,22 @@ impl PhysicalRow {
 }
 
 /// Prices every (value size, capacity step) pair; rows ordered by value size, then capacity.
-pub fn physical_sweep(classes: &SizeClasses, spec: &SweepSpec) -> Result<Vec<PhysicalRow>> {
+pub fn physical_sweep(
+    classes: &SizeClasses,
+    spec: &SweepSpec,
+) -> Result<Vec<PhysicalRow>, InputError> {
     if spec.max_capacity < 2 {
-        bail!(
-            "bad max capacity {}: the smallest F14 table holds 2 values",
-            spec.max_capacity
-        );
+        return Err(InputError::CapacityTooSmall(spec.max_capacity));
     }
     if spec.max_capacity > MAX_CAPACITY {
-        bail!(
-            "bad max capacity {}: more than {MAX_CAPACITY} values is not a table this model can price",
-            spec.max_capacity
-        );
+        return Err(InputError::CapacityTooLarge {
+            capacity: spec.max_capacity,
+            max: MAX_CAPACITY,
+        });
     }
     if let Some(align) = spec.value_align {
         if !align.is_power_of_two() || align > 4096 {
-            bail!("bad value alignment {align}: must be a power of two up to 4096");
+            return Err(InputError::BadAlignment(align));
         }
     }
     let steps = F14Vector::capacity_steps(spec.max_capacity);
@@ -85,11 +85,10 @@ pub fn physical_sweep(classes: &SizeClasses, spec: &SweepSpec) -> Result<Vec<Phy
                         capacity,
                     };
                     let price = |layout: crate::layout::Layout| {
-                        layout.cost(classes).ok_or_else(|| {
-                            anyhow::anyhow!(
-                                "a table of {capacity} values of {value_size} bytes ({} bytes) is larger than the largest size class",
-                                layout.requested()
-                            )
+                        layout.cost(classes).ok_or(InputError::TableTooLarge {
+                            capacity,
+                            value_size,
+                            bytes: layout.requested(),
                         })
                     };
                     Ok(PhysicalRow {
@@ -100,7 +99,7 @@ pub fn physical_sweep(classes: &SizeClasses, spec: &SweepSpec) -> Result<Vec<Phy
                 })
                 .collect()
         })
-        .collect::<Result<_>>()?;
+        .collect::<Result<_, InputError>>()?;
     Ok(rows.into_iter().flatten().collect())
 }
 

@@ -1,8 +1,8 @@
 //! The three strategies run for real under jemalloc: memory through a private arena's
 //! statistics, time as the median of several runs.
 
-use super::{ArenaSpec, Strategy};
-use crate::live::{ArenaUsage, ThreadBinding};
+use super::{BumpArenaSpec, Strategy};
+use crate::live::{in_private_arena, ArenaUsage};
 use anyhow::Result;
 use bumpalo::collections::Vec as BumpVec;
 use bumpalo::Bump;
@@ -10,7 +10,7 @@ use std::mem::ManuallyDrop;
 use std::time::{Duration, Instant};
 
 /// What one strategy measured.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Measurement {
     pub strategy: Strategy,
     pub build: Duration,
@@ -57,12 +57,12 @@ fn timed_run<T: Copy + Default>(strategy: Strategy, m: usize, k: usize) -> (Dura
             drop(outer);
             (built, start.elapsed())
         }
-        Strategy::Arena | Strategy::NoFree => {
+        Strategy::Bump | Strategy::BumpNoFree => {
             let bump = Bump::new();
             let outer = std::hint::black_box(in_arena::<T>(&bump, m, k));
             let built = start.elapsed();
             let start = Instant::now();
-            if strategy == Strategy::Arena {
+            if strategy == Strategy::Bump {
                 drop(outer);
             } else {
                 // Never run the inner destructors: the chunks go back all at once.
@@ -80,27 +80,26 @@ fn memory<T: Copy + Default>(
     m: usize,
     k: usize,
 ) -> Result<(ArenaUsage, Option<u64>)> {
-    let mut binding = ThreadBinding::bind()?;
+    // SAFETY (both calls): everything built is owned by the value returned, which
+    // `in_private_arena` drops; nothing is stored elsewhere.
     match strategy {
-        Strategy::General => {
-            let outer = general::<T>(m, k);
-            let usage = binding.finish()?;
-            drop(outer);
-            Ok((usage, None))
-        }
-        Strategy::Arena | Strategy::NoFree => {
-            let bump = Bump::new();
-            let outer = in_arena::<T>(&bump, m, k);
-            let usage = binding.finish()?;
-            let allocated = bump.allocated_bytes() as u64;
-            drop(outer);
-            drop(bump);
-            Ok((usage, Some(allocated)))
-        }
+        Strategy::General => unsafe { in_private_arena(|| general::<T>(m, k), |_| None) },
+        Strategy::Bump | Strategy::BumpNoFree => unsafe {
+            in_private_arena(
+                || {
+                    let bump = Bump::new();
+                    // The vectors live in the arena's chunks, which the Bump owns: skipping
+                    // their destructors frees nothing that the Bump's drop does not.
+                    std::mem::forget(in_arena::<T>(&bump, m, k));
+                    bump
+                },
+                |bump| Some(bump.allocated_bytes() as u64),
+            )
+        },
     }
 }
 
-fn measure_typed<T: Copy + Default>(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
+fn measure_typed<T: Copy + Default>(spec: &BumpArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
     let (m, k) = (spec.vectors as usize, spec.elements as usize);
     let mut out = Vec::new();
     for strategy in Strategy::ALL {
@@ -122,7 +121,7 @@ fn measure_typed<T: Copy + Default>(spec: &ArenaSpec, runs: usize) -> Result<Vec
 }
 
 /// Runs every strategy: memory once, time as the median of `runs` runs (at least 1).
-pub fn measure(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
+pub fn measure(spec: &BumpArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
     spec.validate()?;
     let runs = runs.max(1);
     match spec.elem_bytes {
@@ -135,7 +134,7 @@ pub fn measure(spec: &ArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
 }
 
 /// One timed build and reset of `strategy` (what the benchmark and `measure` time).
-pub fn build_and_reset(strategy: Strategy, spec: &ArenaSpec) -> Result<(Duration, Duration)> {
+pub fn build_and_reset(strategy: Strategy, spec: &BumpArenaSpec) -> Result<(Duration, Duration)> {
     spec.validate()?;
     let (m, k) = (spec.vectors as usize, spec.elements as usize);
     Ok(match spec.elem_bytes {

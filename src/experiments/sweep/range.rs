@@ -1,6 +1,6 @@
 //! `A..=B:STEP` ranges of byte sizes, checked.
 
-use anyhow::{bail, Context, Result};
+use crate::error::InputError;
 use std::str::FromStr;
 
 /// The largest value size a sweep accepts (1 GiB): anything larger is a typo.
@@ -15,18 +15,21 @@ pub struct SizeRange {
 }
 
 impl SizeRange {
-    pub fn new(start: u64, end: u64, step: u64) -> Result<Self> {
+    pub fn new(start: u64, end: u64, step: u64) -> Result<Self, InputError> {
         if start == 0 {
-            bail!("bad size range: start 0 (sizes must be at least 1 byte)");
+            return Err(InputError::RangeStartZero);
         }
         if step == 0 {
-            bail!("bad size range: step 0");
+            return Err(InputError::RangeStepZero);
         }
         if end < start {
-            bail!("bad size range: {start}..={end} is inverted (end below start)");
+            return Err(InputError::RangeInverted { start, end });
         }
         if end > MAX_VALUE_SIZE {
-            bail!("bad size range: end {end} is larger than {MAX_VALUE_SIZE} bytes");
+            return Err(InputError::RangeTooLarge {
+                end,
+                max: MAX_VALUE_SIZE,
+            });
         }
         Ok(SizeRange { start, end, step })
     }
@@ -37,14 +40,17 @@ impl SizeRange {
 }
 
 impl FromStr for SizeRange {
-    type Err = anyhow::Error;
+    type Err = InputError;
 
     /// `A..=B:STEP`, `A..=B` (step 1) or `N` (one size).
-    fn from_str(text: &str) -> Result<Self> {
+    fn from_str(text: &str) -> Result<Self, InputError> {
         let number = |s: &str| {
             s.trim()
                 .parse::<u64>()
-                .with_context(|| format!("bad size range '{text}': '{s}' is not a whole number"))
+                .map_err(|_| InputError::RangeNotANumber {
+                    text: text.to_string(),
+                    part: s.to_string(),
+                })
         };
         let (range, step) = match text.split_once(':') {
             Some((range, step)) => (range, number(step)?),
@@ -53,7 +59,9 @@ impl FromStr for SizeRange {
         let (start, end) = match range.split_once("..=") {
             Some((a, b)) => (number(a)?, number(b)?),
             None if range.contains("..") => {
-                bail!("bad size range '{text}': write an inclusive range as A..=B:STEP")
+                return Err(InputError::RangeNotInclusive {
+                    text: text.to_string(),
+                })
             }
             None => {
                 let n = number(range)?;
@@ -61,7 +69,5 @@ impl FromStr for SizeRange {
             }
         };
         SizeRange::new(start, end, step)
-            .with_context(|| format!("bad size range '{text}'"))
-            .map_err(|e| anyhow::anyhow!("{}", e.root_cause()))
     }
 }

@@ -1,0 +1,188 @@
+use super::AllocatorArgs;
+use crate::experiments::bump_arena::timing::{
+    cxx_table, measure_all, ratio_table, run_strategy, stats_table, summarize, summarize_cxx,
+    timing_table, JemallocSetting, MatrixOptions, TimedStrategy,
+};
+use crate::experiments::bump_arena::{
+    bump_arena_table, run_scenario, BumpArenaResult, BumpArenaSpec,
+};
+use crate::export::{Markdown, TableFormat};
+use crate::report::bump_arena::write_files;
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct BumpArenaArgs {
+    /// Number of inner vectors (M).
+    #[arg(long, default_value_t = 1_000_000)]
+    vectors: u64,
+    /// Elements per inner vector (K).
+    #[arg(long, default_value_t = 100)]
+    elements: u64,
+    /// Bytes per element (E): 1, 2, 4, 8 or 16.
+    #[arg(long, default_value_t = 4)]
+    elem_bytes: u64,
+    /// Timed runs per strategy (the median is reported; with --timing, runs per child process:
+    /// the first cold, the rest warm).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Only predict; run nothing.
+    #[arg(long)]
+    model_only: bool,
+    /// Print the result as JSON instead of a table.
+    #[arg(long, conflicts_with = "out")]
+    json: bool,
+    /// Measure the time fairly: each jemalloc setting x strategy in its own child process,
+    /// cold (first build) and warm (later builds) apart, with page faults and jemalloc's
+    /// statistics, beside the seed's C++ program (i32 elements only).
+    #[arg(long, conflicts_with_all = ["model_only", "json"])]
+    timing: bool,
+    /// With --timing: the jemalloc settings to run.
+    #[arg(long, value_delimiter = ',', default_values_t = JemallocSetting::ALL.to_vec())]
+    settings: Vec<JemallocSetting>,
+    /// With --timing: the strategies to run.
+    #[arg(long, value_delimiter = ',', default_values_t = TimedStrategy::ALL.to_vec())]
+    strategies: Vec<TimedStrategy>,
+    /// With --timing: skip the seed's C++ program.
+    #[arg(long)]
+    no_cxx: bool,
+    /// With --timing: the script that builds and runs the seed's C++ program.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/seed-pmr.sh"))]
+    seed_script: PathBuf,
+    /// With --timing: also write every run (Rust children and C++) as JSON to this file.
+    #[arg(long)]
+    timing_json: Option<PathBuf>,
+    /// Internal: one timing child (run this strategy, print its runs as JSON).
+    #[arg(long, hide = true)]
+    timing_child: Option<TimedStrategy>,
+    /// Also write arena.md, arena.csv and the charts into this folder (times into its
+    /// timing/ subfolder, which is not committed).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// File stem for --out (arena -> arena.md, arena.csv, charts/arena-bytes.png, ...).
+    #[arg(long, default_value = "arena")]
+    name: String,
+    /// Model this build instead of the running one (prediction only makes sense then).
+    #[command(flatten)]
+    allocator: AllocatorArgs,
+}
+
+impl std::fmt::Display for JemallocSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl std::fmt::Display for TimedStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+pub fn run(args: BumpArenaArgs) -> Result<i32> {
+    if let Some(strategy) = args.timing_child {
+        let report = run_strategy(strategy, args.vectors, args.elements, args.runs)?;
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(0);
+    }
+    let spec = BumpArenaSpec {
+        vectors: args.vectors,
+        elements: args.elements,
+        elem_bytes: args.elem_bytes,
+    };
+    let model = args.allocator.explicit_config()?;
+    if args.timing {
+        return timing(&args, spec);
+    }
+    let result = run_scenario(spec, args.runs, args.model_only, model)?;
+    if args.json {
+        println!("{}", serde_json::to_string(&result)?);
+        return Ok(mismatch_code(&result));
+    }
+    let mut table = bump_arena_table(&result);
+    table.title.clear();
+    print!("{}", Markdown.render(&table)?);
+    if !result.measurements.is_empty() {
+        println!();
+        for (what, ours, seed) in result.ratios() {
+            println!("{what}: {ours:.3} (seed: about {seed:.1})");
+        }
+    }
+    if let Some(dir) = &args.out {
+        for path in write_files(&result, None, dir, &args.name, &command_line())? {
+            println!("wrote {}", path.display());
+        }
+    }
+    Ok(mismatch_code(&result))
+}
+
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("fragsim {}", args.join(" "))
+}
+
+/// `--timing`: the child processes, the C++ program, the tables; with --out, the files.
+fn timing(args: &BumpArenaArgs, spec: BumpArenaSpec) -> Result<i32> {
+    if spec.elem_bytes != 4 {
+        anyhow::bail!(
+            "bad element size {} for --timing: the timing run builds i32 vectors (--elem-bytes 4)",
+            spec.elem_bytes
+        );
+    }
+    spec.validate()?;
+    let exe = std::env::current_exe()?;
+    let mut options = MatrixOptions::all(&exe, spec.vectors, spec.elements, args.runs);
+    options.runs = args.runs;
+    options.settings = args.settings.clone();
+    options.strategies = args.strategies.clone();
+    let script = (!args.no_cxx).then_some(args.seed_script.as_path());
+    let run = measure_all(&options, script, &mut |setting, report| {
+        eprintln!("measured {} / {}", setting.key(), report.strategy.key());
+    })?;
+    let summaries = summarize(&run.children);
+    let mut tables = vec![
+        timing_table(&summaries, true),
+        ratio_table(&summaries),
+        stats_table(&run.children),
+    ];
+    if !run.cxx.runs.is_empty() {
+        tables.push(cxx_table(&summarize_cxx(&run.cxx.runs), true));
+    }
+    for mut table in tables {
+        println!("{}\n", table.title);
+        table.title.clear();
+        println!("{}", Markdown.render(&table)?);
+    }
+    for reason in &run.cxx.skipped {
+        println!("C++ skipped: {reason}");
+    }
+    if let Some(path) = &args.timing_json {
+        let children: Vec<serde_json::Value> = run
+            .children
+            .iter()
+            .map(|(setting, report)| serde_json::json!({"setting": setting, "report": report}))
+            .collect();
+        let all = serde_json::json!({"children": children, "cxx": run.cxx.runs});
+        crate::export::write_atomic(path, serde_json::to_string(&all)?.as_bytes())?;
+    }
+    if let Some(dir) = &args.out {
+        // The bytes side, measured in this process, goes into the same files.
+        let result = run_scenario(spec, args.runs, false, None)?;
+        for path in write_files(&result, Some(&run), dir, &args.name, &command_line())? {
+            println!("wrote {}", path.display());
+        }
+        return Ok(mismatch_code(&result));
+    }
+    Ok(0)
+}
+
+/// 1 (with a message) when measured usable bytes differ from the prediction.
+fn mismatch_code(result: &BumpArenaResult) -> i32 {
+    let bad = result.mismatches();
+    if !result.measurements.is_empty() && !bad.is_empty() {
+        eprintln!("predicted and measured usable bytes differ for: {bad:?}");
+        return 1;
+    }
+    0
+}

@@ -1,0 +1,136 @@
+//! Named builds: each preset's name, description and configuration in one place.
+
+use super::config::{AllocatorConfig, ConfigError, JemallocVersion};
+use super::table::SizeClasses;
+use clap::builder::PossibleValue;
+use serde::Serialize;
+
+/// A named jemalloc build. The command line's `--preset` values, their help text, and the
+/// configurations the report models all come from here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Preset {
+    /// jemalloc 5.3.0 on x86-64 with its defaults.
+    Default,
+    /// An 8-byte quantum (`--with-lg-quantum=3`).
+    Quantum8,
+    /// 16 KiB pages (`--with-lg-page=14`).
+    Page16k,
+    /// 64 KiB pages (`--with-lg-page=16`).
+    Page64k,
+    /// The jemalloc 5.3.1 that tikv-jemalloc-sys 0.7 bundles (`dev` is an alias).
+    V5_3_1,
+}
+
+impl Preset {
+    pub const ALL: [Preset; 5] = [
+        Preset::Default,
+        Preset::Quantum8,
+        Preset::Page16k,
+        Preset::Page64k,
+        Preset::V5_3_1,
+    ];
+
+    /// The name `--preset` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Default => "default",
+            Preset::Quantum8 => "quantum8",
+            Preset::Page16k => "page16k",
+            Preset::Page64k => "page64k",
+            Preset::V5_3_1 => "5.3.1",
+        }
+    }
+
+    /// Other names `--preset` accepts for this build.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Preset::V5_3_1 => &["dev"],
+            _ => &[],
+        }
+    }
+
+    /// One line on what the build is (the `--preset` help and the report's index).
+    pub fn description(self) -> &'static str {
+        match self {
+            Preset::Default => {
+                "jemalloc 5.3.0 defaults: 16 B quantum, 4 KiB pages, large size classes"
+            }
+            Preset::Quantum8 => "8 B quantum (the build the seed's figures match)",
+            Preset::Page16k => "16 KiB pages (--with-lg-page=14, e.g. Apple silicon)",
+            Preset::Page64k => "64 KiB pages",
+            Preset::V5_3_1 => {
+                "jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it: large requests rounded to pages"
+            }
+        }
+    }
+
+    pub fn config(self) -> AllocatorConfig {
+        let base = AllocatorConfig::default();
+        match self {
+            Preset::Default => base,
+            Preset::Quantum8 => AllocatorConfig {
+                lg_quantum: 3,
+                ..base
+            },
+            Preset::Page16k => AllocatorConfig {
+                lg_page: 14,
+                ..base
+            },
+            Preset::Page64k => AllocatorConfig {
+                lg_page: 16,
+                ..base
+            },
+            Preset::V5_3_1 => AllocatorConfig {
+                large_page_rounding: true,
+                version: JemallocVersion::V5_3_1,
+                ..base
+            },
+        }
+    }
+
+    /// The build's size classes (every preset is a valid build; a test checks it).
+    pub fn classes(self) -> SizeClasses {
+        SizeClasses::new(self.config()).expect("every preset is a valid build")
+    }
+
+    /// The preset called `name` (or one of its aliases).
+    pub fn from_name(name: &str) -> Result<Self, ConfigError> {
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name() == name || p.aliases().contains(&name))
+            .ok_or_else(|| ConfigError::UnknownPreset(name.to_string()))
+    }
+
+    /// Every preset name, comma-separated (for error messages).
+    pub fn names() -> String {
+        Preset::ALL.map(Preset::name).join(", ")
+    }
+}
+
+impl std::fmt::Display for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Preset {
+    type Err = ConfigError;
+
+    fn from_str(name: &str) -> Result<Self, ConfigError> {
+        Preset::from_name(name)
+    }
+}
+
+impl clap::ValueEnum for Preset {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Preset::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(
+            PossibleValue::new(self.name())
+                .help(self.description())
+                .aliases(self.aliases().iter().copied()),
+        )
+    }
+}

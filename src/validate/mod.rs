@@ -1,0 +1,159 @@
+//! `fragsim validate`: every kind of number fragsim predicts, checked against live jemalloc.
+//!
+//! [`checks`] compares the class table and `nallocx`, [`allocations`] allocates F14 layouts
+//! for real in private arenas, [`text`] writes the result as a table and a report. The totals
+//! (comparisons, mismatches) are derived from the recorded checks, never counted alongside.
+
+mod allocations;
+mod checks;
+mod text;
+
+pub use allocations::F14Measurement;
+pub use text::{validation_markdown, validation_table};
+
+use crate::experiments::sweep::{SizeRange, SweepSpec};
+use crate::live::LiveBuild;
+use crate::sizeclass::{AllocatorConfig, SizeClasses};
+use anyhow::Result;
+
+/// What to check.
+#[derive(Clone, Debug)]
+pub struct ValidateOptions {
+    /// The model to check; `None` derives it from the live build's page and quantum.
+    pub model: Option<AllocatorConfig>,
+    /// Every request up to this is compared with nallocx.
+    pub exhaustive_up_to: u64,
+    /// Log-uniform requests compared with nallocx up to the largest class.
+    pub random_requests: u64,
+    /// F14 rows allocated for real.
+    pub sweep: SweepSpec,
+    /// Instances per row: as many as fit in this many bytes, at least 1 ...
+    pub bytes_per_row: u64,
+    /// ... and at most this many.
+    pub max_instances: u64,
+    pub progress: bool,
+}
+
+impl ValidateOptions {
+    /// The default, reduced sweep: value sizes 8..=256:8, tables up to 10,240 values.
+    pub fn reduced() -> Self {
+        ValidateOptions {
+            model: None,
+            exhaustive_up_to: 4 << 20,
+            random_requests: 4000,
+            sweep: SweepSpec {
+                sizes: SizeRange::new(8, 256, 8).expect("valid range"),
+                max_capacity: 10 << 10,
+                value_align: None,
+            },
+            bytes_per_row: 16 << 20,
+            max_instances: 300,
+            progress: false,
+        }
+    }
+
+    /// The full physical table (tables up to 10·2^20 values).
+    pub fn full() -> Self {
+        let mut options = Self::reduced();
+        options.sweep.max_capacity = 10 << 20;
+        options
+    }
+}
+
+/// One comparison (or a summary of many), predicted beside measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    pub check: String,
+    pub subject: String,
+    pub predicted: String,
+    pub measured: String,
+    pub ok: bool,
+    /// Individual comparisons this row stands for: 1 for a single check, every request for
+    /// a summary row, 0 for an example listed beside its summary (counted there).
+    pub compared: u64,
+    /// How many of those disagreed.
+    pub mismatched: u64,
+}
+
+impl Check {
+    /// A single comparison: ok when the two texts agree.
+    fn single(check: &str, subject: String, predicted: String, measured: String) -> Self {
+        let ok = predicted == measured;
+        Check {
+            check: check.into(),
+            subject,
+            predicted,
+            measured,
+            ok,
+            compared: 1,
+            mismatched: u64::from(!ok),
+        }
+    }
+}
+
+/// Everything one validation run found.
+#[derive(Clone, Debug)]
+pub struct Validation {
+    pub live: LiveBuild,
+    pub model: AllocatorConfig,
+    /// Class-table and nallocx checks (nallocx summarised, its mismatches listed).
+    pub checks: Vec<Check>,
+    pub f14: Vec<F14Measurement>,
+}
+
+impl Validation {
+    /// Individual comparisons made (every nallocx request counts; three per F14 row).
+    pub fn compared(&self) -> u64 {
+        let checks: u64 = self.checks.iter().map(|c| c.compared).sum();
+        checks + F14Measurement::COMPARISONS * self.f14.len() as u64
+    }
+
+    /// Comparisons that disagreed (an F14 row counts once however many of its fields differ).
+    pub fn mismatches(&self) -> u64 {
+        let checks: u64 = self.checks.iter().map(|c| c.mismatched).sum();
+        checks + self.f14.iter().filter(|m| !m.ok()).count() as u64
+    }
+
+    pub fn passed(&self) -> bool {
+        self.mismatches() == 0
+    }
+
+    /// Human-readable descriptions of the first `n` mismatches.
+    pub fn first_mismatches(&self, n: usize) -> Vec<String> {
+        let checks = self.checks.iter().filter(|c| !c.ok).map(|c| {
+            format!(
+                "{} {}: predicted {}, measured {}",
+                c.check, c.subject, c.predicted, c.measured
+            )
+        });
+        let f14 = self.f14.iter().filter(|m| !m.ok()).map(|m| {
+            format!(
+                "F14 {} B x {} {}: predicted {} usable / {} active / {} calls, measured {} / {} / {} ({} frees)",
+                m.value_size, m.capacity, m.layout, m.predicted_usable, m.predicted_active,
+                m.predicted_calls, m.measured_usable, m.measured_active, m.measured_calls,
+                m.measured_frees
+            )
+        });
+        checks.chain(f14).take(n).collect()
+    }
+}
+
+/// Compares the model with the running jemalloc. Runs serially: the measurements use
+/// private arenas, but one at a time keeps the process's footprint small.
+pub fn validate(options: &ValidateOptions) -> Result<Validation> {
+    let live = LiveBuild::read()?;
+    let model = match options.model {
+        Some(config) => config,
+        None => live.config()?,
+    };
+    let classes = SizeClasses::new(model)?;
+    let mut checks = checks::class_table(&model, &live, &classes);
+    checks.extend(checks::nallocx_requests(&classes, options));
+    let f14 = allocations::measure_f14(&classes, options)?;
+    Ok(Validation {
+        live,
+        model,
+        checks,
+        f14,
+    })
+}
