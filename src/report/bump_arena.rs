@@ -116,13 +116,17 @@ pub(super) fn write_section(dir: &Path, options: &super::ReportOptions) -> Resul
 /// Index entries for the files of one run.
 fn index_entries(paths: &[PathBuf], dir: &Path) -> SectionOutput {
     let what = |p: &PathBuf| -> &str {
-        let name = p.to_string_lossy();
+        let name = p
+            .strip_prefix(dir)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned();
         match p.extension().and_then(|e| e.to_str()) {
-            _ if name.contains(&format!("{TIMES_DIR}/")) && name.ends_with(".md") => {
+            _ if name.starts_with(&format!("{TIMES_DIR}/")) && name.ends_with(".md") => {
                 "this run's times: cold and warm per strategy and jemalloc setting, the seed's C++ \
                  program, jemalloc's statistics (not committed: times vary run to run)"
             }
-            _ if name.contains(&format!("{TIMES_DIR}/")) => {
+            _ if name.starts_with(&format!("{TIMES_DIR}/")) => {
                 "warm build + reset time per strategy and jemalloc setting (not committed)"
             }
             Some("md") => {
