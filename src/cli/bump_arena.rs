@@ -23,9 +23,10 @@ pub struct BumpArenaArgs {
     /// Bytes per element (E): 1, 2, 4, 8 or 16.
     #[arg(long, default_value_t = 4)]
     elem_bytes: u64,
-    /// Timed runs per strategy (the median is reported; with --timing, runs per child process:
-    /// the first cold, the rest warm).
-    #[arg(long, default_value_t = 5)]
+    /// Timed runs per strategy (the median is reported; with --timing, builds per child
+    /// process: the first cold, the rest warm; a reused arena still grows in builds 2 and 3,
+    /// so 6 or more keep its warm median a steady-state build).
+    #[arg(long, default_value_t = 6)]
     runs: usize,
     /// Only predict; run nothing.
     #[arg(long)]

@@ -211,30 +211,30 @@ pub fn time_chart(summaries: &[Summary], name: &str) -> GroupedBars {
 /// Build + reset ratios to the general allocator, recorded over several full runs of
 /// `fragsim bump-arena --timing` (see the table's caption): the committed file quotes ranges, never one
 /// run's figure.
-pub const RATIO_RANGES_MD: &str = r#"### Build + reset time over the general allocator's: ranges over five full runs
+pub const RATIO_RANGES_MD: &str = r#"### Build + reset time over the general allocator's: ranges over six full runs
 
-Recorded on 2026-11-30 from five full timing runs (`fragsim bump-arena --timing`: 1,000,000 x 100 `i32`, 6 builds per child) on this machine (2 cores shared with other jobs, so the ranges are wide; the page faults above explain the direction). Below 1 the variant is faster than `Vec<Vec<i32>>` under the same jemalloc setting. Each run's exact ratios go to the uncommitted times file. The seed printed about 0.5 for build + reset ("roughly twice as fast") and just under 0.5 for the reset alone, no-free over monotonic.
+Recorded on 2026-11-30 from six full timing runs (five of `fragsim bump-arena --timing` and one `fragsim report`: 1,000,000 x 100 `i32`, 6 builds per child) on this machine (2 cores shared with other jobs, so the ranges are wide; the page faults above explain the direction). Below 1 the variant is faster than `Vec<Vec<i32>>` under the same jemalloc setting. Each run's exact ratios go to the uncommitted times file. The seed printed about 0.5 for build + reset ("roughly twice as fast") and just under 0.5 for the reset alone, no-free over monotonic.
 
 | jemalloc | strategy | cold | warm | seed |
 |---|---|---:|---:|---:|
-| defaults | arena | 0.74-1.02 | 0.97-3.68 | about 0.5 |
+| defaults | arena | 0.74-1.02 | 0.97-3.84 | about 0.5 |
 | defaults | no-free | 0.70-1.32 | 1.09-5.65 | about 0.5 |
 | defaults | reused | 0.67-1.37 | 0.12-0.72 | about 0.5 |
 | defaults | presized | 0.70-1.52 | 1.04-5.39 | about 0.5 |
-| decay-off | arena | 0.77-1.03 | 0.64-1.26 | about 0.5 |
+| decay-off | arena | 0.75-1.03 | 0.58-1.26 | about 0.5 |
 | decay-off | no-free | 0.71-1.71 | 0.54-1.78 | about 0.5 |
-| decay-off | reused | 0.74-1.78 | 0.54-1.66 | about 0.5 |
+| decay-off | reused | 0.74-1.78 | 0.48-1.66 | about 0.5 |
 | decay-off | presized | 0.74-1.76 | 0.54-1.42 | about 0.5 |
-| no-huge-arena | arena | 0.37-0.94 | 2.85-3.99 | about 0.5 |
+| no-huge-arena | arena | 0.37-1.03 | 2.85-4.29 | about 0.5 |
 | no-huge-arena | no-free | 0.69-1.54 | 3.44-9.59 | about 0.5 |
 | no-huge-arena | reused | 0.88-1.16 | 0.33-0.78 | about 0.5 |
 | no-huge-arena | presized | 0.60-1.13 | 2.69-3.90 | about 0.5 |
-| oversize-1g | arena | 0.78-0.99 | 0.62-0.76 | about 0.5 |
-| oversize-1g | no-free | 0.65-0.96 | 0.53-0.72 | about 0.5 |
-| oversize-1g | reused | 0.76-0.98 | 0.58-0.73 | about 0.5 |
+| oversize-1g | arena | 0.78-0.99 | 0.53-0.76 | about 0.5 |
+| oversize-1g | no-free | 0.65-0.96 | 0.50-0.72 | about 0.5 |
+| oversize-1g | reused | 0.76-0.98 | 0.55-0.73 | about 0.5 |
 | oversize-1g | presized | 0.89-1.03 | 0.49-0.83 | about 0.5 |
 
-The reset alone, no-free over arena (the seed: just under 0.5), same five runs: the destructor calls it skips cost 1.6-14 ms warm, but under jemalloc's defaults and with `oversize_threshold:0` both resets are dominated by purging the chunks (about 100-170 ms, up to 500 ms on a busy machine), so the ratio is near 1.
+The reset alone, no-free over arena (the seed: just under 0.5), the five `--timing` runs: the destructor calls it skips cost 1.6-14 ms warm, but under jemalloc's defaults and with `oversize_threshold:0` both resets are dominated by purging the chunks (about 100-170 ms, up to 500 ms on a busy machine), so the ratio is near 1.
 
 | jemalloc | cold | warm |
 |---|---:|---:|
@@ -243,12 +243,12 @@ The reset alone, no-free over arena (the seed: just under 0.5), same five runs: 
 | no-huge-arena | 0.92-1.93 | 0.81-3.22 |
 | oversize-1g | 0.002-0.013 | 0.002-0.012 |
 
-The seed's C++ program over its `std::vector` build, same five runs (`monotonic` and `nofree` reuse one preallocated buffer, as the seed did; `-fresh` allocate it in every build):
+The seed's C++ program over its `std::vector` build, same six runs (`monotonic` and `nofree` reuse one preallocated buffer, as the seed did; `-fresh` allocate it in every build):
 
 | allocator | strategy | cold | warm | seed |
 |---|---|---:|---:|---:|
 | glibc | monotonic | 0.55-0.79 | 0.09-0.12 | about 0.5 |
-| glibc | nofree | 0.62-0.83 | 0.08-0.13 | about 0.5 |
+| glibc | nofree | 0.61-0.83 | 0.08-0.13 | about 0.5 |
 | glibc | monotonic-fresh | 0.74-0.93 | 0.76-0.89 | about 0.5 |
 | glibc | nofree-fresh | 0.76-1.02 | 0.76-0.86 | about 0.5 |
 | jemalloc 5.3.0 | monotonic | 0.46-0.60 | 0.08-0.10 | about 0.5 |
@@ -263,7 +263,7 @@ pub const EXPLANATION_MD: &str = r#"### Is the arena faster, and why
 **Page faults decide it.** One build of the seed's workload writes about 105,000 fresh 4 KiB pages (412 to 488 MiB, depending on the variant). A strategy whose previous build left those pages mapped builds warm; one whose pages went back to the kernel pays about 105,000 page faults again, every build, and is then slower whatever its allocation count. The tables above measure it:
 
 - **jemalloc's defaults.** Every bumpalo chunk here (32 to 256 MiB; 412 MiB pre-sized; 512 MiB once a reused arena has grown) is above `opt.oversize_threshold` (8 MiB), so it is served by the huge arena (index `opt.narenas`, the "huge arena" column; the statistics find the large blocks there at the peak). jemalloc purges a freed extent of that size at once (src/extent.c `extent_record`: "Shortcut to purge the oversize extent eagerly"; the huge arena also runs with dirty decay 0, src/arena.c `arena_create_huge_arena`): jemalloc's `dirty_purged` counts about 464 MiB purged per warm build and almost nothing stays dirty after the reset (full statistics in the times file), and about 105k page faults again in every warm build of the dropped and pre-sized arenas. `Vec<Vec<i32>>` puts its 400-byte blocks in 448-byte slabs of arena 0, whose freed pages stay dirty (about 430 MiB after the reset) and are reused: its warm builds fault only about 6k pages (its 24 MB outer array, which is in the huge arena too), unless jemalloc's 10 s decay happens to purge the dirty slabs between two builds (then up to about 113k: seen in some of the recorded runs). So under the defaults the dropped arena is slower warm, and a pre-sized arena that is dropped is no better: its single chunk is purged like the others.
-- **Reused arena (`Bump::reset`).** The arena keeps its largest chunk mapped. The second build still grows (a 512 MiB chunk, about 62k faults); from the third build on everything fits and warm builds fault nothing. It is the one variant that wins under jemalloc's defaults.
+- **Reused arena (`Bump::reset`).** The arena keeps its largest chunk mapped. The second build still grows (a 512 MiB chunk: about 55k faults) and the third first touches the rest of that chunk (about 62k); from the fourth build on everything fits in pages already mapped and warm builds fault nothing (hence at least 6 builds per child: the warm median is then a steady-state build). It is the one variant that wins under jemalloc's defaults.
 - **Decay off** keeps every freed page dirty, the huge arena's included: no warm faults for any strategy; the arenas are then about even with `Vec<Vec<i32>>` or faster (the warm ranges above are wide: with the faults gone, what is left is the build itself, on a shared machine).
 - **`oversize_threshold:0`** turns the huge arena off but does not stop the purge: the chunks move to arena 0, which was created before the option was read and keeps the 8 MiB eager-purge threshold (src/arena.c `arena_init_huge` only updates arena 0's threshold when the huge arena is enabled). The arenas still fault about 105k pages per warm build.
 - **`oversize_threshold:1073741824`** (above every chunk) keeps the chunks in arena 0 under the normal 10 s decay: no purge, no warm faults, and every arena variant beats `Vec<Vec<i32>>` warm.
@@ -272,5 +272,5 @@ Cold (first build of a process) every strategy faults all its pages, and the are
 
 **The seed's C++ program** shows the same mechanism from the other side. Its `std::vector` builds re-fault every time: under glibc (about 101k-107k faults per warm build: glibc returns the freed top of its heap to the kernel) and under Debian's jemalloc 5.3.0 (about 115k). There the arena never pays more faults than the general allocator: with the preallocated buffer reused across builds, as in the seed, the arena's warm builds fault nothing and are about 10x faster; with a fresh buffer per build both fault everything and the arena still wins modestly. The seed's "about twice as fast" lies between the two. Why Debian's 5.3.0 re-faults where fragsim's 5.3.1 reuses the slabs: in 5.3.0 a freed slab coalesces with its free neighbours without bound (src/extent.c `extent_record`), so a whole build's slabs merge into one extent above 8 MiB and are purged eagerly (with decay off the merged extent stays dirty but is too large to be split for new slabs, `opt.lg_extent_max_active_fit`: in the `decay-off` row the dirty pages grow by a build's worth each time while every build still faults); 5.3.1 caps that coalescing at 64x the freed extent. This comes from reading both versions' source beside the fault counts; the Rust and C++ programs also differ, so the version is not isolated.
 
-**What a user should do.** Under jemalloc's defaults an arena that is dropped after each build gives its pages back and re-faults them on the next: reuse the arena (`Bump::reset`, or keep the buffer, as the seed did), which is faster than `Vec<Vec<i32>>` from the third build on. If the arena must be dropped, keep its chunks under `oversize_threshold` (8 MiB; bumpalo doubles its chunks without a cap, so that means smaller arenas: at 10,000 vectors (`fragsim bump-arena --timing --vectors 10000`), whose chunks stay under 8 MiB, the dropped arena's warm builds fault nothing) or raise the threshold above them (`MALLOC_CONF=oversize_threshold:1073741824`; `_RJEM_MALLOC_CONF` for tikv-jemallocator builds); turning the huge arena off (`oversize_threshold:0`) is not enough for the main thread. Turning decay off also works but keeps every freed page resident. Pre-sizing (`Bump::with_capacity`) saves the chunk growth, not the page faults.
+**What a user should do.** Under jemalloc's defaults an arena that is dropped after each build gives its pages back and re-faults them on the next: reuse the arena (`Bump::reset`, or keep the buffer, as the seed did), which is faster than `Vec<Vec<i32>>` from the fourth build on. If the arena must be dropped, keep its chunks under `oversize_threshold` (8 MiB; bumpalo doubles its chunks without a cap, so that means smaller arenas: at 10,000 vectors (`fragsim bump-arena --timing --vectors 10000`), whose chunks stay under 8 MiB, the dropped arena's warm builds fault nothing) or raise the threshold above them (`MALLOC_CONF=oversize_threshold:1073741824`; `_RJEM_MALLOC_CONF` for tikv-jemallocator builds); turning the huge arena off (`oversize_threshold:0`) is not enough for the main thread. Turning decay off also works but keeps every freed page resident. Pre-sizing (`Bump::with_capacity`) saves the chunk growth, not the page faults.
 "#;
