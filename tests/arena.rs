@@ -125,7 +125,7 @@ fn bad_workloads_are_one_line_errors() {
 
 #[test]
 fn the_json_result_round_trips_into_the_report_types() {
-    // What `fragsim report` reads back from the child process it runs with decay off.
+    // What `fragsim bump-arena --json` prints.
     let out = Command::new(env!("CARGO_BIN_EXE_fragsim"))
         .args(["bump-arena", "--json", "--vectors", "1000", "--runs", "1"])
         .output()

@@ -216,7 +216,7 @@ fn report_writes_every_indexed_file_and_is_reproducible() {
         "ratio-heatmap",
         "waste-curve",
         "predicted-vs-measured",
-        "arena-time",
+        "arena-faults",
         "arena-bytes",
     ] {
         assert!(

@@ -1,5 +1,9 @@
 use super::output::{print_error, print_text};
 use super::AllocatorArgs;
+use crate::experiments::bump_arena::timing::{
+    cxx_table, measure_all, ratio_table, run_strategy, stats_table, summarize, summarize_cxx,
+    timing_table, JemallocSetting, MatrixOptions, TimedStrategy,
+};
 use crate::experiments::bump_arena::{
     bump_arena_table, run_scenario, BumpArenaResult, BumpArenaSpec,
 };
@@ -21,20 +25,45 @@ pub struct BumpArenaArgs {
     /// Bytes per element (E): 1, 2, 4, 8 or 16.
     #[arg(long, default_value_t = 4)]
     elem_bytes: u64,
-    /// Timed runs per strategy (the median is reported).
-    #[arg(long, default_value_t = 5, value_parser = super::args::at_least_one, conflicts_with = "model_only")]
+    /// Timed runs per strategy (the median is reported; with --timing, builds per child
+    /// process: the first cold, the rest warm; a reused arena still grows in builds 2 and 3,
+    /// so 6 or more keep its warm median a steady-state build).
+    #[arg(long, default_value_t = 6, value_parser = super::args::at_least_one, conflicts_with = "model_only")]
     runs: usize,
     /// Only predict; run nothing.
     #[arg(long)]
     model_only: bool,
-    /// Print the result as JSON instead of a table (what `fragsim report` reads back from
-    /// the run it starts with decay off).
+    /// Print the result as JSON instead of a table.
     #[arg(long, conflicts_with = "out")]
     json: bool,
-    /// Also write arena.md, arena.csv and the charts into this folder.
+    /// Measure the time fairly: each jemalloc setting x strategy in its own child process,
+    /// cold (first build) and warm (later builds) apart, with page faults and jemalloc's
+    /// statistics, beside the seed's C++ program (i32 elements only).
+    #[arg(long, conflicts_with_all = ["model_only", "json"])]
+    timing: bool,
+    /// With --timing: the jemalloc settings to run.
+    #[arg(long, value_delimiter = ',', default_values_t = JemallocSetting::ALL.to_vec())]
+    settings: Vec<JemallocSetting>,
+    /// With --timing: the strategies to run.
+    #[arg(long, value_delimiter = ',', default_values_t = TimedStrategy::ALL.to_vec())]
+    strategies: Vec<TimedStrategy>,
+    /// With --timing: skip the seed's C++ program.
+    #[arg(long)]
+    no_cxx: bool,
+    /// With --timing: the script that builds and runs the seed's C++ program.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/seed-pmr.sh"))]
+    seed_script: PathBuf,
+    /// With --timing: also write every run (Rust children and C++) as JSON to this file.
+    #[arg(long)]
+    timing_json: Option<PathBuf>,
+    /// Internal: one timing child (run this strategy, print its runs as JSON).
+    #[arg(long, hide = true)]
+    timing_child: Option<TimedStrategy>,
+    /// Also write arena.md, arena.csv and the charts into this folder (times into its
+    /// timing/ subfolder, which is not committed).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// File stem for --out (arena -> arena.md, arena.csv, charts/arena-time.png, ...).
+    /// File stem for --out (arena -> arena.md, arena.csv, charts/arena-bytes.png, ...).
     #[arg(long, default_value = "arena", requires = "out", value_parser = super::args::file_stem)]
     name: String,
     /// Model this build instead of the running one (prediction only makes sense then).
@@ -42,7 +71,24 @@ pub struct BumpArenaArgs {
     allocator: AllocatorArgs,
 }
 
+impl std::fmt::Display for JemallocSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl std::fmt::Display for TimedStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
 pub fn run(args: BumpArenaArgs) -> Result<i32> {
+    if let Some(strategy) = args.timing_child {
+        let report = run_strategy(strategy, args.vectors, args.elements, args.runs)?;
+        outln!("{}", serde_json::to_string(&report)?)?;
+        return Ok(0);
+    }
     let spec = BumpArenaSpec {
         vectors: args.vectors,
         elements: args.elements,
@@ -53,6 +99,9 @@ pub fn run(args: BumpArenaArgs) -> Result<i32> {
     let model = args.allocator.explicit_config()?;
     if let Some(dir) = &args.out {
         super::args::prepare_folder(dir)?;
+    }
+    if args.timing {
+        return timing(&args, spec);
     }
     let result = run_scenario(spec, args.runs, args.model_only, model)?;
     if args.json {
@@ -70,13 +119,71 @@ pub fn run(args: BumpArenaArgs) -> Result<i32> {
     }
     print_text(&text)?;
     if let Some(dir) = &args.out {
-        let command: Vec<String> = std::env::args().skip(1).collect();
-        let command = format!("fragsim {}", command.join(" "));
-        for path in write_files(&result, dir, &args.name, &command)? {
+        for path in write_files(&result, None, dir, &args.name, &command_line())? {
             outln!("wrote {}", path.display())?;
         }
     }
     Ok(mismatch_code(&result))
+}
+
+fn command_line() -> String {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    format!("fragsim {}", args.join(" "))
+}
+
+/// `--timing`: the child processes, the C++ program, the tables; with --out, the files.
+fn timing(args: &BumpArenaArgs, spec: BumpArenaSpec) -> Result<i32> {
+    if spec.elem_bytes != 4 {
+        anyhow::bail!(
+            "bad element size {} for --timing: the timing run builds i32 vectors (--elem-bytes 4)",
+            spec.elem_bytes
+        );
+    }
+    spec.validate()?;
+    let exe = std::env::current_exe()?;
+    let mut options = MatrixOptions::all(&exe, spec.vectors, spec.elements, args.runs);
+    options.runs = args.runs;
+    options.settings = args.settings.clone();
+    options.strategies = args.strategies.clone();
+    let script = (!args.no_cxx).then_some(args.seed_script.as_path());
+    let run = measure_all(&options, script, &mut |setting, report| {
+        print_error(&format!("measured {} / {}", setting.key(), report.strategy.key()));
+    })?;
+    let summaries = summarize(&run.children);
+    let mut tables = vec![
+        timing_table(&summaries, true),
+        ratio_table(&summaries),
+        stats_table(&run.children),
+    ];
+    if !run.cxx.runs.is_empty() {
+        tables.push(cxx_table(&summarize_cxx(&run.cxx.runs), true));
+    }
+    for mut table in tables {
+        outln!("{}\n", table.title)?;
+        table.title.clear();
+        outln!("{}", crate::export::Markdown.render(&table)?)?;
+    }
+    for reason in &run.cxx.skipped {
+        outln!("C++ skipped: {reason}")?;
+    }
+    if let Some(path) = &args.timing_json {
+        let children: Vec<serde_json::Value> = run
+            .children
+            .iter()
+            .map(|(setting, report)| serde_json::json!({"setting": setting, "report": report}))
+            .collect();
+        let all = serde_json::json!({"children": children, "cxx": run.cxx.runs});
+        crate::export::write_atomic(path, serde_json::to_string(&all)?.as_bytes())?;
+    }
+    if let Some(dir) = &args.out {
+        // The bytes side, measured in this process, goes into the same files.
+        let result = run_scenario(spec, args.runs, false, None)?;
+        for path in write_files(&result, Some(&run), dir, &args.name, &command_line())? {
+            outln!("wrote {}", path.display())?;
+        }
+        return Ok(mismatch_code(&result));
+    }
+    Ok(0)
 }
 
 /// 1 (with a message) when measured usable bytes differ from the prediction.

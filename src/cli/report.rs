@@ -23,6 +23,13 @@ pub struct ReportArgs {
     /// Timed runs per bump-arena strategy.
     #[arg(long, default_value_t = 5, value_parser = at_least_one)]
     arena_runs: usize,
+    /// Skip the seed's C++ program in the bump-arena timing.
+    #[arg(long)]
+    no_cxx: bool,
+    /// The script that builds and runs the seed's C++ program (skipped with a message where
+    /// g++ is missing).
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/seed-pmr.sh"))]
+    seed_script: PathBuf,
 }
 
 /// `reports/` of the fragsim project around `start`: the nearest folder upwards whose
@@ -64,6 +71,9 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     check_fits_in_memory(&options.bump_arena)?;
     let staged = StagedDir::new(&out)?;
     options.out = staged.path().to_path_buf();
+    if !args.no_cxx {
+        options.seed_script = Some(args.seed_script.clone());
+    }
     let start = std::time::Instant::now();
     let summary = write_report(&options, &mut |step| {
         outln!(

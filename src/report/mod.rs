@@ -52,11 +52,14 @@ pub struct ReportOptions {
     /// The bump-arena scenario's workload and timed runs per strategy.
     pub bump_arena: BumpArenaSpec,
     pub bump_arena_runs: usize,
-    /// The fragsim executable, to measure the bump-arena scenario again in a child process
-    /// with jemalloc's page decay off (decay is fixed at start-up). `None` skips that run.
+    /// The fragsim executable, to time the bump-arena scenario in child processes, one per
+    /// jemalloc setting and strategy (jemalloc reads its options at start-up). `None` skips
+    /// the timing.
     pub fragsim_exe: Option<PathBuf>,
     /// Real programs: the traces to replay under several builds and check live; `None` skips.
     pub programs: Option<programs::ProgramsOptions>,
+    /// `scripts/seed-pmr.sh`, to run the seed's C++ program beside the timing. `None` skips it.
+    pub seed_script: Option<PathBuf>,
 }
 
 impl ReportOptions {
@@ -71,6 +74,7 @@ impl ReportOptions {
             programs: Some(programs::ProgramsOptions::new(Path::new(env!(
                 "CARGO_MANIFEST_DIR"
             )))),
+            seed_script: None,
         }
     }
 }
@@ -221,7 +225,7 @@ pub fn write_report(
         charts::write_section(dir, &sweeps, &validation, options.sweep.max_capacity)
     })?;
     job.section("bump-arena scenario", bump_arena::SECTION, |dir| {
-        bump_arena::write_with_defaults(dir, options)
+        bump_arena::write_section(dir, options)
     })?;
     if let Some(programs) = &options.programs {
         job.section("real programs", programs::SECTION, |dir| {
@@ -238,13 +242,6 @@ pub fn write_report(
         containers::SECTION,
         containers::write_section,
     )?;
-    if let Some(exe) = &options.fragsim_exe {
-        job.section(
-            "bump-arena scenario, decay off",
-            bump_arena::SECTION,
-            |dir| bump_arena::write_without_decay(dir, exe, options),
-        )?;
-    }
 
     write_atomic(
         &dir.join("README.md"),

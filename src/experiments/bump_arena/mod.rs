@@ -8,6 +8,7 @@ mod bump;
 mod model;
 mod result;
 mod run;
+pub mod timing;
 mod workload;
 
 pub use bump::{BumpReplay, FOOTER_SIZE, MALLOC_OVERHEAD};
