@@ -147,7 +147,11 @@ fn timing(args: &BumpArenaArgs, spec: BumpArenaSpec) -> Result<i32> {
     options.strategies = args.strategies.clone();
     let script = (!args.no_cxx).then_some(args.seed_script.as_path());
     let run = measure_all(&options, script, &mut |setting, report| {
-        print_error(&format!("measured {} / {}", setting.key(), report.strategy.key()));
+        print_error(&format!(
+            "measured {} / {}",
+            setting.key(),
+            report.strategy.key()
+        ));
     })?;
     let summaries = summarize(&run.children);
     let mut tables = vec![
