@@ -41,8 +41,9 @@ pub fn faults_table(summaries: &[Summary]) -> Table {
     table
 }
 
-/// Where the large blocks lived at the peak: exact, from jemalloc's statistics. (What was
-/// purged and left dirty depends on decay timing; it is in the times file.)
+/// Where the large blocks lived at the peak, from jemalloc's statistics. (How many bytes they
+/// were at the sampled peak, and what was purged and left dirty, vary with timing: they are in
+/// the times file.)
 fn placement_table(children: &[(JemallocSetting, ChildReport)]) -> Table {
     let stats = stats_table(children);
     let col = |name: &str| stats.column(name).expect("stats column");
@@ -51,7 +52,6 @@ fn placement_table(children: &[(JemallocSetting, ChildReport)]) -> Table {
         col("strategy"),
         col("huge_arena"),
         col("large_arena_at_peak"),
-        col("large_at_peak_mib"),
     ];
     let mut table = Table::new(
         "jemalloc statistics at the peak of the last build",
@@ -60,7 +60,6 @@ fn placement_table(children: &[(JemallocSetting, ChildReport)]) -> Table {
             "strategy",
             "huge arena",
             "arena holding the most large bytes",
-            "its large bytes (MiB)",
         ],
     );
     for row in &stats.rows {
