@@ -464,37 +464,62 @@ fn compare_in_process(events: &[Event], options: &LiveOptions) -> Result<LiveCom
     let mut model = Arena::new(config)?;
     let mut live = LiveArena::new()?;
     let last = events.len() as u64;
-    let mut predicted = Vec::new();
-    let mut measured = Vec::new();
-    let mut total = Comparison::default();
+    let mut tally = Tally::new(options.keep);
     for (i, &e) in events.iter().enumerate() {
         model.apply(e)?;
         live.apply(e)?;
         let n = i as u64 + 1;
         if is_snapshot_event(n, options.every, last) {
-            predicted.push(model.snapshot());
-            measured.push(live.snapshot()?);
-            if predicted.len() >= 1024 {
-                merge(
-                    &mut total,
-                    compare(&predicted, &measured, options.keep),
-                    options.keep,
-                );
-                predicted.clear();
-                measured.clear();
-            }
+            tally.push(model.snapshot(), live.snapshot()?);
         }
     }
-    merge(
-        &mut total,
-        compare(&predicted, &measured, options.keep),
-        options.keep,
-    );
+    let total = tally.finish();
     Ok(LiveComparison {
         config,
         comparison: total,
         final_stats: *model.stats(),
     })
+}
+
+/// Snapshots compared in batches as they arrive, so memory stays bounded on long traces.
+struct Tally {
+    predicted: Vec<Snapshot>,
+    measured: Vec<Snapshot>,
+    total: Comparison,
+    keep: usize,
+}
+
+impl Tally {
+    const BATCH: usize = 1024;
+
+    fn new(keep: usize) -> Self {
+        Tally {
+            predicted: Vec::with_capacity(Self::BATCH),
+            measured: Vec::with_capacity(Self::BATCH),
+            total: Comparison::default(),
+            keep,
+        }
+    }
+
+    fn push(&mut self, predicted: Snapshot, measured: Snapshot) {
+        self.predicted.push(predicted);
+        self.measured.push(measured);
+        if self.predicted.len() >= Self::BATCH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let part = compare(&self.predicted, &self.measured, self.keep);
+        merge(&mut self.total, part, self.keep);
+        self.predicted.clear();
+        self.measured.clear();
+    }
+
+    fn finish(mut self) -> Comparison {
+        self.flush();
+        self.total
+    }
 }
 
 fn merge(total: &mut Comparison, part: Comparison, keep: usize) {
@@ -661,6 +686,8 @@ fn compare_in_child(
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot start '{}'", exe.display()))?;
+    // Stopped with the parent if the run is interrupted (Ctrl-C).
+    let _registration = crate::cleanup::stop_on_interrupt(child.id());
     let stdout = child.stdout.take().context("child stdout")?;
     let mut lines = BufReader::new(stdout).lines();
     let header = match lines.next() {
@@ -683,31 +710,16 @@ fn compare_in_child(
     }
     let mut model = Arena::new(config)?;
     let last = events.len() as u64;
-    let mut total = Comparison::default();
-    let (mut predicted, mut measured) = (Vec::new(), Vec::new());
+    let mut tally = Tally::new(options.keep);
     for (i, &e) in events.iter().enumerate() {
         model.apply(e)?;
         let n = i as u64 + 1;
         if is_snapshot_event(n, options.every, last) {
             let line = lines.next().context("the child stopped early")??;
-            predicted.push(model.snapshot());
-            measured.push(parse_snapshot(&line)?);
-            if predicted.len() >= 1024 {
-                merge(
-                    &mut total,
-                    compare(&predicted, &measured, options.keep),
-                    options.keep,
-                );
-                predicted.clear();
-                measured.clear();
-            }
+            tally.push(model.snapshot(), parse_snapshot(&line)?);
         }
     }
-    merge(
-        &mut total,
-        compare(&predicted, &measured, options.keep),
-        options.keep,
-    );
+    let total = tally.finish();
     let status = child.wait()?;
     if !status.success() {
         let mut err = String::new();
