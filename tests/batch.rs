@@ -80,7 +80,7 @@ fn edges_match_scalar_for_every_preset_and_page_rounding() {
 #[test]
 fn hand_checked_answers_default_and_dev() {
     // jemalloc(3) "Size classes", 16-byte quantum, 4 KiB pages: 0 and 1 -> 8, 9 -> 16,
-    // 129 -> 160, 14337 -> 16384 (first large class), 16385 -> 20480; the 5.3.1-dev build
+    // 129 -> 160, 14337 -> 16384 (first large class), 16385 -> 20480; the 5.3.1 build
     // rounds large requests to pages: 14337 -> 16384, 16385 -> 20480, 20481 -> 24576,
     // 32769 -> 36864 (a class build gives 40960).
     // 16 times over, so that the requests fill whole chunks (64) and take the vector loop.

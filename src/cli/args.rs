@@ -27,7 +27,7 @@ pub struct AllocatorArgs {
     #[arg(long)]
     pub no_cache_oblivious: bool,
     /// Round large requests up to whole pages rather than to a large size class (jemalloc
-    /// 5.3.1-dev's default `disable_large_size_classes`).
+    /// 5.3.1's default `disable_large_size_classes`).
     #[arg(long)]
     pub large_page_rounding: bool,
 }

@@ -16,7 +16,7 @@ pub struct Sweeps {
     pub v5_3_1: Vec<PhysicalRow>,
 }
 
-/// 64 KiB pages with 5.3.1-dev's rounding of large requests to pages.
+/// 64 KiB pages with 5.3.1's rounding of large requests to pages.
 fn page64k_dev() -> SizeClasses {
     let config = AllocatorConfig {
         large_page_rounding: true,
@@ -100,7 +100,7 @@ pub fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
                 3,
             ),
             line(
-                "fragsim: physical, 5.3.1-dev (large requests in pages)".into(),
+                "fragsim: physical, 5.3.1 (large requests in pages)".into(),
                 largest_table(&sweeps.v5_3_1),
                 3,
             ),
@@ -131,7 +131,7 @@ pub fn ratio_heatmap(rows: &[PhysicalRow], max_capacity: u64) -> RatioHeatmap {
 }
 
 /// Chart 3: the sawtooth of three builds (64 KiB pages change the classes only where
-/// 5.3.1-dev rounds large requests to pages, so that is the page64k panel).
+/// 5.3.1 rounds large requests to pages, so that is the page64k panel).
 pub fn waste_curve() -> WasteCurve {
     let default = Preset::Default.classes();
     let q8 = Preset::Quantum8.classes();
@@ -154,7 +154,7 @@ pub fn waste_curve() -> WasteCurve {
             ),
             (
                 format!(
-                    "page64k as 5.3.1-dev rounds it: large requests (above {}) in whole {} pages",
+                    "page64k as 5.3.1 rounds it: large requests (above {}) in whole {} pages",
                     bytes_label(page64k.small_maxclass()),
                     bytes_label(p.page())
                 ),

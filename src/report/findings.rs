@@ -120,7 +120,7 @@ pub fn seed_vs_physical_markdown(
     let mut out = String::from("# The seed's footprint table against the physically exact one\n\n");
     out.push_str("Written by `cargo run --release -- report` (also `fragsim table --model d8485933` and `fragsim table`).\n\n");
     out.push_str(&format!(
-        "Columns: the ratio printed in folly D8485933; our reproduction of the model behind it; the exact after / before ratio of usable bytes for a table of {one_chunk} values (one chunk) and its smallest and largest value over every capacity step from {one_chunk} to {max_cap} values, under the default x86-64 build ({q_default} B quantum) and under an {q_seed} B quantum; last, the ratio for the largest table under jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it (large requests rounded to whole pages).\n\n"
+        "Columns: the ratio printed in folly D8485933; our reproduction of the model behind it; the exact after / before ratio of usable bytes for a table of {one_chunk} values (one chunk) and its smallest and largest value over every capacity step from {one_chunk} to {max_cap} values, under the default x86-64 build ({q_default} B quantum) and under an {q_seed} B quantum; last, the ratio for the largest table under jemalloc 5.3.1 as tikv-jemalloc-sys ships it (large requests rounded to whole pages).\n\n"
     ));
     out.push_str(&Markdown.render(&Table {
         title: String::new(),
@@ -166,7 +166,7 @@ pub fn seed_vs_physical_markdown(
     };
     let small = 24;
     out.push_str(&format!(
-        "The seed's classes are also not the default x86-64 build's: its figures need an {q_seed} B quantum ({small}-byte values stay {} B, where a {q_default} B quantum rounds them to {} B). {size_effect} In jemalloc 5.3.1-dev, as tikv-jemalloc-sys ships it, large requests are rounded to whole pages rather than to a size class, and for large tables both layouts then cost almost the same (the last column).\n",
+        "The seed's classes are also not the default x86-64 build's: its figures need an {q_seed} B quantum ({small}-byte values stay {} B, where a {q_default} B quantum rounds them to {} B). {size_effect} In jemalloc 5.3.1, as tikv-jemalloc-sys ships it, large requests are rounded to whole pages rather than to a size class, and for large tables both layouts then cost almost the same (the last column).\n",
         q8.usable_size(small).unwrap_or(0),
         default.usable_size(small).unwrap_or(0),
     ));

@@ -21,7 +21,7 @@ pub struct AllocatorConfig {
     /// Large allocations get one extra page so their start can be randomised within it.
     pub cache_oblivious: bool,
     /// Large requests are rounded up to whole pages instead of to a large size class:
-    /// jemalloc 5.3.1-dev's `opt.disable_large_size_classes` (on by default there; absent,
+    /// jemalloc 5.3.1's `opt.disable_large_size_classes` (on by default there; absent,
     /// i.e. off, in the 5.3.0 release). The class table itself is unchanged.
     pub large_page_rounding: bool,
     /// Which jemalloc release's arena behaviour (page allocator, growth) to model. Size

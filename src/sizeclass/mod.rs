@@ -35,7 +35,7 @@ impl SizeClasses {
         // mask is read from a 64-entry table derived from the config, indexed by those
         // leading zeros. Branch-free: request sizes are unpredictable.
         let mask = l.mask_by_leading_zeros[((2 * request - 1) | 1).leading_zeros() as usize];
-        // 5.3.1-dev rounds large requests to whole pages.
+        // 5.3.1 rounds large requests to whole pages.
         let mask = select_unpredictable(request > l.large_page_min, l.page_mask, mask);
         Some((request + mask) & !mask)
     }

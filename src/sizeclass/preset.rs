@@ -59,7 +59,7 @@ impl Preset {
             Preset::Page16k => "16 KiB pages (--with-lg-page=14, e.g. Apple silicon)",
             Preset::Page64k => "64 KiB pages",
             Preset::V5_3_1 => {
-                "jemalloc 5.3.1-dev as tikv-jemalloc-sys ships it: large requests rounded to pages"
+                "jemalloc 5.3.1 as tikv-jemalloc-sys ships it: large requests rounded to pages"
             }
         }
     }
