@@ -17,13 +17,27 @@ fn replay(c: &mut Criterion) {
     };
     let events = random_trace(&spec);
     let config = Api::linked().config().expect("linked jemalloc");
-    let mut group = c.benchmark_group("replay");
+    model_beside_live(c, "replay", &events, config, 20);
+    if let Some((name, events)) = largest_trace() {
+        model_beside_live(c, &format!("replay-trace-{name}"), &events, config, 10);
+    }
+}
+
+/// One group: the same events through the model and through a live private arena.
+fn model_beside_live(
+    c: &mut Criterion,
+    group_name: &str,
+    events: &[fragsim::trace::Event],
+    config: fragsim::sizeclass::AllocatorConfig,
+    samples: usize,
+) {
+    let mut group = c.benchmark_group(group_name);
     group.throughput(Throughput::Elements(events.len() as u64));
-    group.sample_size(20);
+    group.sample_size(samples);
     group.bench_function("model", |b| {
         b.iter(|| {
             let mut arena = Arena::new(config).unwrap();
-            for &e in &events {
+            for &e in events {
                 arena.apply(e).unwrap();
             }
             black_box(*arena.stats())
@@ -32,37 +46,13 @@ fn replay(c: &mut Criterion) {
     group.bench_function("live", |b| {
         b.iter(|| {
             let mut arena = LiveArena::new().unwrap();
-            for &e in &events {
+            for &e in events {
                 arena.apply(e).unwrap();
             }
             black_box(&arena);
         })
     });
     group.finish();
-    if let Some((name, events)) = largest_trace() {
-        let mut group = c.benchmark_group(format!("replay-trace-{name}"));
-        group.throughput(Throughput::Elements(events.len() as u64));
-        group.sample_size(10);
-        group.bench_function("model", |b| {
-            b.iter(|| {
-                let mut arena = Arena::new(config).unwrap();
-                for &e in &events {
-                    arena.apply(e).unwrap();
-                }
-                black_box(*arena.stats())
-            })
-        });
-        group.bench_function("live", |b| {
-            b.iter(|| {
-                let mut arena = LiveArena::new().unwrap();
-                for &e in &events {
-                    arena.apply(e).unwrap();
-                }
-                black_box(&arena);
-            })
-        });
-        group.finish();
-    }
 }
 
 /// The trace named by `FRAGSIM_BENCH_TRACE`, else the largest in data/traces/, if any.

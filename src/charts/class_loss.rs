@@ -1,7 +1,7 @@
 //! Horizontal stacked bars: the size classes that lose the most bytes, largest loss on top,
 //! each bar split by cause (rounding, empty slab regions, large padding).
 
-use super::timeline::byte_unit;
+use super::timeline::{byte_unit, stack_total};
 use super::{draw_legend, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -15,15 +15,6 @@ pub struct ClassLoss {
     pub rows: Vec<String>,
     /// (cause label, bytes per row).
     pub causes: Vec<(String, Vec<u64>)>,
-}
-
-impl ClassLoss {
-    fn total(&self, row: usize) -> u64 {
-        self.causes
-            .iter()
-            .map(|(_, v)| v.get(row).copied().unwrap_or(0))
-            .sum()
-    }
 }
 
 impl Chart for ClassLoss {
@@ -40,7 +31,11 @@ impl Chart for ClassLoss {
         DB::ErrorType: 'static,
     {
         let n = self.rows.len();
-        let max = (0..n).map(|i| self.total(i)).max().unwrap_or(0).max(1) as f64;
+        let max = (0..n)
+            .map(|i| stack_total(&self.causes, i))
+            .max()
+            .unwrap_or(0)
+            .max(1) as f64;
         let (unit, unit_name) = byte_unit(max);
         let right = max * 1.3 / unit;
         // Row i is drawn at y in (n - 1 - i, n - i), so the first row is on top.
@@ -99,7 +94,7 @@ impl Chart for ClassLoss {
         }
         chart
             .draw_series((0..n).map(|i| {
-                let total = self.total(i) as f64 / unit;
+                let total = stack_total(&self.causes, i) as f64 / unit;
                 Text::new(
                     format!("{total:.1} {unit_name}"),
                     (total + right * 0.01, y_of(i) + 0.35),

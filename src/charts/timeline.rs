@@ -6,6 +6,14 @@ use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+/// The height of stack `i` of a stacked-bar chart: the sum of every part's value there.
+pub(crate) fn stack_total(parts: &[(String, Vec<u64>)], i: usize) -> u64 {
+    parts
+        .iter()
+        .map(|(_, v)| v.get(i).copied().unwrap_or(0))
+        .sum()
+}
+
 /// The binary unit that keeps an axis up to `max` bytes in round ticks: (bytes per unit,
 /// name). Plotting `bytes / unit` puts ticks on 1, 2, 5 ... of that unit.
 pub(crate) fn byte_unit(max: f64) -> (f64, &'static str) {

@@ -1,7 +1,7 @@
 //! Stacked bars: one bar per category (e.g. build), split into parts (e.g. requested bytes,
 //! rounding, slab fragmentation), the total printed on top.
 
-use super::timeline::byte_unit;
+use super::timeline::{byte_unit, stack_total};
 use super::{draw_legend, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -15,15 +15,6 @@ pub struct StackedBars {
     pub categories: Vec<String>,
     /// (part label, one value in bytes per category), bottom part first.
     pub parts: Vec<(String, Vec<u64>)>,
-}
-
-impl StackedBars {
-    fn total(&self, category: usize) -> u64 {
-        self.parts
-            .iter()
-            .map(|(_, v)| v.get(category).copied().unwrap_or(0))
-            .sum()
-    }
 }
 
 impl Chart for StackedBars {
@@ -40,7 +31,11 @@ impl Chart for StackedBars {
         DB::ErrorType: 'static,
     {
         let n = self.categories.len();
-        let max = (0..n).map(|i| self.total(i)).max().unwrap_or(0).max(1) as f64;
+        let max = (0..n)
+            .map(|i| stack_total(&self.parts, i))
+            .max()
+            .unwrap_or(0)
+            .max(1) as f64;
         let (unit, unit_name) = byte_unit(max);
         let top = max * 1.35 / unit;
         let mut chart = ChartBuilder::on(area)
@@ -95,7 +90,7 @@ impl Chart for StackedBars {
         }
         chart
             .draw_series((0..n).map(|i| {
-                let total = self.total(i) as f64 / unit;
+                let total = stack_total(&self.parts, i) as f64 / unit;
                 Text::new(
                     format!("{total:.2} {unit_name}"),
                     (i as f64 + 0.3, total + top * 0.02),
