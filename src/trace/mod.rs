@@ -24,6 +24,7 @@
 //! `valgrind --trace-malloc=yes`. [`RecordingAllocator`]: a Rust program's own allocations.
 
 mod addr;
+mod context;
 mod error;
 mod format;
 mod ids;
@@ -36,6 +37,7 @@ mod valgrind;
 mod writer;
 
 pub use addr::{AddressImporter, AddressIssue, IdsExhausted, IssueCounts};
+pub use context::{Call, Frame, Record, SiteId, SiteTable, ThreadId};
 pub use error::TraceError;
 pub use format::TraceHeader;
 pub use ids::{IdPool, LiveSet};
