@@ -2,8 +2,8 @@
 //! Expected values are derived by hand from the traces written here.
 
 use fragsim::trace::{
-    open, read_text_records, write_records, write_text_records, Call, Event, Fields, Frame,
-    Record, TraceReader, TraceWriter,
+    open, read_text_records, write_records, write_text_records, Call, Event, Fields, Frame, Record,
+    TraceReader, TraceWriter,
 };
 use std::io::Cursor;
 
@@ -126,7 +126,10 @@ fn a_trace_without_context_is_version_2_byte_for_byte() {
         plain.write(e).unwrap();
     }
     let plain = plain.finish_into_inner().unwrap().1.into_inner();
-    let records: Vec<Record> = events.iter().map(|&e| Record::Call(Call::plain(e))).collect();
+    let records: Vec<Record> = events
+        .iter()
+        .map(|&e| Record::Call(Call::plain(e)))
+        .collect();
     assert_eq!(binary_of(&records, Fields::NONE), plain);
     assert_eq!(u32::from_le_bytes(plain[8..12].try_into().unwrap()), 2);
 }
@@ -220,20 +223,30 @@ fn open_detects_binary_text_and_refuses_a_valgrind_log() {
     let bin = dir.path().join("t.trace");
     write_records(&bin, Fields::ALL, records_of(V2).into_iter().map(Ok)).unwrap();
     for path in [&text, &bin] {
-        let records: Vec<Record> = open(path).unwrap().records().collect::<Result<_, _>>().unwrap();
+        let records: Vec<Record> = open(path)
+            .unwrap()
+            .records()
+            .collect::<Result<_, _>>()
+            .unwrap();
         assert_eq!(records, records_of(V2), "{}", path.display());
     }
     let log = dir.path().join("v.log");
     std::fs::write(&log, "==123== Memcheck, a memory error detector\n").unwrap();
     let err = open(&log).unwrap_err().to_string();
-    assert!(err.contains("valgrind log") && err.contains("v.log"), "{err}");
+    assert!(
+        err.contains("valgrind log") && err.contains("v.log"),
+        "{err}"
+    );
     let empty = dir.path().join("empty");
     std::fs::write(&empty, "").unwrap();
     assert!(open(&empty).unwrap_err().to_string().contains("empty file"));
     let binary_junk = dir.path().join("junk");
     std::fs::write(&binary_junk, [0xffu8, 0xfe, 0, 1]).unwrap();
     let err = open(&binary_junk).unwrap_err().to_string();
-    assert!(err.contains("not a trace") && !err.contains("UTF-8 stream"), "{err}");
+    assert!(
+        err.contains("not a trace") && !err.contains("UTF-8 stream"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -254,5 +267,8 @@ fn damaged_headers_have_their_own_messages() {
         .collect::<Result<Vec<_>, _>>()
         .unwrap_err()
         .to_string();
-    assert!(err.contains("truncated") || err.contains("cut short"), "{err}");
+    assert!(
+        err.contains("truncated") || err.contains("cut short"),
+        "{err}"
+    );
 }

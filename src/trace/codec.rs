@@ -154,7 +154,8 @@ pub fn decode_record(
                 return Ok((Record::ThreadExit { thread, time_ns }, pos));
             }
             KIND_SITE => {
-                let id = u32::try_from(x).map_err(|_| DecodeError::Malformed("site id above 2^32-1"))?;
+                let id =
+                    u32::try_from(x).map_err(|_| DecodeError::Malformed("site id above 2^32-1"))?;
                 let mut modules = st.modules.clone();
                 let frames = decode_frames(buf, &mut pos, &mut modules)?;
                 st.modules = modules;
@@ -231,7 +232,9 @@ fn get_time(
 fn get_str(buf: &[u8], pos: &mut usize) -> Result<String, DecodeError> {
     let len = get_varint(buf, pos)? as usize;
     if len > MAX_STRING {
-        return Err(DecodeError::Malformed("a frame's string is longer than 64 KiB"));
+        return Err(DecodeError::Malformed(
+            "a frame's string is longer than 64 KiB",
+        ));
     }
     let bytes = buf.get(*pos..*pos + len).ok_or(DecodeError::Short)?;
     *pos += len;

@@ -49,7 +49,8 @@ pub use open::{open, read_all, EventStream, OpenedTrace, RecordStream, TraceKind
 pub use reader::{Records, TraceReader};
 pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};
 pub use stats::{
-    bucket_range, histogram_table, size_bucket, stats_table, trace_stats, trace_stats_records, SizeHistogram, TraceStats,
+    bucket_range, histogram_table, size_bucket, stats_table, trace_stats, trace_stats_records,
+    SizeHistogram, TraceStats,
 };
 pub use text::{
     event_line, read_text, read_text_named, read_text_records, write_text, write_text_records,

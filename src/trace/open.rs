@@ -152,4 +152,3 @@ fn sniff_text(head: &[u8]) -> Sniff {
 pub fn read_all(path: &Path) -> Result<Vec<Record>, TraceError> {
     open(path)?.records().collect()
 }
-

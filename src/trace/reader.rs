@@ -4,8 +4,8 @@
 use super::codec::{decode_record, CodecState};
 use super::flow::Flow;
 use super::format::{
-    decode_event, DecodeError, HeaderError, TraceHeader, MAGIC, MAX_EVENT_LEN, UNFINISHED,
-    VERSION, VERSION_CONTEXT,
+    decode_event, DecodeError, HeaderError, TraceHeader, MAGIC, MAX_EVENT_LEN, UNFINISHED, VERSION,
+    VERSION_CONTEXT,
 };
 use super::ids::LiveSet;
 use super::{Call, Event, ObjectId, Record, SiteTable, TraceError};
@@ -267,18 +267,17 @@ impl<R: Read> TraceReader<R> {
                         what: format!("record after call {} is cut short", self.events_read),
                     })
                 }
-                Err(DecodeError::Malformed(what)) => {
-                    return Err(self.corrupt(start, what.into()))
-                }
+                Err(DecodeError::Malformed(what)) => return Err(self.corrupt(start, what.into())),
             }
         };
         self.pos += len;
         let mut flow = self.flow.clone();
-        flow.other(&record).map_err(|what| TraceError::Inconsistent {
-            file: self.name.clone(),
-            event: self.events_read,
-            what,
-        })?;
+        flow.other(&record)
+            .map_err(|what| TraceError::Inconsistent {
+                file: self.name.clone(),
+                event: self.events_read,
+                what,
+            })?;
         self.flow = flow;
         match &record {
             Record::Call(call) => {

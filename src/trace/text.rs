@@ -298,7 +298,12 @@ where
     W: Write,
     I: IntoIterator<Item = Result<Event, TraceError>>,
 {
-    write_text_records(w, events.into_iter().map(|e| e.map(|e| Record::Call(Call::plain(e)))))
+    write_text_records(
+        w,
+        events
+            .into_iter()
+            .map(|e| e.map(|e| Record::Call(Call::plain(e)))),
+    )
 }
 
 /// Writes records in the canonical text form; returns how many calls. Stops at the first

@@ -47,7 +47,11 @@ impl<W: Write + Seek> TraceWriter<W> {
     /// field it writes version 2, byte for byte what [`TraceWriter::named`] writes.
     pub fn named_with(mut out: W, name: &str, fields: Fields) -> Result<Self, TraceError> {
         let placeholder = TraceHeader {
-            version: if fields.any() { VERSION_CONTEXT } else { VERSION },
+            version: if fields.any() {
+                VERSION_CONTEXT
+            } else {
+                VERSION
+            },
             events: UNFINISHED,
             fields,
             ..TraceHeader::default()
