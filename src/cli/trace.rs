@@ -3,9 +3,9 @@
 use super::OutputArgs;
 use crate::export::Table;
 use crate::trace::{
-    histogram_table, import_valgrind, read_text_records, stats_table, trace_stats_records,
-    write_records, write_text_records, Fields, TraceError, TraceHeader, TraceWriter,
-    ValgrindOptions, ValgrindSummary,
+    histogram_table, import_heaptrack, import_valgrind, read_text_records, stats_table,
+    trace_stats_records, write_records, write_text_records, Fields, HeaptrackSummary, TraceError,
+    TraceHeader, TraceWriter, ValgrindOptions, ValgrindSummary,
 };
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
@@ -21,9 +21,10 @@ pub struct TraceArgs {
 
 #[derive(Subcommand, Debug)]
 enum TraceCommand {
-    /// Convert a valgrind log or a text trace into a binary trace.
+    /// Convert a valgrind log, heaptrack's raw output or a text trace into a binary trace.
     Import(ImportArgs),
-    /// Print a binary trace in the text form (`a ID SIZE [ALIGN]`, `f ID`, `r ID SIZE`).
+    /// Print a trace in the text form (`a ID SIZE [ALIGN] [@SITE]`, `f ID`, `r ID SIZE`, and
+    /// `t TID`, `T NS`, `s SITE FRAMES`, `x` for threads, times, sites and thread exits).
     Dump(DumpArgs),
     /// Counts, live objects, requested bytes (one row per trace), or the size histogram.
     Stats(StatsArgs),
@@ -36,6 +37,8 @@ pub enum TraceSource {
     Valgrind,
     /// The text form.
     Text,
+    /// heaptrack's raw output (`heaptrack -r PROGRAM`, the `.raw.zst` file).
+    Heaptrack,
 }
 
 #[derive(Args, Debug)]
@@ -102,6 +105,33 @@ fn import(a: ImportArgs) -> Result<i32> {
         TraceSource::Valgrind => {
             let (header, summary) = import_valgrind_file(input, &name, &options, &a.out)?;
             super::output::print_error(&import_note(&name, &a.out, &header, &summary));
+        }
+        TraceSource::Heaptrack => {
+            if a.pid.is_some() || a.strict {
+                anyhow::bail!("--pid and --strict apply to --from valgrind only");
+            }
+            let fields = Fields {
+                threads: false,
+                times: true,
+                sites: true,
+            };
+            let mut writer = TraceWriter::create_with(&a.out, fields)?;
+            let summary = import_heaptrack(input, &name, |r| writer.write_record(r))?;
+            let header = writer.finish()?;
+            let mut note = format!(
+                "imported {} events ({} allocs, {} frees; {} call sites, {} ms) from '{name}' into '{}'; {}",
+                header.events,
+                header.allocs,
+                header.frees,
+                summary.sites,
+                summary.duration_ms,
+                a.out.display(),
+                HeaptrackSummary::LIMITS
+            );
+            if summary.issues.total() > 0 {
+                note.push_str(&format!("; {}", summary.issues));
+            }
+            super::output::print_error(&note);
         }
         TraceSource::Text => {
             if a.pid.is_some() || a.strict {
