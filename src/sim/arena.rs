@@ -51,8 +51,23 @@ pub struct Arena {
 
 impl Arena {
     /// A fresh arena of the build `config` (its version and `large_page_rounding` choose
-    /// the page allocator's rules).
+    /// the page allocator's rules and the bins' pairing heap).
     pub fn new(config: AllocatorConfig) -> Result<Arena, SimError> {
+        let heap = match config.version {
+            JemallocVersion::V5_3_0 => Heap::new_5_3_0(),
+            JemallocVersion::V5_3_1 => Heap::default(),
+        };
+        Self::with_bin_heap(config, heap)
+    }
+
+    /// A fresh arena of `config` whose bins always hand out the non-full slab with the lowest
+    /// (serial number, address), as 5.3.1 does: for 5.3.0 builds, the rule the model followed
+    /// before it mirrored 5.3.0's heap. Kept to show where the two part ways.
+    pub fn with_min_heap_bins(config: AllocatorConfig) -> Result<Arena, SimError> {
+        Self::with_bin_heap(config, Heap::default())
+    }
+
+    fn with_bin_heap(config: AllocatorConfig, heap: Heap) -> Result<Arena, SimError> {
         let classes = SizeClasses::new(config).map_err(|e| SimError::Config(e.to_string()))?;
         let rules = match config.version {
             JemallocVersion::V5_3_1 => Rules {
@@ -92,7 +107,7 @@ impl Arena {
             .iter()
             .map(|c| Bin {
                 cur: NIL,
-                nonfull: Heap::default(),
+                nonfull: heap,
                 size: c.size,
                 nregs: c.nregs as u32,
                 slab_size: c.slab_size,
@@ -289,8 +304,9 @@ impl Arena {
         }
     }
 
-    /// `arena_malloc_small` without a thread cache: the slab with the lowest
-    /// (serial number, address) that has room, else a fresh slab.
+    /// `arena_malloc_small` without a thread cache: the current slab, else the heap's first
+    /// (the lowest (serial number, address) non-full slab in 5.3.1; in 5.3.0 whatever its
+    /// heap returns), else a fresh slab.
     #[inline]
     fn malloc_small(&mut self, event: u64, b: usize) -> Result<u32, SimError> {
         let cur = self.bins[b].cur;
