@@ -125,3 +125,38 @@ pub fn prepare_folder(dir: &std::path::Path) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot create folder '{}': {e}", charts.display()))?;
     Ok(())
 }
+
+/// Refuses, before any work, an output that names the same file as an input (same device
+/// and inode, or the same real path) or as another output: writing it would destroy the
+/// input, or one output would clobber the other. Each path comes with the option naming it.
+pub fn refuse_outputs_over_inputs(
+    inputs: &[(&str, &std::path::Path)],
+    outputs: &[(&str, Option<&std::path::Path>)],
+) -> Result<()> {
+    use crate::export::same_file;
+    let outputs: Vec<(&str, &std::path::Path)> = outputs
+        .iter()
+        .filter_map(|(o, p)| Some((*o, (*p)?)))
+        .collect();
+    for (i, (option, out)) in outputs.iter().enumerate() {
+        for (what, input) in inputs {
+            if same_file(input, out) {
+                bail!(
+                    "{option} '{}' is {what} '{}': writing it would destroy it (choose another file)",
+                    out.display(),
+                    input.display()
+                );
+            }
+        }
+        for (other, earlier) in &outputs[..i] {
+            if same_file(earlier, out) {
+                bail!(
+                    "{option} '{}' and {other} '{}' are the same file (choose two files)",
+                    out.display(),
+                    earlier.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}

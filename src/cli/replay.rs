@@ -69,6 +69,13 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     if args.every == Some(0) {
         bail!("--every 0: give a positive number of events");
     }
+    super::args::refuse_outputs_over_inputs(
+        &[("the trace", &args.trace)],
+        &[
+            ("--timeline", args.timeline.as_deref()),
+            ("--out", args.output.out.as_deref()),
+        ],
+    )?;
     if super::whatif::wanted(&args.allocator, &args.whatif) {
         if args.live || args.disable_large_size_classes.is_some() {
             bail!("--live and --disable-large-size-classes take one build, not a --preset list or --by-class/--charts");

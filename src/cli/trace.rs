@@ -1,7 +1,7 @@
 //! `fragsim trace import|dump|stats`: convert, print and summarise allocation traces.
 
 use super::OutputArgs;
-use crate::export::Table;
+use crate::export::{OutputFile, Table};
 use crate::trace::{
     histogram_table, import_valgrind, read_text_named, stats_table, trace_stats, write_text,
     TraceError, TraceHeader, TraceReader, TraceWriter, ValgrindOptions, ValgrindSummary,
@@ -92,25 +92,26 @@ fn open_input(path: &Path) -> Result<(Box<dyn BufRead>, String), TraceError> {
 }
 
 fn import(a: ImportArgs) -> Result<i32> {
+    super::args::refuse_outputs_over_inputs(&[("the input", &a.input)], &[("-o", Some(&a.out))])?;
+    if a.from == TraceSource::Text && (a.pid.is_some() || a.strict) {
+        anyhow::bail!("--pid and --strict apply to --from valgrind only (text input is always checked strictly)");
+    }
     let (input, name) = open_input(&a.input)?;
+    let mut writer = create_trace(&a.out)?;
     let options = ValgrindOptions {
         pid: a.pid,
         strict: a.strict,
     };
     match a.from {
         TraceSource::Valgrind => {
-            let (header, summary) = import_valgrind_file(input, &name, &options, &a.out)?;
+            let (header, summary) = import_valgrind_file(input, &name, &options, writer)?;
             super::output::print_error(&import_note(&name, &a.out, &header, &summary));
         }
         TraceSource::Text => {
-            if a.pid.is_some() || a.strict {
-                anyhow::bail!("--pid and --strict apply to --from valgrind only (text input is always checked strictly)");
-            }
-            let mut writer = TraceWriter::create(&a.out)?;
             for event in read_text_named(input, &name) {
                 writer.write(&event?)?;
             }
-            let header = writer.finish()?;
+            let header = finish_trace(writer)?;
             super::output::print_error(&format!(
                 "imported {} events from '{name}' into '{}'",
                 header.events,
@@ -121,16 +122,31 @@ fn import(a: ImportArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Imports a valgrind log into a new trace at `out`; nothing is written on error.
+/// Imports a valgrind log into `writer` (from [`create_trace`]); nothing reaches the
+/// output on error.
 pub(crate) fn import_valgrind_file(
     input: impl BufRead,
     name: &str,
     options: &ValgrindOptions,
-    out: &Path,
-) -> Result<(TraceHeader, ValgrindSummary), TraceError> {
-    let mut writer = TraceWriter::create(out)?;
+    mut writer: TraceWriter<OutputFile>,
+) -> Result<(TraceHeader, ValgrindSummary)> {
     let summary = import_valgrind(input, name, options, |e| writer.write(e))?;
-    Ok((writer.finish()?, summary))
+    Ok((finish_trace(writer)?, summary))
+}
+
+/// A binary trace writer for `path` through the one output writer ([`OutputFile`]): a link
+/// is followed, a device or FIFO written through (never replaced), a regular file replaced
+/// whole on [`finish_trace`] only.
+pub(crate) fn create_trace(path: &Path) -> Result<TraceWriter<OutputFile>> {
+    let out = OutputFile::create(path)?;
+    Ok(TraceWriter::named(out, &path.display().to_string())?)
+}
+
+/// Finishes a trace from [`create_trace`] and moves it into place.
+pub(crate) fn finish_trace(writer: TraceWriter<OutputFile>) -> Result<TraceHeader> {
+    let (header, out) = writer.finish_into_inner()?;
+    out.commit()?;
+    Ok(header)
 }
 
 /// The one line an import prints on stderr.
@@ -158,6 +174,12 @@ fn dump(a: DumpArgs) -> Result<i32> {
 }
 
 fn stats(a: StatsArgs) -> Result<i32> {
+    let inputs: Vec<(&str, &Path)> = a
+        .traces
+        .iter()
+        .map(|t| ("the trace", t.as_path()))
+        .collect();
+    super::args::refuse_outputs_over_inputs(&inputs, &[("--out", a.output.out.as_deref())])?;
     let mut table: Option<Table> = None;
     for path in &a.traces {
         let name = path.display().to_string();
