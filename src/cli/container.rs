@@ -200,7 +200,7 @@ pub fn run(args: ContainerArgs) -> Result<i32> {
     }
     let element = spec.element();
     let title = format!(
-        "{} of {} ({}), {} elements, jemalloc {}",
+        "{} of {} ({}), {} elements, {}",
         kind.name(),
         element,
         match spec.value {
@@ -208,7 +208,7 @@ pub fn run(args: ContainerArgs) -> Result<i32> {
             None => format!("element {}", spec.key),
         },
         args.count,
-        classes.config().label()
+        crate::sizeclass::build_title(classes.config())
     );
     args.output.emit(&growth_table(title, &growth))?;
     Ok(0)

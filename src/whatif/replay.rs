@@ -27,6 +27,15 @@ pub trait ArenaModel {
     fn totals(&self) -> Totals;
     /// Slabs small class `bin` holds now.
     fn slabs(&self, bin: usize) -> u64;
+    /// Slabs made and released so far, all classes (the timeline's columns).
+    fn slab_turnover(&self) -> SlabTurnover;
+}
+
+/// Slabs an arena has made and released so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SlabTurnover {
+    pub created: u64,
+    pub released: u64,
 }
 
 /// Why a replay stopped.
@@ -134,7 +143,9 @@ impl ClassRow {
 pub struct TimelinePoint {
     /// Events applied so far (1-based).
     pub event: u64,
+    pub live_objects: u64,
     pub totals: Totals,
+    pub slabs: SlabTurnover,
 }
 
 /// Everything one build's replay found.
@@ -204,10 +215,16 @@ where
     let mut at_peak = PeakBreakdown::default();
     let mut timeline = Vec::new();
     let mut count = 0u64;
+    let mut live_objects = 0u64;
     let every = options.every.map(|k| k.max(1));
     for event in events {
         let event = event.map_err(|e| ReplayError::Trace(Box::new(e)))?;
         count += 1;
+        match event {
+            Event::Alloc { .. } => live_objects += 1,
+            Event::Free { .. } => live_objects = live_objects.saturating_sub(1),
+            Event::Realloc { .. } => {}
+        }
         arena.apply(event).map_err(|e| ReplayError::Arena {
             build: build.name.clone(),
             event: count,
@@ -248,7 +265,9 @@ where
         if every.is_some_and(|k| count.is_multiple_of(k)) {
             timeline.push(TimelinePoint {
                 event: count,
+                live_objects,
                 totals: now,
+                slabs: arena.slab_turnover(),
             });
         }
         if count.is_multiple_of(PROGRESS_STEP) {
@@ -260,7 +279,9 @@ where
     if every.is_some() && timeline.last().is_none_or(|p| p.event != count) {
         timeline.push(TimelinePoint {
             event: count,
+            live_objects,
             totals: last,
+            slabs: arena.slab_turnover(),
         });
     }
     Ok(BuildReplay {

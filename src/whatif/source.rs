@@ -3,7 +3,7 @@
 
 use super::builds::Build;
 use super::multi::replay_builds;
-use super::replay::{ArenaModel, BuildReplay, ReplayError, ReplayOptions, Totals};
+use super::replay::{ArenaModel, BuildReplay, ReplayError, ReplayOptions, SlabTurnover, Totals};
 use crate::sim::{Arena, SimError};
 use crate::trace::{read_text_named, Event, TraceError, TraceReader};
 use std::io::{BufReader, Read};
@@ -34,6 +34,14 @@ impl ArenaModel for Arena {
 
     fn slabs(&self, bin: usize) -> u64 {
         self.bins().get(bin).map_or(0, |b| b.curslabs)
+    }
+
+    fn slab_turnover(&self) -> SlabTurnover {
+        let s = self.stats();
+        SlabTurnover {
+            created: s.slabs_created,
+            released: s.slabs_released,
+        }
     }
 }
 
