@@ -122,7 +122,7 @@ fn timeline_and_charts_are_written_and_repeatable() {
     let lines: Vec<&str> = timeline.lines().collect();
     assert_eq!(
         lines[0],
-        "build,event,requested_bytes,allocated_bytes,active_bytes,mapped_bytes"
+        "build,event,live_objects,requested_bytes,allocated_bytes,active_bytes,mapped_bytes,slabs_created,slabs_released"
     );
     assert_eq!(lines.len(), 1 + 2 * 4);
     assert!(lines[1].starts_with("default,100,"));

@@ -3,9 +3,11 @@
 use super::{AllocatorArgs, OutputArgs};
 use crate::export::{write_atomic, Csv, Table, TableFormat};
 use crate::live::replay::{replay_compare, serve_child, Api, LiveAllocator, LiveOptions};
-use crate::sim::replay::{default_every, timeline_row, TIMELINE_COLUMNS};
+use crate::sim::replay::{default_every, timeline_row};
 use crate::sim::{replay, summary_table};
+use crate::sizeclass::{build_name, build_title};
 use crate::trace::Event;
+use crate::whatif::timeline_columns;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -52,6 +54,13 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     if args.every == Some(0) {
         bail!("--every 0: give a positive number of events");
     }
+    super::args::refuse_outputs_over_inputs(
+        &[("the trace", &args.trace)],
+        &[
+            ("--timeline", args.timeline.as_deref()),
+            ("--out", args.output.out.as_deref()),
+        ],
+    )?;
     if super::whatif::wanted(&args.allocator, &args.whatif) {
         if args.live || args.disable_large_size_classes.is_some() {
             bail!("--live and --disable-large-size-classes take one build, not a --preset list or --by-class/--charts");
@@ -74,20 +83,21 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         let events = load_trace(&args.trace)?;
         return run_live(&args, &events, &name);
     }
-    let mut config = match args.allocator.explicit_config()? {
-        Some(config) => config,
-        None => Api::linked().config()?,
-    };
+    // The default is the linked jemalloc's build, as for every command.
+    let mut config = args.allocator.config()?;
     if let Some(v) = args.disable_large_size_classes {
         config.large_page_rounding = v;
     }
+    let build = build_name(&config);
     let mut timeline = Table::new(
-        format!("timeline of {name}, {}", config.label()),
-        TIMELINE_COLUMNS,
+        format!("timeline of {name}, {}", build_title(&config)),
+        &timeline_columns(),
     );
     let mut on_row = |s: &crate::sim::ArenaStats| {
         if args.timeline.is_some() {
-            timeline.push(timeline_row(s));
+            let mut row = vec![build.as_str().into()];
+            row.extend(timeline_row(s));
+            timeline.push(row);
         }
     };
     // A binary trace streams (its header has the event count); a text trace is loaded.
@@ -119,7 +129,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     }
     let table = summary_table(
         &summary,
-        &format!("replay of {name} on the model of {}", config.label()),
+        &format!("replay of {name} on the model of {}", build_title(&config)),
     );
     args.output.emit(&table)?;
     Ok(0)
@@ -154,9 +164,8 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
     let c = &result.comparison;
     let mut table = Table::new(
         format!(
-            "{name}: model vs live jemalloc {} ({}), every {} events",
-            result.config.version.as_str(),
-            result.config.label(),
+            "{name}: model vs live {}, every {} events",
+            build_title(&result.config),
             options.every
         ),
         &["statistic", "value"],
@@ -196,15 +205,15 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
 
 fn check_build_flags(args: &ReplayArgs, live: &crate::sizeclass::AllocatorConfig) -> Result<()> {
     if let Some(mut explicit) = args.allocator.explicit_config()? {
-        explicit.version = live.version;
         if let Some(v) = args.disable_large_size_classes {
             explicit.large_page_rounding = v;
         }
+        // The whole build, release included: the model of 5.3.0 is not the model of 5.3.1.
         if explicit != *live {
             bail!(
                 "the build flags describe {} but the live jemalloc is {}: drop them under --live",
-                explicit.label(),
-                live.label()
+                build_title(&explicit),
+                build_title(live)
             );
         }
     }

@@ -27,6 +27,15 @@ pub trait ArenaModel {
     fn totals(&self) -> Totals;
     /// Slabs small class `bin` holds now.
     fn slabs(&self, bin: usize) -> u64;
+    /// Slabs made and released so far, all classes (the timeline's columns).
+    fn slab_turnover(&self) -> SlabTurnover;
+}
+
+/// Slabs an arena has made and released so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SlabTurnover {
+    pub created: u64,
+    pub released: u64,
 }
 
 /// Why a replay stopped.
@@ -134,7 +143,9 @@ impl ClassRow {
 pub struct TimelinePoint {
     /// Events applied so far (1-based).
     pub event: u64,
+    pub live_objects: u64,
     pub totals: Totals,
+    pub slabs: SlabTurnover,
 }
 
 /// Everything one build's replay found.
@@ -223,6 +234,7 @@ pub struct BuildRun<A> {
     timeline: Vec<TimelinePoint>,
     every: Option<u64>,
     count: u64,
+    live_objects: u64,
 }
 
 impl<A: ArenaModel> BuildRun<A> {
@@ -241,12 +253,18 @@ impl<A: ArenaModel> BuildRun<A> {
             timeline: Vec::new(),
             every: options.every.map(|k| k.max(1)),
             count: 0,
+            live_objects: 0,
         })
     }
 
     /// Event number `count` (1-based).
     pub fn apply(&mut self, count: u64, event: Event) -> Result<(), ReplayError> {
         self.count = count;
+        match event {
+            Event::Alloc { .. } => self.live_objects += 1,
+            Event::Free { .. } => self.live_objects = self.live_objects.saturating_sub(1),
+            Event::Realloc { .. } => {}
+        }
         self.arena.apply(event).map_err(|e| ReplayError::Arena {
             build: self.build.clone(),
             event: count,
@@ -289,7 +307,9 @@ impl<A: ArenaModel> BuildRun<A> {
         if self.every.is_some_and(|k| count.is_multiple_of(k)) {
             self.timeline.push(TimelinePoint {
                 event: count,
+                live_objects: self.live_objects,
                 totals: now,
+                slabs: self.arena.slab_turnover(),
             });
         }
         Ok(())
@@ -302,7 +322,9 @@ impl<A: ArenaModel> BuildRun<A> {
         if self.every.is_some() && self.timeline.last().is_none_or(|p| p.event != count) {
             self.timeline.push(TimelinePoint {
                 event: count,
+                live_objects: self.live_objects,
                 totals: last,
+                slabs: self.arena.slab_turnover(),
             });
         }
         BuildReplay {
