@@ -63,6 +63,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         allocators,
         every,
         exe: std::env::current_exe().context("the fragsim executable")?,
+        env: Vec::new(),
     };
     let m = measure(&events, &options)?;
     let table = summary_table(

@@ -17,6 +17,9 @@ pub struct MeasureOptions {
     pub every: u64,
     /// The fragsim executable (its hidden `__measure-child` command is the child).
     pub exe: PathBuf,
+    /// Extra environment for every child (e.g. `GLIBC_TUNABLES`, `MALLOC_CONF`); the
+    /// children otherwise inherit this process's, `LD_PRELOAD` aside.
+    pub env: Vec<(String, String)>,
 }
 
 /// One sample: bytes over the child's baseline at event 0.
@@ -177,13 +180,7 @@ pub fn measure(events: &[Event], options: &MeasureOptions) -> Result<Measurement
             }
             (_, found) => found,
         };
-        let report = run_child(
-            &options.exe,
-            allocator,
-            library.as_deref(),
-            file.path(),
-            options.every,
-        )?;
+        let report = run_child(options, allocator, library.as_deref(), file.path())?;
         runs.push(to_run(
             allocator,
             report,
@@ -204,12 +201,12 @@ pub fn measure(events: &[Event], options: &MeasureOptions) -> Result<Measurement
 }
 
 fn run_child(
-    exe: &Path,
+    options: &MeasureOptions,
     allocator: Allocator,
     library: Option<&Path>,
     events: &Path,
-    every: u64,
 ) -> Result<ChildReport, MeasureError> {
+    let exe = &options.exe;
     let fail = |message: String| MeasureError::Child {
         allocator: allocator.name().to_string(),
         message,
@@ -222,8 +219,9 @@ fn run_child(
             allocator.name(),
             "--every",
         ])
-        .arg(every.to_string())
+        .arg(options.every.to_string())
         .arg(events)
+        .envs(options.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
