@@ -216,3 +216,35 @@ fn csv_rows_and_caveats() {
     assert!(err.contains("no program memory outside the heap"), "{err}");
     assert!(err.contains("Replay speed is not program speed"), "{err}");
 }
+
+/// The report section measures every trace of the folder and writes its table, chart and
+/// Markdown under timing/ (measured, so never among the committed files).
+#[test]
+fn report_section_writes_a_table_and_chart_per_trace() {
+    let traces = tempfile::tempdir().unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces");
+    std::fs::copy(data.join("sort.trace"), traces.path().join("sort.trace")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut options = fragsim::report::ReportOptions::new(out.path().to_path_buf());
+    options.fragsim_exe = Some(exe());
+    options.programs.as_mut().unwrap().traces = traces.path().to_path_buf();
+    let section = fragsim::report::allocators::write_section(out.path(), &options).unwrap();
+    let files: Vec<&str> = section.files.iter().map(|w| w.file.as_str()).collect();
+    assert_eq!(
+        files,
+        [
+            "timing/allocators.md",
+            "timing/allocators-sort.csv",
+            "timing/charts/allocators-sort.png",
+            "timing/charts/allocators-sort.svg"
+        ]
+    );
+    let md = std::fs::read_to_string(out.path().join("timing/allocators.md")).unwrap();
+    assert!(
+        md.contains("| glibc |") && md.contains("| jemalloc-5.3.1 |"),
+        "{md}"
+    );
+    assert!(md.contains("no program memory outside the heap"), "{md}");
+    let png = std::fs::read(out.path().join("timing/charts/allocators-sort.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+}
