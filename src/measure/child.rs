@@ -308,7 +308,7 @@ pub fn replay(
         unsafe { apply(&heap, ptrs, sizes, id, kind, lg_align, size) }
             .map_err(|what| MeasureError::child_input(&format!("event {}: {what}", i + 1)))?;
         let n = i as u64 + 1;
-        if n % every == 0 || n == count as u64 {
+        if n.is_multiple_of(every) || n == count as u64 {
             replay_ns += start.elapsed().as_nanos();
             samples[taken] = sampler.take(n)?;
             taken += 1;

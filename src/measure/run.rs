@@ -134,7 +134,7 @@ fn model_side(events: &[Event], every: u64) -> Result<ModelSide, MeasureError> {
         let s = arena.stats();
         side.peak_requested = side.peak_requested.max(s.requested_bytes);
         side.peak_active = side.peak_active.max(s.active_bytes);
-        if s.events % every == 0 || s.events == last {
+        if s.events.is_multiple_of(every) || s.events == last {
             side.points
                 .push((s.events, s.requested_bytes, s.active_bytes));
         }
