@@ -72,7 +72,11 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(err) => return output::clap_exit(&err),
     };
-    output::stop_cleanly_on_interrupt();
+    // Not in a measuring child: the handler's thread would start (stack, glibc arena) while
+    // the child measures its baseline. The parent stops the child on interrupt.
+    if !matches!(cli.command, Command::MeasureChild(_)) {
+        output::stop_cleanly_on_interrupt();
+    }
     let result = match cli.command {
         Command::Report(args) => report::run(args),
         Command::BumpArena(args) => bump_arena::run(args),

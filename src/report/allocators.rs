@@ -37,7 +37,8 @@ pub fn write_section(dir: &Path, options: &super::ReportOptions) -> Result<Secti
         let name = path
             .file_stem()
             .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-        let events = crate::whatif::open_events(path)?
+        let events = crate::trace::open(path)?
+            .events()
             .collect::<Result<Vec<_>, _>>()
             .with_context(|| format!("reading '{}'", path.display()))?;
         let m = measure(
