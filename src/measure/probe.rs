@@ -167,7 +167,10 @@ impl Figures {
                 Some("generic.current_allocated_bytes"),
                 Some("generic.heap_size - tcmalloc.pageheap_unmapped_bytes"),
             ),
-            Figures::Mimalloc(_) => (None, Some("mi_process_info current_commit")),
+            Figures::Mimalloc(_) => (
+                None,
+                Some("mi_process_info current_commit (mimalloc commits its first segment whole: moves in segment steps)"),
+            ),
         };
         FigureSources { in_use, held }
     }
