@@ -254,3 +254,36 @@ fn report_section_writes_a_table_and_chart_per_trace() {
     let png = std::fs::read(out.path().join("timing/charts/allocators-sort.png")).unwrap();
     assert!(png.starts_with(b"\x89PNG"));
 }
+
+/// A missing allocator is one line naming its Debian package; the model's peak is beside the
+/// measured rows (built by hand: no child needed).
+#[test]
+fn a_missing_allocator_is_a_note_naming_its_package() {
+    use fragsim::measure::{notes, summary_table, Missing};
+    let m = Measurement {
+        events: 0,
+        every: 1,
+        runs: Vec::new(),
+        missing: vec![Missing {
+            allocator: Allocator::Tcmalloc,
+            library: "libtcmalloc_minimal.so.4",
+            package: "libtcmalloc-minimal4",
+        }],
+        peak_requested: 0,
+        model_label: "5.3.1".into(),
+        model: Vec::new(),
+        model_peak_active: 0,
+    };
+    let lines = notes(&m);
+    assert_eq!(
+        lines[0],
+        "tcmalloc: not measured, libtcmalloc_minimal.so.4 is not installed (Debian package libtcmalloc-minimal4)"
+    );
+    assert!(summary_table(&m, "t").rows.is_empty());
+    assert_eq!(
+        Allocator::Tcmalloc.debian_package(),
+        Some("libtcmalloc-minimal4")
+    );
+    assert_eq!(Allocator::Mimalloc.debian_package(), Some("libmimalloc2.0"));
+    assert_eq!(Allocator::Jemalloc.debian_package(), Some("libjemalloc2"));
+}

@@ -119,6 +119,18 @@ impl Mapping {
         })
     }
 
+    /// Event `i` of an event file: (size, id, kind, log2 alignment).
+    fn event(&self, i: usize) -> (usize, usize, u8, u8) {
+        let at = HEADER_BYTES + i * EVENT_BYTES;
+        let word = self.u64_at(at + 8);
+        (
+            self.u64_at(at) as usize,
+            (word & 0xffff_ffff) as usize,
+            (word >> 32) as u8,
+            (word >> 40) as u8,
+        )
+    }
+
     fn u64_at(&self, offset: usize) -> u64 {
         let mut b = [0u8; 8];
         // SAFETY: callers stay inside the mapping (checked against its length).
@@ -297,12 +309,7 @@ pub fn replay(
     let mut replay_ns: u128 = 0;
     let mut start = Instant::now();
     for i in 0..count {
-        let at = HEADER_BYTES + i * EVENT_BYTES;
-        let size = file.u64_at(at) as usize;
-        let word = file.u64_at(at + 8);
-        let id = (word & 0xffff_ffff) as usize;
-        let kind = (word >> 32) as u8;
-        let lg_align = (word >> 40) as u8;
+        let (size, id, kind, lg_align) = file.event(i);
         // SAFETY: ids < `ids` by construction of the file; the parent's model checked that
         // every free and realloc names a live object.
         unsafe { apply(&heap, ptrs, sizes, id, kind, lg_align, size) }
@@ -320,23 +327,39 @@ pub fn replay(
         samples[taken] = sampler.take(0)?;
         taken += 1;
     }
-    let figure_sources = figures.sources();
-    Ok(ChildReport {
+    Ok(report(
+        allocator,
+        library,
+        &figures,
+        tables.len,
+        replay_ns,
+        &samples[..taken],
+    ))
+}
+
+fn report(
+    allocator: Allocator,
+    library: String,
+    figures: &Figures,
+    tables_bytes: usize,
+    replay_ns: u128,
+    samples: &[RawSample],
+) -> ChildReport {
+    let sources = figures.sources();
+    let opt = |v: u64| (v != NONE).then_some(v);
+    ChildReport {
         allocator: allocator.name().to_string(),
         library,
-        version: version(&figures),
-        tables_bytes: tables.len as u64,
-        in_use_source: figure_sources.in_use.map(str::to_string),
-        held_source: figure_sources.held.map(str::to_string),
+        version: version(figures),
+        tables_bytes: tables_bytes as u64,
+        in_use_source: sources.in_use.map(str::to_string),
+        held_source: sources.held.map(str::to_string),
         replay_ns: replay_ns as u64,
-        samples: samples[..taken]
+        samples: samples
             .iter()
-            .map(|s| {
-                let opt = |v: u64| (v != NONE).then_some(v);
-                (s.event, s.resident, opt(s.in_use), opt(s.held))
-            })
+            .map(|s| (s.event, s.resident, opt(s.in_use), opt(s.held)))
             .collect(),
-    })
+    }
 }
 
 /// Writes one byte per page of `[from, to)` of the block at `p` (and its last byte), as a
