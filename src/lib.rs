@@ -17,6 +17,7 @@ pub mod export;
 pub mod global;
 pub mod layout;
 pub mod live;
+pub mod measure;
 pub mod random;
 pub mod report;
 pub mod sim;

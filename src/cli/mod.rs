@@ -6,6 +6,7 @@ mod classes;
 mod container;
 mod containers;
 mod layout;
+mod measure;
 pub mod output;
 mod record;
 mod replay;
@@ -56,6 +57,9 @@ enum Command {
     /// Internal: the child process of a live replay.
     #[command(name = "__replay-live-child", hide = true)]
     ReplayLiveChild(replay::ChildArgs),
+    /// Internal: the child process of `replay --measure`.
+    #[command(name = "__measure-child", hide = true)]
+    MeasureChild(measure::MeasureChildArgs),
     /// Allocation traces: import (valgrind, text), dump, stats.
     Trace(trace::TraceArgs),
     /// Run a program under valgrind --trace-malloc=yes and import its allocations.
@@ -68,7 +72,11 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(err) => return output::clap_exit(&err),
     };
-    output::stop_cleanly_on_interrupt();
+    // Not in a measuring child: the handler's thread would start (stack, glibc arena) while
+    // the child measures its baseline. The parent stops the child on interrupt.
+    if !matches!(cli.command, Command::MeasureChild(_)) {
+        output::stop_cleanly_on_interrupt();
+    }
     let result = match cli.command {
         Command::Report(args) => report::run(args),
         Command::BumpArena(args) => bump_arena::run(args),
@@ -80,6 +88,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Replay(args) => replay::run(args),
         Command::ReplayLiveChild(args) => replay::run_child(args),
+        Command::MeasureChild(args) => measure::run_child(args),
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
     };

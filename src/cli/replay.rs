@@ -41,6 +41,8 @@ pub struct ReplayArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub whatif: super::whatif::WhatifArgs,
+    #[command(flatten)]
+    pub measure: super::measure::MeasureArgs,
 }
 
 /// Reads a whole trace into memory (any form [`crate::trace::open`] reads).
@@ -61,6 +63,9 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
             ("--out", args.output.out.as_deref()),
         ],
     )?;
+    if args.measure.wanted() {
+        return super::measure::run(&args);
+    }
     if args.live && args.allocator.preset.len() > 1 {
         return run_live_builds(&args);
     }
