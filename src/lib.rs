@@ -17,6 +17,7 @@ pub mod global;
 pub mod layout;
 pub mod live;
 pub mod random;
+pub mod record;
 pub mod report;
 pub mod sim;
 pub mod sizeclass;

@@ -8,6 +8,7 @@ mod containers;
 mod layout;
 pub mod output;
 mod record;
+mod record_native;
 mod replay;
 mod report;
 mod table;
@@ -58,7 +59,7 @@ enum Command {
     ReplayLiveChild(replay::ChildArgs),
     /// Allocation traces: import (valgrind, text), dump, stats.
     Trace(trace::TraceArgs),
-    /// Run a program under valgrind --trace-malloc=yes and import its allocations.
+    /// Run a program and record its allocations (threads, times, optionally call stacks).
     Record(record::RecordArgs),
 }
 

@@ -154,6 +154,51 @@ impl AddressImporter {
         Ok(issue)
     }
 
+    /// First half of a realloc recorded in two steps (the native recorder): the allocator may
+    /// release `old` inside the call, so another thread can be handed `old` before the call
+    /// returns. Unbinds `old`, keeping the object's id for [`AddressImporter::attach`]; `None`
+    /// (counted as a realloc of an unknown address) if `old` is not live.
+    pub fn detach(&mut self, old: u64) -> Option<ObjectId> {
+        let id = self.live.remove(&old);
+        if id.is_none() {
+            self.issues.count(AddressIssue::ReallocOfUnknown(old));
+        }
+        id
+    }
+
+    /// Second half: the object `id` (from `detach`, or `None`: imported as an alloc) now lives
+    /// at `new` with `size` bytes.
+    pub fn attach(
+        &mut self,
+        id: Option<ObjectId>,
+        new: u64,
+        size: u64,
+        out: &mut Vec<Event>,
+    ) -> Result<Option<AddressIssue>, IdsExhausted> {
+        let issue = self.evict(new, out);
+        match id {
+            Some(id) => {
+                self.live.insert(new, id);
+                out.push(Event::Realloc { id, size });
+            }
+            None => {
+                let id = self.new_object(new)?;
+                out.push(Event::Alloc { id, size, align: 0 });
+            }
+        }
+        Ok(issue)
+    }
+
+    /// Frees every live object (an exec replaced the address space), in id order.
+    pub fn release_all(&mut self, out: &mut Vec<Event>) {
+        let mut ids: Vec<ObjectId> = self.live.drain().map(|(_, id)| id).collect();
+        ids.sort_unstable();
+        for id in ids {
+            self.ids.give_back(id);
+            out.push(Event::Free { id });
+        }
+    }
+
     /// Objects still live.
     pub fn live_objects(&self) -> usize {
         self.live.len()
