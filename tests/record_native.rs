@@ -367,3 +367,55 @@ fn static_binary_says_preload_had_no_effect() {
     assert!(stderr.contains("LD_PRELOAD had no effect"), "{stderr}");
     assert_eq!(TraceReader::open(&run.trace).unwrap().count(), 0);
 }
+
+#[test]
+fn stacks_name_the_call_sites() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "stacks.c", &[]);
+    let run = record(dir.path(), &["--stacks"], &[exe.to_str().unwrap()]);
+    assert!(
+        run.out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
+    let (records, _) = only_process(&run.raw);
+    let mut frames_of = HashMap::new();
+    for r in &records {
+        if let Record::Site { id, frames } = r {
+            frames_of.insert(*id, frames.clone());
+        }
+    }
+    let sites_of = |want: u64| -> Vec<u32> {
+        records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Call(Call {
+                    event: Event::Alloc { size, .. },
+                    site,
+                    ..
+                }) if *size == want => Some(site.expect("a site")),
+                _ => None,
+            })
+            .collect()
+    };
+    let (here, there) = (sites_of(12345), sites_of(23456));
+    assert_eq!(here.len(), 3);
+    // The same call site is one site, the other one another.
+    assert!(here.iter().all(|&s| s == here[0]) && there.iter().all(|&s| s == there[0]));
+    assert_ne!(here[0], there[0]);
+    // Innermost first, the recorder's own frames dropped: malloc's caller, then main (the
+    // names come from the test program's symbol table).
+    let names = |id: u32| -> Vec<String> { frames_of[&id].iter().map(|f| f.to_string()).collect() };
+    assert_eq!(
+        names(here[0])[..2],
+        ["alloc_here", "main"],
+        "{:?}",
+        names(here[0])
+    );
+    assert_eq!(
+        names(there[0])[..2],
+        ["alloc_there", "main"],
+        "{:?}",
+        names(there[0])
+    );
+}

@@ -3,7 +3,7 @@
 //! dense trace threads in order of first appearance, stacks -> the site table.
 
 use super::raw::{RawEvent, RawImage, RawOp, RawProcess, FLAG_NO_UNWINDER, FLAG_STACKS};
-use super::symbols::Modules;
+use super::symbols::{Modules, Symbolizer};
 use crate::trace::{
     AddressImporter, Call, Event, Frame, IssueCounts, Record, SiteId, ThreadId, TraceError,
 };
@@ -50,6 +50,7 @@ struct Converter<'a> {
     last_ns: u64,
     next_thread: ThreadId,
     sites: HashMap<Vec<Frame>, SiteId>,
+    symbolizer: Symbolizer,
     summary: ConvertSummary,
     out: Vec<Event>,
 }
@@ -69,6 +70,7 @@ pub fn convert<'a>(
         last_ns: 0,
         next_thread: 0,
         sites: HashMap::new(),
+        symbolizer: Symbolizer::default(),
         summary: ConvertSummary {
             images: process.images.len(),
             ..ConvertSummary::default()
@@ -276,7 +278,11 @@ impl Converter<'_> {
         let Some(ips) = image.stacks.get(&key) else {
             return Ok(None);
         };
-        let frames: Vec<Frame> = ips.iter().filter_map(|&ip| modules.frame(ip)).collect();
+        let frames: Vec<Frame> = ips
+            .iter()
+            .filter_map(|&ip| modules.frame(ip))
+            .map(|f| self.symbolizer.name(f))
+            .collect();
         if frames.is_empty() {
             return Ok(None);
         }

@@ -67,3 +67,79 @@ impl Modules {
         }
     }
 }
+
+/// A module's function symbols (from `.symtab` and `.dynsym`) and its loadable segments.
+struct Elf {
+    /// (file offset, virtual address, size in the file) of each loadable segment.
+    segments: Vec<(u64, u64, u64)>,
+    /// (address, size, name), sorted by address.
+    functions: Vec<(u64, u64, String)>,
+}
+
+impl Elf {
+    fn read(path: &str) -> Option<Elf> {
+        use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+        let data = std::fs::read(path).ok()?;
+        let file = object::File::parse(&*data).ok()?;
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (offset, size) = s.file_range();
+                (offset, s.address(), size)
+            })
+            .collect();
+        let mut functions: Vec<(u64, u64, String)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.address() > 0)
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+            .filter(|(_, _, name)| !name.is_empty())
+            .collect();
+        functions.sort();
+        functions.dedup_by_key(|f| f.0);
+        Some(Elf {
+            segments,
+            functions,
+        })
+    }
+
+    fn function_at(&self, file_offset: u64) -> Option<&str> {
+        let &(off, vaddr, _) = self
+            .segments
+            .iter()
+            .find(|&&(off, _, size)| file_offset >= off && file_offset < off + size)?;
+        let addr = vaddr + (file_offset - off);
+        let i = self
+            .functions
+            .partition_point(|f| f.0 <= addr)
+            .checked_sub(1)?;
+        let (start, size, name) = &self.functions[i];
+        (addr < start + size).then_some(name.as_str())
+    }
+}
+
+/// Names frames by the function around them, reading each module's ELF file once (after the
+/// run: the files must still be there). A frame without a symbol stays `module+0xOFFSET`.
+#[derive(Default)]
+pub struct Symbolizer {
+    modules: std::collections::HashMap<String, Option<Elf>>,
+}
+
+impl Symbolizer {
+    pub fn name(&mut self, frame: Frame) -> Frame {
+        let Frame::Location { module, offset } = &frame else {
+            return frame;
+        };
+        let elf = self
+            .modules
+            .entry(module.clone())
+            .or_insert_with(|| Elf::read(module));
+        match elf.as_ref().and_then(|e| e.function_at(*offset)) {
+            // `;` separates frames; a name that looks like a location would read back as one.
+            Some(name) if !name.contains(';') && !name.contains("+0x") => {
+                Frame::Symbol(name.to_string())
+            }
+            _ => frame,
+        }
+    }
+}
