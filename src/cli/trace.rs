@@ -3,8 +3,9 @@
 use super::OutputArgs;
 use crate::export::Table;
 use crate::trace::{
-    histogram_table, import_valgrind, read_text_named, stats_table, trace_stats, write_text,
-    TraceError, TraceHeader, TraceReader, TraceWriter, ValgrindOptions, ValgrindSummary,
+    histogram_table, import_valgrind, read_text_records, stats_table, trace_stats_records,
+    write_records, write_text_records, Fields, TraceError, TraceHeader, TraceWriter,
+    ValgrindOptions, ValgrindSummary,
 };
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
@@ -106,11 +107,23 @@ fn import(a: ImportArgs) -> Result<i32> {
             if a.pid.is_some() || a.strict {
                 anyhow::bail!("--pid and --strict apply to --from valgrind only (text input is always checked strictly)");
             }
-            let mut writer = TraceWriter::create(&a.out)?;
-            for event in read_text_named(input, &name) {
-                writer.write(&event?)?;
-            }
-            let header = writer.finish()?;
+            // The context a v2 text trace uses decides the binary layout up front: a file is
+            // read twice (once for its fields), standard input is held in memory.
+            let header = if a.input == Path::new("-") {
+                let records: Vec<_> = read_text_records(input, &name).collect::<Result<_, _>>()?;
+                let fields = records
+                    .iter()
+                    .fold(Fields::NONE, |f, r| f.union(Fields::of(r)));
+                write_records(&a.out, fields, records.into_iter().map(Ok))?
+            } else {
+                let mut scan = read_text_records(input, &name);
+                for record in scan.by_ref() {
+                    record?;
+                }
+                let fields = scan.fields();
+                let (input, _) = open_input(&a.input)?;
+                write_records(&a.out, fields, read_text_records(input, &name))?
+            };
             super::output::print_error(&format!(
                 "imported {} events from '{name}' into '{}'",
                 header.events,
@@ -146,8 +159,8 @@ pub(crate) fn import_note(name: &str, out: &Path, h: &TraceHeader, s: &ValgrindS
 }
 
 fn dump(a: DumpArgs) -> Result<i32> {
-    let reader = TraceReader::open(&a.trace)?;
-    match write_text(std::io::stdout().lock(), reader) {
+    let records = crate::trace::open(&a.trace)?.records();
+    match write_text_records(std::io::stdout().lock(), records) {
         Ok(_) => Ok(0),
         // A closed pipe (`| head`) is not an error worth a message.
         Err(TraceError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -161,7 +174,7 @@ fn stats(a: StatsArgs) -> Result<i32> {
     let mut table: Option<Table> = None;
     for path in &a.traces {
         let name = path.display().to_string();
-        let s = trace_stats(TraceReader::open(path)?)?;
+        let s = trace_stats_records(crate::trace::open(path)?.records())?;
         let one = if a.histogram {
             let mut t = histogram_table(&name, &s);
             t.columns.insert(0, "trace".into());
