@@ -9,9 +9,9 @@ pub mod symbols;
 
 pub use convert::{convert, ConvertSummary};
 pub use raw::{parse, RawProcess};
-pub use sink::{Fields, TraceSink};
+pub use sink::TraceSink;
 
-use crate::trace::{Record, TraceError};
+use crate::trace::{Fields, Record, TraceError};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 

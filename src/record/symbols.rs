@@ -103,7 +103,8 @@ impl Elf {
         })
     }
 
-    fn function_at(&self, file_offset: u64) -> Option<&str> {
+    /// The function around `file_offset` and the offset into it.
+    fn function_at(&self, file_offset: u64) -> Option<(&str, u64)> {
         let &(off, vaddr, _) = self
             .segments
             .iter()
@@ -114,11 +115,11 @@ impl Elf {
             .partition_point(|f| f.0 <= addr)
             .checked_sub(1)?;
         let (start, size, name) = &self.functions[i];
-        (addr < start + size).then_some(name.as_str())
+        (addr < start + size).then_some((name.as_str(), addr - start))
     }
 }
 
-/// Names frames by the function around them, reading each module's ELF file once (after the
+/// Names frames by the function around them (`function+0xOFFSET`), reading each module's ELF file once (after the
 /// run: the files must still be there). A frame without a symbol stays `module+0xOFFSET`.
 #[derive(Default)]
 pub struct Symbolizer {
@@ -135,9 +136,10 @@ impl Symbolizer {
             .entry(module.clone())
             .or_insert_with(|| Elf::read(module));
         match elf.as_ref().and_then(|e| e.function_at(*offset)) {
-            // `;` separates frames; a name that looks like a location would read back as one.
-            Some(name) if !name.contains(';') && !name.contains("+0x") => {
-                Frame::Symbol(name.to_string())
+            // `name+0xOFFSET` into the function: two calls in one function stay two sites.
+            // (`;` separates frames: such a name is left as the location.)
+            Some((name, into)) if !name.contains(';') && !name.contains("+0x") => {
+                Frame::Symbol(format!("{name}+{into:#x}"))
             }
             _ => frame,
         }
