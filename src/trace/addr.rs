@@ -4,6 +4,30 @@
 use super::ids::IdPool;
 use super::{Event, ObjectId};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Addresses are already spread out: one folded 128-bit multiply mixes them well enough for
+/// hashbrown (low bits pick the bucket, high bits the tag) at a fraction of SipHash's cost,
+/// which dominated importing recordings of millions of calls.
+#[derive(Default, Clone, Copy)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0 ^ b as u64);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        let x = (v ^ self.0) as u128 * 0x9E37_79B9_7F4A_7C15;
+        self.0 = x as u64 ^ (x >> 64) as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// A call that contradicts the calls before it; the importer repairs it as described.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +93,7 @@ impl std::fmt::Display for IssueCounts {
 #[derive(Debug, Default)]
 pub struct AddressImporter {
     ids: IdPool,
-    live: HashMap<u64, ObjectId>,
+    live: HashMap<u64, ObjectId, BuildHasherDefault<AddressHasher>>,
     pub issues: IssueCounts,
 }
 
