@@ -13,6 +13,10 @@ RUNS=${RUNS:-5}
 VALGRIND_RUNS=${VALGRIND_RUNS:-$RUNS}
 PYTHON=${PYTHON:-python3.11}
 
+for tool in heaptrack valgrind bc g++; do
+  command -v "$tool" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$tool"; }
+done
+[ -e /usr/lib/x86_64-linux-gnu/libunwind.so.8 ] || apt-get install -y -qq libunwind8
 cargo build --release -q
 fragsim=$PWD/target/release/fragsim
 work=$(mktemp -d)

@@ -58,6 +58,10 @@ pub fn set_busy(b: bool) {
     TLS.with(|t| t.busy.set(b));
 }
 
+pub fn is_busy() -> bool {
+    TLS.with(|t| t.busy.get())
+}
+
 pub fn current_tid() -> u32 {
     TLS.with(|t| {
         let b = t.buf.get();

@@ -28,9 +28,16 @@ fn ready(slot: &std::sync::atomic::AtomicUsize) -> bool {
     if get(slot).is_some() {
         return true;
     }
-    if state::STATE.load(std::sync::atomic::Ordering::Acquire) == state::UNINIT {
+    match state::STATE.load(std::sync::atomic::Ordering::Acquire) {
         // SAFETY: init runs once; nested calls from it see INITIALIZING.
-        unsafe { state::init() };
+        state::UNINIT => unsafe { state::init() },
+        // Another thread is initialising (this one would be marked busy): wait for it.
+        state::INITIALIZING if !crate::buf::is_busy() => {
+            while state::STATE.load(std::sync::atomic::Ordering::Acquire) == state::INITIALIZING {
+                std::hint::spin_loop();
+            }
+        }
+        _ => {}
     }
     get(slot).is_some()
 }
@@ -92,7 +99,9 @@ pub unsafe extern "C" fn calloc(n: size_t, size: size_t) -> *mut c_void {
 
 #[no_mangle]
 pub unsafe extern "C" fn free(p: *mut c_void) {
-    if p.is_null() || real::is_boot(p) {
+    // A bootstrap block is never freed; without the real free (still being looked up) the
+    // block is left alone too.
+    if p.is_null() || real::is_boot(p) || !ready(&real::FREE) {
         return;
     }
     if let Some(ctx) = enter() {
