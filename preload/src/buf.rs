@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 const BUF_BYTES: usize = 1 << 20;
 /// The chunk header sits right before the data, so a flush is one `write`.
-const HDR: usize = 32;
+const HDR: usize = 48;
 const DATA_AT: usize = 128;
 const DATA_CAP: usize = BUF_BYTES - DATA_AT;
 pub const MAX_SLOTS: usize = 4096;
@@ -243,8 +243,8 @@ unsafe fn flush_locked(b: *mut Buf) {
     let hdr = data(b).sub(HDR);
     let words: [u32; 4] = [MAGIC, K_EVENTS, (*b).slot, (*b).tid];
     std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, hdr, 16);
-    std::ptr::copy_nonoverlapping((len as u64).to_le_bytes().as_ptr(), hdr.add(16), 8);
-    std::ptr::write_bytes(hdr.add(24), 0, 8);
+    let tail = [len as u64, state::tsc(), state::now_ns(), 0];
+    std::ptr::copy_nonoverlapping(tail.as_ptr() as *const u8, hdr.add(16), 32);
     write_all(hdr, HDR + len);
     (*b).len.store(0, Ordering::Release);
 }
@@ -258,6 +258,8 @@ pub unsafe fn chunk(kind: u32, slot: u32, tid: u32, payload: &[u8]) {
     hdr[8..12].copy_from_slice(&slot.to_le_bytes());
     hdr[12..16].copy_from_slice(&tid.to_le_bytes());
     hdr[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    hdr[24..32].copy_from_slice(&state::tsc().to_le_bytes());
+    hdr[32..40].copy_from_slice(&state::now_ns().to_le_bytes());
     let iov = [
         libc::iovec {
             iov_base: hdr.as_mut_ptr() as *mut c_void,
@@ -339,7 +341,7 @@ pub unsafe extern "C" fn thread_exit(p: *mut c_void) {
     let ctx = Ctx { b };
     lock(b);
     let seq = ctx.seq();
-    ctx.push_locked(&[4 | seq << 8, state::now_ns()]);
+    ctx.push_locked(&[4 | seq << 8, state::stamp()]);
     flush_locked(b);
     unlock(b);
     drop(ctx);

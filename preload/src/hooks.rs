@@ -47,7 +47,7 @@ unsafe fn record_alloc(ctx: &Ctx, size: usize, align: usize, p: *mut c_void) {
     let seq = ctx.seq();
     let head = [
         ALLOC | seq << 8,
-        state::now_ns(),
+        state::stamp(),
         size as u64,
         align as u64,
         p as u64,
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     if let Some(ctx) = enter() {
         // Before the real free: no other thread can be handed `p` earlier in the order.
         let seq = ctx.seq();
-        ctx.push(&[FREE | seq << 8, state::now_ns(), p as u64]);
+        ctx.push(&[FREE | seq << 8, state::stamp(), p as u64]);
     }
     call_real!(FREE as fn(*mut c_void) -> (), p)
 }
@@ -126,7 +126,7 @@ unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void
         return q;
     }
     let before = ctx.seq();
-    let t_before = state::now_ns();
+    let t_before = state::stamp();
     let q = real();
     if q.is_null() {
         if size == 0 {
@@ -139,7 +139,7 @@ unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void
     let after = ctx.seq();
     let mut w = [
         REALLOC | before << 8,
-        state::now_ns(),
+        state::stamp(),
         p as u64,
         q as u64,
         size as u64,

@@ -20,17 +20,20 @@
 //! - `FRAGSIM_PRELOAD_FLAGS`: comma-separated `stacks`, `follow`.
 //!
 //! # Raw file format (little endian; all one process, several images if it exec'd)
-//! A sequence of chunks, each a 32-byte header `magic u32 = 0x4B435346 ("FSCK"), kind u32,
-//! slot u32, tid u32, payload_len u64, reserved u64`, then `payload_len` bytes. `slot` is the
+//! A sequence of chunks, each a 48-byte header `magic u32 = 0x4B435346 ("FSCK"), kind u32,
+//! slot u32, tid u32, payload_len u64, tsc u64, mono_ns u64, reserved u64`, then
+//! `payload_len` bytes. `tsc` and `mono_ns` are read together when the chunk is written: the
+//! pairs of an image scale its event stamps to nanoseconds. `slot` is the
 //! thread buffer (stack ids are per slot), `tid` the thread's raw id (unique in the image).
 //! Kinds:
 //! - 1 `HEADER`: an image starts: u64 words `version (1), pid, ppid, start_ns, flags
-//!   (1 = stacks on, 2 = follow forks, 4 = no unwinder found), fork_seq (the sequence number at
+//!   (1 = stacks on, 2 = follow forks, 4 = no unwinder found, 8 = event stamps are TSC
+//!   ticks, else `CLOCK_MONOTONIC` ns), fork_seq (the sequence number at
 //!   the fork that made this process, 0 for exec/start)`.
-//! - 2 `EVENTS`: u64 words. Each event starts with `kind | seq << 8`, then `time_ns`
-//!   (`CLOCK_MONOTONIC`), then: `ALLOC (1)`: size, align (0 = default), addr;
+//! - 2 `EVENTS`: u64 words. Each event starts with `kind | seq << 8`, then its stamp (see
+//!   flag 8), then: `ALLOC (1)`: size, align (0 = default), addr;
 //!   `FREE (2)`: addr; `REALLOC (3)`: old, new, size, seq_after (`seq` is taken before the real
-//!   call, `seq_after` after it; `time_ns` is at `seq_after`); `EXIT (4)`: nothing. Kind bit
+//!   call, `seq_after` after it; the stamp is at `seq_after`); `EXIT (4)`: nothing. Kind bit
 //!   `0x80` means one more word follows: the call's stack id (per slot). `STACK (5)`:
 //!   `5 | n << 8`, stack id, then `n` return addresses, innermost first (no time word).
 //! - 3 `MAPS`: the bytes of `/proc/self/maps` (for symbolizing stacks; the last one counts).

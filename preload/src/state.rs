@@ -24,6 +24,7 @@ pub static LOST_BYTES: AtomicU64 = AtomicU64::new(0);
 pub const FLAG_STACKS: u64 = 1;
 pub const FLAG_FOLLOW: u64 = 2;
 pub const FLAG_NO_UNWINDER: u64 = 4;
+pub const FLAG_TSC: u64 = 8;
 
 pub const K_HEADER: u32 = 1;
 pub const K_MAPS: u32 = 3;
@@ -42,6 +43,32 @@ pub fn now_ns() -> u64 {
     // SAFETY: clock_gettime writes the timespec (vDSO, no allocation).
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The TSC (0 where there is none): chunk headers pair it with `now_ns` so that event stamps
+/// can be scaled to nanoseconds afterwards.
+#[inline(always)]
+pub fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86-64.
+        unsafe { std::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// An event's time stamp: the TSC on x86-64 (a third of `clock_gettime`'s cost in the
+/// vDSO), `CLOCK_MONOTONIC` ns elsewhere (`FLAG_TSC` in the image header says which).
+#[inline(always)]
+pub fn stamp() -> u64 {
+    if cfg!(target_arch = "x86_64") {
+        tsc()
+    } else {
+        now_ns()
+    }
 }
 
 /// Runs once, on the first call or from the constructor; other threads wait for it.
@@ -119,6 +146,9 @@ unsafe fn configure() -> bool {
         } else {
             flags |= FLAG_NO_UNWINDER;
         }
+    }
+    if cfg!(target_arch = "x86_64") {
+        flags |= FLAG_TSC;
     }
     FLAGS.store(flags as u32, Ordering::Release);
     let mut key: libc::pthread_key_t = 0;

@@ -46,17 +46,18 @@ pub fn run(args: &RecordArgs) -> Result<i32> {
     })
 }
 
-fn summary_line(t: &RecordedTrace) -> String {
+fn summary_line(t: &RecordedTrace, elapsed: std::time::Duration) -> String {
     let s = &t.summary;
     let threads = s.events_per_thread.len();
     let mut line = format!(
-        "recorded {} events ({} allocs, {} frees, {} reallocs) on {} thread{} in {:.3} s into '{}' ({} bytes",
+        "recorded {} events ({} allocs, {} frees, {} reallocs) on {} thread{} in {:.3} s (calls over {:.3} s) into '{}' ({} bytes",
         s.events,
         s.allocs,
         s.frees,
         s.reallocs,
         threads,
         if threads == 1 { "" } else { "s" },
+        elapsed.as_secs_f64(),
         s.duration_ns as f64 / 1e9,
         t.path.display(),
         t.bytes,
@@ -84,7 +85,7 @@ fn notes(recorded: &Recorded, program: &str) -> Vec<String> {
     }
     for (i, t) in recorded.traces.iter().enumerate() {
         let s = &t.summary;
-        let mut line = summary_line(t);
+        let mut line = summary_line(t, recorded.elapsed);
         if i > 0 {
             line = format!("child {}: {line}", t.pid);
         }

@@ -62,6 +62,8 @@ pub struct RecordedTrace {
 #[derive(Debug)]
 pub struct Recorded {
     pub status: ExitStatus,
+    /// Wall time from starting the program to its exit.
+    pub elapsed: std::time::Duration,
     /// The program's trace first, then its children's (`--follow-forks`) by pid.
     pub traces: Vec<RecordedTrace>,
     /// The program wrote no raw file: the library was not loaded (a static binary, a setuid
@@ -143,6 +145,7 @@ pub fn record_native(
     if options.follow_forks {
         flags.push("follow");
     }
+    let started = std::time::Instant::now();
     let mut child = Command::new(&command[0])
         .args(&command[1..])
         .env("LD_PRELOAD", preload_var)
@@ -160,6 +163,7 @@ pub fn record_native(
         program: program.clone(),
         source,
     })?;
+    let elapsed = started.elapsed();
     drop(stop);
     let fields = Fields {
         threads: true,
@@ -175,6 +179,7 @@ pub fn record_native(
     }
     Ok(Recorded {
         status,
+        elapsed,
         traces,
         no_effect,
     })

@@ -21,6 +21,9 @@ const HAS_SITE: u64 = 0x80;
 
 pub const FLAG_STACKS: u64 = 1;
 pub const FLAG_NO_UNWINDER: u64 = 4;
+/// Event stamps are TSC ticks (scaled with the chunk headers' clock pairs).
+pub const FLAG_TSC: u64 = 8;
+const CHUNK_HEADER: usize = 48;
 
 /// What one call did, with a realloc split at its two sequence points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +52,7 @@ pub enum RawOp {
 #[derive(Clone, Copy, Debug)]
 pub struct RawEvent {
     pub seq: u64,
+    /// CLOCK_MONOTONIC ns (TSC stamps are scaled when the image is parsed).
     pub time_ns: u64,
     pub op: RawOp,
     /// The stack id in the thread buffer's table (0: none).
@@ -88,6 +92,39 @@ pub struct RawImage {
     pub exec_tid: Option<u32>,
     pub end: Option<RawEnd>,
     pub signal: Option<u64>,
+    /// (TSC, CLOCK_MONOTONIC ns) read together as each chunk was written.
+    pub clock: Vec<(u64, u64)>,
+}
+
+impl RawImage {
+    /// Event stamps -> CLOCK_MONOTONIC ns: TSC ticks scaled linearly between the image's
+    /// earliest and latest clock pairs (with a single pair, at the nominal 1 tick/ns: only
+    /// an image that wrote no events has one).
+    fn scale_times(&mut self) {
+        if self.flags & FLAG_TSC == 0 {
+            return;
+        }
+        let first = self
+            .clock
+            .iter()
+            .min()
+            .copied()
+            .unwrap_or((0, self.start_ns));
+        let last = self.clock.iter().max().copied().unwrap_or(first);
+        let ticks = last.0.saturating_sub(first.0);
+        let ns = last.1.saturating_sub(first.1);
+        let per_tick = if ticks > 0 {
+            ns as f64 / ticks as f64
+        } else {
+            1.0
+        };
+        for thread in self.threads.values_mut() {
+            for e in &mut thread.events {
+                let dt = (e.time_ns as i128 - first.0 as i128) as f64 * per_tick;
+                e.time_ns = (first.1 as f64 + dt).max(0.0) as u64;
+            }
+        }
+    }
 }
 
 /// A whole raw file: the process's images in order.
@@ -119,7 +156,7 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
 pub fn parse(bytes: &[u8], file: &str) -> Result<RawProcess, TraceError> {
     let mut process = RawProcess::default();
     let mut at = 0;
-    while at + 32 <= bytes.len() {
+    while at + CHUNK_HEADER <= bytes.len() {
         if u32_at(bytes, at) != MAGIC {
             return Err(corrupt(file, at, "no chunk magic"));
         }
@@ -127,7 +164,9 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<RawProcess, TraceError> {
         let slot = u32_at(bytes, at + 8);
         let tid = u32_at(bytes, at + 12);
         let len = u64::from_le_bytes(bytes[at + 16..at + 24].try_into().expect("8 bytes"));
-        let start = at + 32;
+        let tsc = u64::from_le_bytes(bytes[at + 24..at + 32].try_into().expect("8 bytes"));
+        let mono = u64::from_le_bytes(bytes[at + 32..at + 40].try_into().expect("8 bytes"));
+        let start = at + CHUNK_HEADER;
         let Some(end) = usize::try_from(len).ok().and_then(|l| start.checked_add(l)) else {
             return Err(corrupt(file, at, "chunk length out of range"));
         };
@@ -140,7 +179,11 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<RawProcess, TraceError> {
             if w.len() < 6 || w[0] != 1 {
                 return Err(corrupt(file, at, "bad image header"));
             }
+            if let Some(done) = process.images.last_mut() {
+                done.scale_times();
+            }
             process.images.push(RawImage {
+                clock: vec![(tsc, mono)],
                 pid: w[1],
                 ppid: w[2],
                 start_ns: w[3],
@@ -152,6 +195,7 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<RawProcess, TraceError> {
             let Some(image) = process.images.last_mut() else {
                 return Err(corrupt(file, at, "chunk before the first image header"));
             };
+            image.clock.push((tsc, mono));
             match kind {
                 K_EVENTS => parse_events(image, slot, tid, payload)
                     .map_err(|what| corrupt(file, start, what))?,
@@ -170,6 +214,9 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<RawProcess, TraceError> {
             }
         }
         at = end;
+    }
+    if let Some(last) = process.images.last_mut() {
+        last.scale_times();
     }
     Ok(process)
 }
