@@ -19,6 +19,7 @@ pub mod layout;
 pub mod live;
 pub mod measure;
 pub mod random;
+pub mod record;
 pub mod report;
 pub mod sim;
 pub mod sizeclass;

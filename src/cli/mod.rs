@@ -9,6 +9,7 @@ mod layout;
 mod measure;
 pub mod output;
 mod record;
+mod record_native;
 mod replay;
 mod report;
 mod table;
@@ -62,7 +63,7 @@ enum Command {
     MeasureChild(measure::MeasureChildArgs),
     /// Allocation traces: import (valgrind, text), dump, stats.
     Trace(trace::TraceArgs),
-    /// Run a program under valgrind --trace-malloc=yes and import its allocations.
+    /// Run a program and record its allocations (threads, times, optionally call stacks).
     Record(record::RecordArgs),
 }
 
