@@ -16,6 +16,7 @@ pub mod export;
 pub mod global;
 pub mod layout;
 pub mod live;
+pub mod process;
 pub mod random;
 pub mod report;
 pub mod sim;

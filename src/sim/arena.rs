@@ -435,17 +435,6 @@ impl Arena {
         false
     }
 
-    /// Whether `extent` is a slab, its bin, and its size in bytes (for the process model).
-    pub(crate) fn extent_info(&self, extent: u32) -> (bool, usize, u64) {
-        let e = self.pac.ext.get(extent);
-        (e.slab, e.bin as usize, e.size)
-    }
-
-    /// `sz_large_pad`: the padding page of a large extent.
-    pub(crate) fn large_pad(&self) -> u64 {
-        self.large_pad
-    }
-
     /// Purges every dirty extent to retained (the process model's thread exit).
     pub(crate) fn purge_all(&mut self) {
         self.pac.purge_all();
