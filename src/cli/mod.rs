@@ -7,6 +7,7 @@ mod container;
 mod containers;
 mod layout;
 pub mod output;
+mod process;
 mod record;
 mod replay;
 mod report;
@@ -56,6 +57,9 @@ enum Command {
     /// Internal: the child process of a live replay.
     #[command(name = "__replay-live-child", hide = true)]
     ReplayLiveChild(replay::ChildArgs),
+    /// Internal: the child process of a live process (baton) replay.
+    #[command(name = "__process-live-child", hide = true)]
+    ProcessLiveChild(process::ChildArgs),
     /// Allocation traces: import (valgrind, text), dump, stats.
     Trace(trace::TraceArgs),
     /// Run a program under valgrind --trace-malloc=yes and import its allocations.
@@ -68,6 +72,11 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(err) => return output::clap_exit(&err),
     };
+    // The process child starts no thread of its own (an interrupt handler's thread would
+    // take an automatic arena before the trace's threads).
+    if let Command::ProcessLiveChild(args) = cli.command {
+        return process::run_child(args).unwrap_or_else(|err| output::exit_code(&err));
+    }
     output::stop_cleanly_on_interrupt();
     let result = match cli.command {
         Command::Report(args) => report::run(args),
@@ -80,6 +89,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Replay(args) => replay::run(args),
         Command::ReplayLiveChild(args) => replay::run_child(args),
+        Command::ProcessLiveChild(_) => unreachable!("handled above"),
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
     };

@@ -39,6 +39,8 @@ pub struct ReplayArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub whatif: super::whatif::WhatifArgs,
+    #[command(flatten)]
+    pub process: super::process::ProcessFlags,
 }
 
 /// Whether `path` starts with the binary trace magic.
@@ -68,6 +70,9 @@ pub fn load_trace(path: &Path) -> Result<Vec<Event>> {
 pub fn run(args: ReplayArgs) -> Result<i32> {
     if args.every == Some(0) {
         bail!("--every 0: give a positive number of events");
+    }
+    if args.process.process {
+        return super::process::run(&args);
     }
     if super::whatif::wanted(&args.allocator, &args.whatif) {
         if args.live || args.disable_large_size_classes.is_some() {

@@ -21,7 +21,7 @@ use tikv_jemalloc_sys as sys;
 type MallocxFn = unsafe extern "C" fn(usize, c_int) -> *mut c_void;
 type RallocxFn = unsafe extern "C" fn(*mut c_void, usize, c_int) -> *mut c_void;
 type DallocxFn = unsafe extern "C" fn(*mut c_void, c_int);
-type MallctlFn =
+pub(crate) type MallctlFn =
     unsafe extern "C" fn(*const c_char, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
 type NameToMibFn = unsafe extern "C" fn(*const c_char, *mut usize, *mut usize) -> c_int;
 type ByMibFn =

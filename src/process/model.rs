@@ -128,6 +128,28 @@ impl Process {
             .unwrap_or(0)
     }
 
+    /// The live replayer's start (`crate::live::process`): its main thread's first call
+    /// allocated a cache block in arena 0, start-up code left `residue` large bytes live
+    /// there (libstdc++'s emergency pool under a preloaded jemalloc: 72,704 bytes ->
+    /// 81,920), then the main thread freed its cache and left arena 0, which purged it.
+    pub fn replayer_start(&mut self, residue: u64) -> Result<(), ProcessError> {
+        let block = if self.options.tcache {
+            let bytes = self.cache_block_bytes();
+            Some(self.arena_mut(0).place(0, bytes)?)
+        } else {
+            None
+        };
+        if residue > 0 {
+            self.arena_mut(0).place(0, residue)?;
+        }
+        if let Some(b) = block {
+            self.arena_mut(0).remove(b);
+        }
+        self.arena_mut(0).purge_all();
+        self.refresh_totals();
+        Ok(())
+    }
+
     pub fn stats(&self) -> &ProcessStats {
         &self.stats
     }
