@@ -57,6 +57,8 @@ pub struct Process {
     threads: Vec<Option<Thread>>,
     exited: Vec<bool>,
     objects: Vec<Object>,
+    /// `thread.deallocated` of threads that have only freed so far.
+    minimal_deallocated: Vec<u64>,
     small_max: u64,
     stats: ProcessStats,
 }
@@ -99,6 +101,7 @@ impl Process {
             threads: Vec::new(),
             exited: Vec::new(),
             objects: Vec::new(),
+            minimal_deallocated: Vec::new(),
             small_max: classes.small_maxclass(),
             stats: ProcessStats::default(),
         })
@@ -186,6 +189,11 @@ impl Process {
                         thread: call.thread,
                     });
                 }
+                // A thread whose first calls are frees stays minimal (`tsd_fetch_min` in
+                // free/dallocx): no cache, no arena, its frees go to the owning arena.
+                if matches!(call.event, Event::Free { .. }) && !self.started(t) {
+                    return self.minimal_free(n, t, call.event);
+                }
                 self.ensure_thread(t)?;
                 self.call(n, t, call.event)
             }
@@ -243,6 +251,29 @@ impl Process {
         Ok(())
     }
 
+    fn started(&self, t: usize) -> bool {
+        self.threads.get(t).is_some_and(Option::is_some)
+    }
+
+    fn minimal_free(&mut self, n: u64, t: usize, event: Event) -> Result<(), ProcessError> {
+        let Event::Free { id } = event else {
+            unreachable!("frees only")
+        };
+        let obj = self
+            .live(id)
+            .ok_or(SimError::FreeOfDeadId { event: n, id })?;
+        self.objects[id as usize] = DEAD;
+        self.arena_mut(obj.arena).remove(obj.extent);
+        self.stats.live_objects -= 1;
+        self.stats.requested_bytes -= obj.request;
+        if t >= self.minimal_deallocated.len() {
+            self.minimal_deallocated.resize(t + 1, 0);
+        }
+        self.minimal_deallocated[t] += obj.usize;
+        self.refresh_totals();
+        Ok(())
+    }
+
     fn refresh_totals(&mut self) {
         let (mut alloc, mut active) = (0, 0);
         for a in self.arenas.iter().flatten() {
@@ -291,13 +322,15 @@ impl Process {
         };
         let arena = self.choose_arena()?;
         self.nthreads[arena as usize] += 1;
+        // te_init: the event counters start from the bytes counted so far.
+        let deallocated = self.minimal_deallocated.get(t).copied().unwrap_or(0);
         self.threads[t] = Some(Thread {
             arena,
             tcache: block.map(|b| Tcache::new(&self.info, arena, b)),
             allocated: 0,
-            deallocated: 0,
+            deallocated,
             alloc_gc_last: 0,
-            dalloc_gc_last: 0,
+            dalloc_gc_last: deallocated,
         });
         Ok(())
     }
