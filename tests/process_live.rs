@@ -79,6 +79,9 @@ fn cache_settings_and_no_cache() {
         threads: 3,
         ..ThreadedSpec::default()
     };
-    check(&spec, "lg_tcache_nslots_mul:-1,tcache_nslots_small_max:64,tcache_max:65536");
+    check(
+        &spec,
+        "lg_tcache_nslots_mul:-1,tcache_nslots_small_max:64,tcache_max:65536",
+    );
     check(&spec, "tcache:false,narenas:1");
 }

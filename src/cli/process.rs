@@ -35,17 +35,19 @@ pub struct ProcessFlags {
 /// Reads a trace as records: the process text form (`t`, `x` lines) when the file is text
 /// and has them, else any trace `fragsim replay` reads, as calls on thread 0.
 fn load_records(path: &Path) -> Result<Vec<Record>> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read trace '{}'", path.display()))?;
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read trace '{}'", path.display()))?;
     if let Ok(text) = std::str::from_utf8(&bytes) {
-        let threaded = text
-            .lines()
-            .any(|l| l.starts_with("t ") || l.trim() == "x");
+        let threaded = text.lines().any(|l| l.starts_with("t ") || l.trim() == "x");
         if threaded {
             return records_from_text(text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
         }
     }
     let events = super::replay::load_trace(path)?;
-    Ok(events.into_iter().map(|e| Record::Call(Call::plain(e))).collect())
+    Ok(events
+        .into_iter()
+        .map(|e| Record::Call(Call::plain(e)))
+        .collect())
 }
 
 pub fn run(args: &ReplayArgs) -> Result<i32> {
@@ -79,7 +81,8 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     if config.version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc != Some(false) {
         // The experimental GC reads a 10 ms wall clock; the model runs the deterministic one.
         model_options.experimental_tcache_gc = Some(false);
-        note = " (5.3.1's clock-driven cache GC is not modelled: experimental_tcache_gc:false)".into();
+        note =
+            " (5.3.1's clock-driven cache GC is not modelled: experimental_tcache_gc:false)".into();
     }
     let cpus = flags.cpus.unwrap_or_else(machine_cpus);
     let mut model = Process::new(config, model_options, cpus)?;
@@ -88,11 +91,24 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         .unwrap_or_else(|| crate::sim::replay::default_every(records.len() as u64));
     let mut per_arena = Table::new(
         format!("per arena, {name}"),
-        &["event", "arena", "allocated_bytes", "active_bytes", "tcache_bytes"],
+        &[
+            "event",
+            "arena",
+            "allocated_bytes",
+            "active_bytes",
+            "tcache_bytes",
+        ],
     );
     let mut timeline = Table::new(
         format!("process timeline of {name}"),
-        &["event", "live_objects", "requested_bytes", "allocated_bytes", "active_bytes", "tcache_bytes"],
+        &[
+            "event",
+            "live_objects",
+            "requested_bytes",
+            "allocated_bytes",
+            "active_bytes",
+            "tcache_bytes",
+        ],
     );
     let mut summary = ProcessSummary::default();
     let last = records.len() as u64;
@@ -115,10 +131,17 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
             }
             if args.timeline.is_some() {
                 timeline.push(
-                    [n, s.live_objects, s.requested_bytes, s.allocated_bytes, s.active_bytes, s.tcache_bytes]
-                        .into_iter()
-                        .map(Cell::Int)
-                        .collect(),
+                    [
+                        n,
+                        s.live_objects,
+                        s.requested_bytes,
+                        s.allocated_bytes,
+                        s.active_bytes,
+                        s.tcache_bytes,
+                    ]
+                    .into_iter()
+                    .map(Cell::Int)
+                    .collect(),
                 );
             }
         }
@@ -135,24 +158,46 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         "process model, one thread".into()
     };
     let mut t = Table::new(
-        format!("replay of {name}: {mode}, {}, {} arenas{note}", config.label(), model.narenas()),
+        format!(
+            "replay of {name}: {mode}, {}, {} arenas{note}",
+            config.label(),
+            model.narenas()
+        ),
         &["statistic", "value"],
     );
     let p = &summary.at_active_peak;
     let rows: Vec<(&str, Cell)> = vec![
         ("events", summary.final_stats.events.into()),
         ("threads", u64::from(threads).into()),
-        ("automatic arenas (narenas)", u64::from(model.narenas()).into()),
+        (
+            "automatic arenas (narenas)",
+            u64::from(model.narenas()).into(),
+        ),
         ("thread cache block bytes", model.cache_block_bytes().into()),
         ("peak requested bytes", summary.peak_requested_bytes.into()),
         ("peak allocated bytes", summary.peak_allocated_bytes.into()),
         ("peak active bytes", summary.peak_active_bytes.into()),
         ("event of the active peak", p.events.into()),
-        ("thread cache bytes at the active peak", p.tcache_bytes.into()),
-        ("mean active bytes", Cell::Float(summary.mean_active_bytes(), 1)),
-        ("final allocated bytes", summary.final_stats.allocated_bytes.into()),
-        ("final active bytes", summary.final_stats.active_bytes.into()),
-        ("final thread cache bytes", summary.final_stats.tcache_bytes.into()),
+        (
+            "thread cache bytes at the active peak",
+            p.tcache_bytes.into(),
+        ),
+        (
+            "mean active bytes",
+            Cell::Float(summary.mean_active_bytes(), 1),
+        ),
+        (
+            "final allocated bytes",
+            summary.final_stats.allocated_bytes.into(),
+        ),
+        (
+            "final active bytes",
+            summary.final_stats.active_bytes.into(),
+        ),
+        (
+            "final thread cache bytes",
+            summary.final_stats.tcache_bytes.into(),
+        ),
     ];
     for (k, v) in rows {
         t.push(vec![k.into(), v]);
@@ -161,13 +206,21 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn run_live(args: &ReplayArgs, records: &[Record], options: &ProcessOptions, name: &str, threads: u32) -> Result<i32> {
+fn run_live(
+    args: &ReplayArgs,
+    records: &[Record],
+    options: &ProcessOptions,
+    name: &str,
+    threads: u32,
+) -> Result<i32> {
     if args.allocator.explicit_config()?.is_some() || args.disable_large_size_classes.is_some() {
         bail!("--process --live models the live jemalloc's own build: drop --preset and the build flags");
     }
     let mut options = options.clone();
     if let Some(cpus) = args.process.cpus {
-        options.narenas.get_or_insert(if cpus > 1 { cpus * 4 } else { 1 });
+        options
+            .narenas
+            .get_or_insert(if cpus > 1 { cpus * 4 } else { 1 });
     }
     let allocator = match &args.system_jemalloc {
         Some(lib) => ProcessAllocator::System(lib.clone()),
@@ -195,7 +248,11 @@ fn run_live(args: &ReplayArgs, records: &[Record], options: &ProcessOptions, nam
     }
     for m in &c.first {
         table.push(vec![
-            format!("mismatch at event {}: {} (predicted, measured)", m.event, m.statistic).into(),
+            format!(
+                "mismatch at event {}: {} (predicted, measured)",
+                m.event, m.statistic
+            )
+            .into(),
             format!("{}, {}", m.predicted, m.measured).into(),
         ]);
     }

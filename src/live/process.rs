@@ -50,16 +50,37 @@ extern "C" fn child_constructor() {
         let mut arena: u32 = 0;
         let mut len = std::mem::size_of::<u32>();
         let null = std::ptr::null_mut();
-        if mallctl(c"arenas.create".as_ptr(), (&mut arena as *mut u32).cast(), &mut len, null, 0) != 0 {
+        if mallctl(
+            c"arenas.create".as_ptr(),
+            (&mut arena as *mut u32).cast(),
+            &mut len,
+            null,
+            0,
+        ) != 0
+        {
             MANUAL_ARENA.store(-2, Ordering::SeqCst);
             return;
         }
         let mut off = false;
-        if mallctl(c"thread.tcache.enabled".as_ptr(), null, std::ptr::null_mut(), (&mut off as *mut bool).cast(), 1) != 0 {
+        if mallctl(
+            c"thread.tcache.enabled".as_ptr(),
+            null,
+            std::ptr::null_mut(),
+            (&mut off as *mut bool).cast(),
+            1,
+        ) != 0
+        {
             MANUAL_ARENA.store(-3, Ordering::SeqCst);
             return;
         }
-        if mallctl(c"thread.arena".as_ptr(), null, std::ptr::null_mut(), (&mut arena as *mut u32).cast(), 4) != 0 {
+        if mallctl(
+            c"thread.arena".as_ptr(),
+            null,
+            std::ptr::null_mut(),
+            (&mut arena as *mut u32).cast(),
+            4,
+        ) != 0
+        {
             MANUAL_ARENA.store(-4, Ordering::SeqCst);
             return;
         }
@@ -104,7 +125,13 @@ const FUTEX_WAKE_PRIVATE: libc::c_int = 129;
 fn futex_wait(word: &AtomicU32, val: u32) {
     // SAFETY: FUTEX_WAIT on a valid aligned u32; spurious wake-ups are handled by callers.
     unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), FUTEX_WAIT_PRIVATE, val, std::ptr::null::<libc::timespec>());
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            FUTEX_WAIT_PRIVATE,
+            val,
+            std::ptr::null::<libc::timespec>(),
+        );
     }
 }
 
@@ -214,7 +241,16 @@ fn read_bool_mib(api: &Api, m: &[usize]) -> bool {
     let mut v = false;
     let mut len = 1usize;
     // SAFETY: arena.<i>.initialized is a bool.
-    let err = unsafe { (api.bymib)(m.as_ptr(), m.len(), (&mut v as *mut bool).cast(), &mut len, std::ptr::null_mut(), 0) };
+    let err = unsafe {
+        (api.bymib)(
+            m.as_ptr(),
+            m.len(),
+            (&mut v as *mut bool).cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
     err == 0 && v
 }
 
@@ -253,7 +289,16 @@ impl Reader {
     fn snapshot(&self, event: u64) -> Result<ProcessSnapshot> {
         let mut one: u64 = 1;
         // SAFETY: writing epoch takes a uint64_t.
-        let err = unsafe { (self.api.bymib)(self.epoch.as_ptr(), self.epoch.len(), std::ptr::null_mut(), std::ptr::null_mut(), (&mut one as *mut u64).cast(), 8) };
+        let err = unsafe {
+            (self.api.bymib)(
+                self.epoch.as_ptr(),
+                self.epoch.len(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&mut one as *mut u64).cast(),
+                8,
+            )
+        };
         ensure!(err == 0, "mallctl epoch: error {err}");
         let manual = self.arena(0, &self.manual)?;
         let mut s = ProcessSnapshot {
@@ -272,9 +317,24 @@ impl Reader {
 }
 
 fn write_snapshot(out: &mut impl Write, s: &ProcessSnapshot) -> std::io::Result<()> {
-    write!(out, "s {} {} {} {}", s.event, s.allocated_bytes, s.active_bytes, s.arenas.len())?;
+    write!(
+        out,
+        "s {} {} {} {}",
+        s.event,
+        s.allocated_bytes,
+        s.active_bytes,
+        s.arenas.len()
+    )?;
     for a in &s.arenas {
-        write!(out, " {} {} {} {} {}", a.index, a.allocated_bytes, a.active_bytes, a.tcache_bytes, a.bins.len())?;
+        write!(
+            out,
+            " {} {} {} {} {}",
+            a.index,
+            a.allocated_bytes,
+            a.active_bytes,
+            a.tcache_bytes,
+            a.bins.len()
+        )?;
         for b in &a.bins {
             write!(out, " {} {} {}", b.curregs, b.curslabs, b.nonfull_slabs)?;
         }
@@ -334,26 +394,47 @@ fn ops_of(records: &[Record]) -> Result<(Vec<Op>, usize, usize)> {
                     if i >= live.len() {
                         live.resize(i + 1, None);
                     }
-                    ensure!(live[i].is_none(), "event {n}: alloc of id {id}, which is already live");
-                    ensure!(align <= 1 || align.is_power_of_two(), "event {n}: alignment {align} is not a power of two");
-                    let flags = if align > 1 { align.trailing_zeros() as i32 } else { 0 };
+                    ensure!(
+                        live[i].is_none(),
+                        "event {n}: alloc of id {id}, which is already live"
+                    );
+                    ensure!(
+                        align <= 1 || align.is_power_of_two(),
+                        "event {n}: alignment {align} is not a power of two"
+                    );
+                    let flags = if align > 1 {
+                        align.trailing_zeros() as i32
+                    } else {
+                        0
+                    };
                     live[i] = Some(flags);
                     (c.thread, OP_ALLOC, id, size.max(1) as usize, flags)
                 }
                 Event::Free { id } => {
                     let slot = live.get_mut(id as usize).and_then(Option::take);
-                    ensure!(slot.is_some(), "event {n}: free of id {id}, which is not live");
+                    ensure!(
+                        slot.is_some(),
+                        "event {n}: free of id {id}, which is not live"
+                    );
                     (c.thread, OP_FREE, id, 0, 0)
                 }
                 Event::Realloc { id, size } => {
                     let flags = live.get(id as usize).copied().flatten();
-                    let flags = flags.with_context(|| format!("event {n}: realloc of id {id}, which is not live"))?;
+                    let flags = flags.with_context(|| {
+                        format!("event {n}: realloc of id {id}, which is not live")
+                    })?;
                     (c.thread, OP_REALLOC, id, size.max(1) as usize, flags)
                 }
             },
         };
         threads = threads.max(thread as usize + 1);
-        ops.push(Op { kind, thread, id, size, flags });
+        ops.push(Op {
+            kind,
+            thread,
+            id,
+            size,
+            flags,
+        });
     }
     Ok((ops, live.len(), threads))
 }
@@ -367,7 +448,11 @@ pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Writ
     let config = api.config()?;
     // SAFETY: documented types (unsigned, size_t).
     let (narenas, nbins, oversize) = unsafe {
-        (api.read::<u32>("opt.narenas")?, api.read::<u32>("arenas.nbins")? as usize, api.read::<usize>("opt.oversize_threshold")? as u64)
+        (
+            api.read::<u32>("opt.narenas")?,
+            api.read::<u32>("arenas.nbins")? as usize,
+            api.read::<usize>("opt.oversize_threshold")? as u64,
+        )
     };
     writeln!(out, "{}", serde_json::to_string(&config)?)?;
     writeln!(out, "narenas {narenas} oversize {oversize}")?;
@@ -376,7 +461,12 @@ pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Writ
         let a0 = arena_mibs(&api, 0, 0)?;
         // SAFETY: writing epoch takes a uint64_t.
         unsafe { api.write("epoch", 1u64)? };
-        writeln!(out, "baseline {} {}", read_mib(&api, &a0.large)?, read_mib(&api, &a0.small)?)?;
+        writeln!(
+            out,
+            "baseline {} {}",
+            read_mib(&api, &a0.large)?,
+            read_mib(&api, &a0.small)?
+        )?;
     }
     let records = crate::process::records_from_text(text)?;
     let (ops, nids, nthreads) = ops_of(&records)?;
@@ -402,13 +492,23 @@ pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Writ
         failed: AtomicU64::new(0),
     });
     let args: Vec<WorkerArg> = (0..nthreads)
-        .map(|t| WorkerArg { shared: &*shared, thread: t })
+        .map(|t| WorkerArg {
+            shared: &*shared,
+            thread: t,
+        })
         .collect();
     let mut handles: Vec<libc::pthread_t> = Vec::with_capacity(nthreads);
     for arg in &args {
         let mut h: libc::pthread_t = 0;
         // SAFETY: `arg` and `shared` outlive every worker (the child exits without freeing).
-        let err = unsafe { libc::pthread_create(&mut h, std::ptr::null(), worker, (arg as *const WorkerArg).cast_mut().cast()) };
+        let err = unsafe {
+            libc::pthread_create(
+                &mut h,
+                std::ptr::null(),
+                worker,
+                (arg as *const WorkerArg).cast_mut().cast(),
+            )
+        };
         ensure!(err == 0, "pthread_create failed: {err}");
         handles.push(h);
     }
@@ -479,9 +579,10 @@ pub fn compare_process_live(
         .arg(input.path());
     match allocator {
         ProcessAllocator::Linked => {
-            command
-                .env("FRAGSIM_PROCESS_CHILD", "linked")
-                .env("_RJEM_MALLOC_CONF", options.to_conf(crate::sizeclass::JemallocVersion::V5_3_1));
+            command.env("FRAGSIM_PROCESS_CHILD", "linked").env(
+                "_RJEM_MALLOC_CONF",
+                options.to_conf(crate::sizeclass::JemallocVersion::V5_3_1),
+            );
         }
         ProcessAllocator::System(lib) => {
             ensure!(lib.is_file(), "no jemalloc library at '{}'", lib.display());
@@ -489,7 +590,10 @@ pub fn compare_process_live(
                 .arg("--system")
                 .env("FRAGSIM_PROCESS_CHILD", "system")
                 .env("LD_PRELOAD", lib)
-                .env("MALLOC_CONF", options.to_conf(crate::sizeclass::JemallocVersion::V5_3_0));
+                .env(
+                    "MALLOC_CONF",
+                    options.to_conf(crate::sizeclass::JemallocVersion::V5_3_0),
+                );
         }
     }
     let mut child = command
@@ -519,7 +623,11 @@ pub fn compare_process_live(
             }
             let _ = child.wait();
             let e = a.err().or(b.err()).or(c.err());
-            bail!("{}: {}", e.map_or(String::new(), |e| e.to_string()), err.trim());
+            bail!(
+                "{}: {}",
+                e.map_or(String::new(), |e| e.to_string()),
+                err.trim()
+            );
         }
     };
     if let Some(err) = first.strip_prefix("error ") {
@@ -542,11 +650,17 @@ pub fn compare_process_live(
     let [residue, small] = base[..] else {
         bail!("bad child header '{third}'")
     };
-    ensure!(small == 0, "the live child's start-up left {small} small bytes in arena 0 (not modelled)");
+    ensure!(
+        small == 0,
+        "the live child's start-up left {small} small bytes in arena 0 (not modelled)"
+    );
     let mut model = Process::new(config, model_options, 1)?;
     model.replayer_start(residue)?;
     let mut comparison = Comparison::default();
-    let calls: Vec<&Record> = records.iter().filter(|r| !matches!(r, Record::Site { .. })).collect();
+    let calls: Vec<&Record> = records
+        .iter()
+        .filter(|r| !matches!(r, Record::Site { .. }))
+        .collect();
     let last = calls.len() as u64;
     let mut threads = 0;
     for (i, r) in calls.iter().enumerate() {
@@ -556,8 +670,15 @@ pub fn compare_process_live(
         model.apply(r)?;
         let n = i as u64 + 1;
         if n.is_multiple_of(every.max(1)) || n == last {
-            let line = lines.next().context("the live process child stopped early")??;
-            compare_snapshots(&model.snapshot(), &parse_snapshot(&line)?, keep, &mut comparison);
+            let line = lines
+                .next()
+                .context("the live process child stopped early")??;
+            compare_snapshots(
+                &model.snapshot(),
+                &parse_snapshot(&line)?,
+                keep,
+                &mut comparison,
+            );
         }
     }
     let status = child.wait()?;
@@ -580,8 +701,13 @@ pub fn compare_process_live(
 /// Writes the child's output to stdout (buffered) and leaves at once: workers still
 /// parked are not woken (their caches would flush at exit, after the comparison).
 pub fn run_process_child(path: &Path, every: u64, system: bool) -> Result<()> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read '{}'", path.display()))?;
-    let api = if system { Api::system()? } else { Api::linked() };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read '{}'", path.display()))?;
+    let api = if system {
+        Api::system()?
+    } else {
+        Api::linked()
+    };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     if let Err(e) = serve_process_child(&text, every, api, &mut out) {

@@ -33,8 +33,18 @@ pub fn compare_snapshots(
         }
     };
     check(out, &|| "event".into(), p.event, m.event);
-    check(out, &|| "stats.allocated".into(), p.allocated_bytes, m.allocated_bytes);
-    check(out, &|| "stats.active".into(), p.active_bytes, m.active_bytes);
+    check(
+        out,
+        &|| "stats.allocated".into(),
+        p.allocated_bytes,
+        m.allocated_bytes,
+    );
+    check(
+        out,
+        &|| "stats.active".into(),
+        p.active_bytes,
+        m.active_bytes,
+    );
     let empty = ArenaSnapshot::default();
     let mut indices: Vec<u32> = p.arenas.iter().chain(&m.arenas).map(|a| a.index).collect();
     indices.sort_unstable();
@@ -43,15 +53,40 @@ pub fn compare_snapshots(
         let pa = p.arenas.iter().find(|a| a.index == i);
         let ma = m.arenas.iter().find(|a| a.index == i);
         let (pa, ma) = (pa.unwrap_or(&empty), ma.unwrap_or(&empty));
-        check(out, &|| format!("arena.{i}.allocated"), pa.allocated_bytes, ma.allocated_bytes);
-        check(out, &|| format!("arena.{i}.active"), pa.active_bytes, ma.active_bytes);
-        check(out, &|| format!("arena.{i}.tcache_bytes"), pa.tcache_bytes, ma.tcache_bytes);
+        check(
+            out,
+            &|| format!("arena.{i}.allocated"),
+            pa.allocated_bytes,
+            ma.allocated_bytes,
+        );
+        check(
+            out,
+            &|| format!("arena.{i}.active"),
+            pa.active_bytes,
+            ma.active_bytes,
+        );
+        check(
+            out,
+            &|| format!("arena.{i}.tcache_bytes"),
+            pa.tcache_bytes,
+            ma.tcache_bytes,
+        );
         let nbins = pa.bins.len().max(ma.bins.len());
         for j in 0..nbins {
             let pb = pa.bins.get(j).copied().unwrap_or_default();
             let mb = ma.bins.get(j).copied().unwrap_or_default();
-            check(out, &|| format!("arena.{i}.bins.{j}.curregs"), pb.curregs, mb.curregs);
-            check(out, &|| format!("arena.{i}.bins.{j}.curslabs"), pb.curslabs, mb.curslabs);
+            check(
+                out,
+                &|| format!("arena.{i}.bins.{j}.curregs"),
+                pb.curregs,
+                mb.curregs,
+            );
+            check(
+                out,
+                &|| format!("arena.{i}.bins.{j}.curslabs"),
+                pb.curslabs,
+                mb.curslabs,
+            );
             check(
                 out,
                 &|| format!("arena.{i}.bins.{j}.nonfull_slabs"),

@@ -70,7 +70,8 @@ impl Process {
         options: ProcessOptions,
         cpus: u32,
     ) -> Result<Process, ProcessError> {
-        if config.version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc != Some(false)
+        if config.version == JemallocVersion::V5_3_1
+            && options.experimental_tcache_gc != Some(false)
         {
             return Err(ProcessError::ClockGc);
         }
@@ -208,13 +209,16 @@ impl Process {
                 }
                 let usize = self.arena(0).usable(n, size, align)?;
                 let (arena, extent) = self.alloc(n, t, usize, align)?;
-                self.set(id, Object {
-                    arena,
-                    extent,
-                    usize,
-                    request: size,
-                    align,
-                });
+                self.set(
+                    id,
+                    Object {
+                        arena,
+                        extent,
+                        usize,
+                        request: size,
+                        align,
+                    },
+                );
                 self.stats.live_objects += 1;
                 self.stats.requested_bytes += size;
                 self.alloc_event(t, usize);
@@ -235,13 +239,16 @@ impl Process {
                     .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
                 let usize = self.arena(0).usable(n, size, obj.align)?;
                 let (arena, extent) = self.realloc(n, t, obj, usize)?;
-                self.set(id, Object {
-                    arena,
-                    extent,
-                    usize,
-                    request: size,
-                    align: obj.align,
-                });
+                self.set(
+                    id,
+                    Object {
+                        arena,
+                        extent,
+                        usize,
+                        request: size,
+                        align: obj.align,
+                    },
+                );
                 self.stats.requested_bytes = self.stats.requested_bytes - obj.request + size;
                 self.alloc_event(t, usize);
                 self.dalloc_event(t, obj.usize);
@@ -377,7 +384,8 @@ impl Process {
         if usize <= self.small_max {
             self.arena(0).bin_index(usize)
         } else {
-            self.info.nbins_small + self.info.size[self.info.nbins_small..].partition_point(|&s| s < usize)
+            self.info.nbins_small
+                + self.info.size[self.info.nbins_small..].partition_point(|&s| s < usize)
         }
     }
 
@@ -388,7 +396,13 @@ impl Process {
     }
 
     /// An allocation of `usize` bytes on thread `t` (`imalloc_body` / `ipalloct`).
-    fn alloc(&mut self, n: u64, t: usize, usize: u64, align: u64) -> Result<(u32, u32), ProcessError> {
+    fn alloc(
+        &mut self,
+        n: u64,
+        t: usize,
+        usize: u64,
+        align: u64,
+    ) -> Result<(u32, u32), ProcessError> {
         let bin = self.bin_of(usize);
         let small = usize <= self.small_max;
         // arena_palloc: an aligned large request goes straight to large_malloc/large_palloc.
@@ -427,7 +441,10 @@ impl Process {
     /// that many cache-off allocations from the thread's arena; the first ends on top.
     fn fill(&mut self, n: u64, t: usize, bin: usize) -> Result<(), ProcessError> {
         let arena = self.thread(t).arena;
-        let tc = self.threads[t].as_ref().and_then(|th| th.tcache.as_ref()).expect("cache");
+        let tc = self.threads[t]
+            .as_ref()
+            .and_then(|th| th.tcache.as_ref())
+            .expect("cache");
         let div = tc.bins[bin].lg_fill_div;
         let nfill = (self.info.ncached_max[bin] >> div).max(1) as usize;
         let size = self.info.size[bin];
@@ -435,9 +452,13 @@ impl Process {
         for _ in 0..nfill {
             taken.push(self.arena_mut(arena).place(n, size)?);
         }
-        let tc = self.threads[t].as_mut().and_then(|th| th.tcache.as_mut()).expect("cache");
+        let tc = self.threads[t]
+            .as_mut()
+            .and_then(|th| th.tcache.as_mut())
+            .expect("cache");
         let b = &mut tc.bins[bin];
-        b.stack.extend(taken.iter().rev().map(|&extent| Item { arena, extent }));
+        b.stack
+            .extend(taken.iter().rev().map(|&extent| Item { arena, extent }));
         b.refilled = true;
         self.tcache_bytes[tc.arena as usize] += size * nfill as u64;
         Ok(())
@@ -452,12 +473,23 @@ impl Process {
             return;
         }
         let max = self.info.ncached_max[bin] as usize;
-        let len = self.threads[t].as_ref().unwrap().tcache.as_ref().unwrap().bins[bin].stack.len();
+        let len = self.threads[t]
+            .as_ref()
+            .unwrap()
+            .tcache
+            .as_ref()
+            .unwrap()
+            .bins[bin]
+            .stack
+            .len();
         if len >= max {
             // opt_lg_tcache_flush_small_div = opt_lg_tcache_flush_large_div = 1.
             self.flush(t, bin, max >> 1);
         }
-        let tc = self.threads[t].as_mut().and_then(|th| th.tcache.as_mut()).unwrap();
+        let tc = self.threads[t]
+            .as_mut()
+            .and_then(|th| th.tcache.as_mut())
+            .unwrap();
         tc.bins[bin].stack.push(Item {
             arena: obj.arena,
             extent: obj.extent,
@@ -468,7 +500,10 @@ impl Process {
     /// `tcache_bin_flush_{small,large}(.., rem)`: the oldest objects down to `rem` go back
     /// to the arenas that own them, in jemalloc's order.
     fn flush(&mut self, t: usize, bin: usize, rem: usize) {
-        let tc = self.threads[t].as_mut().and_then(|th| th.tcache.as_mut()).unwrap();
+        let tc = self.threads[t]
+            .as_mut()
+            .and_then(|th| th.tcache.as_mut())
+            .unwrap();
         let items = tc.bins[bin].take_bottom(rem);
         if items.is_empty() {
             return;
@@ -484,7 +519,13 @@ impl Process {
     /// place (`large_ralloc_no_move`), else moves with a direct large allocation
     /// (`large_ralloc_move_helper`, no cache); anything else allocates as a fresh request.
     /// The old block is then freed through the thread's cache.
-    fn realloc(&mut self, n: u64, t: usize, obj: Object, usize: u64) -> Result<(u32, u32), ProcessError> {
+    fn realloc(
+        &mut self,
+        n: u64,
+        t: usize,
+        obj: Object,
+        usize: u64,
+    ) -> Result<(u32, u32), ProcessError> {
         let large_min = self.small_max + 1;
         let old_small = obj.usize <= self.small_max;
         if old_small && usize <= self.small_max && self.bin_of(usize) == self.bin_of(obj.usize) {
@@ -558,7 +599,10 @@ impl Process {
         if let Some(rem) = rem {
             self.flush(t, b, rem);
         }
-        let tc = self.threads[t].as_mut().and_then(|th| th.tcache.as_mut()).unwrap();
+        let tc = self.threads[t]
+            .as_mut()
+            .and_then(|th| th.tcache.as_mut())
+            .unwrap();
         tc.bins[b].low_water = tc.bins[b].stack.len() as u32;
     }
 

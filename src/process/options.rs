@@ -146,7 +146,10 @@ impl ProcessOptions {
             parts.push(format!("tcache_max:{}", self.tcache_max));
         }
         if self.lg_tcache_nslots_mul != d.lg_tcache_nslots_mul {
-            parts.push(format!("lg_tcache_nslots_mul:{}", self.lg_tcache_nslots_mul));
+            parts.push(format!(
+                "lg_tcache_nslots_mul:{}",
+                self.lg_tcache_nslots_mul
+            ));
         }
         for (name, v, dv) in [
             (

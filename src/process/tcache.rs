@@ -35,10 +35,10 @@ fn ncached_max_small(nregs: u32, o: &ProcessOptions) -> u32 {
     let ncached_limit = (1u32 << 16) / 8 - 1;
     let mut min = o.tcache_nslots_small_min;
     let mut max = o.tcache_nslots_small_max.min(ncached_limit);
-    if min % 2 != 0 {
+    if !min.is_multiple_of(2) {
         min += 1;
     }
-    if max % 2 != 0 {
+    if !max.is_multiple_of(2) {
         max -= 1;
     }
     min = min.max(2);
@@ -50,7 +50,7 @@ fn ncached_max_small(nregs: u32, o: &ProcessOptions) -> u32 {
     } else {
         nregs.checked_shl(mul as u32).unwrap_or(u32::MAX)
     };
-    if candidate % 2 != 0 {
+    if !candidate.is_multiple_of(2) {
         candidate += 1;
     }
     candidate.clamp(min, max)
@@ -63,7 +63,9 @@ impl CacheInfo {
         let max = o.tcache_max_for(version, lg_page);
         let all = classes.all();
         // sz_s2u(0) is the smallest class.
-        let maxclass = classes.usable_size(max.max(1)).unwrap_or(all[all.len() - 1].size);
+        let maxclass = classes
+            .usable_size(max.max(1))
+            .unwrap_or(all[all.len() - 1].size);
         let nhbins = all.partition_point(|c| c.size < maxclass) + 1;
         let nbins_small = classes.bins().len();
         let mut ncached_max = Vec::with_capacity(nhbins);
@@ -167,7 +169,11 @@ const NFLUSH_BATCH_MAX: usize = 255;
 /// 5.3.1's small flush (`arena_ptr_array_flush_impl_small`), in batches of 255: the
 /// first remaining object's arena, then every later object of that arena is swapped
 /// forward into place, which moves the objects it passes over.
-pub(crate) fn flush_order(mut items: Vec<Item>, version: JemallocVersion, small: bool) -> Vec<Item> {
+pub(crate) fn flush_order(
+    mut items: Vec<Item>,
+    version: JemallocVersion,
+    small: bool,
+) -> Vec<Item> {
     if items.iter().all(|i| i.arena == items[0].arena) {
         return items;
     }
@@ -177,6 +183,8 @@ pub(crate) fn flush_order(mut items: Vec<Item>, version: JemallocVersion, small:
             while start < batch.len() {
                 let cur = batch[start].arena;
                 start += 1;
+                // The loop's range is fixed at entry, as in jemalloc's `for (i = flush_start..`.
+                #[allow(clippy::mut_range_bound)]
                 for i in start..batch.len() {
                     if batch[i].arena == cur {
                         batch.swap(start, i);
