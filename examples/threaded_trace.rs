@@ -4,7 +4,10 @@
 fn main() {
     let args: Vec<u64> = std::env::args()
         .skip(1)
-        .map(|a| a.parse().expect("numbers: SEED EVENTS THREADS [HUGE_PER_MILLE]"))
+        .map(|a| {
+            a.parse()
+                .expect("numbers: SEED EVENTS THREADS [HUGE_PER_MILLE]")
+        })
         .collect();
     let d = fragsim::process::ThreadedSpec::default();
     let spec = fragsim::process::ThreadedSpec {
