@@ -85,3 +85,19 @@ fn cache_settings_and_no_cache() {
     );
     check(&spec, "tcache:false,narenas:1");
 }
+
+#[test]
+fn huge_arena_off_or_lower_and_one_arena() {
+    let spec = ThreadedSpec {
+        seed: 13,
+        events: 3_000,
+        threads: 4,
+        huge_share: 0.01,
+        target_live: 300,
+        ..ThreadedSpec::default()
+    };
+    // oversize_threshold:0 turns the huge arena off (arena_init_huge); narenas:1 binds every
+    // thread to arena 0 (arena_choose_hard's single-arena branch).
+    check(&spec, "oversize_threshold:0,narenas:1");
+    check(&spec, "oversize_threshold:1048576");
+}

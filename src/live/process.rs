@@ -471,7 +471,9 @@ pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Writ
     let records = crate::process::records_from_text(text)?;
     let (ops, nids, nthreads) = ops_of(&records)?;
     // Automatic arenas and the huge one (index narenas).
+    // (Without a huge arena the manual one takes index narenas: skip it.)
     let arenas = (0..=narenas)
+        .filter(|&i| i as usize != manual)
         .map(|i| Ok((i, arena_mibs(&api, i as usize, nbins)?)))
         .collect::<Result<Vec<_>>>()?;
     let reader = Reader {
