@@ -5,9 +5,9 @@ use super::replay::ReplayArgs;
 use crate::export::{write_atomic, Cell, Csv, Table, TableFormat};
 use crate::live::process::{compare_process_live, ProcessAllocator};
 use crate::live::replay::Api;
-use crate::process::{machine_cpus, records_from_text, Process, ProcessOptions, ProcessSummary};
+use crate::process::{machine_cpus, Process, ProcessOptions, ProcessSummary};
 use crate::sizeclass::JemallocVersion;
-use crate::trace::{Call, Record};
+use crate::trace::Record;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -32,21 +32,15 @@ pub struct ProcessFlags {
     pub per_arena: Option<PathBuf>,
 }
 
-/// Reads a trace as records: the process text form (`t`, `x` lines) when the file is text
-/// and has them, else any trace `fragsim replay` reads, as calls on thread 0.
+/// Reads any trace `fragsim replay` reads (binary v2 with threads, the text form with `t`
+/// and `x` lines, valgrind) as records; call sites are dropped (the model has no use).
 fn load_records(path: &Path) -> Result<Vec<Record>> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("cannot read trace '{}'", path.display()))?;
-    if let Ok(text) = std::str::from_utf8(&bytes) {
-        let threaded = text.lines().any(|l| l.starts_with("t ") || l.trim() == "x");
-        if threaded {
-            return records_from_text(text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
-        }
-    }
-    let events = super::replay::load_trace(path)?;
-    Ok(events
+    let records = crate::trace::open(path)?
+        .records()
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(records
         .into_iter()
-        .map(|e| Record::Call(Call::plain(e)))
+        .filter(|r| !matches!(r, Record::Site { .. }))
         .collect())
 }
 

@@ -3,9 +3,11 @@
 use super::{AllocatorArgs, OutputArgs};
 use crate::export::{write_atomic, Csv, Table, TableFormat};
 use crate::live::replay::{replay_compare, serve_child, Api, LiveAllocator, LiveOptions};
-use crate::sim::replay::{default_every, timeline_row, TIMELINE_COLUMNS};
+use crate::sim::replay::{default_every, timeline_row};
 use crate::sim::{replay, summary_table};
-use crate::trace::{read_text_named, Event, TraceReader};
+use crate::sizeclass::{build_name, build_title};
+use crate::trace::Event;
+use crate::whatif::timeline_columns;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -43,34 +45,25 @@ pub struct ReplayArgs {
     pub process: super::process::ProcessFlags,
 }
 
-/// Whether `path` starts with the binary trace magic.
-fn is_binary(path: &Path) -> Result<bool> {
-    use std::io::Read;
-    let mut magic = [0u8; 8];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut magic))
-        .with_context(|| format!("cannot read trace '{}'", path.display()))?;
-    Ok(magic[..n] == *b"FSIMTRC\0")
-}
-
-/// Reads a whole trace into memory: the binary format, or the text form when the file does
-/// not start with the binary magic.
+/// Reads a whole trace into memory (any form [`crate::trace::open`] reads).
 pub fn load_trace(path: &Path) -> Result<Vec<Event>> {
-    if is_binary(path)? {
-        let reader = TraceReader::open(path)?;
-        Ok(reader.collect::<Result<Vec<_>, _>>()?)
-    } else {
-        let file = std::fs::File::open(path)
-            .with_context(|| format!("cannot read trace '{}'", path.display()))?;
-        let name = path.display().to_string();
-        Ok(read_text_named(std::io::BufReader::new(file), &name).collect::<Result<Vec<_>, _>>()?)
-    }
+    Ok(crate::trace::open(path)?
+        .events()
+        .collect::<Result<Vec<_>, _>>()?)
 }
 
 pub fn run(args: ReplayArgs) -> Result<i32> {
     if args.every == Some(0) {
         bail!("--every 0: give a positive number of events");
     }
+    super::args::refuse_outputs_over_inputs(
+        &[("the trace", &args.trace)],
+        &[
+            ("--timeline", args.timeline.as_deref()),
+            ("--out", args.output.out.as_deref()),
+            ("--per-arena", args.process.per_arena.as_deref()),
+        ],
+    )?;
     if args.process.process {
         return super::process::run(&args);
     }
@@ -96,30 +89,29 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         let events = load_trace(&args.trace)?;
         return run_live(&args, &events, &name);
     }
-    let mut config = match args.allocator.explicit_config()? {
-        Some(config) => config,
-        None => Api::linked().config()?,
-    };
+    // The default is the linked jemalloc's build, as for every command.
+    let mut config = args.allocator.config()?;
     if let Some(v) = args.disable_large_size_classes {
         config.large_page_rounding = v;
     }
+    let build = build_name(&config);
     let mut timeline = Table::new(
-        format!("timeline of {name}, {}", config.label()),
-        TIMELINE_COLUMNS,
+        format!("timeline of {name}, {}", build_title(&config)),
+        &timeline_columns(),
     );
     let mut on_row = |s: &crate::sim::ArenaStats| {
         if args.timeline.is_some() {
-            timeline.push(timeline_row(s));
+            let mut row = vec![build.as_str().into()];
+            row.extend(timeline_row(s));
+            timeline.push(row);
         }
     };
     // A binary trace streams (its header has the event count); a text trace is loaded.
-    let summary = if is_binary(&args.trace)? {
-        let reader = TraceReader::open(&args.trace)?;
-        let every = args
-            .every
-            .unwrap_or_else(|| default_every(reader.header().events));
+    let opened = crate::trace::open(&args.trace)?;
+    let summary = if let Some(count) = opened.events_hint() {
+        let every = args.every.unwrap_or_else(|| default_every(count));
         let mut read_error = None;
-        let events = reader.map_while(|r| match r {
+        let events = opened.events().map_while(|r| match r {
             Ok(e) => Some(e),
             Err(e) => {
                 read_error = Some(e);
@@ -132,7 +124,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         }
         summary
     } else {
-        let events = load_trace(&args.trace)?;
+        let events = opened.events().collect::<Result<Vec<_>, _>>()?;
         let every = args
             .every
             .unwrap_or_else(|| default_every(events.len() as u64));
@@ -143,7 +135,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     }
     let table = summary_table(
         &summary,
-        &format!("replay of {name} on the model of {}", config.label()),
+        &format!("replay of {name} on the model of {}", build_title(&config)),
     );
     args.output.emit(&table)?;
     Ok(0)
@@ -178,9 +170,8 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
     let c = &result.comparison;
     let mut table = Table::new(
         format!(
-            "{name}: model vs live jemalloc {} ({}), every {} events",
-            result.config.version.as_str(),
-            result.config.label(),
+            "{name}: model vs live {}, every {} events",
+            build_title(&result.config),
             options.every
         ),
         &["statistic", "value"],
@@ -220,15 +211,15 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
 
 fn check_build_flags(args: &ReplayArgs, live: &crate::sizeclass::AllocatorConfig) -> Result<()> {
     if let Some(mut explicit) = args.allocator.explicit_config()? {
-        explicit.version = live.version;
         if let Some(v) = args.disable_large_size_classes {
             explicit.large_page_rounding = v;
         }
+        // The whole build, release included: the model of 5.3.0 is not the model of 5.3.1.
         if explicit != *live {
             bail!(
                 "the build flags describe {} but the live jemalloc is {}: drop them under --live",
-                explicit.label(),
-                live.label()
+                build_title(&explicit),
+                build_title(live)
             );
         }
     }

@@ -650,6 +650,8 @@ fn compare_in_child(
     options: &LiveOptions,
 ) -> Result<LiveComparison> {
     let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
+    // An interrupt exits without running destructors: remove the event file then too.
+    let _remove_input = crate::cleanup::remove_on_interrupt(input.path());
     {
         let mut w = BufWriter::new(input.as_file_mut());
         write_events(events, &mut w)?;
