@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug, Default)]
 pub struct ProcessFlags {
     /// Model the whole process: thread caches, automatic arenas, the huge arena, threads.
+    /// Not the default, even for traces with threads (without it every call replays on one
+    /// private arena with no cache, the model `--live` has always checked).
     #[arg(long)]
     pub process: bool,
     /// With --process: jemalloc options, `k:v,...` (tcache, tcache_max,
