@@ -18,6 +18,7 @@ pub mod global;
 pub mod layout;
 pub mod live;
 pub mod measure;
+pub mod process;
 pub mod random;
 pub mod record;
 pub mod report;

@@ -43,6 +43,8 @@ pub struct ReplayArgs {
     pub whatif: super::whatif::WhatifArgs,
     #[command(flatten)]
     pub measure: super::measure::MeasureArgs,
+    #[command(flatten)]
+    pub process: super::process::ProcessFlags,
 }
 
 /// Reads a whole trace into memory (any form [`crate::trace::open`] reads).
@@ -61,8 +63,12 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         &[
             ("--timeline", args.timeline.as_deref()),
             ("--out", args.output.out.as_deref()),
+            ("--per-arena", args.process.per_arena.as_deref()),
         ],
     )?;
+    if args.process.process {
+        return super::process::run(&args);
+    }
     if args.measure.wanted() {
         return super::measure::run(&args);
     }

@@ -310,7 +310,7 @@ impl Arena {
 
     /// `sz_s2u` / `sz_sa2u`: the usable size jemalloc gives `size` bytes at `align`.
     #[inline]
-    fn usable(&self, event: u64, size: u64, align: u64) -> Result<u64, SimError> {
+    pub(crate) fn usable(&self, event: u64, size: u64, align: u64) -> Result<u64, SimError> {
         let too_large = || SimError::TooLarge { event, size };
         if align > 1 {
             if !align.is_power_of_two() {
@@ -339,7 +339,7 @@ impl Arena {
 
     /// Allocates `usize` bytes: from a bin or as a large extent. Returns the slab or extent.
     #[inline]
-    fn place(&mut self, event: u64, usize: u64) -> Result<u32, SimError> {
+    pub(crate) fn place(&mut self, event: u64, usize: u64) -> Result<u32, SimError> {
         if usize <= self.small_max {
             let bin = self.bin_index(usize);
             self.malloc_small(event, bin)
@@ -358,7 +358,7 @@ impl Arena {
     }
 
     #[inline]
-    fn bin_index(&self, usize: u64) -> usize {
+    pub(crate) fn bin_index(&self, usize: u64) -> usize {
         self.bin_of[((usize.max(1) - 1) >> 3) as usize] as usize
     }
 
@@ -468,7 +468,7 @@ impl Arena {
     }
 
     #[inline]
-    fn remove(&mut self, extent: u32) {
+    pub(crate) fn remove(&mut self, extent: u32) {
         let e = self.pac.ext.get_mut(extent);
         if e.slab {
             e.nfree += 1;
@@ -491,27 +491,39 @@ impl Arena {
             if self.bin_index(usize) == e.bin as usize {
                 return Ok(extent);
             }
-        } else if !e.slab && usize > small_max {
-            let old = e.size - self.large_pad;
-            if usize > old && self.pac.expand(extent, usize + self.large_pad) {
-                self.stats.active_bytes += usize - old;
-                self.stats.allocated_bytes += usize - old;
-                self.note_mappings();
-                return Ok(extent);
-            }
-            if usize == old {
-                return Ok(extent);
-            }
-            if usize < old {
-                self.pac.shrink(extent, usize + self.large_pad);
-                self.stats.active_bytes -= old - usize;
-                self.stats.allocated_bytes -= old - usize;
-                return Ok(extent);
-            }
+        } else if !e.slab && usize > small_max && self.resize_in_place(extent, usize) {
+            return Ok(extent);
         }
         let new = self.place(event, usize)?;
         self.remove(extent);
         Ok(new)
+    }
+
+    /// `large_ralloc_no_move` for a large extent and a large `usize`: grow in place when the
+    /// page allocator can, keep the same size, or shrink in place; false when it must move.
+    pub(crate) fn resize_in_place(&mut self, extent: u32, usize: u64) -> bool {
+        let old = self.pac.ext.get(extent).size - self.large_pad;
+        if usize > old && self.pac.expand(extent, usize + self.large_pad) {
+            self.stats.active_bytes += usize - old;
+            self.stats.allocated_bytes += usize - old;
+            self.note_mappings();
+            return true;
+        }
+        if usize == old {
+            return true;
+        }
+        if usize < old {
+            self.pac.shrink(extent, usize + self.large_pad);
+            self.stats.active_bytes -= old - usize;
+            self.stats.allocated_bytes -= old - usize;
+            return true;
+        }
+        false
+    }
+
+    /// Purges every dirty extent to retained (the process model's thread exit).
+    pub(crate) fn purge_all(&mut self) {
+        self.pac.purge_all();
     }
 }
 

@@ -31,6 +31,9 @@ pub(crate) struct Extent {
     link: Link,
     map_prev: u32,
     map_next: u32,
+    /// The set's least-recently-inserted list (`eset->lru`), for purging in jemalloc's order.
+    lru_prev: u32,
+    lru_next: u32,
     /// Slab data: free regions and bin index (slabs only).
     pub nfree: u32,
     pub bin: u32,
@@ -96,6 +99,8 @@ impl Extents {
 struct Eset {
     heaps: Vec<Heap>,
     bitmap: Vec<u64>,
+    lru_head: u32,
+    lru_tail: u32,
 }
 
 impl Eset {
@@ -103,6 +108,8 @@ impl Eset {
         Eset {
             heaps: vec![Heap::default(); nclasses],
             bitmap: vec![0; nclasses.div_ceil(64)],
+            lru_head: NIL,
+            lru_tail: NIL,
         }
     }
 
@@ -273,6 +280,17 @@ impl Pac {
             eset.bitmap[pind / 64] |= 1 << (pind % 64);
         }
         eset.heaps[pind].insert(&mut self.ext, id);
+        // edata_list_inactive_append(&eset->lru, edata)
+        let tail = eset.lru_tail;
+        eset.lru_tail = id;
+        if tail == NIL {
+            eset.lru_head = id;
+        } else {
+            self.ext.get_mut(tail).lru_next = id;
+        }
+        let e = self.ext.get_mut(id);
+        e.lru_prev = tail;
+        e.lru_next = NIL;
     }
 
     fn eset_remove(&mut self, state: State, id: u32) {
@@ -283,6 +301,17 @@ impl Pac {
         };
         let was_min = eset.heaps[pind].root == id;
         eset.heaps[pind].remove(&mut self.ext, id);
+        let (prev, next) = (self.ext.get(id).lru_prev, self.ext.get(id).lru_next);
+        if prev == NIL {
+            eset.lru_head = next;
+        } else {
+            self.ext.get_mut(prev).lru_next = next;
+        }
+        if next == NIL {
+            eset.lru_tail = prev;
+        } else {
+            self.ext.get_mut(next).lru_prev = prev;
+        }
         if eset.heaps[pind].is_empty() {
             eset.bitmap[pind / 64] &= !(1 << (pind % 64));
         } else if was_min {
@@ -351,6 +380,8 @@ impl Pac {
             link: Link::default(),
             map_prev: id,
             map_next: e.map_next,
+            lru_prev: NIL,
+            lru_next: NIL,
             nfree: 0,
             bin: 0,
             slab: false,
@@ -423,6 +454,8 @@ impl Pac {
             link: Link::default(),
             map_prev: NIL,
             map_next: NIL,
+            lru_prev: NIL,
+            lru_next: NIL,
             nfree: 0,
             bin: 0,
             slab: false,
@@ -548,6 +581,47 @@ impl Pac {
             }
         }
         self.eset_insert(State::Dirty, id);
+    }
+
+    /// `pac_decay_all` with full decay (a thread left its arena with no threads:
+    /// `tcache_destroy` / `arena_migrate` purge all even with decay off): every dirty extent,
+    /// least recently inserted first, is evicted with delayed coalescing (`ecache_evict`: one
+    /// merge, forward first, and the result goes back to the set's tail), stashed, and then
+    /// recorded as retained in stash order (`pac_decay_stashed` -> `extent_dalloc_wrapper`).
+    pub fn purge_all(&mut self) {
+        let mut stash = Vec::new();
+        loop {
+            let id = self.dirty.lru_head;
+            if id == NIL {
+                break;
+            }
+            self.eset_remove(State::Dirty, id);
+            let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
+            let next = self.ext.get(id).map_next;
+            if next != NIL
+                && self.ext.get(next).state == State::Dirty
+                && self.ext.get(next).size <= room
+            {
+                self.eset_remove(State::Dirty, next);
+                self.merge(id, next);
+                self.eset_insert(State::Dirty, id);
+                continue;
+            }
+            let prev = self.ext.get(id).map_prev;
+            if prev != NIL
+                && self.ext.get(prev).state == State::Dirty
+                && self.ext.get(prev).size <= room
+            {
+                self.eset_remove(State::Dirty, prev);
+                self.merge(prev, id);
+                self.eset_insert(State::Dirty, prev);
+                continue;
+            }
+            stash.push(id);
+        }
+        for id in stash {
+            self.record_retained(id);
+        }
     }
 
     /// `extent_record` into the retained set: merges with retained neighbours until none.
