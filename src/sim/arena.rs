@@ -170,7 +170,7 @@ impl Arena {
     ///
     /// The common events (a small unaligned allocation, a free) take a short path that
     /// touches the object table, one bin and one slab; everything else goes through
-    /// [`Arena::apply_other`].
+    /// `apply_other`.
     #[inline]
     pub fn apply(&mut self, event: Event) -> Result<(), SimError> {
         self.stats.events += 1;
