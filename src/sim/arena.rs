@@ -170,7 +170,7 @@ impl Arena {
     ///
     /// The common events (a small unaligned allocation, a free) take a short path that
     /// touches the object table, one bin and one slab; everything else goes through
-    /// [`Arena::apply_other`].
+    /// `apply_other`.
     #[inline]
     pub fn apply(&mut self, event: Event) -> Result<(), SimError> {
         self.stats.events += 1;
@@ -199,8 +199,8 @@ impl Arena {
                 Ok(())
             }
             Event::Free { id } => {
-                let obj = match self.objects.get(id as usize) {
-                    Some(&o) if o.extent != NIL => o,
+                let obj = match self.objects.get_mut(id as usize) {
+                    Some(o) if o.extent != NIL => std::mem::replace(o, DEAD),
                     _ => {
                         return Err(SimError::FreeOfDeadId {
                             event: self.stats.events,
@@ -213,7 +213,6 @@ impl Arena {
                 } else {
                     u64::from(obj.request)
                 };
-                self.objects[id as usize] = DEAD;
                 self.remove(obj.extent);
                 self.stats.live_objects -= 1;
                 self.stats.requested_bytes -= request;

@@ -7,6 +7,7 @@
 
 mod arena;
 pub mod compare;
+mod memo;
 mod pac;
 mod ph;
 pub mod replay;

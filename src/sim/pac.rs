@@ -7,6 +7,7 @@
 //! when a mapping is made, splits keep it, merges never cross mappings), so offsets compare
 //! exactly as jemalloc's addresses do.
 
+use super::memo::IndexMemo;
 use super::ph::{Heap, Link, Nodes, NIL};
 use crate::sizeclass::PageSizeClasses;
 
@@ -169,47 +170,6 @@ pub(crate) struct Pac {
     memo: IndexMemo,
 }
 
-/// Page-size class indices by size in pages: `extent_index + 1` in the low half,
-/// `request_index + 1` in the high half, 0 while not yet computed.
-struct IndexMemo {
-    lg_page: u32,
-    by_pages: Vec<u32>,
-}
-
-/// Sizes the memo covers: up to 4 MiB in 4 KiB pages (a 4 KiB table, zeroed by the
-/// system: `vec![0; n]` asks for zeroed memory).
-const MEMO_PAGES: usize = 1024;
-
-impl IndexMemo {
-    #[inline]
-    fn get(&mut self, psz: &PageSizeClasses, size: u64, request: bool) -> usize {
-        let pages = (size >> self.lg_page) as usize;
-        let exact = (pages as u64) << self.lg_page == size;
-        match self.by_pages.get_mut(pages) {
-            Some(cell) if exact => {
-                let shift = if request { 16 } else { 0 };
-                let v = (*cell >> shift) & 0xffff;
-                if v != 0 {
-                    return v as usize - 1;
-                }
-                let i = Self::compute(psz, size, request);
-                *cell |= (i as u32 + 1) << shift;
-                i
-            }
-            _ => Self::compute(psz, size, request),
-        }
-    }
-
-    #[cold]
-    fn compute(psz: &PageSizeClasses, size: u64, request: bool) -> usize {
-        if request {
-            psz.request_index(size)
-        } else {
-            psz.extent_index(size)
-        }
-    }
-}
-
 /// Why the page allocator could not serve a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OutOfAddressSpace;
@@ -241,11 +201,8 @@ impl Pac {
             exp_grow_limit,
             mappings: Vec::new(),
             mapped_total: 0,
-            memo: IndexMemo {
-                // The smallest page-size class is one page.
-                lg_page: psz.pind2sz(0).trailing_zeros(),
-                by_pages: vec![0; MEMO_PAGES],
-            },
+            // The smallest page-size class is one page.
+            memo: IndexMemo::new(psz.pind2sz(0).trailing_zeros()),
             psz,
         }
     }

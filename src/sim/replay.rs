@@ -47,6 +47,8 @@ pub struct ReplaySummary {
 }
 
 impl ReplaySummary {
+    /// Peaks after one event (the final statistics are taken once, after the last).
+    #[inline]
     fn observe(&mut self, s: &ArenaStats) {
         self.peak_requested_bytes = self.peak_requested_bytes.max(s.requested_bytes);
         self.peak_allocated_bytes = self.peak_allocated_bytes.max(s.allocated_bytes);
@@ -54,7 +56,6 @@ impl ReplaySummary {
             self.peak_active_bytes = s.active_bytes;
             self.at_active_peak = *s;
         }
-        self.final_stats = *s;
     }
 
     /// allocated / requested − 1 at the active peak (0 when nothing was requested).
@@ -107,6 +108,7 @@ pub fn replay(
         }
     }
     let last = arena.stats();
+    summary.final_stats = *last;
     if !last.events.is_multiple_of(every) {
         on_row(last);
     }
