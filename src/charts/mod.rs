@@ -6,6 +6,7 @@ mod bars;
 mod class_loss;
 pub mod containers;
 mod heatmap;
+mod measured;
 mod seed;
 mod timeline;
 mod validation;
@@ -15,6 +16,7 @@ mod whatif;
 pub use bars::GroupedBars;
 pub use class_loss::ClassLoss;
 pub use heatmap::{thousands, RatioHeatmap};
+pub use measured::MeasuredTimeline;
 pub use seed::{SeedChart, SeedSeries};
 pub use timeline::BytesTimeline;
 pub use validation::{Comparison, PredictedVsMeasured};
@@ -43,6 +45,20 @@ fn register_font() {
 }
 
 /// A chart that can be drawn on any backend.
+/// `name` and `title` of a chart whose struct has `name` and `title` fields.
+macro_rules! named_chart {
+    () => {
+        fn name(&self) -> &str {
+            &self.name
+        }
+
+        fn title(&self) -> String {
+            self.title.clone()
+        }
+    };
+}
+pub(crate) use named_chart;
+
 pub trait Chart {
     /// File name without extension.
     fn name(&self) -> &str;

@@ -6,9 +6,11 @@ mod classes;
 mod container;
 mod containers;
 mod layout;
+mod measure;
 pub mod output;
 mod process;
 mod record;
+mod record_native;
 mod replay;
 mod report;
 mod table;
@@ -57,12 +59,15 @@ enum Command {
     /// Internal: the child process of a live replay.
     #[command(name = "__replay-live-child", hide = true)]
     ReplayLiveChild(replay::ChildArgs),
+    /// Internal: the child process of `replay --measure`.
+    #[command(name = "__measure-child", hide = true)]
+    MeasureChild(measure::MeasureChildArgs),
     /// Internal: the child process of a live process (baton) replay.
     #[command(name = "__process-live-child", hide = true)]
     ProcessLiveChild(process::ChildArgs),
     /// Allocation traces: import (valgrind, text), dump, stats.
     Trace(trace::TraceArgs),
-    /// Run a program under valgrind --trace-malloc=yes and import its allocations.
+    /// Run a program and record its allocations (threads, times, optionally call stacks).
     Record(record::RecordArgs),
 }
 
@@ -77,7 +82,11 @@ pub fn main() -> i32 {
     if let Command::ProcessLiveChild(args) = cli.command {
         return process::run_child(args).unwrap_or_else(|err| output::exit_code(&err));
     }
-    output::stop_cleanly_on_interrupt();
+    // Not in a measuring child: the handler's thread would start (stack, glibc arena) while
+    // the child measures its baseline. The parent stops the child on interrupt.
+    if !matches!(cli.command, Command::MeasureChild(_)) {
+        output::stop_cleanly_on_interrupt();
+    }
     let result = match cli.command {
         Command::Report(args) => report::run(args),
         Command::BumpArena(args) => bump_arena::run(args),
@@ -89,6 +98,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Replay(args) => replay::run(args),
         Command::ReplayLiveChild(args) => replay::run_child(args),
+        Command::MeasureChild(args) => measure::run_child(args),
         Command::ProcessLiveChild(_) => unreachable!("handled above"),
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),

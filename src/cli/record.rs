@@ -14,7 +14,7 @@ use std::process::{Command, ExitStatus};
 pub struct RecordArgs {
     /// The binary trace to write (atomically).
     #[arg(short = 'o', long = "out")]
-    out: PathBuf,
+    pub(super) out: PathBuf,
     /// Make inconsistent calls in valgrind's log errors.
     #[arg(long)]
     strict: bool,
@@ -22,12 +22,21 @@ pub struct RecordArgs {
     /// fails).
     #[arg(long)]
     keep_log: Option<PathBuf>,
+    /// The recorder: `native` (fragsim's LD_PRELOAD library: threads, times, stacks) or
+    /// `valgrind` (--trace-malloc=yes).
+    #[arg(long = "with", value_enum, default_value_t = super::record_native::Recorder::Native)]
+    pub(super) with: super::record_native::Recorder,
+    #[command(flatten)]
+    pub(super) native: super::record_native::NativeArgs,
     /// The program and its arguments (after --).
     #[arg(required = true, last = true)]
-    command: Vec<String>,
+    pub(super) command: Vec<String>,
 }
 
 pub fn run(args: RecordArgs) -> Result<i32> {
+    if args.with == super::record_native::Recorder::Native {
+        return super::record_native::run(&args);
+    }
     let valgrind = find_valgrind().context(
         "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
     )?;

@@ -42,6 +42,8 @@ pub struct ReplayArgs {
     #[command(flatten)]
     pub whatif: super::whatif::WhatifArgs,
     #[command(flatten)]
+    pub measure: super::measure::MeasureArgs,
+    #[command(flatten)]
     pub process: super::process::ProcessFlags,
 }
 
@@ -66,6 +68,12 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     )?;
     if args.process.process {
         return super::process::run(&args);
+    }
+    if args.measure.wanted() {
+        return super::measure::run(&args);
+    }
+    if args.live && args.allocator.preset.len() > 1 {
+        return run_live_builds(&args);
     }
     if super::whatif::wanted(&args.allocator, &args.whatif) {
         if args.live || args.disable_large_size_classes.is_some() {
@@ -207,6 +215,115 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
         }
         Ok(1)
     }
+}
+
+/// The live allocator that runs `build`'s model, or why none on this machine does: the
+/// linked 5.3.1 (in process, or in a child for the other `disable_large_size_classes`), or
+/// Debian's 5.3.0 preloaded in a child; other builds (another quantum or page size) have no
+/// live jemalloc here.
+fn live_allocator_for(
+    build: &crate::whatif::Build,
+    linked: &crate::sizeclass::AllocatorConfig,
+) -> Result<LiveAllocator> {
+    let mut other_rounding = *linked;
+    other_rounding.large_page_rounding = !linked.large_page_rounding;
+    if build.config == *linked {
+        return Ok(LiveAllocator::Linked);
+    }
+    if build.config == other_rounding {
+        return Ok(LiveAllocator::LinkedWith(build.config.large_page_rounding));
+    }
+    if build.config == crate::sizeclass::Preset::Default.config() {
+        let lib = Path::new(crate::validate::DEBIAN_JEMALLOC);
+        if lib.exists() {
+            return Ok(LiveAllocator::System(lib.to_path_buf()));
+        }
+        bail!(
+            "build '{}' (jemalloc 5.3.0) runs live only with Debian's libjemalloc2 at {}, which is not installed",
+            build.name,
+            lib.display()
+        );
+    }
+    bail!(
+        "no live jemalloc runs build '{}' ({}): the linked jemalloc is {} and Debian's is 5.3.0 with the default classes",
+        build.name,
+        build_title(&build.config),
+        build_title(linked)
+    )
+}
+
+/// `--preset a,b --live`: each build against the live allocator that runs it (all refused
+/// up front when one cannot run), one row per build.
+fn run_live_builds(args: &ReplayArgs) -> Result<i32> {
+    if args.system_jemalloc.is_some() || args.disable_large_size_classes.is_some() {
+        bail!("--system-jemalloc and --disable-large-size-classes pick one live allocator: with a --preset list each build picks its own");
+    }
+    if args.whatif.by_class || args.whatif.charts.is_some() {
+        bail!("--live compares builds with the live allocator; --by-class, --charts and --top are views of a replay without --live");
+    }
+    let builds = super::whatif::builds_from(&args.allocator)?;
+    let linked = Api::linked().config()?;
+    let allocators = builds
+        .iter()
+        .map(|b| live_allocator_for(b, &linked))
+        .collect::<Result<Vec<_>>>()?;
+    let events = load_trace(&args.trace)?;
+    let name = args
+        .trace
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+    let every = args.every.unwrap_or(1);
+    let mut table = Table::new(
+        format!(
+            "{name}: each build's model vs the live jemalloc that runs it, every {every} events"
+        ),
+        &[
+            "build",
+            "live_jemalloc",
+            "events",
+            "snapshots_compared",
+            "values_compared",
+            "values_mismatched",
+        ],
+    );
+    let mut mismatches = Vec::new();
+    for (build, allocator) in builds.iter().zip(allocators) {
+        let options = LiveOptions {
+            every,
+            allocator,
+            child_exe: Some(std::env::current_exe().context("the fragsim executable")?),
+            keep: 5,
+        };
+        let result =
+            replay_compare(&events, &options).with_context(|| format!("build '{}'", build.name))?;
+        if result.config != build.config {
+            bail!(
+                "build '{}': the live allocator turned out to be {}",
+                build.name,
+                build_title(&result.config)
+            );
+        }
+        let c = &result.comparison;
+        table.push(vec![
+            build.name.as_str().into(),
+            build_title(&result.config).into(),
+            result.final_stats.events.into(),
+            c.snapshots.into(),
+            c.values.into(),
+            c.mismatched_values.into(),
+        ]);
+        for m in &c.first {
+            mismatches.push(format!(
+                "mismatch: build '{}' event {} {}: predicted {}, measured {}",
+                build.name, m.event, m.statistic, m.predicted, m.measured
+            ));
+        }
+    }
+    args.output.emit(&table)?;
+    for m in &mismatches {
+        super::output::print_error(m);
+    }
+    Ok(if mismatches.is_empty() { 0 } else { 1 })
 }
 
 fn check_build_flags(args: &ReplayArgs, live: &crate::sizeclass::AllocatorConfig) -> Result<()> {

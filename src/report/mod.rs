@@ -21,6 +21,7 @@
 //! [`Job::section_with`], which hands the value back (the sweeps feed the seed comparison and
 //! the charts; the validation feeds a chart and the exit code).
 
+pub mod allocators;
 pub mod bump_arena;
 mod charts;
 mod classes;
@@ -237,6 +238,9 @@ pub fn write_report(
             })
         })?;
     }
+    job.section("other allocators", allocators::SECTION, |d| {
+        allocators::write_section(d, options)
+    })?;
     job.section(
         "container models",
         containers::SECTION,

@@ -1,0 +1,115 @@
+//! `fragsim replay TRACE --measure glibc,jemalloc,...`: the trace measured live under other
+//! allocators, one child process each; and the hidden child command.
+
+use super::replay::{load_trace, ReplayArgs};
+use crate::charts::write_chart;
+use crate::export::Format;
+use crate::measure::{caveats, chart, measure, notes, summary_table, Allocator, MeasureOptions};
+use crate::sim::replay::default_every;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::PathBuf;
+
+/// `--measure`: which allocators to measure the trace under.
+#[derive(Args, Debug, Clone, Default)]
+pub struct MeasureArgs {
+    /// Measure the trace live under these allocators, one child process each (glibc,
+    /// jemalloc, tcmalloc, mimalloc, jemalloc-5.3.1, or all); --every K sets the sampling
+    /// (default: about 1,000 samples), --charts DIR writes the resident-bytes chart.
+    #[arg(long, value_delimiter = ',', value_name = "ALLOCATORS", value_parser = parse_allocators)]
+    pub measure: Vec<Vec<Allocator>>,
+}
+
+fn parse_allocators(text: &str) -> Result<Vec<Allocator>, String> {
+    if text == "all" {
+        return Ok(Allocator::ALL.to_vec());
+    }
+    text.parse::<Allocator>()
+        .map(|a| vec![a])
+        .map_err(|e| e.to_string())
+}
+
+impl MeasureArgs {
+    pub fn wanted(&self) -> bool {
+        !self.measure.is_empty()
+    }
+}
+
+pub fn run(args: &ReplayArgs) -> Result<i32> {
+    if args.live || args.allocator.explicit_config()?.is_some() || args.timeline.is_some() {
+        bail!(
+            "--measure takes no --live, build options or --timeline (it measures real allocators)"
+        );
+    }
+    if args.whatif.by_class {
+        bail!("--measure takes no --by-class");
+    }
+    let allocators: Vec<Allocator> = args.measure.measure.iter().flatten().copied().collect();
+    let events = load_trace(&args.trace)?;
+    let every = match args.every {
+        Some(0) => bail!("--every 0: give a positive number of events"),
+        Some(k) => k,
+        None => default_every(events.len() as u64),
+    };
+    if let Some(dir) = &args.whatif.charts {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create folder '{}'", dir.display()))?;
+    }
+    let name = args
+        .trace
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+    let options = MeasureOptions {
+        allocators,
+        every,
+        exe: std::env::current_exe().context("the fragsim executable")?,
+        env: Vec::new(),
+    };
+    let m = measure(&events, &options)?;
+    let table = summary_table(
+        &m,
+        &format!("{name}: {} events measured under each allocator", m.events),
+    );
+    let mut lines = notes(&m);
+    lines.extend(caveats(&m));
+    if args.output.format == Format::Md {
+        // Markdown carries its notes; CSV and JSON stay machine-readable (notes to stderr).
+        let mut text = args.output.format.render(&table)?;
+        text.push('\n');
+        for line in &lines {
+            text.push_str(&format!("- {line}\n"));
+        }
+        match &args.output.out {
+            Some(path) => crate::export::write_atomic(path, text.as_bytes())?,
+            None => super::output::print_text(&text)?,
+        }
+    } else {
+        args.output.emit(&table)?;
+        for line in &lines {
+            super::output::print_error(&format!("note: {line}"));
+        }
+    }
+    if let Some(dir) = &args.whatif.charts {
+        let chart = chart(&m, &format!("{name}-allocators"), &name);
+        for path in write_chart(&chart, dir)? {
+            super::output::print_error(&format!("wrote {}", path.display()));
+        }
+    }
+    Ok(0)
+}
+
+/// Hidden: the child side of `--measure` (one allocator; its report as JSON on stdout).
+#[derive(Args, Debug)]
+pub struct MeasureChildArgs {
+    #[arg(long, value_parser = |s: &str| s.parse::<Allocator>().map_err(|e| e.to_string()))]
+    pub allocator: Allocator,
+    #[arg(long, default_value_t = 1)]
+    pub every: u64,
+    pub events: PathBuf,
+}
+
+pub fn run_child(args: MeasureChildArgs) -> Result<i32> {
+    let report = crate::measure::child::replay(args.allocator, &args.events, args.every)?;
+    super::output::print_text(&format!("{}\n", serde_json::to_string(&report)?))?;
+    Ok(0)
+}

@@ -1,0 +1,453 @@
+//! The child process of a measurement: one allocator, one replay thread. Its own tables (the
+//! events, a pointer and a size per object id, the samples) are mmap'd and written before the
+//! first sample, so the baseline holds them and every later sample is the allocator's
+//! resident memory over that baseline. Nothing in the replay loop allocates on the Rust heap.
+
+use super::probe::{object_of, version, Figures, Resident};
+use super::{Allocator, ChildReport, MeasureError};
+use std::ffi::c_void;
+use std::path::Path;
+use std::time::Instant;
+
+/// The event file the parent writes: a 16-byte header (events, object ids), then 16 bytes
+/// per event: size (u64), id (u32), kind (u8: 0 alloc, 1 free, 2 realloc), log2 alignment
+/// (u8; 0 for none), two bytes of padding. Little-endian (the file never leaves the machine).
+pub const HEADER_BYTES: usize = 16;
+pub const EVENT_BYTES: usize = 16;
+const ALLOC: u8 = 0;
+const FREE: u8 = 1;
+const REALLOC: u8 = 2;
+/// Touch stride: one write per page faults every page of a block in.
+const TOUCH: usize = 4096;
+
+/// Encodes `events` in the child's event format; the second value is the number of ids.
+pub fn encode(events: &[crate::trace::Event]) -> Vec<u8> {
+    use crate::trace::Event;
+    let ids = events
+        .iter()
+        .map(|e| u64::from(e.id()) + 1)
+        .max()
+        .unwrap_or(0);
+    let mut out = Vec::with_capacity(HEADER_BYTES + events.len() * EVENT_BYTES);
+    out.extend_from_slice(&(events.len() as u64).to_le_bytes());
+    out.extend_from_slice(&ids.to_le_bytes());
+    for e in events {
+        let (kind, id, size, align) = match *e {
+            Event::Alloc { id, size, align } => (ALLOC, id, size, align),
+            Event::Free { id } => (FREE, id, 0, 0),
+            Event::Realloc { id, size } => (REALLOC, id, size, 0),
+        };
+        let lg_align = if align > 1 {
+            align.trailing_zeros() as u8
+        } else {
+            0
+        };
+        out.extend_from_slice(&size.to_le_bytes());
+        out.extend_from_slice(&id.to_le_bytes());
+        out.extend_from_slice(&[kind, lg_align, 0, 0]);
+    }
+    out
+}
+
+/// An anonymous mapping of `len` bytes, every page written once (so it is resident).
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Mapping {
+    fn anonymous(len: usize) -> Result<Mapping, MeasureError> {
+        let len = len.max(1);
+        // SAFETY: a fresh private anonymous mapping; unmapped on drop.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(MeasureError::io(
+                "mmap of the replay tables",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // Written, not just mapped: a page counts as resident once touched.
+        unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, len) };
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    fn file(path: &Path) -> Result<Mapping, MeasureError> {
+        use std::os::unix::io::AsRawFd;
+        let file = std::fs::File::open(path).map_err(|e| MeasureError::io("the event file", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| MeasureError::io("the event file", e))?
+            .len() as usize;
+        if len < HEADER_BYTES {
+            return Err(MeasureError::child_input(
+                "the event file is shorter than its header",
+            ));
+        }
+        // SAFETY: read-only private mapping of a file we keep open until mapped. Its pages are
+        // file-backed, so they never count as anonymous memory.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(MeasureError::io(
+                "mmap of the event file",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    /// Event `i` of an event file: (size, id, kind, log2 alignment).
+    fn event(&self, i: usize) -> (usize, usize, u8, u8) {
+        let at = HEADER_BYTES + i * EVENT_BYTES;
+        let word = self.u64_at(at + 8);
+        (
+            self.u64_at(at) as usize,
+            (word & 0xffff_ffff) as usize,
+            (word >> 32) as u8,
+            (word >> 40) as u8,
+        )
+    }
+
+    fn u64_at(&self, offset: usize) -> u64 {
+        let mut b = [0u8; 8];
+        // SAFETY: callers stay inside the mapping (checked against its length).
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset), b.as_mut_ptr(), 8) };
+        u64::from_le_bytes(b)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, unmapped once.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
+type FreeFn = unsafe extern "C" fn(*mut c_void);
+type ReallocFn = unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void;
+type AlignedFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+
+/// The C allocator the events go to.
+#[derive(Clone, Copy)]
+struct Heap {
+    malloc: MallocFn,
+    free: FreeFn,
+    realloc: ReallocFn,
+    aligned_alloc: AlignedFn,
+}
+
+impl Heap {
+    /// libc's entry points: glibc's, or whatever `LD_PRELOAD` put in front of them.
+    fn libc() -> Heap {
+        Heap {
+            malloc: libc::malloc,
+            free: libc::free,
+            realloc: libc::realloc,
+            aligned_alloc: libc::aligned_alloc,
+        }
+    }
+
+    /// The linked jemalloc 5.3.1 (`_rjem_malloc` & co.), which also serves Rust's heap here.
+    fn linked_jemalloc() -> Heap {
+        use tikv_jemalloc_sys as sys;
+        Heap {
+            malloc: sys::malloc,
+            free: sys::free,
+            realloc: sys::realloc,
+            aligned_alloc: sys::aligned_alloc,
+        }
+    }
+}
+
+/// Which allocator answers, checked: a preload that did not take fails here, not silently.
+fn setup(allocator: Allocator) -> Result<(Heap, Figures, String), MeasureError> {
+    let malloc_from = object_of(symbol_malloc()).unwrap_or_else(|| "unknown".into());
+    let missing = |what: &str| {
+        MeasureError::child_input(&format!(
+            "{} is not loaded in the child ({what} not found; malloc is {malloc_from})",
+            allocator.name()
+        ))
+    };
+    let (heap, figures) = match allocator {
+        Allocator::Glibc => {
+            if !malloc_from.contains("libc.so") {
+                return Err(missing("glibc's malloc"));
+            }
+            (Heap::libc(), Figures::Glibc)
+        }
+        Allocator::Jemalloc => (
+            Heap::libc(),
+            Figures::jemalloc_preloaded().ok_or_else(|| missing("mallctl"))?,
+        ),
+        Allocator::Tcmalloc => (
+            Heap::libc(),
+            Figures::tcmalloc().ok_or_else(|| missing("MallocExtension_GetNumericProperty"))?,
+        ),
+        Allocator::Mimalloc => (
+            Heap::libc(),
+            Figures::mimalloc().ok_or_else(|| missing("mi_process_info"))?,
+        ),
+        Allocator::Jemalloc531 => (Heap::linked_jemalloc(), Figures::jemalloc_linked()),
+    };
+    let library = match allocator {
+        Allocator::Jemalloc531 => object_of(tikv_jemalloc_sys::malloc as *const c_void)
+            .map_or("linked".into(), |exe| {
+                format!("{exe} (linked, _rjem_ prefix)")
+            }),
+        _ => malloc_from,
+    };
+    Ok((heap, figures, library))
+}
+
+fn symbol_malloc() -> *const c_void {
+    super::probe::symbol(c"malloc")
+}
+
+/// One sample as the child keeps it: absolute values (the parent subtracts the baseline).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawSample {
+    event: u64,
+    resident: u64,
+    in_use: u64,
+    held: u64,
+}
+
+const NONE: u64 = u64::MAX;
+
+struct Sampler {
+    resident: Resident,
+    figures: Figures,
+}
+
+impl Sampler {
+    fn take(&self, event: u64) -> Result<RawSample, MeasureError> {
+        let (in_use, held) = self.figures.read();
+        let resident = self
+            .resident
+            .read()
+            .map_err(|e| MeasureError::io("/proc/self/smaps_rollup", e))?;
+        Ok(RawSample {
+            event,
+            resident,
+            in_use: in_use.unwrap_or(NONE),
+            held: held.unwrap_or(NONE),
+        })
+    }
+}
+
+/// Replays the event file at `events` through `allocator`, sampling every `every` events
+/// (and at event 0, the baseline, and after the last).
+pub fn replay(
+    allocator: Allocator,
+    events: &Path,
+    every: u64,
+) -> Result<ChildReport, MeasureError> {
+    let every = every.max(1);
+    let (heap, figures, library) = setup(allocator)?;
+    let file = Mapping::file(events)?;
+    let count = file.u64_at(0) as usize;
+    let ids = file.u64_at(8) as usize;
+    if file.len < HEADER_BYTES + count * EVENT_BYTES {
+        return Err(MeasureError::child_input(
+            "the event file is shorter than its event count",
+        ));
+    }
+    let samples_len = count / every as usize + 2;
+    // One mapping for every table: pointer and size (with log2 alignment in the top byte)
+    // per id, then the samples.
+    let table_bytes = ids * 16 + samples_len * std::mem::size_of::<RawSample>();
+    let tables = Mapping::anonymous(table_bytes)?;
+    // SAFETY: the mapping is zeroed, large enough and page-aligned for each table.
+    let (ptrs, sizes, samples) = unsafe {
+        let ptrs = std::slice::from_raw_parts_mut(tables.ptr.cast::<*mut u8>(), ids);
+        let sizes = std::slice::from_raw_parts_mut(tables.ptr.add(ids * 8).cast::<u64>(), ids);
+        let samples = std::slice::from_raw_parts_mut(
+            tables.ptr.add(ids * 16).cast::<RawSample>(),
+            samples_len,
+        );
+        (ptrs, sizes, samples)
+    };
+    let sampler = Sampler {
+        resident: Resident::open().map_err(|e| MeasureError::io("/proc/self/smaps_rollup", e))?,
+        figures,
+    };
+    // Warm-up, kept live: the allocator's start-up (its thread cache, its first mapping)
+    // happens before the baseline, and the statistics calls have run once.
+    // SAFETY: a plain allocation, never freed.
+    let warm = unsafe { (heap.malloc)(1) };
+    if warm.is_null() {
+        return Err(MeasureError::child_input("the warm-up malloc(1) failed"));
+    }
+    sampler.take(0)?;
+    samples[0] = sampler.take(0)?;
+    let mut taken = 1;
+    let mut replay_ns: u128 = 0;
+    let mut start = Instant::now();
+    for i in 0..count {
+        let (size, id, kind, lg_align) = file.event(i);
+        // SAFETY: ids < `ids` by construction of the file; the parent's model checked that
+        // every free and realloc names a live object.
+        unsafe { apply(&heap, ptrs, sizes, id, kind, lg_align, size) }
+            .map_err(|what| MeasureError::child_input(&format!("event {}: {what}", i + 1)))?;
+        let n = i as u64 + 1;
+        if n.is_multiple_of(every) || n == count as u64 {
+            replay_ns += start.elapsed().as_nanos();
+            samples[taken] = sampler.take(n)?;
+            taken += 1;
+            start = Instant::now();
+        }
+    }
+    // An empty trace still gets a sample after its (no) events, to compare with the baseline.
+    if count == 0 {
+        samples[taken] = sampler.take(0)?;
+        taken += 1;
+    }
+    Ok(report(
+        allocator,
+        library,
+        &figures,
+        tables.len,
+        replay_ns,
+        &samples[..taken],
+    ))
+}
+
+fn report(
+    allocator: Allocator,
+    library: String,
+    figures: &Figures,
+    tables_bytes: usize,
+    replay_ns: u128,
+    samples: &[RawSample],
+) -> ChildReport {
+    let sources = figures.sources();
+    let opt = |v: u64| (v != NONE).then_some(v);
+    ChildReport {
+        allocator: allocator.name().to_string(),
+        library,
+        version: version(figures),
+        tables_bytes: tables_bytes as u64,
+        in_use_source: sources.in_use.map(str::to_string),
+        held_source: sources.held.map(str::to_string),
+        replay_ns: replay_ns as u64,
+        samples: samples
+            .iter()
+            .map(|s| (s.event, s.resident, opt(s.in_use), opt(s.held)))
+            .collect(),
+    }
+}
+
+/// Writes one byte per page of `[from, to)` of the block at `p` (and its last byte), as a
+/// program that fills what it allocates would: untouched pages are not resident.
+///
+/// # Safety
+/// `p` points to at least `to` writable bytes.
+unsafe fn touch(p: *mut u8, from: usize, to: usize) {
+    let mut off = from;
+    while off < to {
+        unsafe { p.add(off).write_volatile(1) };
+        off += TOUCH;
+    }
+    if to > from {
+        unsafe { p.add(to - 1).write_volatile(1) };
+    }
+}
+
+/// Applies one event. Sizes of 0 are asked as 1 (as the model does), so `realloc(p, 0)`
+/// never frees.
+///
+/// # Safety
+/// `id < ptrs.len()`; frees and reallocs name live objects.
+unsafe fn apply(
+    heap: &Heap,
+    ptrs: &mut [*mut u8],
+    sizes: &mut [u64],
+    id: usize,
+    kind: u8,
+    lg_align: u8,
+    size: usize,
+) -> Result<(), &'static str> {
+    const SIZE_MASK: u64 = (1 << 56) - 1;
+    if id >= ptrs.len() {
+        return Err("object id beyond the table");
+    }
+    match kind {
+        ALLOC => {
+            let p = unsafe {
+                if lg_align > 0 {
+                    (heap.aligned_alloc)(1 << lg_align, size.max(1))
+                } else {
+                    (heap.malloc)(size.max(1))
+                }
+            };
+            if p.is_null() {
+                return Err("malloc failed");
+            }
+            unsafe { touch(p.cast(), 0, size) };
+            ptrs[id] = p.cast();
+            sizes[id] = size as u64 | u64::from(lg_align) << 56;
+        }
+        FREE => {
+            let p = std::mem::replace(&mut ptrs[id], std::ptr::null_mut());
+            if p.is_null() {
+                return Err("free of an object that is not live");
+            }
+            unsafe { (heap.free)(p.cast()) };
+        }
+        REALLOC => {
+            let p = ptrs[id];
+            if p.is_null() {
+                return Err("realloc of an object that is not live");
+            }
+            let old = (sizes[id] & SIZE_MASK) as usize;
+            let lg = (sizes[id] >> 56) as u8;
+            // C's realloc does not keep an alignment above malloc's: an aligned block moves
+            // as a program would move it (new aligned block, copy, free).
+            let q = unsafe {
+                if lg > 0 {
+                    let q = (heap.aligned_alloc)(1 << lg, size.max(1));
+                    if !q.is_null() {
+                        std::ptr::copy_nonoverlapping(p, q.cast::<u8>(), old.min(size));
+                        (heap.free)(p.cast());
+                    }
+                    q
+                } else {
+                    (heap.realloc)(p.cast(), size.max(1))
+                }
+            };
+            if q.is_null() {
+                return Err("realloc failed");
+            }
+            unsafe { touch(q.cast(), old.min(size), size) };
+            ptrs[id] = q.cast();
+            sizes[id] = size as u64 | u64::from(lg) << 56;
+        }
+        _ => return Err("bad event kind"),
+    }
+    Ok(())
+}

@@ -1,0 +1,320 @@
+//! The parent side: the model beside the trace, the event file, one child per allocator,
+//! their samples turned into deltas over each child's baseline.
+
+use super::child::encode;
+use super::{Allocator, ChildReport, MeasureError};
+use crate::sim::Arena;
+use crate::trace::Event;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// What to measure and how.
+#[derive(Clone, Debug)]
+pub struct MeasureOptions {
+    pub allocators: Vec<Allocator>,
+    /// Sample every K events (and at event 0 and after the last).
+    pub every: u64,
+    /// The fragsim executable (its hidden `__measure-child` command is the child).
+    pub exe: PathBuf,
+    /// Extra environment for every child (e.g. `GLIBC_TUNABLES`, `MALLOC_CONF`); the
+    /// children otherwise inherit this process's, `LD_PRELOAD` aside.
+    pub env: Vec<(String, String)>,
+}
+
+/// One sample: bytes over the child's baseline at event 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Sample {
+    pub event: u64,
+    /// Anonymous resident bytes over the baseline (negative if the allocator gave back
+    /// memory it held at the baseline).
+    pub resident: i64,
+    /// The allocator's in-use figure over its baseline (`None`: not available).
+    pub in_use: Option<i64>,
+    /// The allocator's held figure over its baseline (`None`: not available).
+    pub held: Option<i64>,
+    /// Bytes the trace's live objects asked for at this event.
+    pub requested: u64,
+}
+
+/// One allocator's measured replay.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AllocatorRun {
+    pub allocator: Allocator,
+    pub library: String,
+    pub version: Option<String>,
+    pub tables_bytes: u64,
+    pub in_use_source: Option<String>,
+    pub held_source: Option<String>,
+    pub replay_ns: u64,
+    pub events: u64,
+    pub samples: Vec<Sample>,
+}
+
+impl AllocatorRun {
+    /// The sample with the most resident bytes (the first of equals).
+    pub fn peak(&self) -> Sample {
+        let mut best = self.samples[0];
+        for s in &self.samples {
+            if s.resident > best.resident {
+                best = *s;
+            }
+        }
+        best
+    }
+
+    /// The mean resident bytes over every sample after the baseline.
+    pub fn mean_resident(&self) -> f64 {
+        let rest = &self.samples[1.min(self.samples.len() - 1)..];
+        rest.iter().map(|s| s.resident as f64).sum::<f64>() / rest.len() as f64
+    }
+
+    pub fn ns_per_event(&self) -> Option<f64> {
+        (self.events > 0).then(|| self.replay_ns as f64 / self.events as f64)
+    }
+
+    pub fn peak_in_use(&self) -> Option<i64> {
+        self.samples.iter().filter_map(|s| s.in_use).max()
+    }
+
+    pub fn peak_held(&self) -> Option<i64> {
+        self.samples.iter().filter_map(|s| s.held).max()
+    }
+}
+
+/// An allocator whose library is not installed.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Missing {
+    pub allocator: Allocator,
+    pub library: &'static str,
+    pub package: &'static str,
+}
+
+/// Everything measured on one trace.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Measurement {
+    pub events: u64,
+    pub every: u64,
+    pub runs: Vec<AllocatorRun>,
+    pub missing: Vec<Missing>,
+    /// The most bytes the trace's live objects asked for at once, over every event.
+    pub peak_requested: u64,
+    /// The model's build, e.g. `5.3.1 (16 B quantum, 4 KiB pages, large to pages)`.
+    pub model_label: String,
+    /// The model's active bytes at each sample event.
+    pub model: Vec<(u64, u64)>,
+    /// The model's peak active bytes over every event.
+    pub model_peak_active: u64,
+}
+
+struct ModelSide {
+    label: String,
+    /// (event, requested, active) at each sample event.
+    points: Vec<(u64, u64, u64)>,
+    peak_requested: u64,
+    peak_active: u64,
+}
+
+/// The trace through the model of the linked jemalloc: checks every event before any child
+/// runs, and gives requested and active bytes at the sample events.
+fn model_side(events: &[Event], every: u64) -> Result<ModelSide, MeasureError> {
+    let config = crate::live::replay::Api::linked()
+        .config()
+        .map_err(|e| MeasureError::child_input(&format!("the linked jemalloc's build: {e:#}")))?;
+    let mut arena = Arena::new(config)?;
+    let last = events.len() as u64;
+    let mut side = ModelSide {
+        label: config.label(),
+        points: vec![(0, 0, 0)],
+        peak_requested: 0,
+        peak_active: 0,
+    };
+    for &e in events {
+        arena.apply(e)?;
+        let s = arena.stats();
+        side.peak_requested = side.peak_requested.max(s.requested_bytes);
+        side.peak_active = side.peak_active.max(s.active_bytes);
+        if s.events.is_multiple_of(every) || s.events == last {
+            side.points
+                .push((s.events, s.requested_bytes, s.active_bytes));
+        }
+    }
+    if last == 0 {
+        side.points.push((0, 0, 0));
+    }
+    Ok(side)
+}
+
+/// Measures `events` under every allocator of `options`, one child process each, in turn
+/// (so that they do not compete for the machine). A library that is not installed is listed
+/// in [`Measurement::missing`]; a child that fails is an error.
+pub fn measure(events: &[Event], options: &MeasureOptions) -> Result<Measurement, MeasureError> {
+    if options.every == 0 {
+        return Err(MeasureError::ZeroEvery);
+    }
+    for (i, a) in options.allocators.iter().enumerate() {
+        if options.allocators[..i].contains(a) {
+            return Err(MeasureError::Duplicate(a.name().to_string()));
+        }
+    }
+    let model = model_side(events, options.every)?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".fragsim-measure-")
+        .tempfile()
+        .map_err(|e| MeasureError::io("temporary event file", e))?;
+    let _cleanup = crate::cleanup::remove_on_interrupt(file.path());
+    file.write_all(&encode(events))
+        .and_then(|()| file.flush())
+        .map_err(|e| MeasureError::io("temporary event file", e))?;
+    let mut runs = Vec::new();
+    let mut missing = Vec::new();
+    for &allocator in &options.allocators {
+        let library = match (allocator.library_name(), allocator.find_library()) {
+            (Some(name), None) => {
+                missing.push(Missing {
+                    allocator,
+                    library: name,
+                    package: allocator.debian_package().unwrap_or("?"),
+                });
+                continue;
+            }
+            (_, found) => found,
+        };
+        let report = run_child(options, allocator, library.as_deref(), file.path())?;
+        runs.push(to_run(
+            allocator,
+            report,
+            &model.points,
+            events.len() as u64,
+        )?);
+    }
+    Ok(Measurement {
+        events: events.len() as u64,
+        every: options.every,
+        runs,
+        missing,
+        peak_requested: model.peak_requested,
+        model_label: model.label,
+        model: model.points.iter().map(|&(e, _, a)| (e, a)).collect(),
+        model_peak_active: model.peak_active,
+    })
+}
+
+fn run_child(
+    options: &MeasureOptions,
+    allocator: Allocator,
+    library: Option<&Path>,
+    events: &Path,
+) -> Result<ChildReport, MeasureError> {
+    let exe = &options.exe;
+    let fail = |message: String| MeasureError::Child {
+        allocator: allocator.name().to_string(),
+        message,
+    };
+    let mut command = Command::new(exe);
+    command
+        .args([
+            "__measure-child",
+            "--allocator",
+            allocator.name(),
+            "--every",
+        ])
+        .arg(options.every.to_string())
+        .arg(events)
+        .envs(options.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match library {
+        Some(lib) => command.env("LD_PRELOAD", lib),
+        None => command.env_remove("LD_PRELOAD"),
+    };
+    let mut child = command
+        .spawn()
+        .map_err(|e| fail(format!("cannot start '{}': {e}", exe.display())))?;
+    let _registration = crate::cleanup::stop_on_interrupt(child.id());
+    let mut out = String::new();
+    let mut err = String::new();
+    // The report is one line written at the end; stderr stays small. Reading stdout to its
+    // end first cannot deadlock on a full stderr pipe of a few lines.
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut out)
+            .map_err(|e| fail(format!("reading its output: {e}")))?;
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let status = child
+        .wait()
+        .map_err(|e| fail(format!("waiting for it: {e}")))?;
+    if !status.success() {
+        let last = err.lines().last().unwrap_or("").trim().to_string();
+        return Err(fail(format!("the child failed ({status}): {last}")));
+    }
+    serde_json::from_str(out.trim()).map_err(|e| fail(format!("bad report from the child: {e}")))
+}
+
+fn to_run(
+    allocator: Allocator,
+    report: ChildReport,
+    points: &[(u64, u64, u64)],
+    events: u64,
+) -> Result<AllocatorRun, MeasureError> {
+    let fail = |message: &str| MeasureError::Child {
+        allocator: allocator.name().to_string(),
+        message: message.to_string(),
+    };
+    if report.samples.len() != points.len()
+        || report.samples.iter().zip(points).any(|(s, p)| s.0 != p.0)
+    {
+        return Err(fail("its samples are not at the expected events"));
+    }
+    // A figure that is zero at every sample is one the library does not keep (Debian's
+    // mimalloc is built without statistics: its commit count stays 0).
+    let mut report = report;
+    for kept in [0, 1] {
+        let figure = |s: &(u64, u64, Option<u64>, Option<u64>)| if kept == 0 { s.2 } else { s.3 };
+        if report.samples.iter().all(|s| figure(s).unwrap_or(0) == 0) {
+            for s in &mut report.samples {
+                if kept == 0 {
+                    s.2 = None
+                } else {
+                    s.3 = None
+                }
+            }
+            if kept == 0 {
+                report.in_use_source = None
+            } else {
+                report.held_source = None
+            }
+        }
+    }
+    let (_, r0, u0, h0) = report.samples[0];
+    let delta = |v: Option<u64>, base: Option<u64>| match (v, base) {
+        (Some(v), Some(b)) => Some(v as i64 - b as i64),
+        _ => None,
+    };
+    let samples = report
+        .samples
+        .iter()
+        .zip(points)
+        .map(|(&(event, r, u, h), &(_, requested, _))| Sample {
+            event,
+            resident: r as i64 - r0 as i64,
+            in_use: delta(u, u0),
+            held: delta(h, h0),
+            requested,
+        })
+        .collect();
+    Ok(AllocatorRun {
+        allocator,
+        library: report.library,
+        version: report.version,
+        tables_bytes: report.tables_bytes,
+        in_use_source: report.in_use_source,
+        held_source: report.held_source,
+        replay_ns: report.replay_ns,
+        events,
+        samples,
+    })
+}

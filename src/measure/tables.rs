@@ -1,0 +1,134 @@
+//! The measurement as a table (one row per allocator), its notes and caveats, and the chart
+//! of resident bytes over events with the model beside it.
+
+use super::{AllocatorRun, Measurement};
+use crate::charts::MeasuredTimeline;
+use crate::export::{Cell, Table};
+
+pub const SUMMARY_COLUMNS: &[&str] = &[
+    "allocator",
+    "version",
+    "peak_resident_bytes",
+    "mean_resident_bytes",
+    "peak_requested_bytes",
+    "requested_at_peak_bytes",
+    "resident_over_requested_at_peak",
+    "ns_per_event",
+    "peak_in_use_bytes",
+    "peak_held_bytes",
+];
+
+const NOT_AVAILABLE: &str = "not available";
+
+fn optional(v: Option<i64>) -> Cell {
+    match v {
+        Some(v) if v >= 0 => Cell::Int(v as u64),
+        Some(v) => Cell::Text(v.to_string()),
+        None => NOT_AVAILABLE.into(),
+    }
+}
+
+fn row(m: &Measurement, run: &AllocatorRun) -> Vec<Cell> {
+    let peak = run.peak();
+    let ratio = if peak.requested > 0 {
+        Cell::Float(peak.resident as f64 / peak.requested as f64, 3)
+    } else {
+        "-".into()
+    };
+    vec![
+        run.allocator.name().into(),
+        run.version.clone().unwrap_or_else(|| "-".into()).into(),
+        Cell::Int(peak.resident.max(0) as u64),
+        Cell::Float(run.mean_resident(), 0),
+        Cell::Int(m.peak_requested),
+        Cell::Int(peak.requested),
+        ratio,
+        run.ns_per_event()
+            .map_or_else(|| "-".into(), |ns| Cell::Float(ns, 1)),
+        optional(run.peak_in_use()),
+        optional(run.peak_held()),
+    ]
+}
+
+/// One row per measured allocator (missing ones are in [`notes`]).
+pub fn summary_table(m: &Measurement, title: &str) -> Table {
+    let mut t = Table::new(title, SUMMARY_COLUMNS);
+    for run in &m.runs {
+        t.push(row(m, run));
+    }
+    t
+}
+
+/// What the measurement is not: said with every output.
+pub fn caveats(m: &Measurement) -> Vec<String> {
+    let tables = m.runs.iter().map(|r| r.tables_bytes).max().unwrap_or(0);
+    vec![
+        format!(
+            "Measured, not modelled: resident bytes are the child's anonymous resident memory (/proc/self/smaps_rollup) over its baseline at event 0, taken after the allocator started and after the replayer's own mmap'd tables ({tables} bytes) were written; sampled every {} events, so a peak between samples can be missed.",
+            m.every
+        ),
+        "A replay is not the program: no program memory outside the heap (stacks, code, its own mappings), one thread (no other threads' caches or arenas), and each block is written once per page when allocated (a program that leaves pages untouched keeps fewer resident).".into(),
+        "Replay speed is not program speed: time-based purging (jemalloc's decay, 10 s by default) sees the events far faster than the program made them, so memory the program would have returned may still be held here. ns_per_event includes writing each new page.".into(),
+    ]
+}
+
+/// Missing allocators (one line each, naming the Debian package), the model's peak, and
+/// where each allocator's own figures come from.
+pub fn notes(m: &Measurement) -> Vec<String> {
+    let mut out: Vec<String> = m
+        .missing
+        .iter()
+        .map(|x| {
+            format!(
+                "{}: not measured, {} is not installed (Debian package {})",
+                x.allocator, x.library, x.package
+            )
+        })
+        .collect();
+    out.push(format!(
+        "model: fragsim's jemalloc {} (one arena, no thread cache) peaks at {} active bytes",
+        m.model_label, m.model_peak_active
+    ));
+    for r in &m.runs {
+        out.push(format!(
+            "{}: {}; in use = {}; held = {}",
+            r.allocator,
+            r.library,
+            r.in_use_source.as_deref().unwrap_or(NOT_AVAILABLE),
+            r.held_source.as_deref().unwrap_or(NOT_AVAILABLE)
+        ));
+    }
+    out
+}
+
+/// Resident bytes over events, one line per allocator, the model's active bytes and the
+/// requested bytes beside them.
+pub fn chart(m: &Measurement, name: &str, trace: &str) -> MeasuredTimeline {
+    MeasuredTimeline {
+        name: name.to_string(),
+        title: format!("{trace}: resident bytes per allocator (measured)"),
+        measured: m
+            .runs
+            .iter()
+            .map(|r| {
+                (
+                    r.allocator.name().to_string(),
+                    r.samples.iter().map(|s| (s.event, s.resident)).collect(),
+                )
+            })
+            .collect(),
+        model: (
+            format!("model: jemalloc {} active", short_label(&m.model_label)),
+            m.model.clone(),
+        ),
+        requested: m
+            .runs
+            .first()
+            .map(|r| r.samples.iter().map(|s| (s.event, s.requested)).collect())
+            .unwrap_or_default(),
+    }
+}
+
+fn short_label(label: &str) -> &str {
+    label.split(' ').next().unwrap_or(label)
+}
