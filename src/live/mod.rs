@@ -2,6 +2,7 @@
 //! one, `nallocx`. Nothing here decides anything; [`crate::validate`] compares the model
 //! with what these read.
 
+mod baton;
 mod build;
 mod ctl;
 pub mod process;
