@@ -60,9 +60,12 @@ echo "| workload | bare | preload | record | preload --stacks | record --stacks 
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for workload in ${WORKLOADS:-python cpp}; do
   case $workload in
-    python) cmd=(env PYTHONMALLOC=malloc "$python" -c 'd = {str(i): i for i in range(1_000_000)}') ;;
+    # PYTHONMALLOC through the environment, not `env`: valgrind and heaptrack would trace
+    # `env` alone (they do not follow its exec).
+    python) cmd=("$python" -c 'd = {str(i): i for i in range(1_000_000)}') ;;
     cpp) cmd=("$work/threads_map" 100000) ;;
   esac
+  if [ "$workload" = python ]; then export PYTHONMALLOC=malloc; else unset PYTHONMALLOC; fi
   mkdir -p "$work/raw"
   read -r bare_w bare_c <<<"$(med "$RUNS" "${cmd[@]}")"
   preload=$(med "$RUNS" env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow "${cmd[@]}")
