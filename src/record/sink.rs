@@ -1,19 +1,30 @@
 //! Where converted records go: the trace v2 writer (threads, times and, with `--stacks`,
-//! sites), atomic like every trace write.
+//! sites) through the one output writer ([`OutputFile`]): a link is followed, a device or FIFO
+//! written through, a regular file replaced whole when the trace is finished.
 
+use crate::export::OutputFile;
 use crate::trace::{Fields, Record, TraceError, TraceWriter};
 use std::path::Path;
-use tempfile::NamedTempFile;
 
 /// A trace being written (it appears at its path only when finished).
 pub struct TraceSink {
-    writer: TraceWriter<NamedTempFile>,
+    writer: TraceWriter<OutputFile>,
+    path: std::path::PathBuf,
+}
+
+fn output_error(path: &Path, e: impl std::fmt::Display) -> TraceError {
+    TraceError::Output {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    }
 }
 
 impl TraceSink {
     pub fn create(path: &Path, fields: Fields) -> Result<Self, TraceError> {
+        let out = OutputFile::create(path).map_err(|e| output_error(path, e))?;
         Ok(TraceSink {
-            writer: TraceWriter::create_with(path, fields)?,
+            writer: TraceWriter::named_with(out, &path.display().to_string(), fields)?,
+            path: path.to_path_buf(),
         })
     }
 
@@ -23,6 +34,7 @@ impl TraceSink {
 
     /// Finishes the file (moves it into place).
     pub fn finish(self) -> Result<(), TraceError> {
-        self.writer.finish().map(|_| ())
+        let (_, out) = self.writer.finish_into_inner()?;
+        out.commit().map_err(|e| output_error(&self.path, e))
     }
 }
