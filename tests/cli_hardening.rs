@@ -562,6 +562,12 @@ fn old_report(dir: &Path) -> std::path::PathBuf {
     std::fs::create_dir_all(out.join("charts")).unwrap();
     std::fs::write(out.join("README.md"), "old index").unwrap();
     std::fs::write(out.join("stale.csv"), "old").unwrap();
+    // A previous report lists its files (issue 18): only those are replaced.
+    std::fs::write(
+        out.join(".fragsim-report"),
+        "# old\nREADME.md\nstale.csv\n.fragsim-report\n",
+    )
+    .unwrap();
     out
 }
 
@@ -577,7 +583,7 @@ fn assert_old_report_intact(dir: &Path, out: &Path) {
     let files: Vec<String> = files_under(out, "").into_iter().map(|f| f.0).collect();
     assert_eq!(
         files,
-        ["README.md", "stale.csv"],
+        [".fragsim-report", "README.md", "stale.csv"],
         "the old report was changed"
     );
     assert!(std::fs::read_dir(out.join("charts"))

@@ -54,11 +54,11 @@ fn summary_and_timeline() {
     assert!(lines
         .next()
         .unwrap()
-        .starts_with("event,live_objects,requested_bytes,allocated_bytes,active_bytes"));
+        .starts_with("build,event,live_objects,requested_bytes,allocated_bytes,active_bytes"));
     let rows: Vec<&str> = lines.collect();
     // 1834 events: rows at 100, 200, ..., 1800 and after the last.
     assert_eq!(rows.len(), 19);
-    assert!(rows.last().unwrap().starts_with("1834,"));
+    assert!(rows.last().unwrap().starts_with("5.3.1,1834,"));
 }
 
 #[test]

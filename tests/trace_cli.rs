@@ -306,7 +306,9 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
 fn record_without_valgrind_says_how_to_install_it() {
     let empty = tempfile::tempdir().unwrap();
     let out = fragsim_env(
-        &["record", "-o", "x.trace", "--", "true"],
+        &[
+            "record", "--with", "valgrind", "-o", "x.trace", "--", "true",
+        ],
         &[("PATH", s(empty.path()))],
     );
     assert_rejected(
@@ -323,7 +325,17 @@ fn record_runs_a_program_under_valgrind() {
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("ls.trace");
-    let out = fragsim(&["record", "-o", s(&trace), "--", "ls", "-l", "/"]);
+    let out = fragsim(&[
+        "record",
+        "--with",
+        "valgrind",
+        "-o",
+        s(&trace),
+        "--",
+        "ls",
+        "-l",
+        "/",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -336,7 +348,15 @@ fn record_runs_a_program_under_valgrind() {
     assert!(h.allocs > 10 && h.events >= h.allocs, "{h:?}");
     let missing = dir.path().join("missing.trace");
     assert_rejected(
-        &fragsim(&["record", "-o", s(&missing), "--", "/no/such/program"]),
+        &fragsim(&[
+            "record",
+            "--with",
+            "valgrind",
+            "-o",
+            s(&missing),
+            "--",
+            "/no/such/program",
+        ]),
         &["program '/no/such/program' not found"],
     );
     assert!(!missing.exists());

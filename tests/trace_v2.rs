@@ -80,7 +80,7 @@ fn records_carry_thread_time_and_site() {
         })
     );
     assert_eq!(
-        records[6],
+        records[7],
         Record::ThreadExit {
             thread: 1,
             time_ns: Some(250)

@@ -122,7 +122,7 @@ fn timeline_and_charts_are_written_and_repeatable() {
     let lines: Vec<&str> = timeline.lines().collect();
     assert_eq!(
         lines[0],
-        "build,event,requested_bytes,allocated_bytes,active_bytes,mapped_bytes"
+        "build,event,live_objects,requested_bytes,allocated_bytes,active_bytes,mapped_bytes,slabs_created,slabs_released"
     );
     assert_eq!(lines.len(), 1 + 2 * 4);
     assert!(lines[1].starts_with("default,100,"));
@@ -163,7 +163,7 @@ fn bad_input_is_one_line_exit_2_before_any_work() {
     );
     assert_rejected(&["replay", trace, "--every", "0"], "--every");
     let file = dir.path().join("a-file");
-    std::fs::write(&file, b"x").unwrap();
+    std::fs::write(&file, b"z").unwrap();
     let under_file = file.join("charts");
     assert_rejected(
         &["replay", trace, "--charts", under_file.to_str().unwrap()],
@@ -177,7 +177,7 @@ fn bad_input_is_one_line_exit_2_before_any_work() {
             "--preset",
             "default,quantum8",
         ],
-        "unknown event 'x'",
+        "its first line starts with 'z'",
     );
     // Nothing was written for the rejected runs.
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();

@@ -1,7 +1,7 @@
 //! Grouped bars: one group per category (e.g. strategy), one bar per series (e.g. build and
 //! reset time).
 
-use super::{draw_legend, palette, plot_err, Chart, FONT};
+use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -20,13 +20,7 @@ pub struct GroupedBars {
 }
 
 impl Chart for GroupedBars {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn title(&self) -> String {
-        self.title.clone()
-    }
+    named_chart!();
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
     where

@@ -1,8 +1,8 @@
 //! Horizontal stacked bars: the size classes that lose the most bytes, largest loss on top,
 //! each bar split by cause (rounding, empty slab regions, large padding).
 
-use super::timeline::{byte_unit, stack_total};
-use super::{draw_legend, palette, plot_err, Chart, FONT};
+use super::timeline::{stack_total, stacked_scale};
+use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -18,25 +18,14 @@ pub struct ClassLoss {
 }
 
 impl Chart for ClassLoss {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn title(&self) -> String {
-        self.title.clone()
-    }
+    named_chart!();
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
         let n = self.rows.len();
-        let max = (0..n)
-            .map(|i| stack_total(&self.causes, i))
-            .max()
-            .unwrap_or(0)
-            .max(1) as f64;
-        let (unit, unit_name) = byte_unit(max);
+        let (max, unit, unit_name) = stacked_scale(&self.causes, n);
         let right = max * 1.3 / unit;
         // Row i is drawn at y in (n - 1 - i, n - i), so the first row is on top.
         let y_of = move |i: usize| (n - 1 - i) as f64;

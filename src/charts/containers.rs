@@ -1,7 +1,7 @@
 //! Line charts for the container comparison: bytes per element against N (log x), and the
 //! split-vs-unified ratio against the value size. Plain data in, no domain types.
 
-use super::{draw_legend, palette, plot_err, Chart, FONT};
+use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -53,13 +53,7 @@ impl LinesChart {
 }
 
 impl Chart for LinesChart {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn title(&self) -> String {
-        self.title.clone()
-    }
+    named_chart!();
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
     where

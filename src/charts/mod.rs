@@ -45,6 +45,20 @@ fn register_font() {
 }
 
 /// A chart that can be drawn on any backend.
+/// `name` and `title` of a chart whose struct has `name` and `title` fields.
+macro_rules! named_chart {
+    () => {
+        fn name(&self) -> &str {
+            &self.name
+        }
+
+        fn title(&self) -> String {
+            self.title.clone()
+        }
+    };
+}
+pub(crate) use named_chart;
+
 pub trait Chart {
     /// File name without extension.
     fn name(&self) -> &str;

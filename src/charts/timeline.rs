@@ -1,7 +1,7 @@
 //! Bytes against event index: one line per statistic (e.g. requested, allocated, active bytes
 //! of one replay).
 
-use super::{draw_legend, palette, plot_err, Chart, FONT};
+use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -12,6 +12,18 @@ pub(crate) fn stack_total(parts: &[(String, Vec<u64>)], i: usize) -> u64 {
         .iter()
         .map(|(_, v)| v.get(i).copied().unwrap_or(0))
         .sum()
+}
+
+/// The tallest of `n` stacks (at least 1 byte) and the unit its axis is drawn in:
+/// (max bytes, bytes per unit, unit name).
+pub(crate) fn stacked_scale(parts: &[(String, Vec<u64>)], n: usize) -> (f64, f64, &'static str) {
+    let max = (0..n)
+        .map(|i| stack_total(parts, i))
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let (unit, name) = byte_unit(max);
+    (max, unit, name)
 }
 
 /// The binary unit that keeps an axis up to `max` bytes in round ticks: (bytes per unit,
@@ -35,13 +47,7 @@ pub struct BytesTimeline {
 }
 
 impl Chart for BytesTimeline {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn title(&self) -> String {
-        self.title.clone()
-    }
+    named_chart!();
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
     where

@@ -1,8 +1,8 @@
 //! Stacked bars: one bar per category (e.g. build), split into parts (e.g. requested bytes,
 //! rounding, slab fragmentation), the total printed on top.
 
-use super::timeline::{byte_unit, stack_total};
-use super::{draw_legend, palette, plot_err, Chart, FONT};
+use super::timeline::{stack_total, stacked_scale};
+use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -18,25 +18,14 @@ pub struct StackedBars {
 }
 
 impl Chart for StackedBars {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn title(&self) -> String {
-        self.title.clone()
-    }
+    named_chart!();
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
         let n = self.categories.len();
-        let max = (0..n)
-            .map(|i| stack_total(&self.parts, i))
-            .max()
-            .unwrap_or(0)
-            .max(1) as f64;
-        let (unit, unit_name) = byte_unit(max);
+        let (max, unit, unit_name) = stacked_scale(&self.parts, n);
         let top = max * 1.35 / unit;
         let mut chart = ChartBuilder::on(area)
             .caption(self.title(), (FONT, 28))

@@ -9,14 +9,15 @@ use std::path::PathBuf;
 /// Which jemalloc build to model.
 #[derive(Args, Debug, Clone, Default)]
 pub struct AllocatorArgs {
-    /// A named build (`dev` is an alias of `5.3.1`). `fragsim replay` takes a comma-separated
-    /// list of them to compare.
+    /// A named build (`dev` is an alias of `5.3.1`) [default, for every command: the linked
+    /// jemalloc, 5.3.1 as tikv-jemalloc-sys ships it]. `fragsim replay` takes a
+    /// comma-separated list of them to compare.
     #[arg(long, value_enum, value_delimiter = ',', conflicts_with_all = ["lg_quantum", "lg_page", "lg_ngroup"])]
     pub preset: Vec<Preset>,
-    /// log2 of the quantum (default 4: 16 bytes).
+    /// log2 of the quantum (default: the linked jemalloc's, 4: 16 bytes).
     #[arg(long)]
     pub lg_quantum: Option<u32>,
-    /// log2 of the page size (default 12: 4 KiB).
+    /// log2 of the page size (default: the linked jemalloc's, 12: 4 KiB).
     #[arg(long)]
     pub lg_page: Option<u32>,
     /// log2 of the size classes per doubling (default 2).
@@ -35,7 +36,7 @@ pub struct AllocatorArgs {
 impl AllocatorArgs {
     pub fn config(&self) -> Result<AllocatorConfig> {
         let mut config = match self.preset.as_slice() {
-            [] => AllocatorConfig::default(),
+            [] => linked_config()?,
             [one] => one.config(),
             many => bail!(
                 "--preset takes one build here, not {} (only `fragsim replay` compares several)",
@@ -71,6 +72,11 @@ impl AllocatorArgs {
     pub fn classes(&self) -> Result<SizeClasses> {
         Ok(SizeClasses::new(self.config()?)?)
     }
+}
+
+/// The build of the jemalloc this binary links: every command's default build.
+pub fn linked_config() -> Result<AllocatorConfig> {
+    crate::live::replay::Api::linked().config()
 }
 
 /// Where and how to write a table.
@@ -123,5 +129,40 @@ pub fn prepare_folder(dir: &std::path::Path) -> Result<()> {
     let charts = dir.join("charts");
     std::fs::create_dir_all(&charts)
         .map_err(|e| anyhow::anyhow!("cannot create folder '{}': {e}", charts.display()))?;
+    Ok(())
+}
+
+/// Refuses, before any work, an output that names the same file as an input (same device
+/// and inode, or the same real path) or as another output: writing it would destroy the
+/// input, or one output would clobber the other. Each path comes with the option naming it.
+pub fn refuse_outputs_over_inputs(
+    inputs: &[(&str, &std::path::Path)],
+    outputs: &[(&str, Option<&std::path::Path>)],
+) -> Result<()> {
+    use crate::export::same_file;
+    let outputs: Vec<(&str, &std::path::Path)> = outputs
+        .iter()
+        .filter_map(|(o, p)| Some((*o, (*p)?)))
+        .collect();
+    for (i, (option, out)) in outputs.iter().enumerate() {
+        for (what, input) in inputs {
+            if same_file(input, out) {
+                bail!(
+                    "{option} '{}' is {what} '{}': writing it would destroy it (choose another file)",
+                    out.display(),
+                    input.display()
+                );
+            }
+        }
+        for (other, earlier) in &outputs[..i] {
+            if same_file(earlier, out) {
+                bail!(
+                    "{option} '{}' and {other} '{}' are the same file (choose two files)",
+                    out.display(),
+                    earlier.display()
+                );
+            }
+        }
+    }
     Ok(())
 }

@@ -97,6 +97,10 @@ pub fn run(args: BumpArenaArgs) -> Result<i32> {
     // Everything that can be refused is refused before the measurement.
     spec.validate()?;
     let model = args.allocator.explicit_config()?;
+    super::args::refuse_outputs_over_inputs(
+        &[("--seed-script", &args.seed_script)],
+        &[("--timing-json", args.timing_json.as_deref())],
+    )?;
     if let Some(dir) = &args.out {
         super::args::prepare_folder(dir)?;
     }

@@ -1,9 +1,11 @@
 //! `fragsim container NAME`: one container grown to N, step by step, and its exact trace.
 
+use super::trace::{create_trace, finish_trace};
 use super::{AllocatorArgs, OutputArgs};
 use crate::containers::tables::growth_table;
 use crate::containers::{grow, ContainerKind, ContainerSpec, ElementType, KeyOrder};
-use crate::trace::{Event, TraceWriter};
+use crate::export::OutputFile;
+use crate::trace::Event;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -97,7 +99,10 @@ fn trace_bytes_bound(count: u64) -> u64 {
 
 /// Refuses a trace that would not fit the disk holding `path`.
 fn check_room(path: &Path, count: u64) -> Result<()> {
+    // A device or FIFO is written through a temporary file in the system's temporary folder.
+    let through_temp = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
     let dir = match path.parent() {
+        _ if through_temp => std::env::temp_dir(),
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
@@ -141,17 +146,27 @@ pub fn run(args: ContainerArgs) -> Result<i32> {
             kind.name()
         );
     }
+    super::args::refuse_outputs_over_inputs(
+        &[],
+        &[
+            ("--trace", args.trace.as_deref()),
+            ("--trace-text", args.trace_text.as_deref()),
+            ("--out", args.output.out.as_deref()),
+        ],
+    )?;
     for path in args.trace.iter().chain(&args.trace_text) {
         check_room(path, args.count)?;
     }
     let mut writer = match &args.trace {
         Some(path) => {
-            Some(TraceWriter::create(path).with_context(|| format!("--trace {}", path.display()))?)
+            Some(create_trace(path).with_context(|| format!("--trace {}", path.display()))?)
         }
         None => None,
     };
     let mut text = match &args.trace_text {
-        Some(path) => Some((path, tempfile_beside(path)?)),
+        Some(path) => Some(std::io::BufWriter::new(
+            OutputFile::create(path).with_context(|| format!("--trace-text {}", path.display()))?,
+        )),
         None => None,
     };
     let mut failure: Option<anyhow::Error> = None;
@@ -164,7 +179,7 @@ pub fn run(args: ContainerArgs) -> Result<i32> {
                 failure = Some(err.into());
             }
         }
-        if let Some((_, file)) = text.as_mut() {
+        if let Some(file) = text.as_mut() {
             if let Err(err) = writeln!(file, "{}", crate::trace::event_line(&e)) {
                 failure = Some(err.into());
             }
@@ -174,16 +189,18 @@ pub fn run(args: ContainerArgs) -> Result<i32> {
         return Err(err.context("writing the trace"));
     }
     if let Some(w) = writer {
-        w.finish().context("writing the trace")?;
+        finish_trace(w).context("writing the trace")?;
     }
-    if let Some((path, file)) = text {
-        let file = file.into_inner().context("writing the text trace")?;
-        file.persist(path)
-            .with_context(|| format!("--trace-text {}", path.display()))?;
+    if let Some(file) = text {
+        let file = file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .context("writing the text trace")?;
+        file.commit()?;
     }
     let element = spec.element();
     let title = format!(
-        "{} of {} ({}), {} elements, jemalloc {}",
+        "{} of {} ({}), {} elements, {}",
         kind.name(),
         element,
         match spec.value {
@@ -191,24 +208,8 @@ pub fn run(args: ContainerArgs) -> Result<i32> {
             None => format!("element {}", spec.key),
         },
         args.count,
-        classes.config().label()
+        crate::sizeclass::build_title(classes.config())
     );
     args.output.emit(&growth_table(title, &growth))?;
     Ok(0)
-}
-
-/// A buffered temporary file in `path`'s folder, persisted over `path` once complete.
-fn tempfile_beside(path: &Path) -> Result<std::io::BufWriter<tempfile::NamedTempFile>> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let file = tempfile::NamedTempFile::new_in(dir).with_context(|| {
-        format!(
-            "--trace-text {}: cannot write into {}",
-            path.display(),
-            dir.display()
-        )
-    })?;
-    Ok(std::io::BufWriter::new(file))
 }

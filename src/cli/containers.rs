@@ -49,9 +49,9 @@ pub fn run(args: ContainersArgs) -> Result<i32> {
         None => format!("element {key}"),
     };
     let suffix = format!(
-        "{what}, N = {}, jemalloc {}",
+        "{what}, N = {}, {}",
         args.count,
-        classes.config().label()
+        crate::sizeclass::build_title(classes.config())
     );
     let table = match args.view {
         ContainersView::Summary => comparison_table(format!("Containers at N: {suffix}"), &runs),

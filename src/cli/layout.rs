@@ -30,7 +30,10 @@ pub fn split_vs_unified_table(
     layout: &impl SplitOrUnified,
 ) -> Result<Table> {
     let mut table = Table::new(
-        format!("Split vs unified, jemalloc {}", classes.config().label()),
+        format!(
+            "Split vs unified, {}",
+            crate::sizeclass::build_title(classes.config())
+        ),
         &["layout", "block", "requested", "usable", "active", "calls"],
     );
     let mut totals = Vec::new();

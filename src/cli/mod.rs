@@ -8,7 +8,9 @@ mod containers;
 mod layout;
 mod measure;
 pub mod output;
+mod process;
 mod record;
+mod record_native;
 mod replay;
 mod report;
 mod table;
@@ -60,9 +62,12 @@ enum Command {
     /// Internal: the child process of `replay --measure`.
     #[command(name = "__measure-child", hide = true)]
     MeasureChild(measure::MeasureChildArgs),
+    /// Internal: the child process of a live process (baton) replay.
+    #[command(name = "__process-live-child", hide = true)]
+    ProcessLiveChild(process::ChildArgs),
     /// Allocation traces: import (valgrind, text), dump, stats.
     Trace(trace::TraceArgs),
-    /// Run a program under valgrind --trace-malloc=yes and import its allocations.
+    /// Run a program and record its allocations (threads, times, optionally call stacks).
     Record(record::RecordArgs),
 }
 
@@ -72,6 +77,11 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(err) => return output::clap_exit(&err),
     };
+    // The process child starts no thread of its own (an interrupt handler's thread would
+    // take an automatic arena before the trace's threads).
+    if let Command::ProcessLiveChild(args) = cli.command {
+        return process::run_child(args).unwrap_or_else(|err| output::exit_code(&err));
+    }
     // Not in a measuring child: the handler's thread would start (stack, glibc arena) while
     // the child measures its baseline. The parent stops the child on interrupt.
     if !matches!(cli.command, Command::MeasureChild(_)) {
@@ -89,6 +99,7 @@ pub fn main() -> i32 {
         Command::Replay(args) => replay::run(args),
         Command::ReplayLiveChild(args) => replay::run_child(args),
         Command::MeasureChild(args) => measure::run_child(args),
+        Command::ProcessLiveChild(_) => unreachable!("handled above"),
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
     };

@@ -2,70 +2,139 @@
 //! and import what it printed.
 
 use super::trace::{import_note, import_valgrind_file};
+use crate::export::OutputFile;
 use crate::trace::ValgrindOptions;
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::BufReader;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
 
 #[derive(Args, Debug)]
 pub struct RecordArgs {
     /// The binary trace to write (atomically).
     #[arg(short = 'o', long = "out")]
-    out: PathBuf,
+    pub(super) out: PathBuf,
     /// Make inconsistent calls in valgrind's log errors.
     #[arg(long)]
     strict: bool,
-    /// Keep valgrind's log here (by default it is a temporary file).
+    /// Keep valgrind's log here (by default it is a temporary file, removed unless the import
+    /// fails).
     #[arg(long)]
     keep_log: Option<PathBuf>,
+    /// The recorder: `native` (fragsim's LD_PRELOAD library: threads, times, stacks) or
+    /// `valgrind` (--trace-malloc=yes).
+    #[arg(long = "with", value_enum, default_value_t = super::record_native::Recorder::Native)]
+    pub(super) with: super::record_native::Recorder,
+    #[command(flatten)]
+    pub(super) native: super::record_native::NativeArgs,
     /// The program and its arguments (after --).
     #[arg(required = true, last = true)]
-    command: Vec<String>,
+    pub(super) command: Vec<String>,
 }
 
 pub fn run(args: RecordArgs) -> Result<i32> {
+    if args.with == super::record_native::Recorder::Native {
+        return super::record_native::run(&args);
+    }
     let valgrind = find_valgrind().context(
         "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
     )?;
     let program = &args.command[0];
-    anyhow::ensure!(
-        find_program(program).is_some(),
-        "program '{program}' not found (neither a file nor on PATH)"
-    );
-    let log_dir = tempfile::tempdir().context("cannot create a temporary directory")?;
-    let log = match &args.keep_log {
-        Some(path) => path.clone(),
-        None => log_dir.path().join("valgrind.log"),
-    };
+    let program_path = find_program(program)
+        .with_context(|| format!("program '{program}' not found (neither a file nor on PATH)"))?;
+    super::args::refuse_outputs_over_inputs(
+        &[("the program", &program_path)],
+        &[
+            ("-o", Some(&args.out)),
+            ("--keep-log", args.keep_log.as_deref()),
+        ],
+    )?;
+    // Both outputs are checked (and their temporary files made) before the program runs.
+    let trace_out = super::trace::create_trace(&args.out)?;
+    let keep_log = args
+        .keep_log
+        .as_deref()
+        .map(OutputFile::create)
+        .transpose()?;
+    let log_dir = tempfile::Builder::new()
+        .prefix("fragsim-record-")
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let _remove_log = crate::cleanup::remove_on_interrupt(log_dir.path());
+    let log = log_dir.path().join("valgrind.log");
     // The program's own stdin/stdout/stderr pass through; valgrind's output goes to the log.
-    let status = Command::new(&valgrind)
+    let mut child = Command::new(&valgrind)
         .arg("--trace-malloc=yes")
         .arg(format!("--log-file={}", log.display()))
         .args(&args.command)
-        .status()
+        .spawn()
         .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
+    let status = {
+        let _stop = crate::cleanup::stop_on_interrupt(child.id());
+        child
+            .wait()
+            .with_context(|| format!("cannot wait for '{}'", valgrind.display()))?
+    };
+    if let Some(out) = keep_log {
+        copy_log(&log, out)?;
+    }
     let file = std::fs::File::open(&log)
         .with_context(|| format!("valgrind wrote no log for '{program}' ({status})"))?;
-    let name = log.display().to_string();
+    let name = args
+        .keep_log
+        .as_ref()
+        .map_or_else(|| "valgrind's log".to_string(), |p| p.display().to_string());
     let options = ValgrindOptions {
         pid: None,
         strict: args.strict,
     };
-    let (header, summary) = import_valgrind_file(
+    let imported = import_valgrind_file(
         BufReader::with_capacity(1 << 16, file),
         &name,
         &options,
-        &args.out,
-    )?;
+        trace_out,
+    );
+    let (header, summary) = match imported {
+        Ok(done) => done,
+        Err(err) if args.keep_log.is_none() => {
+            // The log is what the user needs to see why: kept, and named.
+            let kept = log_dir.keep();
+            return Err(err.context(format!(
+                "valgrind's log is kept at '{}'",
+                kept.join("valgrind.log").display()
+            )));
+        }
+        Err(err) => return Err(err),
+    };
     super::output::print_error(&import_note(&name, &args.out, &header, &summary));
-    if !status.success() {
+    let code = exit_status_code(status);
+    if code != 0 {
         super::output::print_error(&format!(
             "note: '{program}' exited with {status}; the trace holds what it allocated until then"
         ));
     }
-    Ok(0)
+    Ok(code)
+}
+
+/// The exit code a shell would report for a child that ended with `status`: its own code, or
+/// 128 + N when signal N killed it (as `time` and `valgrind` pass it on).
+pub(crate) fn exit_status_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => 128 + signal,
+        (None, None) => 1,
+    }
+}
+
+/// Copies valgrind's log to the `--keep-log` output.
+fn copy_log(log: &Path, mut out: OutputFile) -> Result<()> {
+    let mut file = std::fs::File::open(log).context("valgrind wrote no log")?;
+    std::io::copy(&mut file, &mut out)
+        .with_context(|| format!("cannot write '{}'", out.path().display()))?;
+    out.commit()?;
+    Ok(())
 }
 
 fn find_valgrind() -> Option<PathBuf> {

@@ -3,9 +3,11 @@
 use super::{AllocatorArgs, OutputArgs};
 use crate::export::{write_atomic, Csv, Table, TableFormat};
 use crate::live::replay::{replay_compare, serve_child, Api, LiveAllocator, LiveOptions};
-use crate::sim::replay::{default_every, timeline_row, TIMELINE_COLUMNS};
+use crate::sim::replay::{default_every, timeline_row};
 use crate::sim::{replay, summary_table};
+use crate::sizeclass::{build_name, build_title};
 use crate::trace::Event;
+use crate::whatif::timeline_columns;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -41,6 +43,8 @@ pub struct ReplayArgs {
     pub whatif: super::whatif::WhatifArgs,
     #[command(flatten)]
     pub measure: super::measure::MeasureArgs,
+    #[command(flatten)]
+    pub process: super::process::ProcessFlags,
 }
 
 /// Reads a whole trace into memory (any form [`crate::trace::open`] reads).
@@ -54,8 +58,22 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     if args.every == Some(0) {
         bail!("--every 0: give a positive number of events");
     }
+    super::args::refuse_outputs_over_inputs(
+        &[("the trace", &args.trace)],
+        &[
+            ("--timeline", args.timeline.as_deref()),
+            ("--out", args.output.out.as_deref()),
+            ("--per-arena", args.process.per_arena.as_deref()),
+        ],
+    )?;
+    if args.process.process {
+        return super::process::run(&args);
+    }
     if args.measure.wanted() {
         return super::measure::run(&args);
+    }
+    if args.live && args.allocator.preset.len() > 1 {
+        return run_live_builds(&args);
     }
     if super::whatif::wanted(&args.allocator, &args.whatif) {
         if args.live || args.disable_large_size_classes.is_some() {
@@ -79,20 +97,21 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         let events = load_trace(&args.trace)?;
         return run_live(&args, &events, &name);
     }
-    let mut config = match args.allocator.explicit_config()? {
-        Some(config) => config,
-        None => Api::linked().config()?,
-    };
+    // The default is the linked jemalloc's build, as for every command.
+    let mut config = args.allocator.config()?;
     if let Some(v) = args.disable_large_size_classes {
         config.large_page_rounding = v;
     }
+    let build = build_name(&config);
     let mut timeline = Table::new(
-        format!("timeline of {name}, {}", config.label()),
-        TIMELINE_COLUMNS,
+        format!("timeline of {name}, {}", build_title(&config)),
+        &timeline_columns(),
     );
     let mut on_row = |s: &crate::sim::ArenaStats| {
         if args.timeline.is_some() {
-            timeline.push(timeline_row(s));
+            let mut row = vec![build.as_str().into()];
+            row.extend(timeline_row(s));
+            timeline.push(row);
         }
     };
     // A binary trace streams (its header has the event count); a text trace is loaded.
@@ -124,7 +143,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     }
     let table = summary_table(
         &summary,
-        &format!("replay of {name} on the model of {}", config.label()),
+        &format!("replay of {name} on the model of {}", build_title(&config)),
     );
     args.output.emit(&table)?;
     Ok(0)
@@ -159,9 +178,8 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
     let c = &result.comparison;
     let mut table = Table::new(
         format!(
-            "{name}: model vs live jemalloc {} ({}), every {} events",
-            result.config.version.as_str(),
-            result.config.label(),
+            "{name}: model vs live {}, every {} events",
+            build_title(&result.config),
             options.every
         ),
         &["statistic", "value"],
@@ -199,17 +217,126 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
     }
 }
 
+/// The live allocator that runs `build`'s model, or why none on this machine does: the
+/// linked 5.3.1 (in process, or in a child for the other `disable_large_size_classes`), or
+/// Debian's 5.3.0 preloaded in a child; other builds (another quantum or page size) have no
+/// live jemalloc here.
+fn live_allocator_for(
+    build: &crate::whatif::Build,
+    linked: &crate::sizeclass::AllocatorConfig,
+) -> Result<LiveAllocator> {
+    let mut other_rounding = *linked;
+    other_rounding.large_page_rounding = !linked.large_page_rounding;
+    if build.config == *linked {
+        return Ok(LiveAllocator::Linked);
+    }
+    if build.config == other_rounding {
+        return Ok(LiveAllocator::LinkedWith(build.config.large_page_rounding));
+    }
+    if build.config == crate::sizeclass::Preset::Default.config() {
+        let lib = Path::new(crate::validate::DEBIAN_JEMALLOC);
+        if lib.exists() {
+            return Ok(LiveAllocator::System(lib.to_path_buf()));
+        }
+        bail!(
+            "build '{}' (jemalloc 5.3.0) runs live only with Debian's libjemalloc2 at {}, which is not installed",
+            build.name,
+            lib.display()
+        );
+    }
+    bail!(
+        "no live jemalloc runs build '{}' ({}): the linked jemalloc is {} and Debian's is 5.3.0 with the default classes",
+        build.name,
+        build_title(&build.config),
+        build_title(linked)
+    )
+}
+
+/// `--preset a,b --live`: each build against the live allocator that runs it (all refused
+/// up front when one cannot run), one row per build.
+fn run_live_builds(args: &ReplayArgs) -> Result<i32> {
+    if args.system_jemalloc.is_some() || args.disable_large_size_classes.is_some() {
+        bail!("--system-jemalloc and --disable-large-size-classes pick one live allocator: with a --preset list each build picks its own");
+    }
+    if args.whatif.by_class || args.whatif.charts.is_some() {
+        bail!("--live compares builds with the live allocator; --by-class, --charts and --top are views of a replay without --live");
+    }
+    let builds = super::whatif::builds_from(&args.allocator)?;
+    let linked = Api::linked().config()?;
+    let allocators = builds
+        .iter()
+        .map(|b| live_allocator_for(b, &linked))
+        .collect::<Result<Vec<_>>>()?;
+    let events = load_trace(&args.trace)?;
+    let name = args
+        .trace
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+    let every = args.every.unwrap_or(1);
+    let mut table = Table::new(
+        format!(
+            "{name}: each build's model vs the live jemalloc that runs it, every {every} events"
+        ),
+        &[
+            "build",
+            "live_jemalloc",
+            "events",
+            "snapshots_compared",
+            "values_compared",
+            "values_mismatched",
+        ],
+    );
+    let mut mismatches = Vec::new();
+    for (build, allocator) in builds.iter().zip(allocators) {
+        let options = LiveOptions {
+            every,
+            allocator,
+            child_exe: Some(std::env::current_exe().context("the fragsim executable")?),
+            keep: 5,
+        };
+        let result =
+            replay_compare(&events, &options).with_context(|| format!("build '{}'", build.name))?;
+        if result.config != build.config {
+            bail!(
+                "build '{}': the live allocator turned out to be {}",
+                build.name,
+                build_title(&result.config)
+            );
+        }
+        let c = &result.comparison;
+        table.push(vec![
+            build.name.as_str().into(),
+            build_title(&result.config).into(),
+            result.final_stats.events.into(),
+            c.snapshots.into(),
+            c.values.into(),
+            c.mismatched_values.into(),
+        ]);
+        for m in &c.first {
+            mismatches.push(format!(
+                "mismatch: build '{}' event {} {}: predicted {}, measured {}",
+                build.name, m.event, m.statistic, m.predicted, m.measured
+            ));
+        }
+    }
+    args.output.emit(&table)?;
+    for m in &mismatches {
+        super::output::print_error(m);
+    }
+    Ok(if mismatches.is_empty() { 0 } else { 1 })
+}
+
 fn check_build_flags(args: &ReplayArgs, live: &crate::sizeclass::AllocatorConfig) -> Result<()> {
     if let Some(mut explicit) = args.allocator.explicit_config()? {
-        explicit.version = live.version;
         if let Some(v) = args.disable_large_size_classes {
             explicit.large_page_rounding = v;
         }
+        // The whole build, release included: the model of 5.3.0 is not the model of 5.3.1.
         if explicit != *live {
             bail!(
                 "the build flags describe {} but the live jemalloc is {}: drop them under --live",
-                explicit.label(),
-                live.label()
+                build_title(&explicit),
+                build_title(live)
             );
         }
     }

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Folder to write into [default: reports/ of the fragsim project the current folder is
-    /// in]. The report is built beside it and replaces it whole when complete.
+    /// in]: new, empty, or a previous report (it holds a .fragsim-report manifest). The report
+    /// is built beside it and replaces the files of the previous one when complete; every
+    /// other file in it stays.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Validate the full physical table (tables up to 10·2^20 values) rather than a reduced one.
@@ -31,6 +33,10 @@ pub struct ReportArgs {
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/seed-pmr.sh"))]
     seed_script: PathBuf,
 }
+
+/// The manifest a report folder holds: the files the report wrote (a folder without one is
+/// not a report, and is refused unless empty).
+pub const REPORT_MANIFEST: &str = ".fragsim-report";
 
 /// `reports/` of the fragsim project around `start`: the nearest folder upwards whose
 /// Cargo.toml names the package fragsim.
@@ -69,7 +75,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     options.validate.replay_exe = options.fragsim_exe.clone();
     // Checked before any file is written.
     check_fits_in_memory(&options.bump_arena)?;
-    let staged = StagedDir::new(&out)?;
+    let staged = StagedDir::owned(&out, REPORT_MANIFEST)?;
     options.out = staged.path().to_path_buf();
     if !args.no_cxx {
         options.seed_script = Some(args.seed_script.clone());
@@ -84,8 +90,8 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         )?;
         Ok(())
     })?;
-    // Files other commands write into the folder (scripts/validate-variants.sh) stay.
-    staged.carry_over(|name| name.starts_with("validation-"))?;
+    // Files other commands write into the folder (scripts/validate-variants.sh) and the
+    // user's own files stay: only the files the old manifest lists are replaced.
     staged.commit()?;
     outln!(
         "wrote {} (index {}) in {:.2?}",

@@ -1,11 +1,11 @@
 //! `fragsim trace import|dump|stats`: convert, print and summarise allocation traces.
 
 use super::OutputArgs;
-use crate::export::Table;
+use crate::export::{OutputFile, Table};
 use crate::trace::{
-    histogram_table, import_valgrind, read_text_records, stats_table, trace_stats_records,
-    write_records, write_text_records, Fields, TraceError, TraceHeader, TraceWriter,
-    ValgrindOptions, ValgrindSummary,
+    histogram_table, import_heaptrack, import_valgrind, read_text_records, stats_table,
+    trace_stats_records, write_text_records, Fields, HeaptrackSummary, RecordStream, TraceError,
+    TraceHeader, TraceWriter, ValgrindOptions, ValgrindSummary,
 };
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
@@ -21,9 +21,10 @@ pub struct TraceArgs {
 
 #[derive(Subcommand, Debug)]
 enum TraceCommand {
-    /// Convert a valgrind log or a text trace into a binary trace.
+    /// Convert a valgrind log, heaptrack's raw output or a text trace into a binary trace.
     Import(ImportArgs),
-    /// Print a binary trace in the text form (`a ID SIZE [ALIGN]`, `f ID`, `r ID SIZE`).
+    /// Print a trace in the text form (`a ID SIZE [ALIGN] [@SITE]`, `f ID`, `r ID SIZE`, and
+    /// `t TID`, `T NS`, `s SITE FRAMES`, `x` for threads, times, sites and thread exits).
     Dump(DumpArgs),
     /// Counts, live objects, requested bytes (one row per trace), or the size histogram.
     Stats(StatsArgs),
@@ -36,6 +37,8 @@ pub enum TraceSource {
     Valgrind,
     /// The text form.
     Text,
+    /// heaptrack's raw output (`heaptrack -r PROGRAM`, the `.raw.zst` file).
+    Heaptrack,
 }
 
 #[derive(Args, Debug)]
@@ -93,6 +96,10 @@ fn open_input(path: &Path) -> Result<(Box<dyn BufRead>, String), TraceError> {
 }
 
 fn import(a: ImportArgs) -> Result<i32> {
+    super::args::refuse_outputs_over_inputs(&[("the input", &a.input)], &[("-o", Some(&a.out))])?;
+    if a.from != TraceSource::Valgrind && (a.pid.is_some() || a.strict) {
+        anyhow::bail!("--pid and --strict apply to --from valgrind only (text input is always checked strictly)");
+    }
     let (input, name) = open_input(&a.input)?;
     let options = ValgrindOptions {
         pid: a.pid,
@@ -100,30 +107,57 @@ fn import(a: ImportArgs) -> Result<i32> {
     };
     match a.from {
         TraceSource::Valgrind => {
-            let (header, summary) = import_valgrind_file(input, &name, &options, &a.out)?;
+            let writer = create_trace(&a.out)?;
+            let (header, summary) = import_valgrind_file(input, &name, &options, writer)?;
             super::output::print_error(&import_note(&name, &a.out, &header, &summary));
         }
-        TraceSource::Text => {
-            if a.pid.is_some() || a.strict {
-                anyhow::bail!("--pid and --strict apply to --from valgrind only (text input is always checked strictly)");
+        TraceSource::Heaptrack => {
+            let fields = Fields {
+                threads: false,
+                times: true,
+                sites: true,
+            };
+            let mut writer = create_trace_with(&a.out, fields)?;
+            let summary = import_heaptrack(input, &name, |r| writer.write_record(r))?;
+            let header = finish_trace(writer)?;
+            let mut note = format!(
+                "imported {} events ({} allocs, {} frees; {} call sites, {} ms) from '{name}' into '{}'; {}",
+                header.events,
+                header.allocs,
+                header.frees,
+                summary.sites,
+                summary.duration_ms,
+                a.out.display(),
+                HeaptrackSummary::LIMITS
+            );
+            if summary.issues.total() > 0 {
+                note.push_str(&format!("; {}", summary.issues));
             }
+            super::output::print_error(&note);
+        }
+        TraceSource::Text => {
             // The context a v2 text trace uses decides the binary layout up front: a file is
             // read twice (once for its fields), standard input is held in memory.
-            let header = if a.input == Path::new("-") {
+            let (fields, records): (Fields, RecordStream) = if a.input == Path::new("-") {
                 let records: Vec<_> = read_text_records(input, &name).collect::<Result<_, _>>()?;
                 let fields = records
                     .iter()
                     .fold(Fields::NONE, |f, r| f.union(Fields::of(r)));
-                write_records(&a.out, fields, records.into_iter().map(Ok))?
+                (fields, Box::new(records.into_iter().map(Ok)))
             } else {
                 let mut scan = read_text_records(input, &name);
                 for record in scan.by_ref() {
                     record?;
                 }
-                let fields = scan.fields();
-                let (input, _) = open_input(&a.input)?;
-                write_records(&a.out, fields, read_text_records(input, &name))?
+                let file = File::open(&a.input).map_err(|e| TraceError::io(&name, e))?;
+                let reread = read_text_records(BufReader::with_capacity(1 << 16, file), &name);
+                (scan.fields(), Box::new(reread))
             };
+            let mut writer = create_trace_with(&a.out, fields)?;
+            for record in records {
+                writer.write_record(&record?)?;
+            }
+            let header = finish_trace(writer)?;
             super::output::print_error(&format!(
                 "imported {} events from '{name}' into '{}'",
                 header.events,
@@ -134,16 +168,40 @@ fn import(a: ImportArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Imports a valgrind log into a new trace at `out`; nothing is written on error.
+/// Imports a valgrind log into `writer` (from [`create_trace`]); nothing reaches the
+/// output on error.
 pub(crate) fn import_valgrind_file(
     input: impl BufRead,
     name: &str,
     options: &ValgrindOptions,
-    out: &Path,
-) -> Result<(TraceHeader, ValgrindSummary), TraceError> {
-    let mut writer = TraceWriter::create(out)?;
+    mut writer: TraceWriter<OutputFile>,
+) -> Result<(TraceHeader, ValgrindSummary)> {
     let summary = import_valgrind(input, name, options, |e| writer.write(e))?;
-    Ok((writer.finish()?, summary))
+    Ok((finish_trace(writer)?, summary))
+}
+
+/// A binary trace writer for `path` through the one output writer ([`OutputFile`]): a link
+/// is followed, a device or FIFO written through (never replaced), a regular file replaced
+/// whole on [`finish_trace`] only.
+pub(crate) fn create_trace(path: &Path) -> Result<TraceWriter<OutputFile>> {
+    create_trace_with(path, Fields::NONE)
+}
+
+/// As [`create_trace`], for records with threads, times or sites (format v2).
+pub(crate) fn create_trace_with(path: &Path, fields: Fields) -> Result<TraceWriter<OutputFile>> {
+    let out = OutputFile::create(path)?;
+    Ok(TraceWriter::named_with(
+        out,
+        &path.display().to_string(),
+        fields,
+    )?)
+}
+
+/// Finishes a trace from [`create_trace`] and moves it into place.
+pub(crate) fn finish_trace(writer: TraceWriter<OutputFile>) -> Result<TraceHeader> {
+    let (header, out) = writer.finish_into_inner()?;
+    out.commit()?;
+    Ok(header)
 }
 
 /// The one line an import prints on stderr.
@@ -171,6 +229,12 @@ fn dump(a: DumpArgs) -> Result<i32> {
 }
 
 fn stats(a: StatsArgs) -> Result<i32> {
+    let inputs: Vec<(&str, &Path)> = a
+        .traces
+        .iter()
+        .map(|t| ("the trace", t.as_path()))
+        .collect();
+    super::args::refuse_outputs_over_inputs(&inputs, &[("--out", a.output.out.as_deref())])?;
     let mut table: Option<Table> = None;
     for path in &a.traces {
         let name = path.display().to_string();

@@ -68,7 +68,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     }
     outln!(
         "validated model {} against jemalloc {}: {} comparisons, {} mismatches{written}",
-        v.model.label(),
+        crate::sizeclass::build_title(&v.model),
         v.live.version,
         v.compared(),
         v.mismatches(),

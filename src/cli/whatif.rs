@@ -40,13 +40,12 @@ pub fn wanted(allocator: &AllocatorArgs, args: &WhatifArgs) -> bool {
 pub fn builds_from(args: &AllocatorArgs) -> Result<Vec<Build>> {
     match args.preset.as_slice() {
         [] => {
+            // The same build and name as `fragsim replay` without what-if options.
             let config = args.config()?;
-            let name = if args.explicit_config()?.is_some() {
-                config.label()
-            } else {
-                "default".to_string()
-            };
-            Ok(vec![Build::new(name, config)])
+            Ok(vec![Build::new(
+                crate::sizeclass::build_name(&config),
+                config,
+            )])
         }
         list => {
             let mut builds: Vec<Build> = Vec::new();

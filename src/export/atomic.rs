@@ -5,7 +5,10 @@
 //! - a symbolic link: the same, onto the file the link points to (the link stays a link);
 //! - a device, FIFO or socket (`/dev/null`, `/dev/stdout`, a named pipe): written directly,
 //!   since renaming over it would replace the device node with a file;
+//! - a regular file in a folder that takes no new file (read-only): written in place;
 //! - a folder: refused.
+//!
+//! [`super::OutputFile`] is the same for a writer that streams (and seeks).
 //!
 //! Errors name the path the user gave, never the temporary file.
 
@@ -60,7 +63,7 @@ const MAX_LINKS: usize = 40;
 
 /// Where writing `path` should land: follows symbolic links, including dangling ones
 /// (the file they name is created).
-fn resolve_links(path: &Path) -> Result<PathBuf, WriteError> {
+pub(super) fn resolve_links(path: &Path) -> Result<PathBuf, WriteError> {
     let mut current = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         match std::fs::symlink_metadata(&current) {
@@ -94,10 +97,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
+    let mut tmp = match tempfile::Builder::new()
         .prefix(".fragsim-")
         .tempfile_in(dir)
-        .map_err(|e| WriteError::new(path, &e))?;
+    {
+        Ok(tmp) => tmp,
+        // A writable file in a folder that takes no new file (read-only): written in place.
+        Err(_) if target.is_file() && super::target::check_writable(&target).is_ok() => {
+            return write_in_place(&target, bytes).map_err(|e| WriteError {
+                path: path.to_path_buf(),
+                ..e
+            });
+        }
+        Err(e) => return Err(WriteError::new(path, &e)),
+    };
     // An interrupt exits without running destructors: remove the temporary file then too.
     let _registration = crate::cleanup::remove_on_interrupt(tmp.path());
     tmp.write_all(bytes)
@@ -122,7 +135,7 @@ fn write_in_place(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 }
 
 /// The replaced file's permissions, or an ordinary readable file's (temporary files are 0600).
-fn set_permissions(file: &File, target: &Path) {
+pub(super) fn set_permissions(file: &File, target: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -4,8 +4,10 @@
 mod atomic;
 mod csv;
 mod json;
+mod manifest;
 mod markdown;
 mod staging;
+mod target;
 
 use anyhow::Result;
 
@@ -14,6 +16,7 @@ pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::markdown::Markdown;
 pub use self::staging::StagedDir;
+pub use self::target::{same_file, OutputFile};
 
 /// One value of a table.
 #[derive(Clone, Debug, PartialEq)]

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 /// A temporary folder that becomes `target` on [`commit`](StagedDir::commit).
 pub struct StagedDir {
     target: PathBuf,
+    /// For a folder the program owns: the name of its manifest (see [`super::manifest`]).
+    manifest: Option<&'static str>,
     staging: Option<tempfile::TempDir>,
     _registration: Registration,
 }
@@ -17,6 +19,18 @@ impl StagedDir {
     /// Creates the temporary folder beside `target` (same filesystem, so the swap is a rename).
     /// The target's parent folder is created if missing.
     pub fn new(given: &Path) -> Result<Self, WriteError> {
+        Self::create(given, None)
+    }
+
+    /// As [`StagedDir::new`], for a folder the program owns, such as a report: the old folder
+    /// must be missing, empty or hold the manifest `manifest` (else it is refused now);
+    /// [`commit`](StagedDir::commit) writes the new manifest and keeps every file the old
+    /// manifest does not list.
+    pub fn owned(given: &Path, manifest: &'static str) -> Result<Self, WriteError> {
+        Self::create(given, Some(manifest))
+    }
+
+    fn create(given: &Path, manifest: Option<&'static str>) -> Result<Self, WriteError> {
         let err = |e: &std::io::Error| WriteError::new(given, e);
         // Checked now, before the job: anything there must be a folder to be replaced.
         if given.exists() && !given.is_dir() {
@@ -31,6 +45,9 @@ impl StagedDir {
         } else {
             given
         };
+        if let Some(manifest) = manifest {
+            super::manifest::check_owned(given, target, manifest)?;
+        }
         let name = target
             .file_name()
             .ok_or_else(|| WriteError::other(given, "not a folder name"))?;
@@ -46,6 +63,7 @@ impl StagedDir {
         let registration = remove_on_interrupt(staging.path());
         Ok(StagedDir {
             target: target.to_path_buf(),
+            manifest,
             staging: Some(staging),
             _registration: registration,
         })
@@ -81,6 +99,10 @@ impl StagedDir {
     /// Replaces the target with the finished folder: an atomic exchange where the system
     /// has one (Linux), else two renames; the old folder is then removed.
     pub fn commit(mut self) -> Result<(), WriteError> {
+        if let Some(manifest) = self.manifest {
+            super::manifest::write(self.path(), manifest)?;
+            super::manifest::carry_foreign(&self.target, self.path(), manifest)?;
+        }
         let staging = self.staging.take().expect("committed once").keep();
         let fail = |e: &std::io::Error| {
             let _ = std::fs::remove_dir_all(&staging);

@@ -4,6 +4,7 @@
 
 mod build;
 mod ctl;
+pub mod process;
 pub mod replay;
 
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};

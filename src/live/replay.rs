@@ -21,7 +21,7 @@ use tikv_jemalloc_sys as sys;
 type MallocxFn = unsafe extern "C" fn(usize, c_int) -> *mut c_void;
 type RallocxFn = unsafe extern "C" fn(*mut c_void, usize, c_int) -> *mut c_void;
 type DallocxFn = unsafe extern "C" fn(*mut c_void, c_int);
-type MallctlFn =
+pub(crate) type MallctlFn =
     unsafe extern "C" fn(*const c_char, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
 type NameToMibFn = unsafe extern "C" fn(*const c_char, *mut usize, *mut usize) -> c_int;
 type ByMibFn =
@@ -31,12 +31,12 @@ type ByMibFn =
 /// system jemalloc preloaded into a child process (`LD_PRELOAD`), found with `dlsym`.
 #[derive(Clone, Copy)]
 pub struct Api {
-    mallocx: MallocxFn,
-    rallocx: RallocxFn,
-    dallocx: DallocxFn,
-    mallctl: MallctlFn,
-    nametomib: NameToMibFn,
-    bymib: ByMibFn,
+    pub(crate) mallocx: MallocxFn,
+    pub(crate) rallocx: RallocxFn,
+    pub(crate) dallocx: DallocxFn,
+    pub(crate) mallctl: MallctlFn,
+    pub(crate) nametomib: NameToMibFn,
+    pub(crate) bymib: ByMibFn,
 }
 
 impl Api {
@@ -83,7 +83,7 @@ impl Api {
     ///
     /// # Safety
     /// `T` must be the documented type of `name`.
-    unsafe fn read<T: Copy + Default>(&self, name: &str) -> Result<T> {
+    pub(crate) unsafe fn read<T: Copy + Default>(&self, name: &str) -> Result<T> {
         let c = CString::new(name)?;
         let mut value = T::default();
         let mut len = std::mem::size_of::<T>();
@@ -101,7 +101,7 @@ impl Api {
     }
 
     /// Writes a value of type `T` by name (`T` must be the documented type).
-    unsafe fn write<T: Copy>(&self, name: &str, mut value: T) -> Result<()> {
+    pub(crate) unsafe fn write<T: Copy>(&self, name: &str, mut value: T) -> Result<()> {
         let c = CString::new(name)?;
         let err = unsafe {
             (self.mallctl)(
@@ -156,7 +156,7 @@ struct StatsReader {
     page: u64,
 }
 
-fn mib(api: &Api, name: &str) -> Result<Vec<usize>> {
+pub(crate) fn mib(api: &Api, name: &str) -> Result<Vec<usize>> {
     let c = CString::new(name)?;
     let mut mib = [0usize; 8];
     let mut len = mib.len();
@@ -166,7 +166,7 @@ fn mib(api: &Api, name: &str) -> Result<Vec<usize>> {
     Ok(mib[..len].to_vec())
 }
 
-fn read_mib(api: &Api, mib: &[usize]) -> Result<u64> {
+pub(crate) fn read_mib(api: &Api, mib: &[usize]) -> Result<u64> {
     let mut value: usize = 0;
     let mut len = std::mem::size_of::<usize>();
     // SAFETY: every statistic read here is documented as size_t.
@@ -650,6 +650,8 @@ fn compare_in_child(
     options: &LiveOptions,
 ) -> Result<LiveComparison> {
     let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
+    // An interrupt exits without running destructors: remove the event file then too.
+    let _remove_input = crate::cleanup::remove_on_interrupt(input.path());
     {
         let mut w = BufWriter::new(input.as_file_mut());
         write_events(events, &mut w)?;
@@ -736,7 +738,7 @@ fn compare_in_child(
 }
 
 /// The child's header: the build as JSON (`AllocatorConfig`'s serialised form).
-fn parse_config(line: &str) -> Result<AllocatorConfig> {
+pub(crate) fn parse_config(line: &str) -> Result<AllocatorConfig> {
     let v: serde_json::Value = serde_json::from_str(line).context("child header")?;
     let get = |k: &str| v.get(k).with_context(|| format!("child header lacks {k}"));
     let num = |k: &str| -> Result<u32> {

@@ -31,6 +31,9 @@ pub(crate) struct Extent {
     link: Link,
     map_prev: u32,
     map_next: u32,
+    /// The set's least-recently-inserted list (`eset->lru`), for purging in jemalloc's order.
+    lru_prev: u32,
+    lru_next: u32,
     /// Slab data: free regions and bin index (slabs only).
     pub nfree: u32,
     pub bin: u32,
@@ -96,6 +99,8 @@ impl Extents {
 struct Eset {
     heaps: Vec<Heap>,
     bitmap: Vec<u64>,
+    lru_head: u32,
+    lru_tail: u32,
 }
 
 impl Eset {
@@ -103,6 +108,8 @@ impl Eset {
         Eset {
             heaps: vec![Heap::default(); nclasses],
             bitmap: vec![0; nclasses.div_ceil(64)],
+            lru_head: NIL,
+            lru_tail: NIL,
         }
     }
 
@@ -157,6 +164,50 @@ pub(crate) struct Pac {
     /// Sizes of the mappings made, by serial number.
     pub mappings: Vec<u64>,
     pub mapped_total: u64,
+    /// The extent-set indices of sizes below `MEMO_PAGES` pages, filled as they are asked
+    /// for (each costs a few dozen instructions of quantisation, once per size).
+    memo: IndexMemo,
+}
+
+/// Page-size class indices by size in pages: `extent_index + 1` in the low half,
+/// `request_index + 1` in the high half, 0 while not yet computed.
+struct IndexMemo {
+    lg_page: u32,
+    by_pages: Vec<u32>,
+}
+
+/// Sizes the memo covers: up to 4 MiB in 4 KiB pages (a 4 KiB table, zeroed by the
+/// system: `vec![0; n]` asks for zeroed memory).
+const MEMO_PAGES: usize = 1024;
+
+impl IndexMemo {
+    #[inline]
+    fn get(&mut self, psz: &PageSizeClasses, size: u64, request: bool) -> usize {
+        let pages = (size >> self.lg_page) as usize;
+        let exact = (pages as u64) << self.lg_page == size;
+        match self.by_pages.get_mut(pages) {
+            Some(cell) if exact => {
+                let shift = if request { 16 } else { 0 };
+                let v = (*cell >> shift) & 0xffff;
+                if v != 0 {
+                    return v as usize - 1;
+                }
+                let i = Self::compute(psz, size, request);
+                *cell |= (i as u32 + 1) << shift;
+                i
+            }
+            _ => Self::compute(psz, size, request),
+        }
+    }
+
+    #[cold]
+    fn compute(psz: &PageSizeClasses, size: u64, request: bool) -> usize {
+        if request {
+            psz.request_index(size)
+        } else {
+            psz.extent_index(size)
+        }
+    }
 }
 
 /// Why the page allocator could not serve a request.
@@ -179,7 +230,6 @@ impl Pac {
             ext: Extents::default(),
             dirty: Eset::new(n),
             retained: Eset::new(n),
-            psz,
             rules,
             lg_max_active_fit: 6,
             large_minclass,
@@ -191,7 +241,25 @@ impl Pac {
             exp_grow_limit,
             mappings: Vec::new(),
             mapped_total: 0,
+            memo: IndexMemo {
+                // The smallest page-size class is one page.
+                lg_page: psz.pind2sz(0).trailing_zeros(),
+                by_pages: vec![0; MEMO_PAGES],
+            },
+            psz,
         }
+    }
+
+    /// `psz.extent_index(size)`, memoised.
+    #[inline]
+    fn extent_index(&mut self, size: u64) -> usize {
+        self.memo.get(&self.psz, size, false)
+    }
+
+    /// `psz.request_index(size)`, memoised.
+    #[inline]
+    fn request_index(&mut self, size: u64) -> usize {
+        self.memo.get(&self.psz, size, true)
     }
 
     fn eset(&mut self, state: State) -> &mut Eset {
@@ -203,7 +271,7 @@ impl Pac {
 
     fn eset_insert(&mut self, state: State, id: u32) {
         self.ext.get_mut(id).state = state;
-        let pind = self.psz.extent_index(self.ext.get(id).size);
+        let pind = self.extent_index(self.ext.get(id).size);
         let eset = match state {
             State::Dirty => &mut self.dirty,
             _ => &mut self.retained,
@@ -212,16 +280,38 @@ impl Pac {
             eset.bitmap[pind / 64] |= 1 << (pind % 64);
         }
         eset.heaps[pind].insert(&mut self.ext, id);
+        // edata_list_inactive_append(&eset->lru, edata)
+        let tail = eset.lru_tail;
+        eset.lru_tail = id;
+        if tail == NIL {
+            eset.lru_head = id;
+        } else {
+            self.ext.get_mut(tail).lru_next = id;
+        }
+        let e = self.ext.get_mut(id);
+        e.lru_prev = tail;
+        e.lru_next = NIL;
     }
 
     fn eset_remove(&mut self, state: State, id: u32) {
-        let pind = self.psz.extent_index(self.ext.get(id).size);
+        let pind = self.extent_index(self.ext.get(id).size);
         let eset = match state {
             State::Dirty => &mut self.dirty,
             _ => &mut self.retained,
         };
         let was_min = eset.heaps[pind].root == id;
         eset.heaps[pind].remove(&mut self.ext, id);
+        let (prev, next) = (self.ext.get(id).lru_prev, self.ext.get(id).lru_next);
+        if prev == NIL {
+            eset.lru_head = next;
+        } else {
+            self.ext.get_mut(prev).lru_next = next;
+        }
+        if next == NIL {
+            eset.lru_tail = prev;
+        } else {
+            self.ext.get_mut(next).lru_prev = prev;
+        }
         if eset.heaps[pind].is_empty() {
             eset.bitmap[pind / 64] &= !(1 << (pind % 64));
         } else if was_min {
@@ -233,11 +323,11 @@ impl Pac {
 
     /// `eset_first_fit` (alignment of one page, not exact-only).
     fn first_fit(&mut self, state: State, size: u64, lg_max_fit: u32) -> u32 {
-        let pind = self.psz.request_index(size);
+        let pind = self.request_index(size);
         let mut ret = NIL;
         let mut ret_key = (0, 0);
         if self.rules.enumerate_below {
-            let pind_prev = self.psz.extent_index(size);
+            let pind_prev = self.extent_index(size);
             if pind != pind_prev {
                 let ext = &self.ext;
                 let eset = match state {
@@ -290,6 +380,8 @@ impl Pac {
             link: Link::default(),
             map_prev: id,
             map_next: e.map_next,
+            lru_prev: NIL,
+            lru_next: NIL,
             nfree: 0,
             bin: 0,
             slab: false,
@@ -362,6 +454,8 @@ impl Pac {
             link: Link::default(),
             map_prev: NIL,
             map_next: NIL,
+            lru_prev: NIL,
+            lru_next: NIL,
             nfree: 0,
             bin: 0,
             slab: false,
@@ -487,6 +581,47 @@ impl Pac {
             }
         }
         self.eset_insert(State::Dirty, id);
+    }
+
+    /// `pac_decay_all` with full decay (a thread left its arena with no threads:
+    /// `tcache_destroy` / `arena_migrate` purge all even with decay off): every dirty extent,
+    /// least recently inserted first, is evicted with delayed coalescing (`ecache_evict`: one
+    /// merge, forward first, and the result goes back to the set's tail), stashed, and then
+    /// recorded as retained in stash order (`pac_decay_stashed` -> `extent_dalloc_wrapper`).
+    pub fn purge_all(&mut self) {
+        let mut stash = Vec::new();
+        loop {
+            let id = self.dirty.lru_head;
+            if id == NIL {
+                break;
+            }
+            self.eset_remove(State::Dirty, id);
+            let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
+            let next = self.ext.get(id).map_next;
+            if next != NIL
+                && self.ext.get(next).state == State::Dirty
+                && self.ext.get(next).size <= room
+            {
+                self.eset_remove(State::Dirty, next);
+                self.merge(id, next);
+                self.eset_insert(State::Dirty, id);
+                continue;
+            }
+            let prev = self.ext.get(id).map_prev;
+            if prev != NIL
+                && self.ext.get(prev).state == State::Dirty
+                && self.ext.get(prev).size <= room
+            {
+                self.eset_remove(State::Dirty, prev);
+                self.merge(prev, id);
+                self.eset_insert(State::Dirty, prev);
+                continue;
+            }
+            stash.push(id);
+        }
+        for id in stash {
+            self.record_retained(id);
+        }
     }
 
     /// `extent_record` into the retained set: merges with retained neighbours until none.

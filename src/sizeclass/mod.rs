@@ -11,7 +11,7 @@ mod table;
 
 pub use batch::{LaneWidth, UsableSizes};
 pub use config::{AllocatorConfig, ConfigError, JemallocVersion, MAX_SMALL_CLASSES};
-pub use preset::Preset;
+pub use preset::{build_name, build_title, Preset};
 pub use psz::PageSizeClasses;
 pub use table::{ClassKind, SizeClass, SizeClasses};
 
@@ -92,7 +92,7 @@ impl SizeClasses {
 /// The class table (columns begin `index,size,kind,slab_size,nregs`).
 pub fn class_table(classes: &SizeClasses) -> Table {
     let mut table = Table::new(
-        format!("jemalloc size classes, {}", classes.config().label()),
+        format!("size classes of {}", build_title(classes.config())),
         &[
             "index",
             "size",

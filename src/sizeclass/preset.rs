@@ -22,6 +22,10 @@ pub enum Preset {
 }
 
 impl Preset {
+    /// The build fragsim links (tikv-jemalloc-sys 0.7's jemalloc 5.3.1): the default of every
+    /// command, and of the report's sections that model one build.
+    pub const LINKED: Preset = Preset::V5_3_1;
+
     pub const ALL: [Preset; 5] = [
         Preset::Default,
         Preset::Quantum8,
@@ -104,6 +108,27 @@ impl Preset {
     /// Every preset name, comma-separated (for error messages).
     pub fn names() -> String {
         Preset::ALL.map(Preset::name).join(", ")
+    }
+}
+
+/// The one name of a build everywhere (titles, timeline `build` column, errors): the preset's
+/// name when the build is one (`default`, `5.3.1`), else its label (`q8-p4096-lpages-v5.3.1`).
+pub fn build_name(config: &AllocatorConfig) -> String {
+    Preset::ALL
+        .into_iter()
+        .find(|p| p.config() == *config)
+        .map_or_else(|| config.label(), |p| p.name().to_string())
+}
+
+/// [`build_name`] with the jemalloc release, for titles: `jemalloc 5.3.1`,
+/// `default (jemalloc 5.3.0)`, `q8-p4096 (jemalloc 5.3.0)`.
+pub fn build_title(config: &AllocatorConfig) -> String {
+    let name = build_name(config);
+    let version = config.version.as_str();
+    if name == version {
+        format!("jemalloc {name}")
+    } else {
+        format!("{name} (jemalloc {version})")
     }
 }
 

@@ -4,6 +4,30 @@
 use super::ids::IdPool;
 use super::{Event, ObjectId};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Addresses are already spread out: one folded 128-bit multiply mixes them well enough for
+/// hashbrown (low bits pick the bucket, high bits the tag) at a fraction of SipHash's cost,
+/// which dominated importing recordings of millions of calls.
+#[derive(Default, Clone, Copy)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0 ^ b as u64);
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        let x = (v ^ self.0) as u128 * 0x9E37_79B9_7F4A_7C15;
+        self.0 = x as u64 ^ (x >> 64) as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// A call that contradicts the calls before it; the importer repairs it as described.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +93,7 @@ impl std::fmt::Display for IssueCounts {
 #[derive(Debug, Default)]
 pub struct AddressImporter {
     ids: IdPool,
-    live: HashMap<u64, ObjectId>,
+    live: HashMap<u64, ObjectId, BuildHasherDefault<AddressHasher>>,
     pub issues: IssueCounts,
 }
 
@@ -152,6 +176,51 @@ impl AddressImporter {
         self.live.insert(new, id);
         out.push(Event::Realloc { id, size });
         Ok(issue)
+    }
+
+    /// First half of a realloc recorded in two steps (the native recorder): the allocator may
+    /// release `old` inside the call, so another thread can be handed `old` before the call
+    /// returns. Unbinds `old`, keeping the object's id for [`AddressImporter::attach`]; `None`
+    /// (counted as a realloc of an unknown address) if `old` is not live.
+    pub fn detach(&mut self, old: u64) -> Option<ObjectId> {
+        let id = self.live.remove(&old);
+        if id.is_none() {
+            self.issues.count(AddressIssue::ReallocOfUnknown(old));
+        }
+        id
+    }
+
+    /// Second half: the object `id` (from `detach`, or `None`: imported as an alloc) now lives
+    /// at `new` with `size` bytes.
+    pub fn attach(
+        &mut self,
+        id: Option<ObjectId>,
+        new: u64,
+        size: u64,
+        out: &mut Vec<Event>,
+    ) -> Result<Option<AddressIssue>, IdsExhausted> {
+        let issue = self.evict(new, out);
+        match id {
+            Some(id) => {
+                self.live.insert(new, id);
+                out.push(Event::Realloc { id, size });
+            }
+            None => {
+                let id = self.new_object(new)?;
+                out.push(Event::Alloc { id, size, align: 0 });
+            }
+        }
+        Ok(issue)
+    }
+
+    /// Frees every live object (an exec replaced the address space), in id order.
+    pub fn release_all(&mut self, out: &mut Vec<Event>) {
+        let mut ids: Vec<ObjectId> = self.live.drain().map(|(_, id)| id).collect();
+        ids.sort_unstable();
+        for id in ids {
+            self.ids.give_back(id);
+            out.push(Event::Free { id });
+        }
     }
 
     /// Objects still live.

@@ -16,7 +16,7 @@
 //! version 2, and a multi-threaded one a switch per run.
 
 use super::flow::Fields;
-use super::format::{get_varint, put_varint, DecodeError};
+use super::format::{event_fields, get_varint, put_varint, DecodeError};
 use super::{Call, Event, Frame, ObjectId, Record};
 
 const KIND_SWITCH: u64 = 4;
@@ -166,26 +166,7 @@ pub fn decode_record(
                 let Ok(id) = ObjectId::try_from(st.prev_id as i64 + unzigzag(x)) else {
                     return Err(DecodeError::Malformed("object id outside 0..=2^32-1"));
                 };
-                let event = match kind {
-                    0 => Event::Alloc {
-                        id,
-                        size: get_varint(buf, &mut pos)?,
-                        align: 0,
-                    },
-                    1 => Event::Free { id },
-                    2 => Event::Realloc {
-                        id,
-                        size: get_varint(buf, &mut pos)?,
-                    },
-                    _ => {
-                        let size = get_varint(buf, &mut pos)?;
-                        let align = get_varint(buf, &mut pos)?;
-                        if align == 0 {
-                            return Err(DecodeError::Malformed("explicit alignment of 0"));
-                        }
-                        Event::Alloc { id, size, align }
-                    }
-                };
+                let event = event_fields(kind, id, buf, &mut pos)?;
                 let site = if fields.sites && kind != 1 {
                     match get_varint(buf, &mut pos)? {
                         0 => None,

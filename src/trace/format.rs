@@ -286,26 +286,38 @@ pub(crate) fn decode_event(buf: &[u8], prev: ObjectId) -> Result<(Event, usize),
     let Ok(id) = ObjectId::try_from(prev as i64 + delta) else {
         return Err(DecodeError::Malformed("object id outside 0..=2^32-1"));
     };
-    let event = match tag & 3 {
+    let event = event_fields(tag & 3, id, buf, &mut pos)?;
+    Ok((event, pos))
+}
+
+/// The fields after a call's tag: `kind` 0 alloc, 1 free, 2 realloc, 3 aligned alloc (shared by
+/// file versions 2 and 3).
+#[inline(always)]
+pub(crate) fn event_fields(
+    kind: u64,
+    id: ObjectId,
+    buf: &[u8],
+    pos: &mut usize,
+) -> Result<Event, DecodeError> {
+    Ok(match kind {
         KIND_ALLOC => Event::Alloc {
             id,
-            size: get_varint(buf, &mut pos)?,
+            size: get_varint(buf, pos)?,
             align: 0,
         },
         KIND_FREE => Event::Free { id },
         KIND_REALLOC => Event::Realloc {
             id,
-            size: get_varint(buf, &mut pos)?,
+            size: get_varint(buf, pos)?,
         },
         _ => {
-            let size = get_varint(buf, &mut pos)?;
-            let align = get_varint(buf, &mut pos)?;
+            let size = get_varint(buf, pos)?;
+            let align = get_varint(buf, pos)?;
             if align == 0 {
                 // The writer never emits this: kind 0 says "default alignment".
                 return Err(DecodeError::Malformed("explicit alignment of 0"));
             }
             Event::Alloc { id, size, align }
         }
-    };
-    Ok((event, pos))
+    })
 }

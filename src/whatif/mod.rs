@@ -18,11 +18,11 @@ pub use builds::{modify_builds, parse_builds, Build, BuildListError};
 pub use ledger::LedgerError;
 pub use multi::replay_builds;
 pub use replay::{
-    replay_build, ArenaModel, BuildReplay, ClassRow, PeakBreakdown, ReplayError, ReplayOptions,
-    TimelinePoint, Totals, PROGRESS_STEP,
+    replay_build, ArenaModel, BuildReplay, BuildRun, ClassRow, PeakBreakdown, ReplayError,
+    ReplayOptions, SlabTurnover, TimelinePoint, Totals, PROGRESS_STEP,
 };
 pub use source::{open_events, replay_trace, trace_events, EventStream};
-pub use tables::{class_table, timeline_table, whatif_table, WHATIF_COLUMNS};
+pub use tables::{class_table, timeline_columns, timeline_table, whatif_table, WHATIF_COLUMNS};
 
 /// The builds the report compares: the list, in its order.
 pub const REPORT_BUILDS: &str = "default,quantum8,page16k,page64k,5.3.1";

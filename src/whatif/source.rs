@@ -3,7 +3,7 @@
 
 use super::builds::Build;
 use super::multi::replay_builds;
-use super::replay::{ArenaModel, BuildReplay, ReplayError, ReplayOptions, Totals};
+use super::replay::{ArenaModel, BuildReplay, ReplayError, ReplayOptions, SlabTurnover, Totals};
 use crate::sim::{Arena, SimError};
 pub use crate::trace::EventStream;
 use crate::trace::{Event, TraceError};
@@ -28,6 +28,14 @@ impl ArenaModel for Arena {
 
     fn slabs(&self, bin: usize) -> u64 {
         self.bins().get(bin).map_or(0, |b| b.curslabs)
+    }
+
+    fn slab_turnover(&self) -> SlabTurnover {
+        let s = self.stats();
+        SlabTurnover {
+            created: s.slabs_created,
+            released: s.slabs_released,
+        }
     }
 }
 

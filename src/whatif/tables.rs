@@ -103,28 +103,29 @@ pub fn class_table(title: &str, replay: &BuildReplay, top: Option<usize>) -> Tab
 
 /// Every build's timeline in one table, with a leading build column.
 pub fn timeline_table(title: &str, replays: &[BuildReplay]) -> Table {
-    let mut table = Table::new(
-        title,
-        &[
-            "build",
-            "event",
-            "requested_bytes",
-            "allocated_bytes",
-            "active_bytes",
-            "mapped_bytes",
-        ],
-    );
+    let mut table = Table::new(title, &timeline_columns());
     for r in replays {
         for p in &r.timeline {
             table.push(vec![
                 r.build.clone().into(),
                 p.event.into(),
+                p.live_objects.into(),
                 p.totals.requested.into(),
                 p.totals.allocated.into(),
                 p.totals.active.into(),
                 p.totals.mapped.into(),
+                p.slabs.created.into(),
+                p.slabs.released.into(),
             ]);
         }
     }
     table
+}
+
+/// The timeline's columns, whatever the flags: the build, then
+/// [`crate::sim::replay::TIMELINE_COLUMNS`].
+pub fn timeline_columns() -> Vec<&'static str> {
+    let mut columns = vec!["build"];
+    columns.extend_from_slice(crate::sim::replay::TIMELINE_COLUMNS);
+    columns
 }

@@ -6,7 +6,7 @@
 
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use fragsim::trace::Event;
-use fragsim::whatif::{ArenaModel, Totals};
+use fragsim::whatif::{ArenaModel, SlabTurnover, Totals};
 
 /// The trace the hand computations in tests/whatif.rs follow (323 events):
 /// 200 x 24 B (ids 0..199); one 20000 B (id 200); free ids 0..99; free id 200;
@@ -119,6 +119,7 @@ pub struct CountingArena {
     slabs: Vec<Vec<Option<u64>>>,
     objects: Vec<Place>,
     totals: Totals,
+    turnover: SlabTurnover,
 }
 
 impl CountingArena {
@@ -130,6 +131,7 @@ impl CountingArena {
             slabs: vec![Vec::new(); nbins],
             objects: Vec::new(),
             totals: Totals::default(),
+            turnover: SlabTurnover::default(),
         }
     }
 
@@ -159,6 +161,7 @@ impl CountingArena {
             Some(i) => i,
             None => {
                 self.totals.active += class.slab_size;
+                self.turnover.created += 1;
                 match bin.iter().position(Option::is_none) {
                     Some(i) => {
                         bin[i] = Some(class.nregs);
@@ -203,6 +206,7 @@ impl CountingArena {
                 if *free == class.nregs {
                     self.slabs[bin][slab] = None;
                     self.totals.active -= class.slab_size;
+                    self.turnover.released += 1;
                 }
             }
         }
@@ -274,5 +278,9 @@ impl ArenaModel for CountingArena {
 
     fn slabs(&self, bin: usize) -> u64 {
         self.slabs[bin].iter().filter(|s| s.is_some()).count() as u64
+    }
+
+    fn slab_turnover(&self) -> SlabTurnover {
+        self.turnover
     }
 }

@@ -1,0 +1,374 @@
+//! Per-thread event buffers (from `mmap`), the table of all of them (for the final flush) and
+//! raw chunk output.
+
+use crate::stack::StackTable;
+use crate::state::{self, FD, KEY, LATE_CALLS, LOST_BYTES, SEQ, STACKS};
+use libc::c_void;
+use std::cell::Cell;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+const BUF_BYTES: usize = 1 << 20;
+/// The chunk header sits right before the data, so a flush is one `write`.
+const HDR: usize = 48;
+const DATA_AT: usize = 128;
+const DATA_CAP: usize = BUF_BYTES - DATA_AT;
+pub const MAX_SLOTS: usize = 4096;
+const MAGIC: u32 = 0x4B43_5346;
+pub const K_EVENTS: u32 = 2;
+
+#[repr(C)]
+pub struct Buf {
+    /// Held by the owning thread while it appends, and by the final flush.
+    lock: AtomicU32,
+    /// 1: the thread exited and the buffer waits for a new thread.
+    free: AtomicU32,
+    slot: u32,
+    tid: u32,
+    /// Bytes of complete events in the data area.
+    len: AtomicUsize,
+    /// Rounds of pthread key destructors seen (the exit is written on the last).
+    exit_rounds: u32,
+    pub stacks: *mut StackTable,
+}
+
+static SLOTS: [AtomicPtr<Buf>; MAX_SLOTS] = [const { AtomicPtr::new(null_mut()) }; MAX_SLOTS];
+static NSLOTS: AtomicUsize = AtomicUsize::new(0);
+static NEXT_TID: AtomicU32 = AtomicU32::new(0);
+/// glibc's PTHREAD_DESTRUCTOR_ITERATIONS.
+const DESTRUCTOR_ROUNDS: u32 = 4;
+pub static DROPPED_THREADS: AtomicU64 = AtomicU64::new(0);
+
+struct Tls {
+    buf: Cell<*mut Buf>,
+    /// Inside a hook (or init): nested calls are forwarded unrecorded.
+    busy: Cell<bool>,
+    /// The thread's exit is written: its later calls are not recorded.
+    exited: Cell<bool>,
+}
+
+thread_local! {
+    // Const-initialised without a destructor: no allocation, no registration.
+    static TLS: Tls = const {
+        Tls { buf: Cell::new(null_mut()), busy: Cell::new(false), exited: Cell::new(false) }
+    };
+}
+
+pub fn set_busy(b: bool) {
+    TLS.with(|t| t.busy.set(b));
+}
+
+pub fn is_busy() -> bool {
+    TLS.with(|t| t.busy.get())
+}
+
+pub fn current_tid() -> u32 {
+    TLS.with(|t| {
+        let b = t.buf.get();
+        if b.is_null() {
+            u32::MAX
+        } else {
+            // SAFETY: a thread's buffer lives as long as the process.
+            unsafe { (*b).tid }
+        }
+    })
+}
+
+unsafe fn data(b: *mut Buf) -> *mut u8 {
+    (b as *mut u8).add(DATA_AT)
+}
+
+/// A recording call in progress on this thread: its buffer, marked busy.
+pub struct Ctx {
+    pub b: *mut Buf,
+}
+
+/// Starts recording a call, or `None` (not recording, nested, no buffer): forward only.
+#[inline(always)]
+pub unsafe fn enter() -> Option<Ctx> {
+    let s = state::STATE.load(Ordering::Acquire);
+    if s != state::ON {
+        if s != state::UNINIT {
+            return None;
+        }
+        state::init();
+        if state::STATE.load(Ordering::Acquire) != state::ON {
+            return None;
+        }
+    }
+    TLS.with(|t| {
+        if t.busy.get() {
+            return None;
+        }
+        let mut b = t.buf.get();
+        if b.is_null() {
+            if t.exited.get() {
+                LATE_CALLS.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+            t.busy.set(true);
+            b = new_thread_buf();
+            t.busy.set(false);
+            if b.is_null() {
+                return None;
+            }
+            t.buf.set(b);
+            libc::pthread_setspecific(KEY.load(Ordering::Acquire), b as *const c_void);
+        }
+        t.busy.set(true);
+        Some(Ctx { b })
+    })
+}
+
+impl Ctx {
+    #[inline(always)]
+    pub fn seq(&self) -> u64 {
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The call's stack id (when recording stacks), captured before the lock is taken.
+    #[inline(always)]
+    pub unsafe fn site(&self) -> Option<u64> {
+        if STACKS.load(Ordering::Relaxed) {
+            Some(crate::stack::capture(self))
+        } else {
+            None
+        }
+    }
+
+    /// Appends one event of `words` (its site, if any, last).
+    #[inline(always)]
+    pub unsafe fn push(&self, words: &[u64]) {
+        lock(self.b);
+        self.push_locked(words);
+        unlock(self.b);
+    }
+
+    pub unsafe fn push_locked(&self, words: &[u64]) {
+        let b = self.b;
+        let len = (*b).len.load(Ordering::Relaxed);
+        let bytes = words.len() * 8;
+        let len = if len + bytes > DATA_CAP {
+            flush_locked(b);
+            0
+        } else {
+            len
+        };
+        std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, data(b).add(len), bytes);
+        (*b).len.store(len + bytes, Ordering::Release);
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        set_busy(false);
+    }
+}
+
+#[inline(always)]
+pub unsafe fn lock(b: *mut Buf) {
+    while (*b)
+        .lock
+        .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::hint::spin_loop();
+    }
+}
+
+#[inline(always)]
+pub unsafe fn unlock(b: *mut Buf) {
+    (*b).lock.store(0, Ordering::Release);
+}
+
+/// A buffer for the calling thread: one an exited thread left, else a new one.
+unsafe fn new_thread_buf() -> *mut Buf {
+    let tid = NEXT_TID.fetch_add(1, Ordering::Relaxed);
+    let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
+    for slot in &SLOTS[..n] {
+        let b = slot.load(Ordering::Acquire);
+        if !b.is_null()
+            && (*b)
+                .free
+                .compare_exchange(1, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            (*b).tid = tid;
+            (*b).exit_rounds = 0;
+            (*b).len.store(0, Ordering::Release);
+            return b;
+        }
+    }
+    let i = NSLOTS.fetch_add(1, Ordering::AcqRel);
+    if i >= MAX_SLOTS {
+        DROPPED_THREADS.fetch_add(1, Ordering::Relaxed);
+        return null_mut();
+    }
+    let mem = libc::mmap(
+        null_mut(),
+        BUF_BYTES,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+        -1,
+        0,
+    );
+    if mem == libc::MAP_FAILED {
+        DROPPED_THREADS.fetch_add(1, Ordering::Relaxed);
+        return null_mut();
+    }
+    let b = mem as *mut Buf;
+    b.write(Buf {
+        lock: AtomicU32::new(0),
+        free: AtomicU32::new(0),
+        slot: i as u32,
+        tid,
+        len: AtomicUsize::new(0),
+        exit_rounds: 0,
+        stacks: if STACKS.load(Ordering::Acquire) {
+            crate::stack::new_table()
+        } else {
+            null_mut()
+        },
+    });
+    SLOTS[i].store(b, Ordering::Release);
+    b
+}
+
+/// Writes the buffer's events as one chunk and empties it (lock held).
+unsafe fn flush_locked(b: *mut Buf) {
+    let len = (*b).len.load(Ordering::Acquire);
+    if len == 0 {
+        return;
+    }
+    let hdr = data(b).sub(HDR);
+    let words: [u32; 4] = [MAGIC, K_EVENTS, (*b).slot, (*b).tid];
+    std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, hdr, 16);
+    let tail = [len as u64, state::tsc(), state::now_ns(), 0];
+    std::ptr::copy_nonoverlapping(tail.as_ptr() as *const u8, hdr.add(16), 32);
+    write_all(hdr, HDR + len);
+    (*b).len.store(0, Ordering::Release);
+}
+
+/// Writes a chunk of `kind` with `payload` (copied through a small stack buffer for the
+/// header, so two writes; chunks other than events are rare).
+pub unsafe fn chunk(kind: u32, slot: u32, tid: u32, payload: &[u8]) {
+    let mut hdr = [0u8; HDR];
+    hdr[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+    hdr[4..8].copy_from_slice(&kind.to_le_bytes());
+    hdr[8..12].copy_from_slice(&slot.to_le_bytes());
+    hdr[12..16].copy_from_slice(&tid.to_le_bytes());
+    hdr[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    hdr[24..32].copy_from_slice(&state::tsc().to_le_bytes());
+    hdr[32..40].copy_from_slice(&state::now_ns().to_le_bytes());
+    let iov = [
+        libc::iovec {
+            iov_base: hdr.as_mut_ptr() as *mut c_void,
+            iov_len: HDR,
+        },
+        libc::iovec {
+            iov_base: payload.as_ptr() as *mut c_void,
+            iov_len: payload.len(),
+        },
+    ];
+    let fd = FD.load(Ordering::Acquire);
+    let n = libc::writev(fd, iov.as_ptr(), 2);
+    if n < 0 || n as usize != HDR + payload.len() {
+        LOST_BYTES.fetch_add((HDR + payload.len()) as u64, Ordering::Relaxed);
+    }
+}
+
+unsafe fn write_all(mut p: *const u8, mut n: usize) {
+    let fd = FD.load(Ordering::Acquire);
+    while n > 0 {
+        let w = libc::write(fd, p as *const c_void, n);
+        if w < 0 {
+            if *libc::__errno_location() == libc::EINTR {
+                continue;
+            }
+            LOST_BYTES.fetch_add(n as u64, Ordering::Relaxed);
+            return;
+        }
+        p = p.add(w as usize);
+        n -= w as usize;
+    }
+}
+
+/// Writes every thread's buffer. A thread caught inside a hook by a signal still has only
+/// complete events in its buffer, so its own buffer is written without its lock; other
+/// threads get a bounded wait.
+pub unsafe fn flush_all() {
+    let own = TLS.with(|t| t.buf.get());
+    let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
+    for slot in &SLOTS[..n] {
+        let b = slot.load(Ordering::Acquire);
+        if b.is_null() || (*b).free.load(Ordering::Acquire) == 1 {
+            continue;
+        }
+        if b == own {
+            flush_locked(b);
+            continue;
+        }
+        let mut spins = 0u32;
+        while (*b)
+            .lock
+            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+            && spins < 1_000_000
+        {
+            spins += 1;
+            std::hint::spin_loop();
+        }
+        flush_locked(b);
+        if spins < 1_000_000 {
+            unlock(b);
+        }
+    }
+}
+
+/// pthread key destructor: re-armed for the first rounds so that calls from other keys'
+/// destructors are still recorded, then writes the thread's exit and frees the buffer.
+pub unsafe extern "C" fn thread_exit(p: *mut c_void) {
+    let b = p as *mut Buf;
+    if state::STATE.load(Ordering::Acquire) != state::ON {
+        return;
+    }
+    (*b).exit_rounds += 1;
+    if (*b).exit_rounds < DESTRUCTOR_ROUNDS {
+        libc::pthread_setspecific(KEY.load(Ordering::Acquire), p);
+        return;
+    }
+    TLS.with(|t| t.busy.set(true));
+    let ctx = Ctx { b };
+    lock(b);
+    let seq = ctx.seq();
+    ctx.push_locked(&[4 | seq << 8, state::stamp()]);
+    flush_locked(b);
+    unlock(b);
+    drop(ctx);
+    TLS.with(|t| {
+        t.buf.set(null_mut());
+        t.exited.set(true);
+    });
+    (*b).free.store(1, Ordering::Release);
+}
+
+/// In a fork child: the other threads do not exist here, their buffers become free; this
+/// thread's buffer held the parent's events (the parent writes them).
+pub unsafe fn forget_other_threads() {
+    let own = TLS.with(|t| t.buf.get());
+    let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
+    for slot in &SLOTS[..n] {
+        let b = slot.load(Ordering::Acquire);
+        if b.is_null() {
+            continue;
+        }
+        (*b).len.store(0, Ordering::Release);
+        (*b).lock.store(0, Ordering::Release);
+        if !(*b).stacks.is_null() {
+            crate::stack::clear((*b).stacks);
+        }
+        if b != own {
+            (*b).free.store(1, Ordering::Release);
+        }
+    }
+}

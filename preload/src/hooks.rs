@@ -1,0 +1,335 @@
+//! The interposed functions. libstdc++'s `operator new`/`delete` (plain, nothrow, sized,
+//! aligned; checked in libstdc++.so.6 of GCC 12) all call `malloc`, `aligned_alloc` and `free`
+//! through the PLT, so they are recorded here without being interposed themselves: aligned
+//! `new` shows as `aligned_alloc(align, size rounded up to align)`, what the allocator sees.
+
+use crate::buf::{enter, Ctx};
+use crate::real::{self, get};
+use crate::state;
+use libc::{c_char, c_int, c_void, size_t};
+use std::ptr::null_mut;
+
+const ALLOC: u64 = 1;
+const FREE: u64 = 2;
+const REALLOC: u64 = 3;
+const HAS_SITE: u64 = 0x80;
+
+macro_rules! call_real {
+    ($slot:ident as fn($($t:ty),*) -> $r:ty, $($a:expr),*) => {{
+        let f: unsafe extern "C" fn($($t),*) -> $r = std::mem::transmute(get(&real::$slot).unwrap_unchecked());
+        f($($a),*)
+    }};
+}
+
+/// The real function is not known yet: this call comes from `dlsym` while it is looked up
+/// (or from before initialisation on this thread).
+#[inline(always)]
+fn ready(slot: &std::sync::atomic::AtomicUsize) -> bool {
+    if get(slot).is_some() {
+        return true;
+    }
+    match state::STATE.load(std::sync::atomic::Ordering::Acquire) {
+        // SAFETY: init runs once; nested calls from it see INITIALIZING.
+        state::UNINIT => unsafe { state::init() },
+        // Another thread is initialising (this one would be marked busy): wait for it.
+        state::INITIALIZING if !crate::buf::is_busy() => {
+            while state::STATE.load(std::sync::atomic::Ordering::Acquire) == state::INITIALIZING {
+                std::hint::spin_loop();
+            }
+        }
+        _ => {}
+    }
+    get(slot).is_some()
+}
+
+unsafe fn record_alloc(ctx: &Ctx, size: usize, align: usize, p: *mut c_void) {
+    let site = ctx.site();
+    let seq = ctx.seq();
+    let head = [
+        ALLOC | seq << 8,
+        state::stamp(),
+        size as u64,
+        align as u64,
+        p as u64,
+    ];
+    match site {
+        None => ctx.push(&head),
+        Some(s) => {
+            let mut w = [0u64; 6];
+            w[..5].copy_from_slice(&head);
+            w[0] |= HAS_SITE;
+            w[5] = s;
+            ctx.push(&w);
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn malloc(size: size_t) -> *mut c_void {
+    if !ready(&real::MALLOC) {
+        return real::boot_alloc(size, 16);
+    }
+    let Some(ctx) = enter() else {
+        return call_real!(MALLOC as fn(size_t) -> *mut c_void, size);
+    };
+    let p = call_real!(MALLOC as fn(size_t) -> *mut c_void, size);
+    if !p.is_null() {
+        record_alloc(&ctx, size, 0, p);
+    }
+    p
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn calloc(n: size_t, size: size_t) -> *mut c_void {
+    if !ready(&real::CALLOC) {
+        return match n.checked_mul(size) {
+            Some(total) => real::boot_alloc(total, 16),
+            None => null_mut(),
+        };
+    }
+    let Some(ctx) = enter() else {
+        return call_real!(CALLOC as fn(size_t, size_t) -> *mut c_void, n, size);
+    };
+    let p = call_real!(CALLOC as fn(size_t, size_t) -> *mut c_void, n, size);
+    if !p.is_null() {
+        record_alloc(&ctx, n.wrapping_mul(size), 0, p);
+    }
+    p
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    // A bootstrap block is never freed; without the real free (still being looked up) the
+    // block is left alone too.
+    if p.is_null() || real::is_boot(p) || !ready(&real::FREE) {
+        return;
+    }
+    if let Some(ctx) = enter() {
+        // Before the real free: no other thread can be handed `p` earlier in the order.
+        let seq = ctx.seq();
+        ctx.push(&[FREE | seq << 8, state::stamp(), p as u64]);
+    }
+    call_real!(FREE as fn(*mut c_void) -> (), p)
+}
+
+/// realloc and reallocarray: `seq` before the real call (the old block may be released
+/// inside it), a second one after (the new block exists only from then on).
+unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void) -> *mut c_void {
+    let Some(ctx) = enter() else {
+        return real();
+    };
+    if p.is_null() {
+        let q = real();
+        if !q.is_null() {
+            record_alloc(&ctx, size, 0, q);
+        }
+        return q;
+    }
+    let before = ctx.seq();
+    let t_before = state::stamp();
+    let q = real();
+    if q.is_null() {
+        if size == 0 {
+            // glibc frees the block and returns NULL.
+            ctx.push(&[FREE | before << 8, t_before, p as u64]);
+        }
+        return q;
+    }
+    let site = ctx.site();
+    let after = ctx.seq();
+    let mut w = [
+        REALLOC | before << 8,
+        state::stamp(),
+        p as u64,
+        q as u64,
+        size as u64,
+        after,
+        0,
+    ];
+    match site {
+        None => ctx.push(&w[..6]),
+        Some(s) => {
+            w[0] |= HAS_SITE;
+            w[6] = s;
+            ctx.push(&w);
+        }
+    }
+    q
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn realloc(p: *mut c_void, size: size_t) -> *mut c_void {
+    if real::is_boot(p) || !ready(&real::REALLOC) {
+        let q = malloc(size);
+        if !q.is_null() && !p.is_null() {
+            let old = if real::is_boot(p) {
+                real::boot_size(p)
+            } else {
+                0
+            };
+            std::ptr::copy_nonoverlapping(p as *const u8, q as *mut u8, old.min(size));
+        }
+        return q;
+    }
+    resize(p, size, || {
+        call_real!(REALLOC as fn(*mut c_void, size_t) -> *mut c_void, p, size)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: size_t, size: size_t) -> *mut c_void {
+    let Some(total) = n.checked_mul(size) else {
+        *libc::__errno_location() = libc::ENOMEM;
+        return null_mut();
+    };
+    if real::is_boot(p) || !ready(&real::REALLOCARRAY) {
+        return realloc(p, total);
+    }
+    resize(p, total, || {
+        call_real!(
+            REALLOCARRAY as fn(*mut c_void, size_t, size_t) -> *mut c_void,
+            p,
+            n,
+            size
+        )
+    })
+}
+
+unsafe fn aligned(
+    slot: &std::sync::atomic::AtomicUsize,
+    align: usize,
+    size: usize,
+    real: impl FnOnce() -> *mut c_void,
+) -> *mut c_void {
+    if !ready(slot) {
+        return real::boot_alloc(size, align);
+    }
+    let Some(ctx) = enter() else {
+        return real();
+    };
+    let p = real();
+    if !p.is_null() {
+        record_alloc(&ctx, size, align, p);
+    }
+    p
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn memalign(align: size_t, size: size_t) -> *mut c_void {
+    aligned(&real::MEMALIGN, align, size, || {
+        call_real!(MEMALIGN as fn(size_t, size_t) -> *mut c_void, align, size)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn aligned_alloc(align: size_t, size: size_t) -> *mut c_void {
+    aligned(&real::ALIGNED_ALLOC, align, size, || {
+        call_real!(
+            ALIGNED_ALLOC as fn(size_t, size_t) -> *mut c_void,
+            align,
+            size
+        )
+    })
+}
+
+fn page() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn valloc(size: size_t) -> *mut c_void {
+    aligned(&real::VALLOC, page(), size, || {
+        call_real!(VALLOC as fn(size_t) -> *mut c_void, size)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn pvalloc(size: size_t) -> *mut c_void {
+    // pvalloc allocates whole pages: that is the request the allocator serves.
+    let rounded = size.next_multiple_of(page());
+    aligned(&real::PVALLOC, page(), rounded, || {
+        call_real!(PVALLOC as fn(size_t) -> *mut c_void, size)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(
+    out: *mut *mut c_void,
+    align: size_t,
+    size: size_t,
+) -> c_int {
+    if !ready(&real::POSIX_MEMALIGN) {
+        let p = real::boot_alloc(size, align);
+        if p.is_null() {
+            return libc::ENOMEM;
+        }
+        *out = p;
+        return 0;
+    }
+    let Some(ctx) = enter() else {
+        return call_real!(
+            POSIX_MEMALIGN as fn(*mut *mut c_void, size_t, size_t) -> c_int,
+            out,
+            align,
+            size
+        );
+    };
+    let r = call_real!(
+        POSIX_MEMALIGN as fn(*mut *mut c_void, size_t, size_t) -> c_int,
+        out,
+        align,
+        size
+    );
+    if r == 0 {
+        record_alloc(&ctx, size, align, *out);
+    }
+    r
+}
+
+// exec: the image's events are written first; glibc's execv/execvp/execvpe call execve
+// internally (not through the PLT), so each is wrapped.
+macro_rules! exec_wrapper {
+    ($name:ident, $slot:ident, ($($arg:ident: $t:ty),*)) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $t),*) -> c_int {
+            if !ready(&real::$slot) {
+                *libc::__errno_location() = libc::ENOSYS;
+                return -1;
+            }
+            state::before_exec();
+            call_real!($slot as fn($($t),*) -> c_int, $($arg),*)
+        }
+    };
+}
+
+exec_wrapper!(execve, EXECVE, (path: *const c_char, argv: *const *const c_char, envp: *const *const c_char));
+exec_wrapper!(execv, EXECV, (path: *const c_char, argv: *const *const c_char));
+exec_wrapper!(execvp, EXECVP, (file: *const c_char, argv: *const *const c_char));
+exec_wrapper!(execvpe, EXECVPE, (file: *const c_char, argv: *const *const c_char, envp: *const *const c_char));
+
+#[no_mangle]
+pub unsafe extern "C" fn _exit(code: c_int) -> ! {
+    state::finish();
+    match get(&real::EXIT_) {
+        Some(f) => {
+            let f: unsafe extern "C" fn(c_int) -> ! = std::mem::transmute(f);
+            f(code)
+        }
+        None => {
+            libc::syscall(libc::SYS_exit_group, code);
+            unreachable_exit()
+        }
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn _Exit(code: c_int) -> ! {
+    _exit(code)
+}
+
+fn unreachable_exit() -> ! {
+    loop {
+        std::hint::spin_loop();
+    }
+}

@@ -1,0 +1,56 @@
+//! fragsim's native recorder: loaded with `LD_PRELOAD`, it logs every malloc-family call of a
+//! program into a raw file that `fragsim record` converts into a trace.
+//!
+//! # Rules it keeps
+//! - It never allocates through malloc: per-thread buffers come from `mmap`, files are written
+//!   with raw `write`, paths are built on the stack. Calls made while the library itself is
+//!   inside a hook (the dynamic loader, libunwind) are forwarded unrecorded, so nothing
+//!   recurses; calls made while `dlsym` resolves the real functions are served from a static
+//!   bootstrap buffer.
+//! - One global order: every event takes a sequence number with one atomic `fetch_add` inside
+//!   the interposed call (an allocation after the real call returns, a free before it, a
+//!   realloc both before and after, so an address is never handed out before its release in
+//!   the order). There is no global lock: each thread appends to its own buffer, guarded by a
+//!   lock only that thread and the final flush ever take.
+//!
+//! # Environment (set by `fragsim record`)
+//! - `FRAGSIM_PRELOAD_DIR`: the directory raw files go to (`raw.<pid>`). Unset: no recording.
+//! - `FRAGSIM_PRELOAD_PARENT`: the pid of `fragsim record`. A process whose parent it is (the
+//!   program, also after `exec`) records; others only with `follow` in the flags.
+//! - `FRAGSIM_PRELOAD_FLAGS`: comma-separated `stacks`, `follow`.
+//!
+//! # Raw file format (little endian; all one process, several images if it exec'd)
+//! A sequence of chunks, each a 48-byte header `magic u32 = 0x4B435346 ("FSCK"), kind u32,
+//! slot u32, tid u32, payload_len u64, tsc u64, mono_ns u64, reserved u64`, then
+//! `payload_len` bytes. `tsc` and `mono_ns` are read together when the chunk is written: the
+//! pairs of an image scale its event stamps to nanoseconds. `slot` is the
+//! thread buffer (stack ids are per slot), `tid` the thread's raw id (unique in the image).
+//! Kinds:
+//! - 1 `HEADER`: an image starts: u64 words `version (1), pid, ppid, start_ns, flags
+//!   (1 = stacks on, 2 = follow forks, 4 = no unwinder found, 8 = event stamps are TSC
+//!   ticks, else `CLOCK_MONOTONIC` ns), fork_seq (the sequence number at
+//!   the fork that made this process, 0 for exec/start)`.
+//! - 2 `EVENTS`: u64 words. Each event starts with `kind | seq << 8`, then its stamp (see
+//!   flag 8), then: `ALLOC (1)`: size, align (0 = default), addr;
+//!   `FREE (2)`: addr; `REALLOC (3)`: old, new, size, seq_after (`seq` is taken before the real
+//!   call, `seq_after` after it; the stamp is at `seq_after`); `EXIT (4)`: nothing. Kind bit
+//!   `0x80` means one more word follows: the call's stack id (per slot). `STACK (5)`:
+//!   `5 | n << 8`, stack id, then `n` return addresses, innermost first (no time word).
+//! - 3 `MAPS`: the bytes of `/proc/self/maps` (for symbolizing stacks; the last one counts).
+//! - 4 `EXEC`: the thread `tid` is about to `exec` (the next `HEADER` is the new image).
+//! - 5 `END`: the image ended normally: u64 words `dropped_threads` (threads beyond the
+//!   buffer table, not recorded), `late_calls` (calls after a thread's exit was written, not
+//!   recorded), `lost_bytes` (writes that failed).
+//! - 6 `SIGNAL`: the process is dying of the signal in the first u64 word.
+//!
+//! The last image of a file without `END` is truncated (killed, or a signal ended it).
+
+#![allow(clippy::missing_safety_doc)]
+
+mod buf;
+mod hooks;
+mod real;
+mod stack;
+mod state;
+
+pub use hooks::*;

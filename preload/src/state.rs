@@ -1,0 +1,382 @@
+//! The process-wide state: whether this image records, its raw file, start-up, the end
+//! (normal exit, `_exit`, exec, fatal signals) and fork.
+
+use crate::buf::{self, chunk};
+use crate::{real, stack};
+use libc::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
+
+pub const UNINIT: u8 = 0;
+pub const INITIALIZING: u8 = 1;
+pub const ON: u8 = 2;
+pub const OFF: u8 = 3;
+
+pub static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+pub static SEQ: AtomicU64 = AtomicU64::new(0);
+pub static FD: AtomicI32 = AtomicI32::new(-1);
+pub static FLAGS: AtomicU32 = AtomicU32::new(0);
+pub static STACKS: AtomicBool = AtomicBool::new(false);
+pub static KEY: AtomicU32 = AtomicU32::new(0);
+/// Calls not recorded: on threads whose exit was already written.
+pub static LATE_CALLS: AtomicU64 = AtomicU64::new(0);
+pub static LOST_BYTES: AtomicU64 = AtomicU64::new(0);
+
+pub const FLAG_STACKS: u64 = 1;
+pub const FLAG_FOLLOW: u64 = 2;
+pub const FLAG_NO_UNWINDER: u64 = 4;
+pub const FLAG_TSC: u64 = 8;
+
+pub const K_HEADER: u32 = 1;
+pub const K_MAPS: u32 = 3;
+pub const K_EXEC: u32 = 4;
+pub const K_END: u32 = 5;
+pub const K_SIGNAL: u32 = 6;
+
+/// The directory of raw files (NUL-terminated, from the environment), kept for forks.
+static mut DIR: [u8; 4096] = [0; 4096];
+
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec (vDSO, no allocation).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The TSC (0 where there is none): chunk headers pair it with `now_ns` so that event stamps
+/// can be scaled to nanoseconds afterwards.
+#[inline(always)]
+pub fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions on x86-64.
+        unsafe { std::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
+/// An event's time stamp: the TSC on x86-64 (a third of `clock_gettime`'s cost in the
+/// vDSO), `CLOCK_MONOTONIC` ns elsewhere (`FLAG_TSC` in the image header says which).
+#[inline(always)]
+pub fn stamp() -> u64 {
+    if cfg!(target_arch = "x86_64") {
+        tsc()
+    } else {
+        now_ns()
+    }
+}
+
+/// Runs once, on the first call or from the constructor; other threads wait for it.
+#[cold]
+pub unsafe fn init() {
+    if STATE
+        .compare_exchange(UNINIT, INITIALIZING, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        // Another thread initialises: wait (the initialising thread itself never gets here,
+        // its nested calls are marked busy).
+        while STATE.load(Ordering::Acquire) == INITIALIZING {
+            std::hint::spin_loop();
+        }
+        return;
+    }
+    buf::set_busy(true);
+    real::resolve();
+    let on = configure();
+    STATE.store(if on { ON } else { OFF }, Ordering::Release);
+    buf::set_busy(false);
+}
+
+unsafe fn env(name: &[u8]) -> Option<&'static [u8]> {
+    let p = libc::getenv(name.as_ptr() as *const c_char);
+    if p.is_null() {
+        return None;
+    }
+    Some(std::slice::from_raw_parts(p as *const u8, libc::strlen(p)))
+}
+
+fn parse_u64(s: &[u8]) -> Option<u64> {
+    let mut v: u64 = 0;
+    if s.is_empty() {
+        return None;
+    }
+    for &c in s {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+/// Reads the environment and opens the raw file; false: this image does not record.
+unsafe fn configure() -> bool {
+    let Some(dir) = env(b"FRAGSIM_PRELOAD_DIR\0") else {
+        return false;
+    };
+    if dir.len() + 32 > 4096 {
+        return false;
+    }
+    let mut flags = 0;
+    if let Some(f) = env(b"FRAGSIM_PRELOAD_FLAGS\0") {
+        for word in f.split(|&c| c == b',') {
+            match word {
+                b"stacks" => flags |= FLAG_STACKS,
+                b"follow" => flags |= FLAG_FOLLOW,
+                _ => {}
+            }
+        }
+    }
+    let parent = env(b"FRAGSIM_PRELOAD_PARENT\0").and_then(parse_u64);
+    let is_program = parent == Some(libc::getppid() as u64);
+    if !is_program && flags & FLAG_FOLLOW == 0 {
+        return false;
+    }
+    let dir_buf = &mut *std::ptr::addr_of_mut!(DIR);
+    dir_buf[..dir.len()].copy_from_slice(dir);
+    dir_buf[dir.len()] = 0;
+    if flags & FLAG_STACKS != 0 {
+        if stack::load_unwinder() {
+            STACKS.store(true, Ordering::Release);
+        } else {
+            flags |= FLAG_NO_UNWINDER;
+        }
+    }
+    if cfg!(target_arch = "x86_64") {
+        flags |= FLAG_TSC;
+    }
+    FLAGS.store(flags as u32, Ordering::Release);
+    let mut key: libc::pthread_key_t = 0;
+    if libc::pthread_key_create(&mut key, Some(buf::thread_exit)) != 0 {
+        return false;
+    }
+    KEY.store(key, Ordering::Release);
+    if !open_raw(0) {
+        return false;
+    }
+    libc::pthread_atfork(None, None, Some(after_fork_child));
+    install_signal_handlers();
+    true
+}
+
+/// Opens `DIR/raw.<pid>` for appending and writes the image's header.
+unsafe fn open_raw(fork_seq: u64) -> bool {
+    let mut path = [0u8; 4096 + 32];
+    let dir = &*std::ptr::addr_of!(DIR);
+    let n = libc::strlen(dir.as_ptr() as *const c_char);
+    path[..n].copy_from_slice(&dir[..n]);
+    let mut at = n;
+    for &c in b"/raw." {
+        path[at] = c;
+        at += 1;
+    }
+    at += write_decimal(&mut path[at..], libc::getpid() as u64);
+    path[at] = 0;
+    let fd = libc::open(
+        path.as_ptr() as *const c_char,
+        libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+        0o644,
+    );
+    if fd < 0 {
+        return false;
+    }
+    FD.store(fd, Ordering::Release);
+    let words = [
+        1,
+        libc::getpid() as u64,
+        libc::getppid() as u64,
+        now_ns(),
+        FLAGS.load(Ordering::Acquire) as u64,
+        fork_seq,
+    ];
+    chunk(K_HEADER, 0, 0, as_bytes(&words));
+    true
+}
+
+fn write_decimal(out: &mut [u8], mut v: u64) -> usize {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for i in 0..n {
+        out[i] = digits[n - 1 - i];
+    }
+    n
+}
+
+pub fn as_bytes(words: &[u64]) -> &[u8] {
+    // SAFETY: u64s are plain bytes.
+    unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, words.len() * 8) }
+}
+
+/// Copies `/proc/self/maps` into the raw file (stacks are symbolized against it later).
+unsafe fn write_maps() {
+    if !STACKS.load(Ordering::Acquire) {
+        return;
+    }
+    let fd = libc::open(
+        c"/proc/self/maps".as_ptr(),
+        libc::O_RDONLY | libc::O_CLOEXEC,
+    );
+    if fd < 0 {
+        return;
+    }
+    let cap = 64 << 20;
+    let mem = libc::mmap(
+        std::ptr::null_mut(),
+        cap,
+        libc::PROT_READ | libc::PROT_WRITE,
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+        -1,
+        0,
+    );
+    if mem == libc::MAP_FAILED {
+        libc::close(fd);
+        return;
+    }
+    let mut len = 0;
+    while len < cap {
+        let n = libc::read(fd, (mem as *mut u8).add(len) as *mut c_void, cap - len);
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+    }
+    libc::close(fd);
+    chunk(
+        K_MAPS,
+        0,
+        0,
+        std::slice::from_raw_parts(mem as *const u8, len),
+    );
+    libc::munmap(mem, cap);
+}
+
+/// The image ends normally (exit, `_exit`): stop recording, write everything and `END`.
+pub unsafe fn finish() {
+    if STATE
+        .compare_exchange(ON, OFF, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return;
+    }
+    buf::flush_all();
+    write_maps();
+    let words = [
+        buf::DROPPED_THREADS.load(Ordering::Relaxed),
+        LATE_CALLS.load(Ordering::Relaxed),
+        LOST_BYTES.load(Ordering::Relaxed),
+    ];
+    chunk(K_END, 0, 0, as_bytes(&words));
+}
+
+/// The image is about to be replaced: write what the threads have (if the exec fails,
+/// recording simply goes on).
+pub unsafe fn before_exec() {
+    if STATE.load(Ordering::Acquire) != ON {
+        return;
+    }
+    buf::flush_all();
+    write_maps();
+    chunk(K_EXEC, 0, buf::current_tid(), &[]);
+}
+
+extern "C" fn fini() {
+    // SAFETY: runs once at the end of the process.
+    unsafe { finish() }
+}
+
+extern "C" fn ctor() {
+    // SAFETY: the first call initialises; later ones return at once.
+    unsafe {
+        if STATE.load(Ordering::Acquire) == UNINIT {
+            init();
+        }
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CTOR: extern "C" fn() = ctor;
+#[used]
+#[link_section = ".fini_array"]
+static FINI: extern "C" fn() = fini;
+
+extern "C" fn after_fork_child() {
+    // SAFETY: runs in the only thread of the new child.
+    unsafe {
+        if STATE.load(Ordering::Acquire) != ON {
+            return;
+        }
+        let fd = FD.swap(-1, Ordering::AcqRel);
+        libc::close(fd);
+        buf::forget_other_threads();
+        if FLAGS.load(Ordering::Acquire) as u64 & FLAG_FOLLOW == 0
+            || !open_raw(SEQ.load(Ordering::Relaxed))
+        {
+            STATE.store(OFF, Ordering::Release);
+        }
+    }
+}
+
+const FATAL: [c_int; 10] = [
+    libc::SIGSEGV,
+    libc::SIGBUS,
+    libc::SIGILL,
+    libc::SIGFPE,
+    libc::SIGABRT,
+    libc::SIGTRAP,
+    libc::SIGSYS,
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+];
+
+/// Our handler goes only where the program has none yet (a handler the program installs
+/// later replaces ours: its trace then ends without `END`, still marked truncated).
+unsafe fn install_signal_handlers() {
+    for &sig in &FATAL {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
+            || old.sa_sigaction != libc::SIG_DFL
+        {
+            continue;
+        }
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_fatal_signal as extern "C" fn(c_int) as usize;
+        act.sa_flags = libc::SA_RESETHAND | libc::SA_ONSTACK;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(sig, &act, std::ptr::null_mut());
+    }
+}
+
+/// Writes what it can (async-signal-safe calls only), marks the image as killed and dies of
+/// the same signal (re-raised with the default action once the handler returns).
+extern "C" fn on_fatal_signal(sig: c_int) {
+    // SAFETY: write, open, read, mmap and sigaction are async-signal-safe.
+    unsafe {
+        if STATE
+            .compare_exchange(ON, OFF, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            buf::flush_all();
+            write_maps();
+            chunk(K_SIGNAL, 0, 0, as_bytes(&[sig as u64]));
+        }
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(sig, &act, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+}

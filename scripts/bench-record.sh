@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Recording overhead, side by side in one run: the bare program, `fragsim record` (native),
+# `fragsim record --stacks`, `heaptrack -r` and `fragsim record --with valgrind`, on
+#   python: CPython 3.11 with PYTHONMALLOC=malloc building a dict of 1M strings;
+#   cpp:    tests/native_programs/threads_map.cpp, 4 std::thread workers building
+#           std::map<std::string, std::string> of 100k entries each.
+# Prints a markdown table of median wall and CPU times (RUNS=5 runs each; VALGRIND_RUNS, default
+# RUNS, for the slow valgrind column), ratios to bare, events and trace bytes per event.
+# PYTHON=... picks the interpreter (default python3.11); WORKLOADS="cpp" runs one of them. Needs g++, heaptrack, valgrind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${RUNS:-5}
+VALGRIND_RUNS=${VALGRIND_RUNS:-$RUNS}
+PYTHON=${PYTHON:-python3.11}
+
+for tool in heaptrack valgrind bc g++; do
+  command -v "$tool" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$tool"; }
+done
+[ -e /usr/lib/x86_64-linux-gnu/libunwind.so.8 ] || apt-get install -y -qq libunwind8
+cargo build --release -q
+fragsim=$PWD/target/release/fragsim
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+g++ -O2 -pthread -o "$work/threads_map" tests/native_programs/threads_map.cpp
+# The interpreter itself, not a wrapper script (pyenv's shims run several processes).
+python=$("$PYTHON" -c 'import sys; print(sys.executable)')
+
+# "WALL CPU" seconds of one run of "$@" (CPU: user + sys of it and its children), output
+# discarded. The machine may be shared: CPU time is the steadier figure, wall what a user sees.
+timed() {
+  local t
+  t=$( { TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>"$work/stderr"; } 2>&1 ) || {
+    cat "$work/stderr" >&2
+    return 1
+  }
+  awk '{printf "%.3f %.3f\n", $1, $2 + $3}' <<<"$t"
+}
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+# "WALL CPU" medians of N runs of "$@"
+med() {
+  local n=$1 runs
+  shift
+  runs=$(for _ in $(seq "$n"); do timed "$@"; done)
+  echo "$(cut -d' ' -f1 <<<"$runs" | median) $(cut -d' ' -f2 <<<"$runs" | median)"
+}
+
+# "WALL (RATIO) / CPU (RATIO)" against the bare medians
+cell() {
+  read -r w c <<<"$1"
+  printf '%s (%.2fx) / %s (%.2fx)' "$w" "$(bc -l <<<"$w / $bare_w")" "$c" "$(bc -l <<<"$c / $bare_c")"
+}
+
+lib=$PWD/target/release/libfragsim_preload.so
+echo "Medians of $RUNS runs (valgrind: $VALGRIND_RUNS), seconds wall / CPU (ratio to bare). 'preload'"
+echo "is the program under the recorder alone; 'record' is all of \`fragsim record\` (run + conversion + trace)."
+echo
+echo "| workload | bare | preload | record | preload --stacks | record --stacks | heaptrack -r | valgrind (record --with valgrind) | events | bytes/event | bytes/event --stacks |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+for workload in ${WORKLOADS:-python cpp}; do
+  case $workload in
+    python) cmd=(env PYTHONMALLOC=malloc "$python" -c 'd = {str(i): i for i in range(1_000_000)}') ;;
+    cpp) cmd=("$work/threads_map" 100000) ;;
+  esac
+  mkdir -p "$work/raw"
+  read -r bare_w bare_c <<<"$(med "$RUNS" "${cmd[@]}")"
+  preload=$(med "$RUNS" env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow "${cmd[@]}")
+  rm -f "$work"/raw/*
+  preload_s=$(med "$RUNS" env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow,stacks "${cmd[@]}")
+  rm -f "$work"/raw/*
+  native=$(med "$RUNS" "$fragsim" record -o "$work/t.trace" -- "${cmd[@]}")
+  summary=$(grep '^recorded' "$work/stderr")
+  events=$(sed -E 's/^recorded ([0-9]+) events.*/\1/' <<<"$summary")
+  bpe=$(grep -oE '[0-9.]+ bytes/event' <<<"$summary" | cut -d' ' -f1)
+  stacks=$(med "$RUNS" "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}")
+  bpe_stacks=$(grep '^recorded' "$work/stderr" | grep -oE '[0-9.]+ bytes/event' | cut -d' ' -f1)
+  heaptrack=$(cd "$work" && med "$RUNS" heaptrack -r -o "$work/ht" "${cmd[@]}")
+  rm -f "$work"/ht*
+  valgrind=$(med "$VALGRIND_RUNS" "$fragsim" record --with valgrind -o "$work/v.trace" -- "${cmd[@]}")
+  echo "| $workload | $bare_w / $bare_c | $(cell "$preload") | $(cell "$native") | $(cell "$preload_s") | $(cell "$stacks") | $(cell "$heaptrack") | $(cell "$valgrind") | $events | $bpe | $bpe_stacks |"
+done

@@ -1,0 +1,125 @@
+//! `fragsim record -o TRACE [--stacks] [--follow-forks] -- PROGRAM ARGS...` with the native
+//! recorder (the default; `--with valgrind` is in record.rs).
+
+use super::record::RecordArgs;
+use crate::record::{record_native, NativeOptions, Recorded, RecordedTrace};
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Recorder {
+    Native,
+    Valgrind,
+}
+
+#[derive(Args, Debug)]
+pub struct NativeArgs {
+    /// Record each allocation's call stack (native recorder; libunwind).
+    #[arg(long)]
+    stacks: bool,
+    /// Record child processes too, each into TRACE.<pid> (native recorder).
+    #[arg(long)]
+    follow_forks: bool,
+    /// Keep the recorder's raw files in this folder.
+    #[arg(long, hide = true)]
+    keep_raw: Option<PathBuf>,
+}
+
+pub fn run(args: &RecordArgs) -> Result<i32> {
+    let options = NativeOptions {
+        stacks: args.native.stacks,
+        follow_forks: args.native.follow_forks,
+        raw_dir: args.native.keep_raw.clone(),
+    };
+    let recorded = record_native(&args.command, &args.out, &options)?;
+    let program = &args.command[0];
+    for line in notes(&recorded, program) {
+        super::output::print_error(&line);
+    }
+    // The program's own status: its code, or 128 + N when signal N ended it (as a shell does).
+    Ok(match (recorded.status.code(), recorded.status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(sig)) => 128 + sig,
+        (None, None) => 1,
+    })
+}
+
+fn summary_line(t: &RecordedTrace, elapsed: std::time::Duration) -> String {
+    let s = &t.summary;
+    let threads = s.events_per_thread.len();
+    let mut line = format!(
+        "recorded {} events ({} allocs, {} frees, {} reallocs) on {} thread{} in {:.3} s (calls over {:.3} s) into '{}' ({} bytes",
+        s.events,
+        s.allocs,
+        s.frees,
+        s.reallocs,
+        threads,
+        if threads == 1 { "" } else { "s" },
+        elapsed.as_secs_f64(),
+        s.duration_ns as f64 / 1e9,
+        t.path.display(),
+        t.bytes,
+    );
+    if s.events > 0 {
+        line.push_str(&format!(
+            ", {:.2} bytes/event",
+            t.bytes as f64 / s.events as f64
+        ));
+    }
+    line.push(')');
+    if s.sites > 0 {
+        line.push_str(&format!("; {} call sites", s.sites));
+    }
+    line
+}
+
+/// The summary of each trace, then what the user should know about it.
+fn notes(recorded: &Recorded, program: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    if recorded.no_effect {
+        lines.push(format!(
+            "warning: LD_PRELOAD had no effect on '{program}' (a static binary, a setuid program or one that clears its environment): the trace is empty"
+        ));
+    }
+    for (i, t) in recorded.traces.iter().enumerate() {
+        let s = &t.summary;
+        let mut line = summary_line(t, recorded.elapsed);
+        if i > 0 {
+            line = format!("child {}: {line}", t.pid);
+        }
+        lines.push(line);
+        if s.truncated && !(recorded.no_effect && i == 0) {
+            let how = match s.signal {
+                Some(sig) => format!("the process died of signal {sig}"),
+                None => "the process was killed before the recorder could finish".to_string(),
+            };
+            lines.push(format!(
+                "warning: trace '{}' is truncated: {how}; it holds the calls written until then",
+                t.path.display()
+            ));
+        }
+        if s.issues.total() > 0 {
+            lines.push(format!("note: {}", s.issues));
+        }
+        if s.released_by_exec > 0 {
+            lines.push(format!(
+                "note: {} objects still live at exec are freed there",
+                s.released_by_exec
+            ));
+        }
+        if s.dropped_threads + s.late_calls + s.lost_bytes > 0 {
+            lines.push(format!(
+                "warning: not recorded: {} threads (beyond the recorder's 4096 buffers), {} calls after a thread's exit, {} bytes lost writing",
+                s.dropped_threads, s.late_calls, s.lost_bytes
+            ));
+        }
+        if s.no_unwinder {
+            lines.push(
+                "warning: --stacks: libunwind.so.8 could not be loaded (install libunwind8): no call stacks recorded".to_string(),
+            );
+        }
+    }
+    lines
+}

@@ -1,0 +1,132 @@
+//! A whole jemalloc process, event by event: every thread's cache, the automatic arenas a
+//! thread is bound to at its first call, the huge arena for requests of
+//! `oversize_threshold` and more, frees from other threads, thread exits, and the caches'
+//! own blocks in arena 0. Each arena is the exact one-arena model of [`crate::sim`].
+//!
+//! Exact where jemalloc is deterministic (`shared/design/jemalloc-process.md`): decay off,
+//! jemalloc 5.3.0, or 5.3.1 with `experimental_tcache_gc:false`; the trace's calls in their
+//! recorded global order. Time stamps are ignored. `crate::live::process` replays the same
+//! records through the real allocator, one thread per trace thread, to prove it.
+
+mod compare;
+pub mod generate;
+mod model;
+mod options;
+mod tcache;
+
+pub use compare::compare_snapshots;
+pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
+pub use model::Process;
+pub use options::{machine_cpus, OptionError, ProcessOptions};
+
+use crate::sim::{Arena, BinStats, SimError};
+use crate::trace::ThreadId;
+use serde::Serialize;
+
+/// Why the process model cannot run or apply a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProcessError {
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    #[error(transparent)]
+    Option(#[from] OptionError),
+    #[error("event {event}: thread {thread} calls after its exit")]
+    AfterExit { event: u64, thread: ThreadId },
+    #[error("jemalloc 5.3.1's default cache GC runs on a 10 ms wall clock and is not modelled: give experimental_tcache_gc:false")]
+    ClockGc,
+}
+
+/// Process-wide running totals, up to date after every record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ProcessStats {
+    /// Records applied (calls and thread exits).
+    pub events: u64,
+    pub live_objects: u64,
+    pub requested_bytes: u64,
+    /// `stats.allocated`: small + large allocated over every arena (cached objects and the
+    /// caches' blocks included).
+    pub allocated_bytes: u64,
+    /// `stats.active`.
+    pub active_bytes: u64,
+    /// Bytes held in thread caches, over all arenas.
+    pub tcache_bytes: u64,
+    /// Threads that have called jemalloc and not exited.
+    pub threads_live: u64,
+}
+
+/// One arena at one event.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ArenaSnapshot {
+    pub index: u32,
+    /// `stats.arenas.<i>.small.allocated + large.allocated`.
+    pub allocated_bytes: u64,
+    /// `stats.arenas.<i>.pactive` x page.
+    pub active_bytes: u64,
+    /// `stats.arenas.<i>.tcache_bytes`.
+    pub tcache_bytes: u64,
+    pub bins: Vec<BinStats>,
+}
+
+/// What the live check compares at one event: the totals and every arena that exists.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ProcessSnapshot {
+    pub event: u64,
+    pub allocated_bytes: u64,
+    pub active_bytes: u64,
+    pub arenas: Vec<ArenaSnapshot>,
+}
+
+fn snapshot_of(event: u64, arenas: &[Option<Arena>], tcache: &[u64]) -> ProcessSnapshot {
+    let mut s = ProcessSnapshot {
+        event,
+        ..ProcessSnapshot::default()
+    };
+    for (i, a) in arenas.iter().enumerate() {
+        let Some(a) = a else { continue };
+        s.allocated_bytes += a.stats().allocated_bytes;
+        s.active_bytes += a.stats().active_bytes;
+        s.arenas.push(ArenaSnapshot {
+            index: i as u32,
+            allocated_bytes: a.stats().allocated_bytes,
+            active_bytes: a.stats().active_bytes,
+            tcache_bytes: tcache[i],
+            bins: a.bins().to_vec(),
+        });
+    }
+    s
+}
+
+/// Peaks of a process replay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ProcessSummary {
+    pub peak_allocated_bytes: u64,
+    pub peak_active_bytes: u64,
+    pub peak_requested_bytes: u64,
+    /// The totals at the first event where active bytes peaked.
+    pub at_active_peak: ProcessStats,
+    pub final_stats: ProcessStats,
+    /// Sum over events of active bytes (for the mean).
+    pub active_byte_events: u128,
+}
+
+impl ProcessSummary {
+    pub fn observe(&mut self, s: &ProcessStats) {
+        self.peak_allocated_bytes = self.peak_allocated_bytes.max(s.allocated_bytes);
+        self.peak_requested_bytes = self.peak_requested_bytes.max(s.requested_bytes);
+        if s.active_bytes > self.peak_active_bytes {
+            self.peak_active_bytes = s.active_bytes;
+            self.at_active_peak = *s;
+        }
+        self.active_byte_events += u128::from(s.active_bytes);
+        self.final_stats = *s;
+    }
+
+    /// Mean active bytes over all events.
+    pub fn mean_active_bytes(&self) -> f64 {
+        if self.final_stats.events == 0 {
+            0.0
+        } else {
+            self.active_byte_events as f64 / self.final_stats.events as f64
+        }
+    }
+}

@@ -1,0 +1,637 @@
+//! The process: automatic arenas, the huge arena, one cache per thread, and the threads'
+//! calls in trace order (`jemalloc.c`'s malloc/free/realloc paths, `arena_choose_hard`,
+//! `arena_choose_maybe_huge`, `tsd_tcache_data_init`, `tsd_do_data_cleanup`).
+
+use super::tcache::{flush_order, CacheInfo, Item, Tcache};
+use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
+use crate::sim::{Arena, SimError};
+use crate::sizeclass::{AllocatorConfig, JemallocVersion};
+use crate::trace::{Event, Record, ThreadId};
+
+const NIL: u32 = u32::MAX;
+/// `opt_tcache_gc_incr_bytes`: a GC step every 64 KiB allocated (and, apart, freed).
+const GC_INCR_BYTES: u64 = 65536;
+
+#[derive(Clone, Copy, Debug)]
+struct Object {
+    arena: u32,
+    /// `NIL`: not live.
+    extent: u32,
+    usize: u64,
+    request: u64,
+    align: u64,
+}
+
+const DEAD: Object = Object {
+    arena: 0,
+    extent: NIL,
+    usize: 0,
+    request: 0,
+    align: 0,
+};
+
+/// A trace thread as jemalloc sees it after its first call.
+#[derive(Clone, Debug)]
+struct Thread {
+    arena: u32,
+    tcache: Option<Tcache>,
+    allocated: u64,
+    deallocated: u64,
+    alloc_gc_last: u64,
+    dalloc_gc_last: u64,
+}
+
+/// A modelled process. See the module documentation of [`crate::process`].
+pub struct Process {
+    config: AllocatorConfig,
+    options: ProcessOptions,
+    narenas: u32,
+    /// `None` when the huge arena is off.
+    huge: Option<u32>,
+    oversize: u64,
+    info: CacheInfo,
+    /// Automatic arenas `0..narenas`, then the huge arena.
+    arenas: Vec<Option<Arena>>,
+    nthreads: Vec<u32>,
+    tcache_bytes: Vec<u64>,
+    threads: Vec<Option<Thread>>,
+    exited: Vec<bool>,
+    objects: Vec<Object>,
+    /// `thread.deallocated` of threads that have only freed so far.
+    minimal_deallocated: Vec<u64>,
+    small_max: u64,
+    stats: ProcessStats,
+}
+
+impl Process {
+    /// A process of the build `config` with `options` on `cpus` CPUs (for `narenas`).
+    pub fn new(
+        config: AllocatorConfig,
+        options: ProcessOptions,
+        cpus: u32,
+    ) -> Result<Process, ProcessError> {
+        if config.version == JemallocVersion::V5_3_1
+            && options.experimental_tcache_gc != Some(false)
+        {
+            return Err(ProcessError::ClockGc);
+        }
+        let arena0 = Arena::new(config)?;
+        let classes = arena0.classes().clone();
+        let info = CacheInfo::new(&classes, &options, config.version);
+        let narenas = options.narenas_for(cpus);
+        let (huge, oversize) = if options.oversize_threshold > classes.large_maxclass()
+            || options.oversize_threshold < classes.large_minclass()
+        {
+            (None, u64::MAX)
+        } else {
+            (Some(narenas), options.oversize_threshold)
+        };
+        let slots = narenas as usize + 1;
+        let mut arenas: Vec<Option<Arena>> = (0..slots).map(|_| None).collect();
+        arenas[0] = Some(arena0);
+        Ok(Process {
+            config,
+            options,
+            narenas,
+            huge,
+            oversize,
+            info,
+            arenas,
+            nthreads: vec![0; slots],
+            tcache_bytes: vec![0; slots],
+            threads: Vec::new(),
+            exited: Vec::new(),
+            objects: Vec::new(),
+            minimal_deallocated: Vec::new(),
+            small_max: classes.small_maxclass(),
+            stats: ProcessStats::default(),
+        })
+    }
+
+    pub fn config(&self) -> &AllocatorConfig {
+        &self.config
+    }
+
+    pub fn options(&self) -> &ProcessOptions {
+        &self.options
+    }
+
+    /// Automatic arenas (the huge arena, when on, has index `narenas`).
+    pub fn narenas(&self) -> u32 {
+        self.narenas
+    }
+
+    pub fn huge_arena(&self) -> Option<u32> {
+        self.huge
+    }
+
+    /// The bytes of one thread's cache block (`sz_sa2u` of the stacks, page aligned).
+    pub fn cache_block_bytes(&self) -> u64 {
+        let a0 = self.arena(0);
+        a0.usable(0, self.info.block_request, self.config.page())
+            .unwrap_or(0)
+    }
+
+    /// The live replayer's start (`crate::live::process`): its main thread's first call
+    /// allocated a cache block in arena 0, start-up code left `residue` large bytes live
+    /// there (libstdc++'s emergency pool under a preloaded jemalloc: 72,704 bytes ->
+    /// 81,920), then the main thread freed its cache and left arena 0, which purged it.
+    pub fn replayer_start(&mut self, residue: u64) -> Result<(), ProcessError> {
+        let block = if self.options.tcache {
+            let bytes = self.cache_block_bytes();
+            Some(self.arena_mut(0).place(0, bytes)?)
+        } else {
+            None
+        };
+        if residue > 0 {
+            self.arena_mut(0).place(0, residue)?;
+        }
+        if let Some(b) = block {
+            self.arena_mut(0).remove(b);
+        }
+        self.arena_mut(0).purge_all();
+        self.refresh_totals();
+        Ok(())
+    }
+
+    pub fn stats(&self) -> &ProcessStats {
+        &self.stats
+    }
+
+    fn arena(&self, i: u32) -> &Arena {
+        self.arenas[i as usize].as_ref().expect("arena exists")
+    }
+
+    fn arena_mut(&mut self, i: u32) -> &mut Arena {
+        self.arenas[i as usize].as_mut().expect("arena exists")
+    }
+
+    /// Per arena: `(index, allocated, active, tcache bytes, bins)` of those that exist.
+    pub fn snapshot(&self) -> ProcessSnapshot {
+        super::snapshot_of(self.stats.events, &self.arenas, &self.tcache_bytes)
+    }
+
+    /// Applies one record.
+    pub fn apply(&mut self, record: &Record) -> Result<(), ProcessError> {
+        match record {
+            Record::Site { .. } => Ok(()),
+            Record::ThreadExit { thread, .. } => {
+                self.stats.events += 1;
+                self.thread_exit(*thread);
+                Ok(())
+            }
+            Record::Call(call) => {
+                self.stats.events += 1;
+                let n = self.stats.events;
+                let t = call.thread as usize;
+                if self.exited.get(t).copied().unwrap_or(false) {
+                    return Err(ProcessError::AfterExit {
+                        event: n,
+                        thread: call.thread,
+                    });
+                }
+                // A thread whose first calls are frees stays minimal (`tsd_fetch_min` in
+                // free/dallocx): no cache, no arena, its frees go to the owning arena.
+                if matches!(call.event, Event::Free { .. }) && !self.started(t) {
+                    return self.minimal_free(n, t, call.event);
+                }
+                self.ensure_thread(t)?;
+                self.call(n, t, call.event)
+            }
+        }
+    }
+
+    fn call(&mut self, n: u64, t: usize, event: Event) -> Result<(), ProcessError> {
+        match event {
+            Event::Alloc { id, size, align } => {
+                if self.live(id).is_some() {
+                    return Err(SimError::AllocOfLiveId { event: n, id }.into());
+                }
+                let usize = self.arena(0).usable(n, size, align)?;
+                let (arena, extent) = self.alloc(n, t, usize, align)?;
+                self.set(
+                    id,
+                    Object {
+                        arena,
+                        extent,
+                        usize,
+                        request: size,
+                        align,
+                    },
+                );
+                self.stats.live_objects += 1;
+                self.stats.requested_bytes += size;
+                self.alloc_event(t, usize);
+            }
+            Event::Free { id } => {
+                let obj = self
+                    .live(id)
+                    .ok_or(SimError::FreeOfDeadId { event: n, id })?;
+                self.objects[id as usize] = DEAD;
+                self.free(t, obj);
+                self.stats.live_objects -= 1;
+                self.stats.requested_bytes -= obj.request;
+                self.dalloc_event(t, obj.usize);
+            }
+            Event::Realloc { id, size } => {
+                let obj = self
+                    .live(id)
+                    .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
+                let usize = self.arena(0).usable(n, size, obj.align)?;
+                let (arena, extent) = self.realloc(n, t, obj, usize)?;
+                self.set(
+                    id,
+                    Object {
+                        arena,
+                        extent,
+                        usize,
+                        request: size,
+                        align: obj.align,
+                    },
+                );
+                self.stats.requested_bytes = self.stats.requested_bytes - obj.request + size;
+                self.alloc_event(t, usize);
+                self.dalloc_event(t, obj.usize);
+            }
+        }
+        self.refresh_totals();
+        Ok(())
+    }
+
+    fn started(&self, t: usize) -> bool {
+        self.threads.get(t).is_some_and(Option::is_some)
+    }
+
+    fn minimal_free(&mut self, n: u64, t: usize, event: Event) -> Result<(), ProcessError> {
+        let Event::Free { id } = event else {
+            unreachable!("frees only")
+        };
+        let obj = self
+            .live(id)
+            .ok_or(SimError::FreeOfDeadId { event: n, id })?;
+        self.objects[id as usize] = DEAD;
+        self.arena_mut(obj.arena).remove(obj.extent);
+        self.stats.live_objects -= 1;
+        self.stats.requested_bytes -= obj.request;
+        if t >= self.minimal_deallocated.len() {
+            self.minimal_deallocated.resize(t + 1, 0);
+        }
+        self.minimal_deallocated[t] += obj.usize;
+        self.refresh_totals();
+        Ok(())
+    }
+
+    fn refresh_totals(&mut self) {
+        let (mut alloc, mut active) = (0, 0);
+        for a in self.arenas.iter().flatten() {
+            alloc += a.stats().allocated_bytes;
+            active += a.stats().active_bytes;
+        }
+        self.stats.allocated_bytes = alloc;
+        self.stats.active_bytes = active;
+        self.stats.tcache_bytes = self.tcache_bytes.iter().sum();
+        self.stats.threads_live = self.threads.iter().flatten().count() as u64;
+    }
+
+    #[inline]
+    fn live(&self, id: u32) -> Option<Object> {
+        self.objects
+            .get(id as usize)
+            .copied()
+            .filter(|o| o.extent != NIL)
+    }
+
+    fn set(&mut self, id: u32, obj: Object) {
+        let i = id as usize;
+        if i >= self.objects.len() {
+            self.objects.resize(i + 1, DEAD);
+        }
+        self.objects[i] = obj;
+    }
+
+    /// A thread's first call: `tsd_tcache_data_init` allocates its cache block from arena 0
+    /// (`ipallocztm(..., arena_get(0))`), then `arena_choose` binds it.
+    fn ensure_thread(&mut self, t: usize) -> Result<(), ProcessError> {
+        if t >= self.threads.len() {
+            self.threads.resize(t + 1, None);
+            self.exited.resize(t + 1, false);
+        }
+        if self.threads[t].is_some() {
+            return Ok(());
+        }
+        let block = if self.options.tcache {
+            let bytes = self.cache_block_bytes();
+            let n = self.stats.events;
+            let extent = self.arena_mut(0).place(n, bytes)?;
+            Some(Item { arena: 0, extent })
+        } else {
+            None
+        };
+        let arena = self.choose_arena()?;
+        self.nthreads[arena as usize] += 1;
+        // te_init: the event counters start from the bytes counted so far.
+        let deallocated = self.minimal_deallocated.get(t).copied().unwrap_or(0);
+        self.threads[t] = Some(Thread {
+            arena,
+            tcache: block.map(|b| Tcache::new(&self.info, arena, b)),
+            allocated: 0,
+            deallocated,
+            alloc_gc_last: 0,
+            dalloc_gc_last: deallocated,
+        });
+        Ok(())
+    }
+
+    /// `arena_choose_hard` (application arena): the first arena with the fewest threads;
+    /// if it has threads and an index below `narenas` is still free, a new arena there.
+    fn choose_arena(&mut self) -> Result<u32, ProcessError> {
+        let n = self.narenas as usize;
+        let mut choose = 0;
+        let mut first_null = n;
+        for i in 1..n {
+            if self.arenas[i].is_some() {
+                if self.nthreads[i] < self.nthreads[choose] {
+                    choose = i;
+                }
+            } else if first_null == n {
+                first_null = i;
+            }
+        }
+        if self.nthreads[choose] == 0 || first_null == n {
+            return Ok(choose as u32);
+        }
+        self.arenas[first_null] = Some(Arena::new(self.config)?);
+        Ok(first_null as u32)
+    }
+
+    /// `arena_choose_maybe_huge` for an allocation that bypasses the cache.
+    fn arena_for(&mut self, t: usize, usize: u64) -> Result<u32, ProcessError> {
+        if usize >= self.oversize {
+            let h = self.huge.expect("oversize implies a huge arena");
+            if self.arenas[h as usize].is_none() {
+                self.arenas[h as usize] = Some(Arena::new(self.config)?);
+            }
+            return Ok(h);
+        }
+        Ok(self.thread(t).arena)
+    }
+
+    fn thread(&self, t: usize) -> &Thread {
+        self.threads[t].as_ref().expect("thread started")
+    }
+
+    fn bin_of(&self, usize: u64) -> usize {
+        if usize <= self.small_max {
+            self.arena(0).bin_index(usize)
+        } else {
+            self.info.nbins_small
+                + self.info.size[self.info.nbins_small..].partition_point(|&s| s < usize)
+        }
+    }
+
+    fn cached(&self, t: usize, bin: usize) -> bool {
+        self.thread(t).tcache.is_some()
+            && bin < self.info.nhbins()
+            && self.info.ncached_max[bin] > 0
+    }
+
+    /// An allocation of `usize` bytes on thread `t` (`imalloc_body` / `ipalloct`).
+    fn alloc(
+        &mut self,
+        n: u64,
+        t: usize,
+        usize: u64,
+        align: u64,
+    ) -> Result<(u32, u32), ProcessError> {
+        let bin = self.bin_of(usize);
+        let small = usize <= self.small_max;
+        // arena_palloc: an aligned large request goes straight to large_malloc/large_palloc.
+        if (small || align <= 1) && self.cached(t, bin) {
+            if let Some(item) = self.cache_pop(t, bin) {
+                return Ok((item.arena, item.extent));
+            }
+            let arena = self.thread(t).arena;
+            if small {
+                self.fill(n, t, bin)?;
+                let item = self.cache_pop(t, bin).expect("filled");
+                return Ok((item.arena, item.extent));
+            }
+            // tcache_alloc_large: one object from the thread's arena, no fill.
+            let extent = self.arena_mut(arena).place(n, usize)?;
+            return Ok((arena, extent));
+        }
+        let arena = if small {
+            self.thread(t).arena
+        } else {
+            self.arena_for(t, usize)?
+        };
+        let extent = self.arena_mut(arena).place(n, usize)?;
+        Ok((arena, extent))
+    }
+
+    fn cache_pop(&mut self, t: usize, bin: usize) -> Option<Item> {
+        let th = self.threads[t].as_mut().expect("thread");
+        let tc = th.tcache.as_mut()?;
+        let item = tc.bins[bin].pop()?;
+        self.tcache_bytes[tc.arena as usize] -= self.info.size[bin];
+        Some(item)
+    }
+
+    /// `tcache_alloc_small_hard`: `ncached_max >> lg_fill_div` regions, taken exactly as
+    /// that many cache-off allocations from the thread's arena; the first ends on top.
+    fn fill(&mut self, n: u64, t: usize, bin: usize) -> Result<(), ProcessError> {
+        let arena = self.thread(t).arena;
+        let tc = self.threads[t]
+            .as_ref()
+            .and_then(|th| th.tcache.as_ref())
+            .expect("cache");
+        let div = tc.bins[bin].lg_fill_div;
+        let nfill = (self.info.ncached_max[bin] >> div).max(1) as usize;
+        let size = self.info.size[bin];
+        let mut taken = Vec::with_capacity(nfill);
+        for _ in 0..nfill {
+            taken.push(self.arena_mut(arena).place(n, size)?);
+        }
+        let tc = self.threads[t]
+            .as_mut()
+            .and_then(|th| th.tcache.as_mut())
+            .expect("cache");
+        let b = &mut tc.bins[bin];
+        b.stack
+            .extend(taken.iter().rev().map(|&extent| Item { arena, extent }));
+        b.refilled = true;
+        self.tcache_bytes[tc.arena as usize] += size * nfill as u64;
+        Ok(())
+    }
+
+    /// A free on thread `t` (`ifree`): into its cache when the class is cached (a full
+    /// bin first flushes its oldest half), else straight to the owning arena.
+    fn free(&mut self, t: usize, obj: Object) {
+        let bin = self.bin_of(obj.usize);
+        if !self.cached(t, bin) {
+            self.arena_mut(obj.arena).remove(obj.extent);
+            return;
+        }
+        let max = self.info.ncached_max[bin] as usize;
+        let len = self.threads[t]
+            .as_ref()
+            .unwrap()
+            .tcache
+            .as_ref()
+            .unwrap()
+            .bins[bin]
+            .stack
+            .len();
+        if len >= max {
+            // opt_lg_tcache_flush_small_div = opt_lg_tcache_flush_large_div = 1.
+            self.flush(t, bin, max >> 1);
+        }
+        let tc = self.threads[t]
+            .as_mut()
+            .and_then(|th| th.tcache.as_mut())
+            .unwrap();
+        tc.bins[bin].stack.push(Item {
+            arena: obj.arena,
+            extent: obj.extent,
+        });
+        self.tcache_bytes[tc.arena as usize] += self.info.size[bin];
+    }
+
+    /// `tcache_bin_flush_{small,large}(.., rem)`: the oldest objects down to `rem` go back
+    /// to the arenas that own them, in jemalloc's order.
+    fn flush(&mut self, t: usize, bin: usize, rem: usize) {
+        let tc = self.threads[t]
+            .as_mut()
+            .and_then(|th| th.tcache.as_mut())
+            .unwrap();
+        let items = tc.bins[bin].take_bottom(rem);
+        if items.is_empty() {
+            return;
+        }
+        self.tcache_bytes[tc.arena as usize] -= self.info.size[bin] * items.len() as u64;
+        let small = bin < self.info.nbins_small;
+        for item in flush_order(items, self.config.version, small) {
+            self.arena_mut(item.arena).remove(item.extent);
+        }
+    }
+
+    /// `arena_ralloc`: a small block staying in its class stays; large to large tries in
+    /// place (`large_ralloc_no_move`), else moves with a direct large allocation
+    /// (`large_ralloc_move_helper`, no cache); anything else allocates as a fresh request.
+    /// The old block is then freed through the thread's cache.
+    fn realloc(
+        &mut self,
+        n: u64,
+        t: usize,
+        obj: Object,
+        usize: u64,
+    ) -> Result<(u32, u32), ProcessError> {
+        let large_min = self.small_max + 1;
+        let old_small = obj.usize <= self.small_max;
+        if old_small && usize <= self.small_max && self.bin_of(usize) == self.bin_of(obj.usize) {
+            return Ok((obj.arena, obj.extent));
+        }
+        let new = if !old_small && usize >= large_min {
+            if self.arena_mut(obj.arena).resize_in_place(obj.extent, usize) {
+                return Ok((obj.arena, obj.extent));
+            }
+            let arena = self.arena_for(t, usize)?;
+            (arena, self.arena_mut(arena).place(n, usize)?)
+        } else {
+            self.alloc(n, t, usize, obj.align)?
+        };
+        self.free(t, obj);
+        Ok(new)
+    }
+
+    fn alloc_event(&mut self, t: usize, usize: u64) {
+        let th = self.threads[t].as_mut().unwrap();
+        th.allocated += usize;
+        if th.allocated - th.alloc_gc_last >= GC_INCR_BYTES {
+            th.alloc_gc_last = th.allocated;
+            self.gc(t);
+        }
+    }
+
+    fn dalloc_event(&mut self, t: usize, usize: u64) {
+        let th = self.threads[t].as_mut().unwrap();
+        th.deallocated += usize;
+        if th.deallocated - th.dalloc_gc_last >= GC_INCR_BYTES {
+            th.dalloc_gc_last = th.deallocated;
+            self.gc(t);
+        }
+    }
+
+    /// `tcache_event` (5.3.0) / `tcache_gc_event` without the experimental GC (5.3.1): one
+    /// bin per event, round robin; flush 3/4 of what stayed below low water and halve the
+    /// next fill, or double it after a refill.
+    fn gc(&mut self, t: usize) {
+        let info = &self.info;
+        let Some(tc) = self.threads[t].as_mut().and_then(|th| th.tcache.as_mut()) else {
+            return;
+        };
+        let b = tc.next_gc_bin;
+        tc.next_gc_bin = (b + 1) % info.nhbins();
+        let max = info.ncached_max[b];
+        if max == 0 {
+            return;
+        }
+        let small = b < info.nbins_small;
+        let bin = &mut tc.bins[b];
+        let low_water = bin.low_water as usize;
+        let mut rem = None;
+        if low_water > 0 {
+            let ncached = bin.stack.len();
+            if small {
+                rem = Some(ncached - (low_water - (low_water >> 2)));
+                if (max >> (bin.lg_fill_div + 1)) >= 1 {
+                    bin.lg_fill_div += 1;
+                }
+            } else {
+                rem = Some(ncached - low_water + (low_water >> 2));
+            }
+        } else if small && bin.refilled {
+            if bin.lg_fill_div > 1 {
+                bin.lg_fill_div -= 1;
+            }
+            bin.refilled = false;
+        }
+        if let Some(rem) = rem {
+            self.flush(t, b, rem);
+        }
+        let tc = self.threads[t]
+            .as_mut()
+            .and_then(|th| th.tcache.as_mut())
+            .unwrap();
+        tc.bins[b].low_water = tc.bins[b].stack.len() as u32;
+    }
+
+    /// `tsd_do_data_cleanup`: the thread leaves its arena, then `tcache_destroy` flushes
+    /// every bin (small first, by index), frees the cache block from arena 0 and, when the
+    /// arena has no thread left, purges all its dirty pages (`arena_decay(.., all)`).
+    fn thread_exit(&mut self, thread: ThreadId) {
+        let t = thread as usize;
+        if t >= self.threads.len() {
+            self.threads.resize(t + 1, None);
+            self.exited.resize(t + 1, false);
+        }
+        self.exited[t] = true;
+        let Some(th) = self.threads[t].as_ref() else {
+            return;
+        };
+        let arena = th.arena;
+        self.nthreads[arena as usize] -= 1;
+        if let Some(tc) = th.tcache.as_ref() {
+            let block = tc.block;
+            for bin in 0..self.info.nhbins() {
+                self.flush(t, bin, 0);
+            }
+            self.arena_mut(block.arena).remove(block.extent);
+            if self.nthreads[arena as usize] == 0 {
+                self.arena_mut(arena).purge_all();
+            }
+        }
+        self.threads[t] = None;
+        self.refresh_totals();
+    }
+}

@@ -1,0 +1,218 @@
+//! The run-time options of a modelled process, parsed from a `MALLOC_CONF`-style string
+//! (`k:v,k:v`), with jemalloc's defaults and bounds (`src/jemalloc.c` / `src/conf.c`,
+//! `malloc_conf_init_helper`; `src/tcache.c` for the defaults).
+
+use crate::sizeclass::JemallocVersion;
+
+/// The options the process model honours; everything else is an error.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ProcessOptions {
+    /// `opt.tcache`: thread caches on (default true).
+    pub tcache: bool,
+    /// `opt.tcache_max`: the largest cached size (default 32 KiB; jemalloc clips it to
+    /// `TCACHE_MAXCLASS_LIMIT`, see [`ProcessOptions::tcache_max_for`]).
+    pub tcache_max: u64,
+    /// `opt.lg_tcache_nslots_mul` (default 1: slots = 2 x regions per slab), -16..=16.
+    pub lg_tcache_nslots_mul: i32,
+    /// `opt.tcache_nslots_small_min` / `_max` / `tcache_nslots_large` (20, 200, 20), 1..=2048.
+    pub tcache_nslots_small_min: u32,
+    pub tcache_nslots_small_max: u32,
+    pub tcache_nslots_large: u32,
+    /// `opt.narenas`; `None`: 4 x CPUs (1 on one CPU).
+    pub narenas: Option<u32>,
+    /// `opt.oversize_threshold` (default 8 MiB; 0 turns the huge arena off).
+    pub oversize_threshold: u64,
+    /// `opt.experimental_tcache_gc` (5.3.1 only; its default there is true).
+    pub experimental_tcache_gc: Option<bool>,
+}
+
+impl Default for ProcessOptions {
+    fn default() -> Self {
+        ProcessOptions {
+            tcache: true,
+            tcache_max: 32 << 10,
+            lg_tcache_nslots_mul: 1,
+            tcache_nslots_small_min: 20,
+            tcache_nslots_small_max: 200,
+            tcache_nslots_large: 20,
+            narenas: None,
+            oversize_threshold: 8 << 20,
+            experimental_tcache_gc: None,
+        }
+    }
+}
+
+/// A bad option string: each names the option (and the value) at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionError {
+    #[error("unknown option '{0}' (known: tcache, tcache_max, lg_tcache_nslots_mul, tcache_nslots_small_min, tcache_nslots_small_max, tcache_nslots_large, narenas, oversize_threshold, dirty_decay_ms, muzzy_decay_ms, experimental_tcache_gc)")]
+    Unknown(String),
+    #[error("option '{0}' has no value (write {0}:VALUE)")]
+    NoValue(String),
+    #[error("option '{name}': bad value '{value}' ({expected})")]
+    BadValue {
+        name: String,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("option '{name}:{value}' is not modelled yet ({why})")]
+    Unsupported {
+        name: String,
+        value: String,
+        why: &'static str,
+    },
+}
+
+fn bad(name: &str, value: &str, expected: &'static str) -> OptionError {
+    OptionError::BadValue {
+        name: name.into(),
+        value: value.into(),
+        expected,
+    }
+}
+
+fn boolean(name: &str, v: &str) -> Result<bool, OptionError> {
+    match v {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(bad(name, v, "true or false")),
+    }
+}
+
+fn number<T: std::str::FromStr + PartialOrd + Copy>(
+    name: &str,
+    v: &str,
+    lo: T,
+    hi: T,
+    expected: &'static str,
+) -> Result<T, OptionError> {
+    match v.parse::<T>() {
+        Ok(n) if n >= lo && n <= hi => Ok(n),
+        _ => Err(bad(name, v, expected)),
+    }
+}
+
+impl ProcessOptions {
+    /// Parses `k:v,k:v` (empty string: the defaults). Later pairs override earlier ones.
+    pub fn parse(text: &str) -> Result<ProcessOptions, OptionError> {
+        let mut o = ProcessOptions::default();
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (k, v) = pair
+                .split_once(':')
+                .ok_or_else(|| OptionError::NoValue(pair.to_string()))?;
+            match k {
+                "tcache" => o.tcache = boolean(k, v)?,
+                "tcache_max" => o.tcache_max = number(k, v, 0, u64::MAX, "a byte count")?,
+                "lg_tcache_nslots_mul" => {
+                    o.lg_tcache_nslots_mul = number(k, v, -16, 16, "an integer in -16..=16")?
+                }
+                "tcache_nslots_small_min" => {
+                    o.tcache_nslots_small_min = number(k, v, 1, 2048, "1..=2048")?
+                }
+                "tcache_nslots_small_max" => {
+                    o.tcache_nslots_small_max = number(k, v, 1, 2048, "1..=2048")?
+                }
+                "tcache_nslots_large" => o.tcache_nslots_large = number(k, v, 1, 2048, "1..=2048")?,
+                "narenas" => o.narenas = Some(number(k, v, 1, 4094, "1..=4094")?),
+                "oversize_threshold" => {
+                    o.oversize_threshold = number(k, v, 0, u64::MAX, "a byte count")?
+                }
+                "dirty_decay_ms" | "muzzy_decay_ms" => {
+                    let ms: i64 = number(k, v, -1, i64::MAX, "milliseconds, or -1")?;
+                    if ms != -1 {
+                        return Err(OptionError::Unsupported {
+                            name: k.into(),
+                            value: v.into(),
+                            why: "decay runs on the wall clock; only -1 (decay off) is modelled",
+                        });
+                    }
+                }
+                "experimental_tcache_gc" => o.experimental_tcache_gc = Some(boolean(k, v)?),
+                _ => return Err(OptionError::Unknown(k.to_string())),
+            }
+        }
+        Ok(o)
+    }
+
+    /// The options as a `MALLOC_CONF` string for a live child (only what differs from the
+    /// defaults, plus decay off), for `version`.
+    pub fn to_conf(&self, version: JemallocVersion) -> String {
+        let d = ProcessOptions::default();
+        let mut parts = Vec::new();
+        if self.tcache != d.tcache {
+            parts.push(format!("tcache:{}", self.tcache));
+        }
+        if self.tcache_max != d.tcache_max {
+            parts.push(format!("tcache_max:{}", self.tcache_max));
+        }
+        if self.lg_tcache_nslots_mul != d.lg_tcache_nslots_mul {
+            parts.push(format!(
+                "lg_tcache_nslots_mul:{}",
+                self.lg_tcache_nslots_mul
+            ));
+        }
+        for (name, v, dv) in [
+            (
+                "tcache_nslots_small_min",
+                self.tcache_nslots_small_min,
+                d.tcache_nslots_small_min,
+            ),
+            (
+                "tcache_nslots_small_max",
+                self.tcache_nslots_small_max,
+                d.tcache_nslots_small_max,
+            ),
+            (
+                "tcache_nslots_large",
+                self.tcache_nslots_large,
+                d.tcache_nslots_large,
+            ),
+        ] {
+            if v != dv {
+                parts.push(format!("{name}:{v}"));
+            }
+        }
+        if let Some(n) = self.narenas {
+            parts.push(format!("narenas:{n}"));
+        }
+        if self.oversize_threshold != d.oversize_threshold {
+            parts.push(format!("oversize_threshold:{}", self.oversize_threshold));
+        }
+        if version == JemallocVersion::V5_3_1 {
+            // The one deterministic cache GC (the experimental one reads the clock).
+            parts.push("experimental_tcache_gc:false".into());
+        }
+        parts.push("dirty_decay_ms:-1".into());
+        parts.push("muzzy_decay_ms:-1".into());
+        parts.join(",")
+    }
+
+    /// `tcache_maxclass` before rounding: `opt.tcache_max` clipped to the release's limit
+    /// (`TCACHE_MAXCLASS_LIMIT`: 8 MiB in 5.3.0; `USIZE_GROW_SLOW_THRESHOLD`, 32 KiB with
+    /// 4 KiB pages, in 5.3.1).
+    pub fn tcache_max_for(&self, version: JemallocVersion, lg_page: u32) -> u64 {
+        let limit = match version {
+            JemallocVersion::V5_3_0 => 1u64 << 23,
+            JemallocVersion::V5_3_1 => 1u64 << (2 + lg_page + 1),
+        };
+        self.tcache_max.min(limit)
+    }
+
+    /// `malloc_narenas_default`: 4 x CPUs, 1 on one CPU.
+    pub fn narenas_for(&self, cpus: u32) -> u32 {
+        self.narenas
+            .unwrap_or(if cpus > 1 { cpus.saturating_mul(4) } else { 1 })
+    }
+}
+
+/// CPUs jemalloc counts here (`malloc_ncpus`: the affinity mask on glibc).
+pub fn machine_cpus() -> u32 {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity only writes it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            return libc::CPU_COUNT(&set).max(1) as u32;
+        }
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}

@@ -1,0 +1,298 @@
+//! Raw per-thread events -> one stream of trace records: merged by sequence number,
+//! addresses -> ids lowest-free-first (the importer valgrind logs use), raw thread ids ->
+//! dense trace threads in order of first appearance, stacks -> the site table.
+
+use super::raw::{RawEvent, RawImage, RawOp, RawProcess, FLAG_NO_UNWINDER, FLAG_STACKS};
+use super::symbols::{Modules, Symbolizer};
+use crate::trace::{
+    AddressImporter, Call, Event, Frame, IssueCounts, Record, SiteId, ThreadId, TraceError,
+};
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// What a conversion found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ConvertSummary {
+    /// Calls written (allocs, frees, reallocs; repairs included).
+    pub events: u64,
+    pub allocs: u64,
+    pub frees: u64,
+    pub reallocs: u64,
+    /// Calls per trace thread.
+    pub events_per_thread: Vec<u64>,
+    pub thread_exits: u64,
+    pub sites: u64,
+    /// Program images (1 + the number of execs).
+    pub images: usize,
+    /// Objects still live when an exec replaced the image (freed in the trace there).
+    pub released_by_exec: u64,
+    /// From the first image's start to the last event.
+    pub duration_ns: u64,
+    /// The last image ended without the recorder's `END` (killed, fatal signal).
+    pub truncated: bool,
+    pub signal: Option<u64>,
+    pub dropped_threads: u64,
+    pub late_calls: u64,
+    pub lost_bytes: u64,
+    /// Stacks were asked for but libunwind could not be loaded.
+    pub no_unwinder: bool,
+    pub issues: IssueCounts,
+}
+
+type Sink<'a> = dyn FnMut(&Record) -> Result<(), TraceError> + 'a;
+
+struct Converter<'a> {
+    file: String,
+    sink: &'a mut Sink<'a>,
+    importer: AddressImporter,
+    base_ns: u64,
+    last_ns: u64,
+    next_thread: ThreadId,
+    sites: HashMap<Vec<Frame>, SiteId>,
+    symbolizer: Symbolizer,
+    summary: ConvertSummary,
+    out: Vec<Event>,
+}
+
+/// Converts one process's raw file (`file` names it in errors), handing every record to
+/// `sink` in order.
+pub fn convert<'a>(
+    process: &RawProcess,
+    file: &str,
+    sink: &'a mut Sink<'a>,
+) -> Result<ConvertSummary, TraceError> {
+    let mut c = Converter {
+        file: file.to_string(),
+        sink,
+        importer: AddressImporter::new(),
+        base_ns: process.images.first().map_or(0, |i| i.start_ns),
+        last_ns: 0,
+        next_thread: 0,
+        sites: HashMap::new(),
+        symbolizer: Symbolizer::default(),
+        summary: ConvertSummary {
+            images: process.images.len(),
+            ..ConvertSummary::default()
+        },
+        out: Vec::new(),
+    };
+    let mut inherited: Option<(ThreadId, Vec<ThreadId>)> = None;
+    for image in &process.images {
+        let (exec_thread, live) = c.image(image, inherited.take())?;
+        if let Some(t) = exec_thread {
+            inherited = Some((t, live));
+        }
+        let s = &mut c.summary;
+        if let Some(end) = image.end {
+            s.dropped_threads += end.dropped_threads;
+            s.late_calls += end.late_calls;
+            s.lost_bytes += end.lost_bytes;
+        }
+        s.no_unwinder |= image.flags & FLAG_NO_UNWINDER != 0;
+    }
+    if let Some(last) = process.images.last() {
+        c.summary.truncated = last.end.is_none();
+        c.summary.signal = last.signal;
+    }
+    c.summary.issues = c.importer.issues;
+    c.summary.duration_ns = c.last_ns;
+    Ok(c.summary)
+}
+
+fn exhausted(file: &str) -> TraceError {
+    TraceError::Input {
+        file: file.to_string(),
+        what: "more than 2^32 live objects".into(),
+    }
+}
+
+impl Converter<'_> {
+    /// One image; `inherited`: the thread that exec'd into it and the previous image's other
+    /// live threads. Returns this image's exec'ing thread (if it exec'd) and its live threads.
+    fn image(
+        &mut self,
+        image: &RawImage,
+        inherited: Option<(ThreadId, Vec<ThreadId>)>,
+    ) -> Result<(Option<ThreadId>, Vec<ThreadId>), TraceError> {
+        let mut first_thread = None;
+        if let Some((exec_thread, others)) = inherited {
+            // The exec released the old address space and ended every other thread.
+            let at = self.time(image.start_ns);
+            self.out.clear();
+            self.importer.release_all(&mut self.out);
+            self.summary.released_by_exec += self.out.len() as u64;
+            self.emit_calls(exec_thread, at, None)?;
+            for t in others {
+                self.exit(t, at)?;
+            }
+            first_thread = Some(exec_thread);
+        }
+        let modules = image
+            .maps
+            .as_deref()
+            .map(Modules::parse)
+            .unwrap_or_default();
+        let stacks_on = image.flags & FLAG_STACKS != 0;
+        let mut threads: HashMap<u32, ThreadId> = HashMap::new();
+        let mut exited: Vec<ThreadId> = Vec::new();
+        let mut pending: HashMap<u32, Option<u32>> = HashMap::new();
+        let mut site_of: HashMap<(u32, u32), Option<SiteId>> = HashMap::new();
+        let lists: Vec<(u32, u32, &[RawEvent])> = image
+            .threads
+            .iter()
+            .map(|(&tid, t)| (tid, t.slot, t.events.as_slice()))
+            .collect();
+        let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> = lists
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| !l.2.is_empty())
+            .map(|(i, l)| Reverse((l.2[0].seq, i, 0)))
+            .collect();
+        while let Some(Reverse((_, li, pos))) = heap.pop() {
+            let (tid, slot, events) = lists[li];
+            if pos + 1 < events.len() {
+                heap.push(Reverse((events[pos + 1].seq, li, pos + 1)));
+            }
+            let ev = events[pos];
+            let thread = *threads.entry(tid).or_insert_with(|| {
+                first_thread.take().unwrap_or_else(|| {
+                    let t = self.next_thread;
+                    self.next_thread += 1;
+                    t
+                })
+            });
+            let at = self.time(ev.time_ns);
+            let site = if stacks_on && ev.stack != 0 {
+                let key = (slot, ev.stack);
+                match site_of.get(&key) {
+                    Some(&s) => s,
+                    None => {
+                        let s = self.site(image, &modules, key)?;
+                        site_of.insert(key, s);
+                        s
+                    }
+                }
+            } else {
+                None
+            };
+            self.out.clear();
+            match ev.op {
+                RawOp::Alloc { size, align, addr } => {
+                    self.importer
+                        .alloc(addr, size, align, &mut self.out)
+                        .map_err(|_| exhausted(&self.file))?;
+                }
+                RawOp::Free { addr } => {
+                    self.importer.free(addr, &mut self.out);
+                }
+                RawOp::ReallocBegin { old } => {
+                    pending.insert(tid, self.importer.detach(old));
+                }
+                RawOp::ReallocEnd { new, size, .. } => {
+                    let id = pending.remove(&tid).flatten();
+                    self.importer
+                        .attach(id, new, size, &mut self.out)
+                        .map_err(|_| exhausted(&self.file))?;
+                }
+                RawOp::Exit => {
+                    self.exit(thread, at)?;
+                    exited.push(thread);
+                    continue;
+                }
+            }
+            self.emit_calls(thread, at, site)?;
+        }
+        let exec_thread = image.exec_tid.and_then(|tid| threads.get(&tid).copied());
+        let live = threads
+            .values()
+            .copied()
+            .filter(|t| !exited.contains(t) && Some(*t) != exec_thread)
+            .collect();
+        Ok((exec_thread, live))
+    }
+
+    /// Nanoseconds since the start, never going back (threads read the clock a moment
+    /// after taking their sequence number).
+    fn time(&mut self, raw_ns: u64) -> u64 {
+        let t = raw_ns.saturating_sub(self.base_ns).max(self.last_ns);
+        self.last_ns = t;
+        t
+    }
+
+    fn exit(&mut self, thread: ThreadId, at: u64) -> Result<(), TraceError> {
+        self.summary.thread_exits += 1;
+        (self.sink)(&Record::ThreadExit {
+            thread,
+            time_ns: Some(at),
+        })
+    }
+
+    /// Writes the events in `self.out` as calls of `thread` (the site goes to the call's own
+    /// alloc or realloc, not to a repair's free).
+    fn emit_calls(
+        &mut self,
+        thread: ThreadId,
+        at: u64,
+        site: Option<SiteId>,
+    ) -> Result<(), TraceError> {
+        let s = &mut self.summary;
+        let t = thread as usize;
+        if s.events_per_thread.len() <= t {
+            s.events_per_thread.resize(t + 1, 0);
+        }
+        for event in &self.out {
+            s.events += 1;
+            s.events_per_thread[t] += 1;
+            let site = match event {
+                Event::Alloc { .. } => {
+                    s.allocs += 1;
+                    site
+                }
+                Event::Realloc { .. } => {
+                    s.reallocs += 1;
+                    site
+                }
+                Event::Free { .. } => {
+                    s.frees += 1;
+                    None
+                }
+            };
+            (self.sink)(&Record::Call(Call {
+                event: *event,
+                thread,
+                time_ns: Some(at),
+                site,
+            }))?;
+        }
+        Ok(())
+    }
+
+    /// The trace site of a stack, defined (written) the first time it is seen.
+    fn site(
+        &mut self,
+        image: &RawImage,
+        modules: &Modules,
+        key: (u32, u32),
+    ) -> Result<Option<SiteId>, TraceError> {
+        let Some(ips) = image.stacks.get(&key) else {
+            return Ok(None);
+        };
+        let frames: Vec<Frame> = ips
+            .iter()
+            .filter_map(|&ip| modules.frame(ip))
+            .map(|f| self.symbolizer.name(f))
+            .collect();
+        if frames.is_empty() {
+            return Ok(None);
+        }
+        if let Some(&id) = self.sites.get(&frames) {
+            return Ok(Some(id));
+        }
+        let id = self.sites.len() as SiteId;
+        self.sites.insert(frames.clone(), id);
+        self.summary.sites += 1;
+        (self.sink)(&Record::Site { id, frames })?;
+        Ok(Some(id))
+    }
+}

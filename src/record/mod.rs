@@ -1,0 +1,249 @@
+//! Recording a program natively: run it with the preload library (`preload/`, built beside
+//! the fragsim binary as `libfragsim_preload.so`), then convert the raw files it wrote into
+//! traces. [`raw`] reads them, [`convert`] merges and translates, [`sink`] writes.
+
+pub mod convert;
+pub mod raw;
+pub mod sink;
+pub mod symbols;
+
+pub use convert::{convert, ConvertSummary};
+pub use raw::{parse, RawProcess};
+pub use sink::TraceSink;
+
+use crate::trace::{Fields, Record, TraceError};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+
+/// The library's file name.
+pub const PRELOAD_NAME: &str = "libfragsim_preload.so";
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("the recorder library {PRELOAD_NAME} was not found (looked in {}); build it with `cargo build --release` or set FRAGSIM_PRELOAD", looked.display())]
+    PreloadMissing { looked: PathBuf },
+    #[error("program '{0}' not found (neither a file nor on PATH)")]
+    ProgramMissing(String),
+    #[error("cannot run '{program}': {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot create a temporary folder beside '{}': {source}", out.display())]
+    TempDir {
+        out: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+}
+
+/// How to record.
+#[derive(Clone, Debug, Default)]
+pub struct NativeOptions {
+    pub stacks: bool,
+    pub follow_forks: bool,
+    /// Keep the raw files here instead of a temporary folder (tests, debugging).
+    pub raw_dir: Option<PathBuf>,
+}
+
+/// One trace written.
+#[derive(Clone, Debug)]
+pub struct RecordedTrace {
+    pub path: PathBuf,
+    pub pid: u64,
+    pub bytes: u64,
+    pub summary: ConvertSummary,
+}
+
+/// What a recording produced.
+#[derive(Debug)]
+pub struct Recorded {
+    pub status: ExitStatus,
+    /// Wall time from starting the program to its exit.
+    pub elapsed: std::time::Duration,
+    /// The program's trace first, then its children's (`--follow-forks`) by pid.
+    pub traces: Vec<RecordedTrace>,
+    /// The program wrote no raw file: the library was not loaded (a static binary, a setuid
+    /// program, or one that clears its environment); its trace is empty.
+    pub no_effect: bool,
+}
+
+/// `FRAGSIM_PRELOAD`, else the library beside the running executable (or one folder up,
+/// where `cargo test` binaries live in `target/release/deps/`).
+pub fn find_preload() -> Result<PathBuf, RecordError> {
+    if let Some(p) = std::env::var_os("FRAGSIM_PRELOAD") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(RecordError::PreloadMissing { looked: p })
+        };
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let dir = exe.parent().unwrap_or(Path::new(".")).to_path_buf();
+    [dir.join(PRELOAD_NAME), dir.join("..").join(PRELOAD_NAME)]
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or(RecordError::PreloadMissing { looked: dir })
+}
+
+/// `name` itself if it has a slash, else the first file of that name on PATH.
+pub fn find_program(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return path.is_file().then_some(path);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs `command` under the recorder and writes its trace to `out` (children's to
+/// `out.<pid>`). The program's stdin, stdout and stderr are passed through.
+pub fn record_native(
+    command: &[String],
+    out: &Path,
+    options: &NativeOptions,
+) -> Result<Recorded, RecordError> {
+    let preload = find_preload()?;
+    let program = command.first().cloned().unwrap_or_default();
+    if find_program(&program).is_none() {
+        return Err(RecordError::ProgramMissing(program));
+    }
+    let out_dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    // Beside the output, so a large recording does not fill /tmp.
+    let temp = tempfile::Builder::new()
+        .prefix(".fragsim-record-")
+        .tempdir_in(&out_dir)
+        .map_err(|source| RecordError::TempDir {
+            out: out.to_path_buf(),
+            source,
+        })?;
+    let _cleanup = crate::cleanup::remove_on_interrupt(temp.path());
+    let raw_dir = options.raw_dir.clone().unwrap_or(temp.path().to_path_buf());
+    std::fs::create_dir_all(&raw_dir).map_err(|source| RecordError::TempDir {
+        out: raw_dir.clone(),
+        source,
+    })?;
+    let raw_dir = raw_dir.canonicalize().unwrap_or(raw_dir);
+    let mut preload_var = preload.canonicalize().unwrap_or(preload).into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload_var.push(":");
+        preload_var.push(old);
+    }
+    let mut flags = Vec::new();
+    if options.stacks {
+        flags.push("stacks");
+    }
+    if options.follow_forks {
+        flags.push("follow");
+    }
+    let started = std::time::Instant::now();
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
+        .env("LD_PRELOAD", preload_var)
+        .env("FRAGSIM_PRELOAD_DIR", &raw_dir)
+        .env("FRAGSIM_PRELOAD_PARENT", std::process::id().to_string())
+        .env("FRAGSIM_PRELOAD_FLAGS", flags.join(","))
+        .spawn()
+        .map_err(|source| RecordError::Spawn {
+            program: program.clone(),
+            source,
+        })?;
+    let pid = child.id() as u64;
+    let stop = crate::cleanup::stop_on_interrupt(child.id());
+    let status = child.wait().map_err(|source| RecordError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let elapsed = started.elapsed();
+    drop(stop);
+    let fields = Fields {
+        threads: true,
+        times: true,
+        sites: options.stacks,
+    };
+    let root_raw = raw_dir.join(format!("raw.{pid}"));
+    let no_effect = !root_raw.exists();
+    let mut traces = vec![convert_file(&root_raw, out, fields, pid)?];
+    for (child_pid, raw) in child_raw_files(&raw_dir, pid)? {
+        let path = PathBuf::from(format!("{}.{child_pid}", out.display()));
+        traces.push(convert_file(&raw, &path, fields, child_pid)?);
+    }
+    Ok(Recorded {
+        status,
+        elapsed,
+        traces,
+        no_effect,
+    })
+}
+
+/// The raw files of processes other than `root`, by pid.
+fn child_raw_files(dir: &Path, root: u64) -> Result<Vec<(u64, PathBuf)>, RecordError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| TraceError::Input {
+        file: dir.display().to_string(),
+        what: e.to_string(),
+    })?;
+    let mut files: Vec<(u64, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let pid: u64 = name.strip_prefix("raw.")?.parse().ok()?;
+            (pid != root).then(|| (pid, e.path()))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Reads and converts one raw file (a missing file is an empty process).
+pub fn read_raw(raw: &Path) -> Result<RawProcess, TraceError> {
+    let name = raw.display().to_string();
+    match std::fs::read(raw) {
+        Ok(bytes) => parse(&bytes, &name),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(RawProcess::default()),
+        Err(e) => Err(TraceError::Io {
+            file: name,
+            source: e,
+        }),
+    }
+}
+
+/// All records of one raw file, in order, with the conversion's summary.
+pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceError> {
+    let process = read_raw(raw)?;
+    let mut records = Vec::new();
+    let mut push = |r: &Record| {
+        records.push(r.clone());
+        Ok(())
+    };
+    let summary = convert(&process, &raw.display().to_string(), &mut push)?;
+    Ok((records, summary))
+}
+
+fn convert_file(
+    raw: &Path,
+    out: &Path,
+    fields: Fields,
+    pid: u64,
+) -> Result<RecordedTrace, RecordError> {
+    let process = read_raw(raw)?;
+    let mut sink = TraceSink::create(out, fields)?;
+    let mut write = |r: &Record| sink.write_record(r);
+    let summary = convert(&process, &raw.display().to_string(), &mut write)?;
+    sink.finish()?;
+    let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    Ok(RecordedTrace {
+        path: out.to_path_buf(),
+        pid,
+        bytes,
+        summary,
+    })
+}

@@ -1,0 +1,147 @@
+//! Return addresses -> frames: the module (from the image's `/proc/self/maps`) and the offset
+//! in its file, the form `module+0xOFFSET` of the trace's site table.
+
+use crate::trace::Frame;
+
+/// A file-backed mapping of the image.
+#[derive(Clone, Debug)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    file_offset: u64,
+    path: String,
+}
+
+/// The image's mappings, sorted by start address.
+#[derive(Clone, Debug, Default)]
+pub struct Modules {
+    maps: Vec<Mapping>,
+}
+
+impl Modules {
+    /// Parses `/proc/PID/maps` text (`start-end perms offset dev inode path`).
+    pub fn parse(text: &str) -> Modules {
+        let mut maps: Vec<Mapping> = text
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split_whitespace();
+                let range = parts.next()?;
+                let _perms = parts.next()?;
+                let offset = u64::from_str_radix(parts.next()?, 16).ok()?;
+                let _dev = parts.next()?;
+                let _inode = parts.next()?;
+                let path: Vec<&str> = parts.collect();
+                let path = path.join(" ");
+                if path.is_empty() {
+                    return None;
+                }
+                let (start, end) = range.split_once('-')?;
+                Some(Mapping {
+                    start: u64::from_str_radix(start, 16).ok()?,
+                    end: u64::from_str_radix(end, 16).ok()?,
+                    file_offset: offset,
+                    path,
+                })
+            })
+            .collect();
+        maps.sort_by_key(|m| m.start);
+        Modules { maps }
+    }
+
+    /// The frame of return address `ip` (looked up at `ip - 1`, inside the call instruction);
+    /// `None` for the recorder's own frames.
+    pub fn frame(&self, ip: u64) -> Option<Frame> {
+        let at = ip.saturating_sub(1);
+        let i = self.maps.partition_point(|m| m.start <= at);
+        let found = i
+            .checked_sub(1)
+            .map(|i| &self.maps[i])
+            .filter(|m| at < m.end);
+        match found {
+            Some(m) if m.path.contains("libfragsim_preload") => None,
+            Some(m) => Some(Frame::Location {
+                module: m.path.replace([';', ' '], "_"),
+                offset: at - m.start + m.file_offset,
+            }),
+            None => Some(Frame::Symbol(format!("{at:#x}"))),
+        }
+    }
+}
+
+/// A module's function symbols (from `.symtab` and `.dynsym`) and its loadable segments.
+struct Elf {
+    /// (file offset, virtual address, size in the file) of each loadable segment.
+    segments: Vec<(u64, u64, u64)>,
+    /// (address, size, name), sorted by address.
+    functions: Vec<(u64, u64, String)>,
+}
+
+impl Elf {
+    fn read(path: &str) -> Option<Elf> {
+        use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+        let data = std::fs::read(path).ok()?;
+        let file = object::File::parse(&*data).ok()?;
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (offset, size) = s.file_range();
+                (offset, s.address(), size)
+            })
+            .collect();
+        let mut functions: Vec<(u64, u64, String)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.address() > 0)
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+            .filter(|(_, _, name)| !name.is_empty())
+            .collect();
+        functions.sort();
+        functions.dedup_by_key(|f| f.0);
+        Some(Elf {
+            segments,
+            functions,
+        })
+    }
+
+    /// The function around `file_offset` and the offset into it.
+    fn function_at(&self, file_offset: u64) -> Option<(&str, u64)> {
+        let &(off, vaddr, _) = self
+            .segments
+            .iter()
+            .find(|&&(off, _, size)| file_offset >= off && file_offset < off + size)?;
+        let addr = vaddr + (file_offset - off);
+        let i = self
+            .functions
+            .partition_point(|f| f.0 <= addr)
+            .checked_sub(1)?;
+        let (start, size, name) = &self.functions[i];
+        (addr < start + size).then_some((name.as_str(), addr - start))
+    }
+}
+
+/// Names frames by the function around them (`function+0xOFFSET`), reading each module's ELF file once (after the
+/// run: the files must still be there). A frame without a symbol stays `module+0xOFFSET`.
+#[derive(Default)]
+pub struct Symbolizer {
+    modules: std::collections::HashMap<String, Option<Elf>>,
+}
+
+impl Symbolizer {
+    pub fn name(&mut self, frame: Frame) -> Frame {
+        let Frame::Location { module, offset } = &frame else {
+            return frame;
+        };
+        let elf = self
+            .modules
+            .entry(module.clone())
+            .or_insert_with(|| Elf::read(module));
+        match elf.as_ref().and_then(|e| e.function_at(*offset)) {
+            // `name+0xOFFSET` into the function: two calls in one function stay two sites.
+            // (`;` separates frames: such a name is left as the location.)
+            Some((name, into)) if !name.contains(';') && !name.contains("+0x") => {
+                Frame::Symbol(format!("{name}+{into:#x}"))
+            }
+            _ => frame,
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! Helpers the black-box tests of issue 18 share (`mod common;` in each test file): running
+//! the binary, and the special files a user may name as an output: FIFOs, device nodes,
+//! symbolic links.
+#![allow(dead_code)] // each test file uses its own part
+
+use std::io::Read;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn fragsim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fragsim"))
+}
+
+pub fn run(args: &[&str]) -> Output {
+    fragsim().args(args).output().expect("run fragsim")
+}
+
+pub fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn s(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 test path")
+}
+
+/// Exit code 2, one line on stderr naming `names`, no panic.
+pub fn assert_refused(out: &Output, names: &str) {
+    let stderr = stderr_of(out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(names), "should name {names}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// A small consistent text trace (hand-written: two objects, a realloc, both freed).
+pub fn text_trace(dir: &Path) -> PathBuf {
+    let path = dir.join("small.txt");
+    std::fs::write(&path, "a 0 24\na 1 40\nr 0 100\nf 1\nf 0\n").unwrap();
+    path
+}
+
+/// The same trace in the binary form (through `fragsim trace import`).
+pub fn binary_trace(dir: &Path) -> PathBuf {
+    let text = text_trace(dir);
+    let path = dir.join("small.trace");
+    let out = run(&[
+        "trace",
+        "import",
+        "--from",
+        "text",
+        s(&text),
+        "-o",
+        s(&path),
+    ]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    path
+}
+
+/// The binary trace format's magic, the first bytes of every binary trace.
+pub const TRACE_MAGIC: &[u8] = b"FSIMTRC\0";
+
+pub fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(ok.success(), "mkfifo {}", path.display());
+}
+
+pub fn is_fifo(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+pub fn is_char_device(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device())
+}
+
+pub fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// A private character device `major:minor` at `path` (1:3 is a null device, 1:7 a full
+/// one), or `false` with a message when this process may not make one (not root).
+pub fn mknod_char(path: &Path, major: u32, minor: u32) -> bool {
+    let made = Command::new("mknod")
+        .arg(path)
+        .args(["c", &major.to_string(), &minor.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("skipped: cannot make a device node (needs root)");
+    }
+    made
+}
+
+/// Reads everything written into the FIFO at `path`, in a thread (opening blocks until a
+/// writer comes).
+pub fn drain_fifo(path: &Path) -> std::thread::JoinHandle<Vec<u8>> {
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::fs::File::open(&path)
+            .unwrap()
+            .read_to_end(&mut bytes)
+            .unwrap();
+        bytes
+    })
+}
+
+/// Names in `dir`, sorted.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Processes whose parent is `parent` (from /proc/PID/stat: "pid (comm) state ppid ...").
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some(after_comm) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let ppid = after_comm.split_whitespace().nth(1);
+        if ppid.and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether process `pid` is gone (or a zombie waiting for its parent).
+pub fn is_gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.contains(") Z "))
+}
+
+/// Waits up to `limit` for `done`, polling.
+pub fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done()
+}
+
+/// Sends `signal` (e.g. "INT", "TERM") to `child`.
+pub fn signal(child: &Child, signal: &str) {
+    let sent = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+/// Whether valgrind is installed (the recording tests skip with a message otherwise).
+pub fn have_valgrind() -> bool {
+    let found = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: valgrind is not installed");
+    }
+    found
+}

@@ -1,0 +1,103 @@
+//! The process model against the real allocator, every event: generated multi-threaded
+//! traces (frees from other threads, more threads than arenas, allocations over 8 MiB,
+//! thread exits) replayed with one real thread per trace thread in trace order, in a child
+//! of the fragsim binary. The golden values are the live jemalloc's own statistics.
+
+use fragsim::live::process::{compare_process_live, ProcessAllocator};
+use fragsim::process::{threaded_trace, ProcessOptions, ThreadedSpec};
+use std::path::{Path, PathBuf};
+
+fn exe() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fragsim"))
+}
+
+const DEBIAN_530: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+fn allocators() -> Vec<ProcessAllocator> {
+    let mut v = vec![ProcessAllocator::Linked];
+    if Path::new(DEBIAN_530).is_file() {
+        v.push(ProcessAllocator::System(DEBIAN_530.into()));
+    } else {
+        eprintln!("no Debian jemalloc 5.3.0 at {DEBIAN_530}: checking the linked 5.3.1 only");
+    }
+    v
+}
+
+fn check(spec: &ThreadedSpec, conf: &str) {
+    let records = threaded_trace(spec);
+    let options = ProcessOptions::parse(conf).unwrap();
+    for a in allocators() {
+        let r = compare_process_live(&exe(), &a, &records, &options, 1, 5).unwrap();
+        assert!(r.comparison.snapshots as usize >= records.len());
+        assert!(
+            r.comparison.is_exact(),
+            "{a:?} {spec:?} {conf}: {} of {} values differ, first {:?}",
+            r.comparison.mismatched_values,
+            r.comparison.values,
+            r.comparison.first
+        );
+    }
+}
+
+#[test]
+fn more_threads_than_arenas_with_cross_thread_frees_and_exits() {
+    // narenas:2 with 5 threads: threads share arenas (arena_choose_hard's fewest-threads rule)
+    // and exits leave arenas empty (purged at tcache_destroy).
+    check(
+        &ThreadedSpec {
+            seed: 7,
+            events: 6_000,
+            threads: 5,
+            ..ThreadedSpec::default()
+        },
+        "narenas:2",
+    );
+}
+
+#[test]
+fn huge_allocations_and_large_cache_bins() {
+    check(
+        &ThreadedSpec {
+            seed: 11,
+            events: 5_000,
+            threads: 3,
+            large_share: 0.2,
+            huge_share: 0.01,
+            target_live: 400,
+            exits: false,
+            ..ThreadedSpec::default()
+        },
+        "",
+    );
+}
+
+#[test]
+fn cache_settings_and_no_cache() {
+    let spec = ThreadedSpec {
+        seed: 3,
+        events: 3_000,
+        threads: 3,
+        ..ThreadedSpec::default()
+    };
+    check(
+        &spec,
+        "lg_tcache_nslots_mul:-1,tcache_nslots_small_max:64,tcache_max:65536",
+    );
+    check(&spec, "tcache:false,narenas:1");
+}
+
+#[test]
+fn huge_arena_off_or_lower_and_one_arena() {
+    let spec = ThreadedSpec {
+        seed: 13,
+        events: 3_000,
+        threads: 4,
+        huge_share: 0.01,
+        target_live: 300,
+        ..ThreadedSpec::default()
+    };
+    // oversize_threshold:0 turns the huge arena off (arena_init_huge); narenas:1 binds every
+    // thread to arena 0 (arena_choose_hard's single-arena branch).
+    check(&spec, "oversize_threshold:0,narenas:1");
+    check(&spec, "oversize_threshold:1048576");
+}

@@ -1,0 +1,435 @@
+//! The native recorder (`fragsim record`, preload/) on real programs compiled here from
+//! tests/native_programs/: each program prints what it did (its own log of the calls it
+//! made, counts, marker sizes), and the trace must say the same. The raw files are kept
+//! (`--keep-raw`) and converted with the library, which yields threads, exits and sites.
+
+use fragsim::record::{raw_records, ConvertSummary};
+use fragsim::trace::{Call, Event, Record, TraceReader};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FRAGSIM: &str = env!("CARGO_BIN_EXE_fragsim");
+
+fn programs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/native_programs")
+}
+
+/// Compiles `source` (C or C++ by extension) into `dir`.
+fn compile(dir: &Path, source: &str, extra: &[&str]) -> PathBuf {
+    let src = programs().join(source);
+    let exe = dir.join(source.split('.').next().unwrap());
+    let compiler = if source.ends_with(".cpp") {
+        "g++"
+    } else {
+        "cc"
+    };
+    let out = Command::new(compiler)
+        .args(["-O0", "-g", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(extra)
+        .output()
+        .expect("a C/C++ compiler (build-essential)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+struct Run {
+    out: Output,
+    trace: PathBuf,
+    raw: PathBuf,
+}
+
+/// `cargo test` builds fragsim but not the workspace's cdylib: build it (once per test
+/// binary) so fragsim finds it beside itself, current with the sources.
+fn build_preload() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let mut cargo = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+        cargo.args(["build", "-q", "-p", "fragsim-preload", "--manifest-path"]);
+        cargo.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
+        if !cfg!(debug_assertions) {
+            cargo.arg("--release");
+        }
+        assert!(cargo.status().unwrap().success(), "building preload/");
+    });
+}
+
+fn record(dir: &Path, flags: &[&str], command: &[&str]) -> Run {
+    build_preload();
+    let trace = dir.join("t.trace");
+    let raw = dir.join("raw");
+    let out = Command::new(FRAGSIM)
+        .arg("record")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--keep-raw")
+        .arg(&raw)
+        .args(flags)
+        .arg("--")
+        .args(command)
+        .output()
+        .unwrap();
+    Run { out, trace, raw }
+}
+
+/// The raw files by pid.
+fn raw_files(raw: &Path) -> Vec<(u64, PathBuf)> {
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(raw)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| {
+            let pid = p
+                .file_name()?
+                .to_str()?
+                .strip_prefix("raw.")?
+                .parse()
+                .ok()?;
+            Some((pid, p))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The records of the program's own raw file (the one pid whose file `fragsim record` made
+/// `t.trace` from: with one raw file, that one).
+fn only_process(raw: &Path) -> (Vec<Record>, ConvertSummary) {
+    let files = raw_files(raw);
+    assert_eq!(files.len(), 1, "one process: {files:?}");
+    raw_records(&files[0].1).unwrap()
+}
+
+fn calls_by_thread(records: &[Record]) -> HashMap<u32, Vec<Call>> {
+    let mut by: HashMap<u32, Vec<Call>> = HashMap::new();
+    for r in records {
+        if let Record::Call(c) = r {
+            by.entry(c.thread).or_default().push(*c);
+        }
+    }
+    by
+}
+
+fn alloc_sizes(records: &[Record]) -> Vec<u64> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Call(Call {
+                event: Event::Alloc { size, .. },
+                ..
+            }) => Some(*size),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Checks `calls` against the program's log lines (see sequence.cpp): same kinds, sizes and
+/// alignments in the same order, and every free/realloc names the object its log address
+/// was allocated as.
+fn check_against_log(calls: &[Call], log: &[&str]) {
+    assert_eq!(calls.len(), log.len(), "calls {calls:?}\nlog {log:?}");
+    let mut id_of: HashMap<&str, u32> = HashMap::new();
+    for (call, line) in calls.iter().zip(log) {
+        let f: Vec<&str> = line.split(' ').collect();
+        match (f[0], call.event) {
+            ("a", Event::Alloc { id, size, align }) => {
+                assert_eq!(
+                    (size, align),
+                    (f[2].parse().unwrap(), f[3].parse().unwrap()),
+                    "{line}"
+                );
+                id_of.insert(f[1], id);
+            }
+            ("r", Event::Realloc { id, size }) => {
+                assert_eq!(Some(&id), id_of.get(f[1]), "{line}");
+                assert_eq!(size, f[3].parse::<u64>().unwrap(), "{line}");
+                id_of.remove(f[1]);
+                id_of.insert(f[2], id);
+            }
+            ("f", Event::Free { id }) => {
+                assert_eq!(id_of.remove(f[1]), Some(id), "{line}");
+            }
+            _ => panic!("log line '{line}' but trace call {call:?}"),
+        }
+    }
+}
+
+#[test]
+fn known_sequence_event_for_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "sequence.cpp", &[]);
+    let run = record(dir.path(), &[], &[exe.to_str().unwrap()]);
+    assert!(
+        run.out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
+    let stdout = String::from_utf8(run.out.stdout).unwrap();
+    let mut sections = stdout.split("T ");
+    let main_log: Vec<&str> = sections.next().unwrap().lines().collect();
+    let (records, summary) = only_process(&run.raw);
+    assert!(!summary.truncated);
+    let by = calls_by_thread(&records);
+    // The main thread's window: from the first marker to the second.
+    let main = &by[&0];
+    let start = main
+        .iter()
+        .position(|c| matches!(c.event, Event::Alloc { size: 777001, .. }))
+        .unwrap();
+    check_against_log(&main[start..start + main_log.len()], &main_log);
+    // Each worker: all its calls, then its exit as its last record.
+    for (n, section) in sections.enumerate() {
+        let log: Vec<&str> = section.lines().skip(1).collect();
+        let size = 1000 + n as u64;
+        let (&thread, calls) = by
+            .iter()
+            .find(|(_, c)| matches!(c[0].event, Event::Alloc { size: s, .. } if s == size))
+            .unwrap();
+        check_against_log(calls, &log);
+        let last = records
+            .iter()
+            .rev()
+            .find(|r| match r {
+                Record::Call(c) => c.thread == thread,
+                Record::ThreadExit { thread: t, .. } => *t == thread,
+                _ => false,
+            })
+            .unwrap();
+        assert!(matches!(last, Record::ThreadExit { .. }), "{last:?}");
+    }
+    // Times never go back.
+    let times: Vec<u64> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Call(c) => c.time_ns,
+            _ => None,
+        })
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]));
+    // The written trace (v2) holds the same records.
+    let written: Vec<Record> = TraceReader::open(&run.trace)
+        .unwrap()
+        .records()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(written, records);
+}
+
+#[test]
+fn concurrent_threads_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "counting.c", &[]);
+    for round in 0..3 {
+        let sub = dir.path().join(format!("run{round}"));
+        std::fs::create_dir(&sub).unwrap();
+        let run = record(&sub, &[], &[exe.to_str().unwrap()]);
+        assert!(run.out.status.success());
+        let stdout = String::from_utf8(run.out.stdout).unwrap();
+        let (records, summary) = only_process(&run.raw);
+        // Every call of a consistent recording matches a live object: no repairs.
+        assert_eq!(summary.issues.total(), 0, "{:?}", summary.issues);
+        let by = calls_by_thread(&records);
+        for line in stdout.lines() {
+            let (i, count) = line.split_once(' ').unwrap();
+            let marker = 100000 + i.parse::<u64>().unwrap();
+            let calls = by
+                .values()
+                .find(|c| matches!(c[0].event, Event::Alloc { size, .. } if size == marker))
+                .unwrap_or_else(|| panic!("no thread starts with malloc({marker})"));
+            assert_eq!(
+                calls.len() as u64,
+                count.parse::<u64>().unwrap(),
+                "thread {i}, run {round}"
+            );
+        }
+        assert_eq!(summary.thread_exits, 4);
+        // TSC stamps scaled to ns: 4 x 20000 calls take well under a minute and more than 0.
+        assert!(summary.duration_ns > 0 && summary.duration_ns < 60_000_000_000);
+    }
+}
+
+#[test]
+fn fork_without_and_with_follow_forks() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "lifecycle.c", &[]);
+    let exe = exe.to_str().unwrap();
+    let plain = dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    let run = record(&plain, &[], &[exe, "fork"]);
+    assert!(run.out.status.success());
+    let (records, _) = only_process(&run.raw);
+    let sizes = alloc_sizes(&records);
+    assert!(sizes.contains(&11111) && sizes.contains(&33333));
+    assert!(
+        !sizes.contains(&22222),
+        "the child is not recorded without --follow-forks"
+    );
+
+    let follow = dir.path().join("follow");
+    std::fs::create_dir(&follow).unwrap();
+    let run = record(&follow, &["--follow-forks"], &[exe, "fork"]);
+    assert!(run.out.status.success());
+    let files = raw_files(&run.raw);
+    assert_eq!(files.len(), 2, "{files:?}");
+    let (parent, _) = raw_records(&files[0].1).unwrap();
+    let (child, summary) = raw_records(&files[1].1).unwrap();
+    assert!(alloc_sizes(&parent).contains(&33333));
+    assert!(!alloc_sizes(&parent).contains(&22222));
+    assert_eq!(alloc_sizes(&child), vec![22222]);
+    assert!(!summary.truncated);
+    // fragsim wrote the child's trace beside the program's.
+    let child_trace = PathBuf::from(format!("{}.{}", run.trace.display(), files[1].0));
+    assert_eq!(TraceReader::open(&child_trace).unwrap().count(), 2);
+}
+
+#[test]
+fn exec_through_a_shell_wrapper() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "lifecycle.c", &[]);
+    let wrapper = dir.path().join("wrapper.sh");
+    std::fs::write(&wrapper, "#!/bin/sh\nexec \"$@\"\n").unwrap();
+    let run = record(
+        dir.path(),
+        &[],
+        &[
+            "sh",
+            wrapper.to_str().unwrap(),
+            exe.to_str().unwrap(),
+            "alloc",
+        ],
+    );
+    assert!(run.out.status.success());
+    let (records, summary) = only_process(&run.raw);
+    assert_eq!(summary.images, 2, "the shell, then the program");
+    assert!(!summary.truncated);
+    let sizes = alloc_sizes(&records);
+    assert!(
+        sizes.contains(&11111) && sizes.contains(&44444),
+        "{sizes:?}"
+    );
+}
+
+#[test]
+fn exit_from_a_worker_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "lifecycle.c", &[]);
+    let run = record(dir.path(), &[], &[exe.to_str().unwrap(), "thread-exit"]);
+    assert_eq!(run.out.status.code(), Some(3), "the program's exit status");
+    let (records, summary) = only_process(&run.raw);
+    assert!(!summary.truncated);
+    assert!(alloc_sizes(&records).contains(&55555));
+}
+
+#[test]
+fn sigsegv_writes_a_truncated_trace_and_exits_139() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "lifecycle.c", &[]);
+    let run = record(dir.path(), &[], &[exe.to_str().unwrap(), "segv"]);
+    assert_eq!(run.out.status.code(), Some(139));
+    let stderr = String::from_utf8_lossy(&run.out.stderr);
+    assert!(
+        stderr.contains("truncated") && stderr.contains("signal 11"),
+        "{stderr}"
+    );
+    let (records, summary) = only_process(&run.raw);
+    assert!(summary.truncated);
+    assert_eq!(summary.signal, Some(11));
+    assert!(alloc_sizes(&records).contains(&66666));
+    let written: Vec<Event> = TraceReader::open(&run.trace)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(written
+        .iter()
+        .any(|e| matches!(e, Event::Alloc { size: 66666, .. })));
+}
+
+#[test]
+fn static_binary_says_preload_had_no_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = programs().join("lifecycle.c");
+    let exe = dir.path().join("static");
+    let built = Command::new("cc")
+        .args(["-static", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    if !built.success() {
+        eprintln!("skipped: no static libc to link against");
+        return;
+    }
+    let run = record(dir.path(), &[], &[exe.to_str().unwrap(), "thread-exit"]);
+    assert_eq!(run.out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&run.out.stderr);
+    assert!(stderr.contains("LD_PRELOAD had no effect"), "{stderr}");
+    assert_eq!(TraceReader::open(&run.trace).unwrap().count(), 0);
+}
+
+#[test]
+fn stacks_name_the_call_sites() {
+    if !Path::new("/usr/lib/x86_64-linux-gnu/libunwind.so.8").exists() {
+        eprintln!("SKIPPED: libunwind8 is not installed (apt-get install libunwind8)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "stacks.c", &[]);
+    let run = record(dir.path(), &["--stacks"], &[exe.to_str().unwrap()]);
+    assert!(
+        run.out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
+    let (records, _) = only_process(&run.raw);
+    let mut frames_of = HashMap::new();
+    for r in &records {
+        if let Record::Site { id, frames } = r {
+            frames_of.insert(*id, frames.clone());
+        }
+    }
+    let sites_of = |want: u64| -> Vec<u32> {
+        records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Call(Call {
+                    event: Event::Alloc { size, .. },
+                    site,
+                    ..
+                }) if *size == want => Some(site.expect("a site")),
+                _ => None,
+            })
+            .collect()
+    };
+    let (here, there) = (sites_of(12345), sites_of(23456));
+    assert_eq!(here.len(), 3);
+    // The same call site is one site, the other one another.
+    assert!(here.iter().all(|&s| s == here[0]) && there.iter().all(|&s| s == there[0]));
+    assert_ne!(here[0], there[0]);
+    // Innermost first, the recorder's own frames dropped: malloc's caller, then main (the
+    // names come from the test program's symbol table).
+    let names = |id: u32| -> Vec<String> {
+        frames_of[&id]
+            .iter()
+            .map(|f| f.to_string().split("+0x").next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        names(here[0])[..2],
+        ["alloc_here", "main"],
+        "{:?}",
+        frames_of[&here[0]]
+    );
+    assert_eq!(
+        names(there[0])[..2],
+        ["alloc_there", "main"],
+        "{:?}",
+        frames_of[&there[0]]
+    );
+    // Both called from main, at two different places in it.
+    assert_ne!(frames_of[&here[0]][1], frames_of[&there[0]][1]);
+}
