@@ -88,10 +88,6 @@ fn folders_import_only_what_architecture_md_allows() {
         ("containers", &["sim", "live", "report", "cli"]),
         ("whatif", &["live", "report", "cli"]),
         ("live", &["report", "whatif", "charts", "cli"]),
-        (
-            "measure",
-            &["whatif", "validate", "experiments", "report", "cli"],
-        ),
         ("validate", &["report", "cli"]),
         ("experiments", &["cli"]),
         ("report", &["cli"]),
