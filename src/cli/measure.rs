@@ -36,7 +36,9 @@ impl MeasureArgs {
 }
 
 pub fn run(args: &ReplayArgs) -> Result<i32> {
-    if args.live || args.allocator.explicit_config()?.is_some() || args.timeline.is_some() {
+    let build_given =
+        !args.allocator.preset.is_empty() || args.allocator.explicit_config()?.is_some();
+    if args.live || build_given || args.timeline.is_some() {
         bail!(
             "--measure takes no --live, build options or --timeline (it measures real allocators)"
         );
