@@ -155,8 +155,11 @@ pub(crate) fn import_note(name: &str, out: &Path, h: &TraceHeader, s: &ValgrindS
         "imported {} events ({} allocs, {} frees, {} reallocs; peak {} live objects) of PID {} from '{name}' into '{}'",
         h.events, h.allocs, h.frees, h.reallocs, h.peak_live_objects, s.pid, out.display()
     );
-    if s.issues.total() > 0 {
-        note.push_str(&format!("; {}", s.issues));
+    // Anything not imported exactly gets a line of its own, loudly.
+    if let Some(losses) = s.losses() {
+        note.push_str(&format!(
+            "\nwarning: not imported exactly from '{name}': {losses}"
+        ));
     }
     note
 }
