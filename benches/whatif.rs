@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fragsim::sim::{random_trace, Arena, WorkloadSpec};
-use fragsim::whatif::{replay_build, Build, ReplayOptions};
+use fragsim::whatif::{replay_build, replay_builds, Build, ReplayOptions};
 use std::hint::black_box;
 
 fragsim::use_jemalloc!();
@@ -45,6 +45,33 @@ fn whatif(c: &mut Criterion) {
             black_box(replay.peak)
         })
     });
+    group.finish();
+
+    // One read of the trace for several builds: the engine feeds each batch to every build's
+    // model in parallel, so 5 builds cost about one where there are cores for them.
+    let mut group = c.benchmark_group("whatif-builds");
+    group.throughput(Throughput::Elements(events.len() as u64));
+    group.sample_size(10);
+    let all: Vec<Build> = ["default", "quantum8", "page16k", "page64k", "5.3.1"]
+        .iter()
+        .map(|p| Build::preset(p).unwrap())
+        .collect();
+    for n in [1, 5] {
+        let builds = &all[..n];
+        group.bench_function(format!("{n}-builds"), |b| {
+            b.iter(|| {
+                let replays = replay_builds(
+                    builds,
+                    |b| Ok(Arena::new(b.config).unwrap()),
+                    || Ok(events.iter().map(|&e| Ok::<_, std::io::Error>(e))),
+                    ReplayOptions { every: None },
+                    &|_| {},
+                )
+                .unwrap();
+                black_box(replays.len())
+            })
+        });
+    }
     group.finish();
 }
 

@@ -10,6 +10,7 @@ pub mod charts;
 pub mod cleanup;
 pub mod cli;
 pub mod containers;
+pub mod engine;
 pub mod error;
 pub mod experiments;
 pub mod export;

@@ -70,9 +70,10 @@ fn text_import_dump_is_identity_and_stats_are_hand_computed() {
     let row = csv.lines().nth(1).unwrap();
     assert_eq!(
         csv.lines().next().unwrap(),
-        "trace,events,allocs,frees,reallocs,max_live_objects,peak_requested_bytes,final_requested_bytes"
+        "trace,events,allocs,frees,reallocs,max_live_objects,peak_requested_bytes,final_requested_bytes,threads,events_per_thread,cross_thread_frees,duration_ns,sites"
     );
-    assert_eq!(row, format!("{},7,4,2,1,3,350,8", s(&trace)));
+    // One thread with all 7 calls, no times, no sites.
+    assert_eq!(row, format!("{},7,4,2,1,3,350,8,1,7,0,,0", s(&trace)));
     let hist = stdout_of(&[
         "trace",
         "stats",
@@ -197,7 +198,7 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     std::fs::write(&magic, b"hello world, not a trace").unwrap();
     assert_rejected(
         &fragsim(&["trace", "dump", s(&magic)]),
-        &["magic.trace", "not a fragsim trace"],
+        &["magic.trace", "not a trace"],
     );
     let mut v9 = bytes.clone();
     v9[8] = 9;

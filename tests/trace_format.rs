@@ -231,7 +231,7 @@ fn writer_refuses_inconsistent_events() {
 #[test]
 fn bad_text_lines_name_the_line() {
     let cases = [
-        ("a 0 8\nb 1\n", "line 2: unknown event 'b'"),
+        ("a 0 8\nb 1\n", "line 2: unknown line 'b'"),
         ("a 0 x\n", "line 1: size 'x' is not a non-negative integer"),
         ("a 4294967296 8\n", "line 1: id 4294967296 is out of range"),
         ("a 1 8\n", "line 1: alloc id 1 is out of range"),

@@ -163,7 +163,7 @@ fn bad_input_is_one_line_exit_2_before_any_work() {
     );
     assert_rejected(&["replay", trace, "--every", "0"], "--every");
     let file = dir.path().join("a-file");
-    std::fs::write(&file, b"x").unwrap();
+    std::fs::write(&file, b"z").unwrap();
     let under_file = file.join("charts");
     assert_rejected(
         &["replay", trace, "--charts", under_file.to_str().unwrap()],
@@ -177,7 +177,7 @@ fn bad_input_is_one_line_exit_2_before_any_work() {
             "--preset",
             "default,quantum8",
         ],
-        "unknown event 'x'",
+        "its first line starts with 'z'",
     );
     // Nothing was written for the rejected runs.
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();

@@ -6,7 +6,7 @@ use crate::live::replay::{replay_compare, serve_child, Api, LiveAllocator, LiveO
 use crate::sim::replay::{default_every, timeline_row};
 use crate::sim::{replay, summary_table};
 use crate::sizeclass::{build_name, build_title};
-use crate::trace::{read_text_named, Event, TraceReader};
+use crate::trace::Event;
 use crate::whatif::timeline_columns;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -43,28 +43,11 @@ pub struct ReplayArgs {
     pub whatif: super::whatif::WhatifArgs,
 }
 
-/// Whether `path` starts with the binary trace magic.
-fn is_binary(path: &Path) -> Result<bool> {
-    use std::io::Read;
-    let mut magic = [0u8; 8];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut magic))
-        .with_context(|| format!("cannot read trace '{}'", path.display()))?;
-    Ok(magic[..n] == *b"FSIMTRC\0")
-}
-
-/// Reads a whole trace into memory: the binary format, or the text form when the file does
-/// not start with the binary magic.
+/// Reads a whole trace into memory (any form [`crate::trace::open`] reads).
 pub fn load_trace(path: &Path) -> Result<Vec<Event>> {
-    if is_binary(path)? {
-        let reader = TraceReader::open(path)?;
-        Ok(reader.collect::<Result<Vec<_>, _>>()?)
-    } else {
-        let file = std::fs::File::open(path)
-            .with_context(|| format!("cannot read trace '{}'", path.display()))?;
-        let name = path.display().to_string();
-        Ok(read_text_named(std::io::BufReader::new(file), &name).collect::<Result<Vec<_>, _>>()?)
-    }
+    Ok(crate::trace::open(path)?
+        .events()
+        .collect::<Result<Vec<_>, _>>()?)
 }
 
 pub fn run(args: ReplayArgs) -> Result<i32> {
@@ -118,13 +101,11 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         }
     };
     // A binary trace streams (its header has the event count); a text trace is loaded.
-    let summary = if is_binary(&args.trace)? {
-        let reader = TraceReader::open(&args.trace)?;
-        let every = args
-            .every
-            .unwrap_or_else(|| default_every(reader.header().events));
+    let opened = crate::trace::open(&args.trace)?;
+    let summary = if let Some(count) = opened.events_hint() {
+        let every = args.every.unwrap_or_else(|| default_every(count));
         let mut read_error = None;
-        let events = reader.map_while(|r| match r {
+        let events = opened.events().map_while(|r| match r {
             Ok(e) => Some(e),
             Err(e) => {
                 read_error = Some(e);
@@ -137,7 +118,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         }
         summary
     } else {
-        let events = load_trace(&args.trace)?;
+        let events = opened.events().collect::<Result<Vec<_>, _>>()?;
         let every = args
             .every
             .unwrap_or_else(|| default_every(events.len() as u64));

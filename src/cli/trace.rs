@@ -3,8 +3,9 @@
 use super::OutputArgs;
 use crate::export::{OutputFile, Table};
 use crate::trace::{
-    histogram_table, import_valgrind, read_text_named, stats_table, trace_stats, write_text,
-    TraceError, TraceHeader, TraceReader, TraceWriter, ValgrindOptions, ValgrindSummary,
+    histogram_table, import_heaptrack, import_valgrind, read_text_records, stats_table,
+    trace_stats_records, write_text_records, Fields, HeaptrackSummary, RecordStream, TraceError,
+    TraceHeader, TraceWriter, ValgrindOptions, ValgrindSummary,
 };
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
@@ -20,9 +21,10 @@ pub struct TraceArgs {
 
 #[derive(Subcommand, Debug)]
 enum TraceCommand {
-    /// Convert a valgrind log or a text trace into a binary trace.
+    /// Convert a valgrind log, heaptrack's raw output or a text trace into a binary trace.
     Import(ImportArgs),
-    /// Print a binary trace in the text form (`a ID SIZE [ALIGN]`, `f ID`, `r ID SIZE`).
+    /// Print a trace in the text form (`a ID SIZE [ALIGN] [@SITE]`, `f ID`, `r ID SIZE`, and
+    /// `t TID`, `T NS`, `s SITE FRAMES`, `x` for threads, times, sites and thread exits).
     Dump(DumpArgs),
     /// Counts, live objects, requested bytes (one row per trace), or the size histogram.
     Stats(StatsArgs),
@@ -35,6 +37,8 @@ pub enum TraceSource {
     Valgrind,
     /// The text form.
     Text,
+    /// heaptrack's raw output (`heaptrack -r PROGRAM`, the `.raw.zst` file).
+    Heaptrack,
 }
 
 #[derive(Args, Debug)]
@@ -93,23 +97,65 @@ fn open_input(path: &Path) -> Result<(Box<dyn BufRead>, String), TraceError> {
 
 fn import(a: ImportArgs) -> Result<i32> {
     super::args::refuse_outputs_over_inputs(&[("the input", &a.input)], &[("-o", Some(&a.out))])?;
-    if a.from == TraceSource::Text && (a.pid.is_some() || a.strict) {
+    if a.from != TraceSource::Valgrind && (a.pid.is_some() || a.strict) {
         anyhow::bail!("--pid and --strict apply to --from valgrind only (text input is always checked strictly)");
     }
     let (input, name) = open_input(&a.input)?;
-    let mut writer = create_trace(&a.out)?;
     let options = ValgrindOptions {
         pid: a.pid,
         strict: a.strict,
     };
     match a.from {
         TraceSource::Valgrind => {
+            let writer = create_trace(&a.out)?;
             let (header, summary) = import_valgrind_file(input, &name, &options, writer)?;
             super::output::print_error(&import_note(&name, &a.out, &header, &summary));
         }
+        TraceSource::Heaptrack => {
+            let fields = Fields {
+                threads: false,
+                times: true,
+                sites: true,
+            };
+            let mut writer = create_trace_with(&a.out, fields)?;
+            let summary = import_heaptrack(input, &name, |r| writer.write_record(r))?;
+            let header = finish_trace(writer)?;
+            let mut note = format!(
+                "imported {} events ({} allocs, {} frees; {} call sites, {} ms) from '{name}' into '{}'; {}",
+                header.events,
+                header.allocs,
+                header.frees,
+                summary.sites,
+                summary.duration_ms,
+                a.out.display(),
+                HeaptrackSummary::LIMITS
+            );
+            if summary.issues.total() > 0 {
+                note.push_str(&format!("; {}", summary.issues));
+            }
+            super::output::print_error(&note);
+        }
         TraceSource::Text => {
-            for event in read_text_named(input, &name) {
-                writer.write(&event?)?;
+            // The context a v2 text trace uses decides the binary layout up front: a file is
+            // read twice (once for its fields), standard input is held in memory.
+            let (fields, records): (Fields, RecordStream) = if a.input == Path::new("-") {
+                let records: Vec<_> = read_text_records(input, &name).collect::<Result<_, _>>()?;
+                let fields = records
+                    .iter()
+                    .fold(Fields::NONE, |f, r| f.union(Fields::of(r)));
+                (fields, Box::new(records.into_iter().map(Ok)))
+            } else {
+                let mut scan = read_text_records(input, &name);
+                for record in scan.by_ref() {
+                    record?;
+                }
+                let file = File::open(&a.input).map_err(|e| TraceError::io(&name, e))?;
+                let reread = read_text_records(BufReader::with_capacity(1 << 16, file), &name);
+                (scan.fields(), Box::new(reread))
+            };
+            let mut writer = create_trace_with(&a.out, fields)?;
+            for record in records {
+                writer.write_record(&record?)?;
             }
             let header = finish_trace(writer)?;
             super::output::print_error(&format!(
@@ -138,8 +184,17 @@ pub(crate) fn import_valgrind_file(
 /// is followed, a device or FIFO written through (never replaced), a regular file replaced
 /// whole on [`finish_trace`] only.
 pub(crate) fn create_trace(path: &Path) -> Result<TraceWriter<OutputFile>> {
+    create_trace_with(path, Fields::NONE)
+}
+
+/// As [`create_trace`], for records with threads, times or sites (format v2).
+pub(crate) fn create_trace_with(path: &Path, fields: Fields) -> Result<TraceWriter<OutputFile>> {
     let out = OutputFile::create(path)?;
-    Ok(TraceWriter::named(out, &path.display().to_string())?)
+    Ok(TraceWriter::named_with(
+        out,
+        &path.display().to_string(),
+        fields,
+    )?)
 }
 
 /// Finishes a trace from [`create_trace`] and moves it into place.
@@ -165,8 +220,8 @@ pub(crate) fn import_note(name: &str, out: &Path, h: &TraceHeader, s: &ValgrindS
 }
 
 fn dump(a: DumpArgs) -> Result<i32> {
-    let reader = TraceReader::open(&a.trace)?;
-    match write_text(std::io::stdout().lock(), reader) {
+    let records = crate::trace::open(&a.trace)?.records();
+    match write_text_records(std::io::stdout().lock(), records) {
         Ok(_) => Ok(0),
         // A closed pipe (`| head`) is not an error worth a message.
         Err(TraceError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
@@ -186,7 +241,7 @@ fn stats(a: StatsArgs) -> Result<i32> {
     let mut table: Option<Table> = None;
     for path in &a.traces {
         let name = path.display().to_string();
-        let s = trace_stats(TraceReader::open(path)?)?;
+        let s = trace_stats_records(crate::trace::open(path)?.records())?;
         let one = if a.histogram {
             let mut t = histogram_table(&name, &s);
             t.columns.insert(0, "trace".into());

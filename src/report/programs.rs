@@ -5,7 +5,6 @@ use super::Written;
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
 use crate::live::replay::{replay_compare, LiveOptions};
-use crate::trace::TraceReader;
 use crate::whatif::{
     chart_every, class_table, figures, parse_builds, replay_trace, trace_events, whatif_table,
     Build, BuildReplay, ReplayOptions, REPORT_BUILDS,
@@ -278,8 +277,9 @@ pub fn replay_program(path: &Path, options: &ProgramsOptions) -> Result<ProgramR
 
 /// The model against the live jemalloc on the trace at `path`.
 pub fn live_check(path: &Path, events: u64, options: &LiveOptions) -> Result<LiveCheck> {
-    let reader = TraceReader::open(path)?;
-    let events_list = reader.collect::<Result<Vec<_>, _>>()?;
+    let events_list = crate::trace::open(path)?
+        .events()
+        .collect::<Result<Vec<_>, _>>()?;
     let options = LiveOptions {
         every: events.div_ceil(LIVE_SNAPSHOTS).max(1),
         ..options.clone()

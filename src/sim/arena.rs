@@ -43,16 +43,34 @@ pub struct Arena {
     stats: ArenaStats,
     page: u64,
     large_pad: u64,
-    /// Bin index by `(usize - 1) >> 3` for small sizes (jemalloc's `sz_size2index_tab`).
+    /// Bin index by `(size - 1) >> 3` for small sizes (jemalloc's `sz_size2index_tab`);
+    /// every class is a multiple of 8, so a request and its usable size index alike.
     bin_of: Vec<u8>,
+    /// `small_maxclass`, kept at hand for the fast path.
+    small_max: u64,
     big_requests: std::collections::HashMap<u32, u64>,
     aligns: std::collections::HashMap<u32, u64>,
 }
 
 impl Arena {
     /// A fresh arena of the build `config` (its version and `large_page_rounding` choose
-    /// the page allocator's rules).
+    /// the page allocator's rules and the bins' pairing heap).
     pub fn new(config: AllocatorConfig) -> Result<Arena, SimError> {
+        let heap = match config.version {
+            JemallocVersion::V5_3_0 => Heap::new_5_3_0(),
+            JemallocVersion::V5_3_1 => Heap::default(),
+        };
+        Self::with_bin_heap(config, heap)
+    }
+
+    /// A fresh arena of `config` whose bins always hand out the non-full slab with the lowest
+    /// (serial number, address), as 5.3.1 does: for 5.3.0 builds, the rule the model followed
+    /// before it mirrored 5.3.0's heap. Kept to show where the two part ways.
+    pub fn with_min_heap_bins(config: AllocatorConfig) -> Result<Arena, SimError> {
+        Self::with_bin_heap(config, Heap::default())
+    }
+
+    fn with_bin_heap(config: AllocatorConfig, heap: Heap) -> Result<Arena, SimError> {
         let classes = SizeClasses::new(config).map_err(|e| SimError::Config(e.to_string()))?;
         let rules = match config.version {
             JemallocVersion::V5_3_1 => Rules {
@@ -92,7 +110,7 @@ impl Arena {
             .iter()
             .map(|c| Bin {
                 cur: NIL,
-                nonfull: Heap::default(),
+                nonfull: heap,
                 size: c.size,
                 nregs: c.nregs as u32,
                 slab_size: c.slab_size,
@@ -105,16 +123,16 @@ impl Arena {
             )));
         }
         let small_max = classes.small_maxclass();
-        let bin_of: Vec<u8> = (0..small_max.div_ceil(8))
-            .map(|i| {
-                let size = i * 8 + 1;
-                classes.bins().partition_point(|c| c.size < size) as u8
-            })
-            .collect();
+        // One pass over the classes (they ascend): entry i serves sizes 8i+1 ..= 8i+8.
+        let mut bin_of = Vec::with_capacity(small_max.div_ceil(8) as usize);
+        for (b, c) in classes.bins().iter().enumerate() {
+            bin_of.resize(c.size.div_ceil(8) as usize, b as u8);
+        }
         Ok(Arena {
             big_requests: Default::default(),
             aligns: Default::default(),
             bin_of,
+            small_max,
             bin_stats: vec![BinStats::default(); bins.len()],
             bins,
             pac,
@@ -149,8 +167,65 @@ impl Arena {
     }
 
     /// Applies one event. On error the arena is unchanged except for the event count.
+    ///
+    /// The common events (a small unaligned allocation, a free) take a short path that
+    /// touches the object table, one bin and one slab; everything else goes through
+    /// [`Arena::apply_other`].
+    #[inline]
     pub fn apply(&mut self, event: Event) -> Result<(), SimError> {
         self.stats.events += 1;
+        match event {
+            Event::Alloc { id, size, align } if align <= 1 && size <= self.small_max => {
+                let i = id as usize;
+                match self.objects.get(i) {
+                    Some(o) if o.extent != NIL => {
+                        return Err(SimError::AllocOfLiveId {
+                            event: self.stats.events,
+                            id,
+                        })
+                    }
+                    Some(_) => {}
+                    None => self.grow_objects(i),
+                }
+                let b = self.bin_of[((size.max(1) - 1) >> 3) as usize] as usize;
+                let slab = self.malloc_small(self.stats.events, b)?;
+                // `size <= small_max` fits in the short request field.
+                self.objects[i] = Object {
+                    extent: slab,
+                    request: size as u32,
+                };
+                self.stats.live_objects += 1;
+                self.stats.requested_bytes += size;
+                Ok(())
+            }
+            Event::Free { id } => {
+                let obj = match self.objects.get(id as usize) {
+                    Some(&o) if o.extent != NIL => o,
+                    _ => {
+                        return Err(SimError::FreeOfDeadId {
+                            event: self.stats.events,
+                            id,
+                        })
+                    }
+                };
+                let request = if obj.request == u32::MAX || !self.aligns.is_empty() {
+                    self.forget_side_tables(id, obj)
+                } else {
+                    u64::from(obj.request)
+                };
+                self.objects[id as usize] = DEAD;
+                self.remove(obj.extent);
+                self.stats.live_objects -= 1;
+                self.stats.requested_bytes -= request;
+                Ok(())
+            }
+            _ => self.apply_other(event),
+        }
+    }
+
+    /// Large or aligned allocations and reallocs.
+    #[inline(never)]
+    fn apply_other(&mut self, event: Event) -> Result<(), SimError> {
         let n = self.stats.events;
         match event {
             Event::Alloc { id, size, align } => {
@@ -166,19 +241,7 @@ impl Arena {
                 self.stats.live_objects += 1;
                 self.stats.requested_bytes += size;
             }
-            Event::Free { id } => {
-                let obj = self
-                    .live(id)
-                    .ok_or(SimError::FreeOfDeadId { event: n, id })?;
-                let request = self.request_of(id, obj);
-                self.remove(obj.extent);
-                self.objects[id as usize] = DEAD;
-                if !self.aligns.is_empty() {
-                    self.aligns.remove(&id);
-                }
-                self.stats.live_objects -= 1;
-                self.stats.requested_bytes -= request;
-            }
+            Event::Free { .. } => unreachable!("frees take the short path"),
             Event::Realloc { id, size } => {
                 let obj = self
                     .live(id)
@@ -192,6 +255,24 @@ impl Arena {
             }
         }
         Ok(())
+    }
+
+    /// A freed object's request (from the side table when it is 4 GiB or more); its
+    /// alignment, if any, is forgotten.
+    #[cold]
+    #[inline(never)]
+    fn forget_side_tables(&mut self, id: u32, obj: Object) -> u64 {
+        self.aligns.remove(&id);
+        self.request_of(id, obj)
+    }
+
+    /// Makes room for id `i` in the object table (doubling, so a trace of growing ids costs
+    /// amortised O(1)).
+    #[cold]
+    #[inline(never)]
+    fn grow_objects(&mut self, i: usize) {
+        let len = (i + 1).max(self.objects.len() * 2).max(1024);
+        self.objects.resize(len, DEAD);
     }
 
     #[inline]
@@ -213,7 +294,7 @@ impl Arena {
     fn set(&mut self, id: u32, extent: u32, request: u64) {
         let i = id as usize;
         if i >= self.objects.len() {
-            self.objects.resize(i + 1, DEAD);
+            self.grow_objects(i);
         }
         let short = if request >= u64::from(u32::MAX) {
             self.big_requests.insert(id, request);
@@ -235,7 +316,7 @@ impl Arena {
             if !align.is_power_of_two() {
                 return Err(SimError::BadAlignment { event, align });
             }
-            let small_max = self.classes.small_maxclass();
+            let small_max = self.small_max;
             let large_min = self.classes.large_minclass();
             if size <= small_max && align <= self.page {
                 let u = self
@@ -259,7 +340,7 @@ impl Arena {
     /// Allocates `usize` bytes: from a bin or as a large extent. Returns the slab or extent.
     #[inline]
     fn place(&mut self, event: u64, usize: u64) -> Result<u32, SimError> {
-        if usize <= self.classes.small_maxclass() {
+        if usize <= self.small_max {
             let bin = self.bin_index(usize);
             self.malloc_small(event, bin)
         } else {
@@ -289,19 +370,27 @@ impl Arena {
         }
     }
 
-    /// `arena_malloc_small` without a thread cache: the slab with the lowest
-    /// (serial number, address) that has room, else a fresh slab.
+    /// `arena_malloc_small` without a thread cache: the current slab, else the heap's first
+    /// (the lowest (serial number, address) non-full slab in 5.3.1; in 5.3.0 whatever its
+    /// heap returns), else a fresh slab.
     #[inline]
     fn malloc_small(&mut self, event: u64, b: usize) -> Result<u32, SimError> {
-        let cur = self.bins[b].cur;
-        let cur = if cur != NIL && self.pac.ext.get(cur).nfree > 0 {
-            cur
-        } else {
-            self.refill(event, b)?
+        let bin = &self.bins[b];
+        let (cur, size) = (bin.cur, bin.size);
+        // `cur` is NIL (u32::MAX, past any record) or a live slab.
+        let cur = match self.pac.ext.v.get_mut(cur as usize) {
+            Some(e) if e.nfree > 0 => {
+                e.nfree -= 1;
+                cur
+            }
+            _ => {
+                let slab = self.refill(event, b)?;
+                self.pac.ext.get_mut(slab).nfree -= 1;
+                slab
+            }
         };
-        self.pac.ext.get_mut(cur).nfree -= 1;
         self.bin_stats[b].curregs += 1;
-        self.stats.allocated_bytes += self.bins[b].size;
+        self.stats.allocated_bytes += size;
         Ok(cur)
     }
 
@@ -336,12 +425,7 @@ impl Arena {
     /// allocator at once; a full slab that gains a free region becomes current if it sorts
     /// below the current one (`bin_lower_slab`).
     #[inline]
-    fn free_small(&mut self, b: usize, slab: u32) {
-        let nfree = {
-            let e = self.pac.ext.get_mut(slab);
-            e.nfree += 1;
-            e.nfree
-        };
+    fn free_small(&mut self, b: usize, slab: u32, nfree: u32) {
         self.bin_stats[b].curregs -= 1;
         let bin = &self.bins[b];
         self.stats.allocated_bytes -= bin.size;
@@ -385,9 +469,11 @@ impl Arena {
 
     #[inline]
     fn remove(&mut self, extent: u32) {
-        let e = self.pac.ext.get(extent);
+        let e = self.pac.ext.get_mut(extent);
         if e.slab {
-            self.free_small(e.bin as usize, extent);
+            e.nfree += 1;
+            let (b, nfree) = (e.bin as usize, e.nfree);
+            self.free_small(b, extent, nfree);
         } else {
             let size = e.size;
             self.stats.active_bytes -= size;
@@ -399,7 +485,7 @@ impl Arena {
     /// `arena_ralloc`: same small class in place; large to large in place when the page
     /// allocator can (`large_ralloc_no_move`); anything else allocates anew, then frees.
     fn realloc(&mut self, event: u64, extent: u32, usize: u64) -> Result<u32, SimError> {
-        let small_max = self.classes.small_maxclass();
+        let small_max = self.small_max;
         let e = *self.pac.ext.get(extent);
         if e.slab && usize <= small_max {
             if self.bin_index(usize) == e.bin as usize {

@@ -157,6 +157,50 @@ pub(crate) struct Pac {
     /// Sizes of the mappings made, by serial number.
     pub mappings: Vec<u64>,
     pub mapped_total: u64,
+    /// The extent-set indices of sizes below `MEMO_PAGES` pages, filled as they are asked
+    /// for (each costs a few dozen instructions of quantisation, once per size).
+    memo: IndexMemo,
+}
+
+/// Page-size class indices by size in pages: `extent_index + 1` in the low half,
+/// `request_index + 1` in the high half, 0 while not yet computed.
+struct IndexMemo {
+    lg_page: u32,
+    by_pages: Vec<u32>,
+}
+
+/// Sizes the memo covers: up to 4 MiB in 4 KiB pages (a 4 KiB table, zeroed by the
+/// system: `vec![0; n]` asks for zeroed memory).
+const MEMO_PAGES: usize = 1024;
+
+impl IndexMemo {
+    #[inline]
+    fn get(&mut self, psz: &PageSizeClasses, size: u64, request: bool) -> usize {
+        let pages = (size >> self.lg_page) as usize;
+        let exact = (pages as u64) << self.lg_page == size;
+        match self.by_pages.get_mut(pages) {
+            Some(cell) if exact => {
+                let shift = if request { 16 } else { 0 };
+                let v = (*cell >> shift) & 0xffff;
+                if v != 0 {
+                    return v as usize - 1;
+                }
+                let i = Self::compute(psz, size, request);
+                *cell |= (i as u32 + 1) << shift;
+                i
+            }
+            _ => Self::compute(psz, size, request),
+        }
+    }
+
+    #[cold]
+    fn compute(psz: &PageSizeClasses, size: u64, request: bool) -> usize {
+        if request {
+            psz.request_index(size)
+        } else {
+            psz.extent_index(size)
+        }
+    }
 }
 
 /// Why the page allocator could not serve a request.
@@ -179,7 +223,6 @@ impl Pac {
             ext: Extents::default(),
             dirty: Eset::new(n),
             retained: Eset::new(n),
-            psz,
             rules,
             lg_max_active_fit: 6,
             large_minclass,
@@ -191,7 +234,25 @@ impl Pac {
             exp_grow_limit,
             mappings: Vec::new(),
             mapped_total: 0,
+            memo: IndexMemo {
+                // The smallest page-size class is one page.
+                lg_page: psz.pind2sz(0).trailing_zeros(),
+                by_pages: vec![0; MEMO_PAGES],
+            },
+            psz,
         }
+    }
+
+    /// `psz.extent_index(size)`, memoised.
+    #[inline]
+    fn extent_index(&mut self, size: u64) -> usize {
+        self.memo.get(&self.psz, size, false)
+    }
+
+    /// `psz.request_index(size)`, memoised.
+    #[inline]
+    fn request_index(&mut self, size: u64) -> usize {
+        self.memo.get(&self.psz, size, true)
     }
 
     fn eset(&mut self, state: State) -> &mut Eset {
@@ -203,7 +264,7 @@ impl Pac {
 
     fn eset_insert(&mut self, state: State, id: u32) {
         self.ext.get_mut(id).state = state;
-        let pind = self.psz.extent_index(self.ext.get(id).size);
+        let pind = self.extent_index(self.ext.get(id).size);
         let eset = match state {
             State::Dirty => &mut self.dirty,
             _ => &mut self.retained,
@@ -215,7 +276,7 @@ impl Pac {
     }
 
     fn eset_remove(&mut self, state: State, id: u32) {
-        let pind = self.psz.extent_index(self.ext.get(id).size);
+        let pind = self.extent_index(self.ext.get(id).size);
         let eset = match state {
             State::Dirty => &mut self.dirty,
             _ => &mut self.retained,
@@ -233,11 +294,11 @@ impl Pac {
 
     /// `eset_first_fit` (alignment of one page, not exact-only).
     fn first_fit(&mut self, state: State, size: u64, lg_max_fit: u32) -> u32 {
-        let pind = self.psz.request_index(size);
+        let pind = self.request_index(size);
         let mut ret = NIL;
         let mut ret_key = (0, 0);
         if self.rules.enumerate_below {
-            let pind_prev = self.psz.extent_index(size);
+            let pind_prev = self.extent_index(size);
             if pind != pind_prev {
                 let ext = &self.ext;
                 let eset = match state {

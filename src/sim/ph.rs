@@ -2,6 +2,13 @@
 //! operation: the same links, the same auxiliary list, the same merges. Which extent a 5.3.1
 //! first-fit returns depends on the heap's shape (it enumerates nodes breadth-first), so the
 //! shape must be the one jemalloc builds, not just the order.
+//!
+//! Two releases of `ph.h`: 5.3.1's (commit 10d71315, "Ensure that the root of a heap is always
+//! the best element") and 5.3.0's ([`Heap::new_5_3_0`]). In 5.3.0 `ph_remove` of a root with
+//! no children promotes the head of the auxiliary list unmerged, so the root need not be the
+//! minimum; a later insert that sorts below that root (but above a smaller aux node) takes
+//! the root over the aux nodes, and `first` / `remove_first` then return a node that is not
+//! the minimum. 5.3.0's bins hand out slabs in that order, so its model must too.
 
 /// No node.
 pub const NIL: u32 = u32::MAX;
@@ -36,13 +43,17 @@ pub trait Nodes {
 pub struct Heap {
     pub root: u32,
     auxcount: u64,
+    /// 5.3.0's `ph.h` rather than 5.3.1's (see the module documentation).
+    v5_3_0: bool,
 }
 
 impl Default for Heap {
+    /// An empty heap with 5.3.1's rules.
     fn default() -> Self {
         Heap {
             root: NIL,
             auxcount: 0,
+            v5_3_0: false,
         }
     }
 }
@@ -147,10 +158,20 @@ fn merge_children<N: Nodes>(n: &mut N, phn: u32) -> u32 {
 }
 
 impl Heap {
+    /// An empty heap with jemalloc 5.3.0's rules.
+    pub fn new_5_3_0() -> Heap {
+        Heap {
+            v5_3_0: true,
+            ..Heap::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.root == NIL
     }
 
+    /// `ph_merge_aux`. 5.3.1 knows the root is the minimum (`phn_merge_ordered`); 5.3.0
+    /// compares (`phn_merge`), so the merged aux list can take the root.
     fn merge_aux<N: Nodes>(&mut self, n: &mut N) {
         self.auxcount = 0;
         let phn = n.link(self.root).next;
@@ -158,7 +179,11 @@ impl Heap {
             detach(n, self.root);
             n.link_mut(phn).prev = NIL;
             let phn = merge_siblings(n, phn);
-            merge_ordered(n, self.root, phn);
+            if self.v5_3_0 {
+                self.root = merge(n, self.root, phn);
+            } else {
+                merge_ordered(n, self.root, phn);
+            }
         }
     }
 
@@ -195,6 +220,9 @@ impl Heap {
 
     /// `ph_insert`.
     pub fn insert<N: Nodes>(&mut self, n: &mut N, phn: u32) {
+        if self.v5_3_0 {
+            return self.insert_5_3_0(n, phn);
+        }
         *n.link_mut(phn) = Link::default();
         if self.root == NIL {
             self.root = phn;
@@ -223,6 +251,40 @@ impl Heap {
         }
     }
 
+    /// 5.3.0's `ph_insert`: the aux count is bumped before the push and the merges after it
+    /// number `ffs(auxcount - 1)` (5.3.1: `ffs(auxcount)`); an insert into an empty heap
+    /// also runs them (on a stale count, with nothing to merge).
+    fn insert_5_3_0<N: Nodes>(&mut self, n: &mut N, phn: u32) {
+        *n.link_mut(phn) = Link::default();
+        if self.root == NIL {
+            self.root = phn;
+        } else {
+            if less(n, phn, self.root) {
+                n.link_mut(phn).lchild = self.root;
+                n.link_mut(self.root).prev = phn;
+                self.root = phn;
+                self.auxcount = 0;
+                return;
+            }
+            self.auxcount += 1;
+            let root_next = n.link(self.root).next;
+            n.link_mut(phn).next = root_next;
+            if root_next != NIL {
+                n.link_mut(root_next).prev = phn;
+            }
+            n.link_mut(phn).prev = self.root;
+            n.link_mut(self.root).next = phn;
+        }
+        if self.auxcount > 1 {
+            let nmerges = (self.auxcount - 1).trailing_zeros();
+            for _ in 0..nmerges {
+                if self.try_aux_merge_pair(n) {
+                    break;
+                }
+            }
+        }
+    }
+
     /// `ph_remove_first`.
     pub fn remove_first<N: Nodes>(&mut self, n: &mut N) -> u32 {
         if self.root == NIL {
@@ -236,7 +298,23 @@ impl Heap {
 
     /// `ph_remove`.
     pub fn remove<N: Nodes>(&mut self, n: &mut N, phn: u32) {
-        if self.root == phn {
+        if self.root == phn && self.v5_3_0 {
+            // 5.3.0: a root without children gives way to the aux list's head, unmerged
+            // (the quirk: that head need not be the minimum). Otherwise the aux list is
+            // merged first, which may put a smaller node above `phn`.
+            if n.link(phn).lchild == NIL {
+                self.root = n.link(phn).next;
+                if self.root != NIL {
+                    n.link_mut(self.root).prev = NIL;
+                }
+                return;
+            }
+            self.merge_aux(n);
+            if self.root == phn {
+                self.root = merge_children(n, phn);
+                return;
+            }
+        } else if self.root == phn {
             self.merge_aux(n);
             self.root = merge_children(n, phn);
             return;
@@ -348,5 +426,39 @@ mod tests {
             got.push(nodes.keys[first as usize]);
         }
         assert_eq!(got, expected);
+    }
+
+    fn drain(heap: &mut Heap, nodes: &mut Keys) -> Vec<u64> {
+        let mut got = Vec::new();
+        while !heap.is_empty() {
+            let first = heap.remove_first(nodes);
+            got.push(nodes.keys[first as usize]);
+        }
+        got
+    }
+
+    #[test]
+    fn the_5_3_0_heap_hands_out_a_node_above_the_minimum() {
+        // Hand-derived from 5.3.0's ph.h: insert 10, 20, 30 (aux list 30 -> 20: with
+        // auxcount 1 then 2, `ffs(auxcount - 1)` asks for no merge); remove the childless
+        // root 10 (its aux head 30 becomes the root, 20 still in its aux list); insert 25,
+        // which sorts below the root 30 and takes the root with 30 and 20 as children. The
+        // first node is then 25, not 20. 5.3.1 keeps the root minimal: 20, 25, 30.
+        for (heap, expected) in [
+            (Heap::new_5_3_0(), vec![25, 20, 30]),
+            (Heap::default(), vec![20, 25, 30]),
+        ] {
+            let mut heap = heap;
+            let mut nodes = Keys {
+                links: vec![Link::default(); 4],
+                keys: vec![10, 20, 30, 25],
+            };
+            for i in 0..3 {
+                heap.insert(&mut nodes, i);
+            }
+            heap.remove(&mut nodes, 0);
+            heap.insert(&mut nodes, 3);
+            assert_eq!(drain(&mut heap, &mut nodes), expected);
+        }
     }
 }

@@ -15,7 +15,7 @@ pub enum TraceError {
     #[error("'{file}': not a fragsim trace (bad magic {found:02x?})")]
     BadMagic { file: String, found: Vec<u8> },
     #[error(
-        "'{file}': unsupported trace version {version} (this build reads version {supported})"
+        "'{file}': unsupported trace version {version} (this build reads versions 2 to {supported})"
     )]
     UnsupportedVersion {
         file: String,

@@ -12,11 +12,17 @@
 //! nearby ids (fresh ids count up, recent objects die first): on the committed traces this
 //! takes the tag from ~3 bytes to ~1.5, and the file to under 2 bytes per event.
 
+use super::flow::Fields;
 use super::{Event, ObjectId};
 
 pub const MAGIC: [u8; 8] = *b"FSIMTRC\0";
+/// Events only (format v1 in the docs: no threads, times or sites).
 pub const VERSION: u32 = 2;
+/// Events in their context (format v2: threads, times, call sites; see `codec.rs`).
+pub const VERSION_CONTEXT: u32 = 3;
 pub const HEADER_LEN: usize = 88;
+/// Version 3's header: version 2's, then flags, threads, thread exits, sites, duration.
+pub const HEADER_LEN_CONTEXT: usize = 128;
 /// The longest possible event: a 6-byte tag (35 bits) and two 10-byte varints.
 pub const MAX_EVENT_LEN: usize = 26;
 pub const UNFINISHED: u64 = u64::MAX;
@@ -46,14 +52,46 @@ pub struct TraceHeader {
     pub final_requested_bytes: u64,
     /// Length of the event section in bytes.
     pub payload_bytes: u64,
+    /// Which context the events carry (none: a version 2 file).
+    pub fields: Fields,
+    /// Threads (1 without threads).
+    pub threads: u64,
+    pub thread_exits: u64,
+    /// Call sites in the site table.
+    pub sites: u64,
+    /// The time of the last record in ns (0 without times).
+    pub duration_ns: u64,
+}
+
+/// Why a header did not decode.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum HeaderError {
+    Version(u32),
+    /// A header length or flag that no version has: the header is damaged.
+    Corrupt(String),
 }
 
 impl TraceHeader {
-    pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
-        let mut out = [0u8; HEADER_LEN];
+    /// The header's length for its fields: version 2's without context, else version 3's.
+    pub(crate) fn encoded_len(&self) -> usize {
+        if self.fields.any() {
+            HEADER_LEN_CONTEXT
+        } else {
+            HEADER_LEN
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let len = self.encoded_len();
+        let version = if self.fields.any() {
+            VERSION_CONTEXT
+        } else {
+            VERSION
+        };
+        let mut out = vec![0u8; len];
         out[..8].copy_from_slice(&MAGIC);
-        out[8..12].copy_from_slice(&self.version.to_le_bytes());
-        out[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+        out[8..12].copy_from_slice(&version.to_le_bytes());
+        out[12..16].copy_from_slice(&(len as u32).to_le_bytes());
         let counts = [
             self.events,
             self.allocs,
@@ -68,18 +106,71 @@ impl TraceHeader {
         for (i, c) in counts.iter().enumerate() {
             out[16 + 8 * i..24 + 8 * i].copy_from_slice(&c.to_le_bytes());
         }
+        if self.fields.any() {
+            let context = [
+                self.fields.bits(),
+                self.threads,
+                self.thread_exits,
+                self.sites,
+                self.duration_ns,
+            ];
+            for (i, c) in context.iter().enumerate() {
+                out[88 + 8 * i..96 + 8 * i].copy_from_slice(&c.to_le_bytes());
+            }
+        }
         out
     }
 
-    /// Decodes the fixed fields after the magic was checked; `Err` is the bad version.
-    pub(crate) fn decode(bytes: &[u8; HEADER_LEN]) -> Result<Self, u32> {
+    /// The version and header length of the first 16 bytes, checked: the length the rest of
+    /// the header has.
+    pub(crate) fn decode_len(bytes: &[u8; 16]) -> Result<usize, HeaderError> {
+        let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+        let len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        let expected = match version {
+            VERSION => HEADER_LEN,
+            VERSION_CONTEXT => HEADER_LEN_CONTEXT,
+            v if len == HEADER_LEN || len == HEADER_LEN_CONTEXT => {
+                return Err(HeaderError::Version(v))
+            }
+            v => {
+                return Err(HeaderError::Corrupt(format!(
+                    "the header is corrupt (version {v}, header length {len})"
+                )))
+            }
+        };
+        if len != expected {
+            return Err(HeaderError::Corrupt(format!(
+                "the header is corrupt (version {version} has a {expected}-byte header, this one says {len})"
+            )));
+        }
+        Ok(len)
+    }
+
+    /// Decodes a whole header (of the length [`TraceHeader::decode_len`] gave) after the
+    /// magic was checked.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, HeaderError> {
         let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
         let version = u32_at(8);
-        if version != VERSION || u32_at(12) as usize != HEADER_LEN {
-            return Err(version);
-        }
+        let (fields, threads, thread_exits, sites, duration_ns) = if version == VERSION_CONTEXT {
+            let fields = Fields::from_bits(u64_at(88))
+                .filter(|f| f.any())
+                .ok_or_else(|| {
+                    HeaderError::Corrupt(format!(
+                        "the header is corrupt (context flags {:#x})",
+                        u64_at(88)
+                    ))
+                })?;
+            (fields, u64_at(96), u64_at(104), u64_at(112), u64_at(120))
+        } else {
+            (Fields::NONE, 1, 0, 0, 0)
+        };
         Ok(TraceHeader {
+            fields,
+            threads,
+            thread_exits,
+            sites,
+            duration_ns,
             version,
             events: u64_at(16),
             allocs: u64_at(24),
@@ -144,7 +235,7 @@ pub(crate) enum DecodeError {
 }
 
 #[inline(always)]
-fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
+pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
     // One and two bytes are most sizes and tags.
     if let Some(&b0) = buf.get(*pos) {
         if b0 < 0x80 {

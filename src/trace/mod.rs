@@ -24,10 +24,14 @@
 //! `valgrind --trace-malloc=yes`. [`RecordingAllocator`]: a Rust program's own allocations.
 
 mod addr;
+mod codec;
 mod context;
 mod error;
+mod flow;
 mod format;
+mod heaptrack;
 mod ids;
+mod open;
 mod reader;
 mod record;
 mod stats;
@@ -39,16 +43,23 @@ mod writer;
 pub use addr::{AddressImporter, AddressIssue, IdsExhausted, IssueCounts};
 pub use context::{Call, Frame, Record, SiteId, SiteTable, ThreadId};
 pub use error::TraceError;
+pub use flow::Fields;
 pub use format::TraceHeader;
+pub use heaptrack::{import_heaptrack, HeaptrackSummary};
 pub use ids::{IdPool, LiveSet};
-pub use reader::TraceReader;
+pub use open::{open, read_all, EventStream, OpenedTrace, RecordStream, TraceKind};
+pub use reader::{Records, TraceReader};
 pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};
 pub use stats::{
-    bucket_range, histogram_table, size_bucket, stats_table, trace_stats, SizeHistogram, TraceStats,
+    bucket_range, histogram_table, size_bucket, stats_table, trace_stats, trace_stats_records,
+    SizeHistogram, TraceStats,
 };
-pub use text::{event_line, read_text, read_text_named, write_text, TextReader};
+pub use text::{
+    event_line, read_text, read_text_named, read_text_records, write_text, write_text_records,
+    TextReader, TextRecords,
+};
 pub use valgrind::{import_valgrind, ValgrindOptions, ValgrindSummary};
-pub use writer::{write_trace, TraceWriter};
+pub use writer::{write_records, write_trace, TraceWriter};
 
 use serde::Serialize;
 

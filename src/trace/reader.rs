@@ -1,11 +1,14 @@
 //! Reading the binary form: an iterator of events in constant memory (a 256 KiB buffer plus a
 //! bitset of live ids).
 
+use super::codec::{decode_record, CodecState};
+use super::flow::Flow;
 use super::format::{
-    decode_event, DecodeError, TraceHeader, HEADER_LEN, MAGIC, MAX_EVENT_LEN, UNFINISHED, VERSION,
+    decode_event, DecodeError, HeaderError, TraceHeader, MAGIC, MAX_EVENT_LEN, UNFINISHED, VERSION,
+    VERSION_CONTEXT,
 };
 use super::ids::LiveSet;
-use super::{Event, ObjectId, TraceError};
+use super::{Call, Event, ObjectId, Record, SiteTable, TraceError};
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::Path;
@@ -31,6 +34,12 @@ pub struct TraceReader<R> {
     prev_id: ObjectId,
     live: LiveSet,
     done: bool,
+    /// Length of the header (where the events start).
+    header_len: usize,
+    /// Version 3 only: the context rules, the decoder's memory and the sites read so far.
+    flow: Flow,
+    codec: CodecState,
+    sites: SiteTable,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -50,32 +59,7 @@ impl<R: Read> TraceReader<R> {
 
     /// As [`TraceReader::new`], naming the source in errors.
     pub fn named(mut inner: R, name: &str) -> Result<Self, TraceError> {
-        let mut raw = [0u8; HEADER_LEN];
-        let got = read_full(&mut inner, &mut raw).map_err(|e| TraceError::io(name, e))?;
-        if got < MAGIC.len() || raw[..MAGIC.len()] != MAGIC {
-            return Err(TraceError::BadMagic {
-                file: name.to_string(),
-                found: raw[..got.min(MAGIC.len())].to_vec(),
-            });
-        }
-        if got < HEADER_LEN {
-            return Err(TraceError::Truncated {
-                file: name.to_string(),
-                offset: got as u64,
-                what: format!("the header is {HEADER_LEN} bytes"),
-            });
-        }
-        let header =
-            TraceHeader::decode(&raw).map_err(|version| TraceError::UnsupportedVersion {
-                file: name.to_string(),
-                version,
-                supported: VERSION,
-            })?;
-        if header.events == UNFINISHED {
-            return Err(TraceError::Unfinished {
-                file: name.to_string(),
-            });
-        }
+        let (header, header_len) = read_header(&mut inner, name)?;
         Ok(TraceReader {
             inner,
             name: name.to_string(),
@@ -84,14 +68,29 @@ impl<R: Read> TraceReader<R> {
             pos: 0,
             end: 0,
             eof: false,
-            base: HEADER_LEN as u64,
+            base: header_len as u64,
             events_read: 0,
             prev_id: 0,
             // Sized from the header up front (bounded, in case the header is corrupt: the set
             // grows on demand past that).
             live: LiveSet::with_capacity(header.id_limit.min(1 << 26) as usize),
             done: false,
+            header_len,
+            flow: Flow::new(header.fields),
+            codec: CodecState::default(),
+            sites: SiteTable::new(),
         })
+    }
+
+    /// The call stacks defined so far (all of them once the stream has been read).
+    pub fn sites(&self) -> &SiteTable {
+        &self.sites
+    }
+
+    /// The records of the trace (calls with their thread, time and site; thread exits; site
+    /// definitions). A version 2 file gives calls on thread 0 without time or site.
+    pub fn records(self) -> Records<R> {
+        Records { reader: self }
     }
 
     /// The counts written in front of the events.
@@ -111,11 +110,15 @@ impl<R: Read> TraceReader<R> {
     /// Moves the unread bytes to the front and reads until at least `MAX_EVENT_LEN` are
     /// buffered or the input ends.
     fn refill(&mut self) -> Result<(), TraceError> {
+        self.refill_to(MAX_EVENT_LEN)
+    }
+
+    fn refill_to(&mut self, want: usize) -> Result<(), TraceError> {
         self.buf.copy_within(self.pos..self.end, 0);
         self.base += self.pos as u64;
         self.end -= self.pos;
         self.pos = 0;
-        while !self.eof && self.end < MAX_EVENT_LEN {
+        while !self.eof && self.end < want {
             match self.inner.read(&mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.end += n,
@@ -136,7 +139,7 @@ impl<R: Read> TraceReader<R> {
 
     /// After the last event: the length matches the header and nothing follows.
     fn check_end(&mut self) -> Result<(), TraceError> {
-        let payload = self.offset() - HEADER_LEN as u64;
+        let payload = self.offset() - self.header_len as u64;
         if payload != self.header.payload_bytes {
             return Err(self.corrupt(
                 self.offset(),
@@ -156,6 +159,15 @@ impl<R: Read> TraceReader<R> {
     }
 
     fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
+        if self.header.version == VERSION_CONTEXT {
+            loop {
+                match self.next_record()? {
+                    None => return Ok(None),
+                    Some(Record::Call(call)) => return Ok(Some(call.event)),
+                    Some(_) => {}
+                }
+            }
+        }
         if self.events_read == self.header.events {
             self.done = true;
             self.check_end()?;
@@ -180,8 +192,16 @@ impl<R: Read> TraceReader<R> {
             Err(DecodeError::Malformed(what)) => return Err(self.corrupt(start, what.into())),
         };
         self.pos += len;
+        self.prev_id = event.id();
+        self.check_event(&event, start)?;
+        self.events_read += 1;
+        Ok(Some(event))
+    }
+
+    /// The object rules: an id below the header's limit, alloc of a dead id, free or realloc
+    /// of a live one.
+    fn check_event(&mut self, event: &Event, start: u64) -> Result<(), TraceError> {
         let id = event.id();
-        self.prev_id = id;
         if id as u64 >= self.header.id_limit {
             return Err(self.corrupt(
                 start,
@@ -204,8 +224,80 @@ impl<R: Read> TraceReader<R> {
             };
             return Err(self.corrupt(start, what));
         }
-        self.events_read += 1;
-        Ok(Some(event))
+        Ok(())
+    }
+
+    /// Version 3: the next record, checked, or `None` at the end of the event section.
+    fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
+        let payload_end = self.header_len as u64 + self.header.payload_bytes;
+        if self.offset() >= payload_end {
+            self.done = true;
+            if self.events_read != self.header.events {
+                return Err(self.corrupt(
+                    self.offset(),
+                    format!(
+                        "the events end after {} calls but the header says {}",
+                        self.events_read, self.header.events
+                    ),
+                ));
+            }
+            self.check_end()?;
+            return Ok(None);
+        }
+        if self.end - self.pos < MAX_EVENT_LEN && !self.eof {
+            self.refill()?;
+        }
+        let start = self.offset();
+        let (record, len) = loop {
+            let avail = (self.end - self.pos).min((payload_end - start) as usize);
+            match decode_record(
+                &self.buf[self.pos..self.pos + avail],
+                self.header.fields,
+                &mut self.codec,
+            ) {
+                Ok(decoded) => break decoded,
+                // A long site definition: read more and retry.
+                Err(DecodeError::Short) if !self.eof && self.end - self.pos < BUF_LEN => {
+                    self.refill_to(BUF_LEN)?;
+                }
+                Err(DecodeError::Short) => {
+                    return Err(TraceError::Truncated {
+                        file: self.name.clone(),
+                        offset: start,
+                        what: format!("record after call {} is cut short", self.events_read),
+                    })
+                }
+                Err(DecodeError::Malformed(what)) => return Err(self.corrupt(start, what.into())),
+            }
+        };
+        self.pos += len;
+        let mut flow = self.flow.clone();
+        flow.other(&record)
+            .map_err(|what| TraceError::Inconsistent {
+                file: self.name.clone(),
+                event: self.events_read,
+                what,
+            })?;
+        self.flow = flow;
+        match &record {
+            Record::Call(call) => {
+                self.check_event(&call.event, start)?;
+                self.events_read += 1;
+                if self.events_read > self.header.events {
+                    return Err(self.corrupt(
+                        start,
+                        format!("more calls than the header's {}", self.header.events),
+                    ));
+                }
+            }
+            Record::Site { id, frames } => {
+                self.sites
+                    .push(*id, frames.clone())
+                    .map_err(|what| self.corrupt(start, what))?;
+            }
+            Record::ThreadExit { .. } => {}
+        }
+        Ok(Some(record))
     }
 }
 
@@ -215,6 +307,7 @@ impl<R: Read> TraceReader<R> {
     #[inline(always)]
     fn next_fast(&mut self) -> Option<Event> {
         if self.done
+            || self.header.version != VERSION
             || self.events_read >= self.header.events
             || self.end - self.pos < MAX_EVENT_LEN
         {
@@ -266,6 +359,107 @@ impl<R: Read> Iterator for TraceReader<R> {
             None => self.next_slow(),
         }
     }
+}
+
+/// The records of a trace: see [`TraceReader::records`]. After the first error it ends.
+pub struct Records<R> {
+    reader: TraceReader<R>,
+}
+
+impl<R: Read> Records<R> {
+    pub fn header(&self) -> &TraceHeader {
+        self.reader.header()
+    }
+
+    /// The call stacks defined so far.
+    pub fn sites(&self) -> &SiteTable {
+        self.reader.sites()
+    }
+
+    /// Calls read so far.
+    pub fn events_read(&self) -> u64 {
+        self.reader.events_read()
+    }
+}
+
+impl<R: Read> Iterator for Records<R> {
+    type Item = Result<Record, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = &mut self.reader;
+        if r.header.version != VERSION_CONTEXT {
+            return r.next().map(|e| e.map(|e| Record::Call(Call::plain(e))));
+        }
+        if r.done {
+            return None;
+        }
+        match r.next_record() {
+            Ok(record) => record.map(Ok),
+            Err(err) => {
+                r.done = true;
+                Some(Err(err))
+            }
+        }
+    }
+}
+
+/// Reads and checks the header; returns it and its length. An empty input, one cut inside the
+/// header, one with another magic and a damaged header are four different errors.
+fn read_header(inner: &mut impl Read, name: &str) -> Result<(TraceHeader, usize), TraceError> {
+    let file = || name.to_string();
+    let mut raw = [0u8; 16];
+    let got = read_full(inner, &mut raw).map_err(|e| TraceError::io(name, e))?;
+    if got == 0 {
+        return Err(TraceError::Input {
+            file: file(),
+            what: "empty file (not a fragsim trace)".into(),
+        });
+    }
+    let magic_part = got.min(MAGIC.len());
+    if raw[..magic_part] != MAGIC[..magic_part] {
+        return Err(TraceError::BadMagic {
+            file: file(),
+            found: raw[..magic_part].to_vec(),
+        });
+    }
+    let truncated = |got: usize, len: usize| TraceError::Truncated {
+        file: file(),
+        offset: got as u64,
+        what: format!("the file ends inside its {len}-byte header"),
+    };
+    if got < raw.len() {
+        return Err(truncated(got, super::format::HEADER_LEN));
+    }
+    let len = TraceHeader::decode_len(&raw).map_err(|e| match e {
+        HeaderError::Version(version) => TraceError::UnsupportedVersion {
+            file: file(),
+            version,
+            supported: VERSION_CONTEXT,
+        },
+        HeaderError::Corrupt(what) => TraceError::Corrupt {
+            file: file(),
+            offset: 8,
+            what,
+        },
+    })?;
+    let mut bytes = vec![0u8; len];
+    bytes[..16].copy_from_slice(&raw);
+    let got = 16 + read_full(inner, &mut bytes[16..]).map_err(|e| TraceError::io(name, e))?;
+    if got < len {
+        return Err(truncated(got, len));
+    }
+    let header = TraceHeader::decode(&bytes).map_err(|e| TraceError::Corrupt {
+        file: file(),
+        offset: 88,
+        what: match e {
+            HeaderError::Corrupt(what) => what,
+            HeaderError::Version(v) => format!("version {v}"),
+        },
+    })?;
+    if header.events == UNFINISHED {
+        return Err(TraceError::Unfinished { file: file() });
+    }
+    Ok((header, len))
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.

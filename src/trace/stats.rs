@@ -2,7 +2,7 @@
 //! also check it).
 
 use super::tally::Tally;
-use super::{Event, TraceError};
+use super::{Call, Event, Record, TraceError};
 use crate::export::{Cell, Table};
 
 /// Buckets: size 0, then (2^(k-1), 2^k] for k = 0..=64.
@@ -61,6 +61,16 @@ pub struct TraceStats {
     pub peak_requested_bytes: u128,
     pub final_requested_bytes: u128,
     pub histogram: SizeHistogram,
+    /// Calls per thread, by thread id (one entry for a trace without threads).
+    pub events_per_thread: Vec<u64>,
+    /// Frees and reallocs on another thread than the one that allocated the object.
+    pub cross_thread_frees: u64,
+    pub thread_exits: u64,
+    /// The last record's time, if the trace has times.
+    pub duration_ns: Option<u64>,
+    /// Call sites defined, and calls that name one.
+    pub sites: u64,
+    pub calls_with_site: u64,
 }
 
 /// Reads every event once; memory is one size per live id.
@@ -68,10 +78,55 @@ pub fn trace_stats<I>(events: I) -> Result<TraceStats, TraceError>
 where
     I: IntoIterator<Item = Result<Event, TraceError>>,
 {
+    trace_stats_records(
+        events
+            .into_iter()
+            .map(|e| e.map(|e| Record::Call(Call::plain(e)))),
+    )
+}
+
+/// As [`trace_stats`], with the context of format v2: threads, cross-thread frees, duration,
+/// sites. Memory: one size and one thread per live id.
+pub fn trace_stats_records<I>(records: I) -> Result<TraceStats, TraceError>
+where
+    I: IntoIterator<Item = Result<Record, TraceError>>,
+{
     let mut tally = Tally::new();
     let mut histogram = SizeHistogram::default();
-    for event in events {
-        let event = event?;
+    let mut owner: Vec<u32> = Vec::new();
+    let mut per_thread = vec![0u64];
+    let (mut cross, mut exits, mut sites, mut with_site) = (0, 0, 0, 0);
+    let mut duration = None;
+    for record in records {
+        let call = match record? {
+            Record::Call(call) => call,
+            Record::ThreadExit { time_ns, .. } => {
+                exits += 1;
+                duration = time_ns.or(duration);
+                continue;
+            }
+            Record::Site { .. } => {
+                sites += 1;
+                continue;
+            }
+        };
+        let event = call.event;
+        let t = call.thread as usize;
+        if per_thread.len() <= t {
+            per_thread.resize(t + 1, 0);
+        }
+        per_thread[t] += 1;
+        duration = call.time_ns.or(duration);
+        with_site += call.site.is_some() as u64;
+        let slot = event.id() as usize;
+        if owner.len() <= slot {
+            owner.resize(slot + 1, 0);
+        }
+        match event {
+            Event::Alloc { .. } => owner[slot] = call.thread,
+            Event::Free { .. } | Event::Realloc { .. } if owner[slot] != call.thread => cross += 1,
+            _ => {}
+        }
         match event {
             Event::Alloc { size, .. } => {
                 let b = size_bucket(size);
@@ -98,6 +153,12 @@ where
         peak_requested_bytes: tally.peak_requested,
         final_requested_bytes: tally.requested,
         histogram,
+        events_per_thread: per_thread,
+        cross_thread_frees: cross,
+        thread_exits: exits,
+        duration_ns: duration,
+        sites,
+        calls_with_site: with_site,
     })
 }
 
@@ -121,8 +182,14 @@ pub fn stats_table(name: &str, s: &TraceStats) -> Table {
             "max_live_objects",
             "peak_requested_bytes",
             "final_requested_bytes",
+            "threads",
+            "events_per_thread",
+            "cross_thread_frees",
+            "duration_ns",
+            "sites",
         ],
     );
+    let per_thread: Vec<String> = s.events_per_thread.iter().map(u64::to_string).collect();
     t.push(vec![
         name.into(),
         s.events.into(),
@@ -132,6 +199,14 @@ pub fn stats_table(name: &str, s: &TraceStats) -> Table {
         s.max_live_objects.into(),
         big(s.peak_requested_bytes),
         big(s.final_requested_bytes),
+        (s.events_per_thread.len() as u64).into(),
+        per_thread.join("/").into(),
+        s.cross_thread_frees.into(),
+        match s.duration_ns {
+            Some(ns) => ns.into(),
+            None => Cell::Text(String::new()),
+        },
+        s.sites.into(),
     ]);
     t
 }

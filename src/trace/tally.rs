@@ -100,6 +100,11 @@ impl Tally {
             peak_requested_bytes: saturate(self.peak_requested),
             final_requested_bytes: saturate(self.requested),
             payload_bytes: 0,
+            fields: super::flow::Fields::NONE,
+            threads: 1,
+            thread_exits: 0,
+            sites: 0,
+            duration_ns: 0,
         }
     }
 }

@@ -1,13 +1,17 @@
 //! Writing the binary form: buffered, validated event by event, header filled in on `finish`.
 
-use super::format::{encode_event, TraceHeader, HEADER_LEN, UNFINISHED, VERSION};
+use super::codec::{encode_record, CodecState};
+use super::flow::{Fields, Flow};
+use super::format::{encode_event, TraceHeader, UNFINISHED, VERSION, VERSION_CONTEXT};
 use super::tally::Tally;
-use super::{Event, ObjectId, TraceError};
+use super::{Call, Event, ObjectId, Record, TraceError};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 const FLUSH_AT: usize = 1 << 16;
+/// The longest site definition a writer accepts (the reader buffers a whole record).
+const MAX_SITE_RECORD: usize = 1 << 17;
 
 type Finisher<W> = Box<dyn FnOnce(W) -> Result<(), TraceError>>;
 
@@ -23,6 +27,8 @@ pub struct TraceWriter<W: Write + Seek> {
     tally: Tally,
     payload_bytes: u64,
     prev_id: ObjectId,
+    flow: Flow,
+    codec: CodecState,
     finisher: Option<Finisher<W>>,
 }
 
@@ -33,10 +39,21 @@ impl<W: Write + Seek> TraceWriter<W> {
     }
 
     /// As [`TraceWriter::new`], naming the destination in errors.
-    pub fn named(mut out: W, name: &str) -> Result<Self, TraceError> {
+    pub fn named(out: W, name: &str) -> Result<Self, TraceError> {
+        Self::named_with(out, name, Fields::NONE)
+    }
+
+    /// A writer of records with the given context (format v2, file version 3); without any
+    /// field it writes version 2, byte for byte what [`TraceWriter::named`] writes.
+    pub fn named_with(mut out: W, name: &str, fields: Fields) -> Result<Self, TraceError> {
         let placeholder = TraceHeader {
-            version: VERSION,
+            version: if fields.any() {
+                VERSION_CONTEXT
+            } else {
+                VERSION
+            },
             events: UNFINISHED,
+            fields,
             ..TraceHeader::default()
         };
         out.write_all(&placeholder.encode())
@@ -48,20 +65,75 @@ impl<W: Write + Seek> TraceWriter<W> {
             tally: Tally::new(),
             payload_bytes: 0,
             prev_id: 0,
+            flow: Flow::new(fields),
+            codec: CodecState::default(),
             finisher: None,
         })
     }
 
-    /// Appends one event, or refuses it if it contradicts the events before it.
+    /// The context this writer's records carry.
+    pub fn fields(&self) -> Fields {
+        self.flow.fields
+    }
+
+    fn inconsistent(&self, what: String) -> TraceError {
+        TraceError::Inconsistent {
+            file: self.name.clone(),
+            event: self.tally.events,
+            what,
+        }
+    }
+
+    /// Appends one event (on the current thread, at the latest time, without a site), or
+    /// refuses it if it contradicts the events before it.
     pub fn write(&mut self, event: &Event) -> Result<(), TraceError> {
-        self.tally
-            .apply(event)
-            .map_err(|what| TraceError::Inconsistent {
-                file: self.name.clone(),
-                event: self.tally.events,
-                what,
-            })?;
+        if self.flow.fields.any() {
+            let call = Call {
+                event: *event,
+                thread: self.flow.thread,
+                time_ns: None,
+                site: None,
+            };
+            return self.write_record(&Record::Call(call));
+        }
+        self.tally.apply(event).map_err(|w| self.inconsistent(w))?;
         encode_event(&mut self.buf, event, &mut self.prev_id);
+        self.flush_if_full()
+    }
+
+    /// Appends one record, or refuses it if it contradicts the records before it or needs a
+    /// field the writer was not created with.
+    pub fn write_record(&mut self, record: &Record) -> Result<(), TraceError> {
+        let fields = self.flow.fields;
+        if !fields.any() {
+            return match record {
+                Record::Call(call) if Fields::of(record) == Fields::NONE => self.write(&call.event),
+                _ => Err(self.inconsistent(format!(
+                    "{record:?} needs threads, times or sites, and this trace was created without them"
+                ))),
+            };
+        }
+        // The context first, so a refused record changes nothing.
+        let mut flow = self.flow.clone();
+        flow.other(record).map_err(|w| self.inconsistent(w))?;
+        if let Record::Call(call) = record {
+            self.tally
+                .apply(&call.event)
+                .map_err(|w| self.inconsistent(w))?;
+        }
+        self.flow = flow;
+        let start = self.buf.len();
+        encode_record(&mut self.buf, record, fields, &mut self.codec);
+        if self.buf.len() - start > MAX_SITE_RECORD {
+            return Err(self.inconsistent(format!(
+                "a site definition of {} bytes (at most {MAX_SITE_RECORD})",
+                self.buf.len() - start
+            )));
+        }
+        self.flush_if_full()
+    }
+
+    fn flush_if_full(&mut self) -> Result<(), TraceError> {
         if self.buf.len() >= FLUSH_AT {
             self.flush_buf()?;
         }
@@ -70,10 +142,18 @@ impl<W: Write + Seek> TraceWriter<W> {
 
     /// The counts so far.
     pub fn header_so_far(&self) -> TraceHeader {
-        TraceHeader {
-            payload_bytes: self.payload_bytes + self.buf.len() as u64,
-            ..self.tally.header()
+        let mut header = self.tally.header();
+        header.payload_bytes = self.payload_bytes + self.buf.len() as u64;
+        let f = &self.flow;
+        if f.fields.any() {
+            header.version = VERSION_CONTEXT;
+            header.fields = f.fields;
+            header.threads = f.threads as u64;
+            header.thread_exits = f.thread_exits;
+            header.sites = f.sites as u64;
+            header.duration_ns = f.time_ns;
         }
+        header
     }
 
     fn flush_buf(&mut self) -> Result<(), TraceError> {
@@ -88,14 +168,11 @@ impl<W: Write + Seek> TraceWriter<W> {
     /// Writes the remaining events and the final header; returns the header and the output.
     pub fn finish_into_inner(mut self) -> Result<(TraceHeader, W), TraceError> {
         self.flush_buf()?;
-        let header = TraceHeader {
-            payload_bytes: self.payload_bytes,
-            ..self.tally.header()
-        };
+        let header = self.header_so_far();
         let mut out = self.out.take().expect("writer used after finish");
         let io = |e| TraceError::io(&self.name, e);
         let end = out.stream_position().map_err(io)?;
-        let start = end - self.payload_bytes - HEADER_LEN as u64;
+        let start = end - self.payload_bytes - header.encoded_len() as u64;
         out.seek(SeekFrom::Start(start)).map_err(io)?;
         out.write_all(&header.encode()).map_err(io)?;
         out.seek(SeekFrom::Start(end)).map_err(io)?;
@@ -119,6 +196,11 @@ impl TraceWriter<NamedTempFile> {
     /// Writes to a temporary file beside `path`, renamed to `path` by [`TraceWriter::finish`];
     /// dropped unfinished, it leaves nothing behind.
     pub fn create(path: &Path) -> Result<Self, TraceError> {
+        Self::create_with(path, Fields::NONE)
+    }
+
+    /// As [`TraceWriter::create`], for records with the given context.
+    pub fn create_with(path: &Path, fields: Fields) -> Result<Self, TraceError> {
         let output = |source| TraceError::Output {
             path: path.to_path_buf(),
             source,
@@ -134,7 +216,7 @@ impl TraceWriter<NamedTempFile> {
             .prefix(".fragsim-trace-")
             .tempfile_in(dir)
             .map_err(|e| output(without_temp_path(e)))?;
-        let mut writer = Self::named(tmp, &path.display().to_string())?;
+        let mut writer = Self::named_with(tmp, &path.display().to_string(), fields)?;
         let target: PathBuf = path.to_path_buf();
         writer.finisher = Some(Box::new(move |tmp: NamedTempFile| {
             let output = |source| TraceError::Output {
@@ -173,6 +255,19 @@ where
     let mut writer = TraceWriter::create(path)?;
     for event in events {
         writer.write(&event?)?;
+    }
+    writer.finish()
+}
+
+/// Writes `records` into a new trace at `path` (atomically) with the given context; returns
+/// its header.
+pub fn write_records<I>(path: &Path, fields: Fields, records: I) -> Result<TraceHeader, TraceError>
+where
+    I: IntoIterator<Item = Result<Record, TraceError>>,
+{
+    let mut writer = TraceWriter::create_with(path, fields)?;
+    for record in records {
+        writer.write_record(&record?)?;
     }
     writer.finish()
 }

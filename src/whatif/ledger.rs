@@ -51,8 +51,8 @@ pub enum LedgerError {
     Alignment(u64),
 }
 
-pub(super) struct Ledger<'a> {
-    classes: &'a SizeClasses,
+pub(super) struct Ledger {
+    classes: SizeClasses,
     nbins: usize,
     /// The class of each small usable size, indexed by `(usable - 1) >> 3` (every class is a
     /// multiple of 8 bytes): a table lookup instead of a search on every event.
@@ -73,8 +73,8 @@ pub(super) struct Ledger<'a> {
     pub usable: u64,
 }
 
-impl<'a> Ledger<'a> {
-    pub fn new(classes: &'a SizeClasses) -> Self {
+impl Ledger {
+    pub fn new(classes: &SizeClasses) -> Self {
         let n = classes.all().len();
         let pad = if classes.config().cache_oblivious {
             classes.config().page()
@@ -89,7 +89,7 @@ impl<'a> Ledger<'a> {
             start = end;
         }
         Ledger {
-            classes,
+            classes: classes.clone(),
             nbins: classes.bins().len(),
             small_index,
             pad,

@@ -18,8 +18,8 @@ pub use builds::{modify_builds, parse_builds, Build, BuildListError};
 pub use ledger::LedgerError;
 pub use multi::replay_builds;
 pub use replay::{
-    replay_build, ArenaModel, BuildReplay, ClassRow, PeakBreakdown, ReplayError, ReplayOptions,
-    SlabTurnover, TimelinePoint, Totals, PROGRESS_STEP,
+    replay_build, ArenaModel, BuildReplay, BuildRun, ClassRow, PeakBreakdown, ReplayError,
+    ReplayOptions, SlabTurnover, TimelinePoint, Totals, PROGRESS_STEP,
 };
 pub use source::{open_events, replay_trace, trace_events, EventStream};
 pub use tables::{class_table, timeline_columns, timeline_table, whatif_table, WHATIF_COLUMNS};

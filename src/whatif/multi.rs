@@ -1,13 +1,13 @@
-//! Every build of a what-if run, replayed in parallel (one rayon task per build, each reading
-//! the trace on its own).
+//! Every build of a what-if run from one read of the trace: the engine (`crate::engine`) feeds
+//! each batch of events to every build's model in parallel.
 
 use super::builds::Build;
-use super::replay::{replay_build, ArenaModel, BuildReplay, ReplayError, ReplayOptions};
-use crate::trace::Event;
-use rayon::prelude::*;
+use super::replay::{ArenaModel, BuildReplay, BuildRun, ReplayError, ReplayOptions};
+use crate::engine::{run, RunError};
+use crate::trace::{Call, Event, Record};
 
-/// Replays the events `open_events` yields under every build, in parallel; rows keep the
-/// order of `builds`. `progress` hears events done, summed over builds.
+/// Replays the events `open_events` yields under every build; rows keep the order of
+/// `builds`. `progress` hears events done, summed over builds.
 pub fn replay_builds<A, I, E>(
     builds: &[Build],
     new_arena: impl Fn(&Build) -> Result<A, ReplayError> + Sync,
@@ -16,15 +16,21 @@ pub fn replay_builds<A, I, E>(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<BuildReplay>, ReplayError>
 where
-    A: ArenaModel,
+    A: ArenaModel + Send,
     I: IntoIterator<Item = Result<Event, E>>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    builds
-        .par_iter()
-        .map(|build| {
-            let arena = new_arena(build)?;
-            replay_build(build, arena, open_events()?, options, progress)
-        })
-        .collect()
+    let mut runs = builds
+        .iter()
+        .map(|build| BuildRun::new(build, new_arena(build)?, options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let records = open_events()?
+        .into_iter()
+        .map(|e| e.map(|e| Record::Call(Call::plain(e))));
+    let n = builds.len() as u64;
+    run(records, &mut runs, &|done| progress(done * n)).map_err(|e| match e {
+        RunError::Trace(e) => ReplayError::Trace(Box::new(e)),
+        RunError::Consumer(e) => e,
+    })?;
+    Ok(runs.into_iter().map(BuildRun::finish).collect())
 }

@@ -198,7 +198,7 @@ pub const PROGRESS_STEP: u64 = 1 << 16;
 /// `progress` hears the number of events done every [`PROGRESS_STEP`] events and at the end.
 pub fn replay_build<A, I, E>(
     build: &Build,
-    mut arena: A,
+    arena: A,
     events: I,
     options: ReplayOptions,
     progress: &(dyn Fn(u64) + Sync),
@@ -208,43 +208,85 @@ where
     I: IntoIterator<Item = Result<Event, E>>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let classes =
-        SizeClasses::new(build.config).map_err(|e| ReplayError::Config(build.name.clone(), e))?;
-    let mut ledger = Ledger::new(&classes);
-    let mut peak = arena.totals();
-    let mut at_peak = PeakBreakdown::default();
-    let mut timeline = Vec::new();
+    let mut run = BuildRun::new(build, arena, options)?;
     let mut count = 0u64;
-    let mut live_objects = 0u64;
-    let every = options.every.map(|k| k.max(1));
     for event in events {
         let event = event.map_err(|e| ReplayError::Trace(Box::new(e)))?;
         count += 1;
+        run.apply(count, event)?;
+        if count.is_multiple_of(PROGRESS_STEP) {
+            progress(PROGRESS_STEP);
+        }
+    }
+    progress(count % PROGRESS_STEP);
+    Ok(run.finish())
+}
+
+/// One build's replay in progress: the model, its ledger, peaks and timeline. The engine
+/// (`crate::engine`) feeds several of them from one read of the trace.
+pub struct BuildRun<A> {
+    build: String,
+    arena: A,
+    classes: SizeClasses,
+    ledger: Ledger,
+    peak: Totals,
+    at_peak: PeakBreakdown,
+    timeline: Vec<TimelinePoint>,
+    every: Option<u64>,
+    count: u64,
+    live_objects: u64,
+}
+
+impl<A: ArenaModel> BuildRun<A> {
+    pub fn new(build: &Build, arena: A, options: ReplayOptions) -> Result<Self, ReplayError> {
+        let classes = SizeClasses::new(build.config)
+            .map_err(|e| ReplayError::Config(build.name.clone(), e))?;
+        let ledger = Ledger::new(&classes);
+        let peak = arena.totals();
+        Ok(BuildRun {
+            build: build.name.clone(),
+            arena,
+            classes,
+            ledger,
+            peak,
+            at_peak: PeakBreakdown::default(),
+            timeline: Vec::new(),
+            every: options.every.map(|k| k.max(1)),
+            count: 0,
+            live_objects: 0,
+        })
+    }
+
+    /// Event number `count` (1-based).
+    pub fn apply(&mut self, count: u64, event: Event) -> Result<(), ReplayError> {
+        self.count = count;
         match event {
-            Event::Alloc { .. } => live_objects += 1,
-            Event::Free { .. } => live_objects = live_objects.saturating_sub(1),
+            Event::Alloc { .. } => self.live_objects += 1,
+            Event::Free { .. } => self.live_objects = self.live_objects.saturating_sub(1),
             Event::Realloc { .. } => {}
         }
-        arena.apply(event).map_err(|e| ReplayError::Arena {
-            build: build.name.clone(),
+        self.arena.apply(event).map_err(|e| ReplayError::Arena {
+            build: self.build.clone(),
             event: count,
             source: Box::new(e),
         })?;
+        let ledger = &mut self.ledger;
         ledger.apply(event).map_err(|source| ReplayError::Ledger {
-            build: build.name.clone(),
+            build: self.build.clone(),
             event: count,
             source,
         })?;
         for class in ledger.changed {
             if (class as usize) < ledger.nbins() {
-                ledger.set_slabs(class as usize, arena.slabs(class as usize));
+                ledger.set_slabs(class as usize, self.arena.slabs(class as usize));
             }
         }
-        let now = arena.totals();
+        let now = self.arena.totals();
+        let (peak, at_peak) = (&mut self.peak, &mut self.at_peak);
         if now.active > peak.active || (at_peak.event == 0 && now.active >= peak.active) {
             ledger.mark_peak();
             let large_pad = ledger.live_large * ledger.large_pad();
-            at_peak = PeakBreakdown {
+            *at_peak = PeakBreakdown {
                 event: count,
                 active: now.active,
                 requested: now.requested,
@@ -256,43 +298,53 @@ where
                 large_pad,
             };
         }
-        peak = Totals {
+        *peak = Totals {
             requested: peak.requested.max(now.requested),
             allocated: peak.allocated.max(now.allocated),
             active: peak.active.max(now.active),
             mapped: peak.mapped.max(now.mapped),
         };
-        if every.is_some_and(|k| count.is_multiple_of(k)) {
-            timeline.push(TimelinePoint {
+        if self.every.is_some_and(|k| count.is_multiple_of(k)) {
+            self.timeline.push(TimelinePoint {
                 event: count,
-                live_objects,
+                live_objects: self.live_objects,
                 totals: now,
-                slabs: arena.slab_turnover(),
+                slabs: self.arena.slab_turnover(),
             });
         }
-        if count.is_multiple_of(PROGRESS_STEP) {
-            progress(PROGRESS_STEP);
+        Ok(())
+    }
+
+    /// The replay's findings after the last event.
+    pub fn finish(mut self) -> BuildReplay {
+        let count = self.count;
+        let last = self.arena.totals();
+        if self.every.is_some() && self.timeline.last().is_none_or(|p| p.event != count) {
+            self.timeline.push(TimelinePoint {
+                event: count,
+                live_objects: self.live_objects,
+                totals: last,
+                slabs: self.arena.slab_turnover(),
+            });
+        }
+        BuildReplay {
+            build: self.build,
+            events: count,
+            peak: self.peak,
+            at_peak: self.at_peak,
+            last,
+            classes: class_rows(&self.ledger, &self.classes),
+            timeline: self.timeline,
         }
     }
-    progress(count % PROGRESS_STEP);
-    let last = arena.totals();
-    if every.is_some() && timeline.last().is_none_or(|p| p.event != count) {
-        timeline.push(TimelinePoint {
-            event: count,
-            live_objects,
-            totals: last,
-            slabs: arena.slab_turnover(),
-        });
+}
+
+impl<A: ArenaModel + Send> crate::engine::Consumer for BuildRun<A> {
+    type Error = ReplayError;
+
+    fn call(&mut self, index: u64, call: &crate::trace::Call) -> Result<(), ReplayError> {
+        self.apply(index, call.event)
     }
-    Ok(BuildReplay {
-        build: build.name.clone(),
-        events: count,
-        peak,
-        at_peak,
-        last,
-        classes: class_rows(&ledger, &classes),
-        timeline,
-    })
 }
 
 fn class_rows(ledger: &Ledger, classes: &SizeClasses) -> Vec<ClassRow> {

@@ -5,15 +5,9 @@ use super::builds::Build;
 use super::multi::replay_builds;
 use super::replay::{ArenaModel, BuildReplay, ReplayError, ReplayOptions, SlabTurnover, Totals};
 use crate::sim::{Arena, SimError};
-use crate::trace::{read_text_named, Event, TraceError, TraceReader};
-use std::io::{BufReader, Read};
+pub use crate::trace::EventStream;
+use crate::trace::{Event, TraceError};
 use std::path::Path;
-
-/// The first bytes of a binary trace (`trace/format.rs`).
-const MAGIC: &[u8; 8] = b"FSIMTRC\0";
-
-/// The events of a trace file, binary or text.
-pub type EventStream = Box<dyn Iterator<Item = Result<Event, TraceError>> + Send>;
 
 impl ArenaModel for Arena {
     type Error = SimError;
@@ -49,45 +43,21 @@ fn trace_error(e: TraceError) -> ReplayError {
     ReplayError::Trace(Box::new(e))
 }
 
-fn is_binary(path: &Path) -> Result<bool, ReplayError> {
-    let mut magic = [0u8; 8];
-    let mut file = std::fs::File::open(path).map_err(|e| {
-        trace_error(TraceError::Input {
-            file: path.display().to_string(),
-            what: e.to_string(),
-        })
-    })?;
-    let n = file.read(&mut magic).unwrap_or(0);
-    Ok(magic[..n] == MAGIC[..])
-}
-
-/// Opens a trace: the binary format, or the text form (`a ID SIZE [ALIGN]`, `f ID`,
-/// `r ID SIZE`) when the file does not start with the binary magic.
+/// Opens a trace (any form [`crate::trace::open`] reads) for its calls.
 pub fn open_events(path: &Path) -> Result<EventStream, ReplayError> {
-    if is_binary(path)? {
-        Ok(Box::new(TraceReader::open(path).map_err(trace_error)?))
-    } else {
-        let file = std::fs::File::open(path).map_err(|e| {
-            trace_error(TraceError::Input {
-                file: path.display().to_string(),
-                what: e.to_string(),
-            })
-        })?;
-        let name = path.display().to_string();
-        Ok(Box::new(read_text_named(BufReader::new(file), &name)))
-    }
+    Ok(crate::trace::open(path).map_err(trace_error)?.events())
 }
 
 /// The number of events of the trace at `path`, to size progress and timelines before the
 /// run: from the header of a binary trace; a text trace is read through once (which also
 /// checks it).
 pub fn trace_events(path: &Path) -> Result<u64, ReplayError> {
-    if is_binary(path)? {
-        let reader = TraceReader::open(path).map_err(trace_error)?;
-        return Ok(reader.header().events);
+    let opened = crate::trace::open(path).map_err(trace_error)?;
+    if let Some(events) = opened.events_hint() {
+        return Ok(events);
     }
     let mut count = 0;
-    for event in open_events(path)? {
+    for event in opened.events() {
         event.map_err(trace_error)?;
         count += 1;
     }

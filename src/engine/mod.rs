@@ -1,0 +1,108 @@
+//! The replay engine: one loop reads a trace once and drives any number of consumers (a model
+//! with its observers: peaks, ledger, timeline, a live comparison) in one pass.
+//!
+//! Records are read in batches; each batch goes to every consumer, in parallel (rayon) when
+//! there are several, so the trace is decoded once whatever the number of builds, and the
+//! consumers never wait for one another within a batch. Consumers see the calls in trace order
+//! with their 1-based index; a consumer's error stops the run at the end of that batch, the
+//! first error by consumer order wins.
+
+use crate::trace::{Call, Record, TraceError};
+use rayon::prelude::*;
+
+/// Records handed to the consumers at a time: large enough that the parallel hand-off costs
+/// nothing per call, small enough to stay in cache.
+pub const BATCH: usize = 1 << 14;
+
+/// One consumer of a trace's calls.
+pub trait Consumer: Send {
+    type Error: Send;
+    /// Call number `index` (1-based over calls) of the trace, in order.
+    fn call(&mut self, index: u64, call: &Call) -> Result<(), Self::Error>;
+    /// A thread's exit (a one-arena model has nothing to do).
+    fn thread_exit(&mut self, _thread: u32, _index: u64) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// Why a run stopped: the trace could not be read (`T`, usually [`TraceError`]), or a consumer
+/// refused a call.
+#[derive(Debug)]
+pub enum RunError<E, T = TraceError> {
+    Trace(T),
+    Consumer(E),
+}
+
+#[derive(Clone, Copy)]
+enum Item {
+    Call(Call),
+    Exit(u32),
+}
+
+/// Feeds every record of `records` to every consumer; returns the number of calls.
+/// `progress` hears calls done (once per batch, counted once whatever the consumers).
+pub fn run<C, I, T>(
+    records: I,
+    consumers: &mut [C],
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, RunError<C::Error, T>>
+where
+    C: Consumer,
+    I: IntoIterator<Item = Result<Record, T>>,
+{
+    let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
+    let mut calls = 0u64;
+    let mut records = records.into_iter();
+    loop {
+        batch.clear();
+        let first = calls + 1;
+        let mut read_error = None;
+        for record in records.by_ref() {
+            match record {
+                Ok(Record::Call(call)) => {
+                    batch.push(Item::Call(call));
+                    calls += 1;
+                }
+                Ok(Record::ThreadExit { thread, .. }) => batch.push(Item::Exit(thread)),
+                Ok(Record::Site { .. }) => {}
+                Err(e) => {
+                    read_error = Some(e);
+                    break;
+                }
+            }
+            if batch.len() == BATCH {
+                break;
+            }
+        }
+        if batch.is_empty() && read_error.is_none() {
+            return Ok(calls);
+        }
+        feed(&batch, first, consumers).map_err(RunError::Consumer)?;
+        progress(calls + 1 - first);
+        if let Some(e) = read_error {
+            return Err(RunError::Trace(e));
+        }
+    }
+}
+
+fn feed<C: Consumer>(batch: &[Item], first: u64, consumers: &mut [C]) -> Result<(), C::Error> {
+    let one = |c: &mut C| -> Result<(), C::Error> {
+        let mut index = first;
+        for item in batch {
+            match item {
+                Item::Call(call) => {
+                    c.call(index, call)?;
+                    index += 1;
+                }
+                Item::Exit(thread) => c.thread_exit(*thread, index - 1)?,
+            }
+        }
+        Ok(())
+    };
+    if consumers.len() == 1 {
+        return one(&mut consumers[0]);
+    }
+    // Every consumer runs its batch; the first error in consumer order is the one reported.
+    let results: Vec<Result<(), C::Error>> = consumers.par_iter_mut().map(one).collect();
+    results.into_iter().collect()
+}

@@ -1,0 +1,279 @@
+//! Version 3's event section: the records of format v2 (calls with thread, time and site;
+//! thread exits; site definitions).
+//!
+//! Every record starts with one varint `tag = X << 3 | kind`:
+//! - kinds 0-3 are version 2's calls (`X` = zigzag of the id delta; 0 alloc `size`, 1 free,
+//!   2 realloc `size`, 3 aligned alloc `size align`), then, if the trace has sites, for allocs
+//!   and reallocs `site + 1` (0: none), then, if it has times, the ns since the previous record;
+//! - 4: the following records run on thread `X`;
+//! - 5: the current thread exits (`X` = 0), then the time delta if the trace has times;
+//! - 6: site `X` is defined: the frame count, then per frame `0 module offset` (a location in a
+//!   module named for the first time: it takes the next module number), `1 symbol`, or
+//!   `2 + m offset` (a location in module `m`); strings as a length and UTF-8 bytes.
+//!
+//! Thread switches are records of their own, not a field per call, because calls come in runs
+//! per thread: a single-threaded v2 trace with times costs one time varint per call more than
+//! version 2, and a multi-threaded one a switch per run.
+
+use super::flow::Fields;
+use super::format::{get_varint, put_varint, DecodeError};
+use super::{Call, Event, Frame, ObjectId, Record};
+
+const KIND_SWITCH: u64 = 4;
+const KIND_EXIT: u64 = 5;
+const KIND_SITE: u64 = 6;
+/// Longest string of a frame (a module path or a symbol).
+pub const MAX_STRING: usize = 1 << 16;
+/// Most frames of one site.
+pub const MAX_FRAMES: usize = 1 << 12;
+
+/// What the encoder and decoder remember between records.
+#[derive(Debug, Default, Clone)]
+pub struct CodecState {
+    pub prev_id: ObjectId,
+    pub thread: u32,
+    pub time_ns: u64,
+    pub modules: Vec<String>,
+}
+
+fn zigzag(delta: i64) -> u64 {
+    ((delta << 1) ^ (delta >> 63)) as u64
+}
+
+fn unzigzag(z: u64) -> i64 {
+    (z >> 1) as i64 ^ -((z & 1) as i64)
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Appends one record (already checked against the stream's rules).
+pub fn encode_record(out: &mut Vec<u8>, record: &Record, fields: Fields, st: &mut CodecState) {
+    match record {
+        Record::Call(call) => {
+            switch_to(out, call.thread, st);
+            let id = call.event.id();
+            let tag = |kind: u64| zigzag(id as i64 - st.prev_id as i64) << 3 | kind;
+            match call.event {
+                Event::Alloc { size, align: 0, .. } => {
+                    put_varint(out, tag(0));
+                    put_varint(out, size);
+                }
+                Event::Alloc { size, align, .. } => {
+                    put_varint(out, tag(3));
+                    put_varint(out, size);
+                    put_varint(out, align);
+                }
+                Event::Free { .. } => put_varint(out, tag(1)),
+                Event::Realloc { size, .. } => {
+                    put_varint(out, tag(2));
+                    put_varint(out, size);
+                }
+            }
+            st.prev_id = id;
+            if fields.sites && !matches!(call.event, Event::Free { .. }) {
+                put_varint(out, call.site.map_or(0, |s| s as u64 + 1));
+            }
+            put_time(out, call.time_ns, fields, st);
+        }
+        Record::ThreadExit { thread, time_ns } => {
+            switch_to(out, *thread, st);
+            put_varint(out, KIND_EXIT);
+            put_time(out, *time_ns, fields, st);
+        }
+        Record::Site { id, frames } => {
+            put_varint(out, (*id as u64) << 3 | KIND_SITE);
+            put_varint(out, frames.len() as u64);
+            for frame in frames {
+                match frame {
+                    Frame::Symbol(name) => {
+                        put_varint(out, 1);
+                        put_str(out, name);
+                    }
+                    Frame::Location { module, offset } => {
+                        match st.modules.iter().position(|m| m == module) {
+                            Some(m) => put_varint(out, 2 + m as u64),
+                            None => {
+                                put_varint(out, 0);
+                                put_str(out, module);
+                                st.modules.push(module.clone());
+                            }
+                        }
+                        put_varint(out, *offset);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn switch_to(out: &mut Vec<u8>, thread: u32, st: &mut CodecState) {
+    if thread != st.thread {
+        put_varint(out, (thread as u64) << 3 | KIND_SWITCH);
+        st.thread = thread;
+    }
+}
+
+fn put_time(out: &mut Vec<u8>, time_ns: Option<u64>, fields: Fields, st: &mut CodecState) {
+    if fields.times {
+        // A call without a time (before a text trace's first `T` line) is at the last time.
+        let t = time_ns.unwrap_or(st.time_ns);
+        put_varint(out, t - st.time_ns);
+        st.time_ns = t;
+    }
+}
+
+/// Decodes one record from the front of `buf`; returns it and its length. On `Short` nothing
+/// in `st` changed but the current thread (which the retry sets again): the caller refills and
+/// retries.
+pub fn decode_record(
+    buf: &[u8],
+    fields: Fields,
+    st: &mut CodecState,
+) -> Result<(Record, usize), DecodeError> {
+    let mut pos = 0;
+    loop {
+        let tag = get_varint(buf, &mut pos)?;
+        let x = tag >> 3;
+        match tag & 7 {
+            KIND_SWITCH => {
+                st.thread = u32::try_from(x)
+                    .map_err(|_| DecodeError::Malformed("thread id above 2^32-1"))?;
+                continue;
+            }
+            KIND_EXIT => {
+                if x != 0 {
+                    return Err(DecodeError::Malformed("thread exit with a payload"));
+                }
+                let mut time = st.time_ns;
+                let time_ns = get_time(buf, &mut pos, fields, &mut time)?;
+                st.time_ns = time;
+                let thread = st.thread;
+                return Ok((Record::ThreadExit { thread, time_ns }, pos));
+            }
+            KIND_SITE => {
+                let id =
+                    u32::try_from(x).map_err(|_| DecodeError::Malformed("site id above 2^32-1"))?;
+                let mut modules = st.modules.clone();
+                let frames = decode_frames(buf, &mut pos, &mut modules)?;
+                st.modules = modules;
+                return Ok((Record::Site { id, frames }, pos));
+            }
+            7 => return Err(DecodeError::Malformed("unknown record kind 7")),
+            kind => {
+                let Ok(id) = ObjectId::try_from(st.prev_id as i64 + unzigzag(x)) else {
+                    return Err(DecodeError::Malformed("object id outside 0..=2^32-1"));
+                };
+                let event = match kind {
+                    0 => Event::Alloc {
+                        id,
+                        size: get_varint(buf, &mut pos)?,
+                        align: 0,
+                    },
+                    1 => Event::Free { id },
+                    2 => Event::Realloc {
+                        id,
+                        size: get_varint(buf, &mut pos)?,
+                    },
+                    _ => {
+                        let size = get_varint(buf, &mut pos)?;
+                        let align = get_varint(buf, &mut pos)?;
+                        if align == 0 {
+                            return Err(DecodeError::Malformed("explicit alignment of 0"));
+                        }
+                        Event::Alloc { id, size, align }
+                    }
+                };
+                let site = if fields.sites && kind != 1 {
+                    match get_varint(buf, &mut pos)? {
+                        0 => None,
+                        s => Some(
+                            u32::try_from(s - 1)
+                                .map_err(|_| DecodeError::Malformed("site id above 2^32-1"))?,
+                        ),
+                    }
+                } else {
+                    None
+                };
+                let mut time = st.time_ns;
+                let time_ns = get_time(buf, &mut pos, fields, &mut time)?;
+                st.time_ns = time;
+                st.prev_id = id;
+                let call = Call {
+                    event,
+                    thread: st.thread,
+                    time_ns,
+                    site,
+                };
+                return Ok((Record::Call(call), pos));
+            }
+        }
+    }
+}
+
+fn get_time(
+    buf: &[u8],
+    pos: &mut usize,
+    fields: Fields,
+    time: &mut u64,
+) -> Result<Option<u64>, DecodeError> {
+    if !fields.times {
+        return Ok(None);
+    }
+    let delta = get_varint(buf, pos)?;
+    *time = time
+        .checked_add(delta)
+        .ok_or(DecodeError::Malformed("time overflows 64 bits"))?;
+    Ok(Some(*time))
+}
+
+fn get_str(buf: &[u8], pos: &mut usize) -> Result<String, DecodeError> {
+    let len = get_varint(buf, pos)? as usize;
+    if len > MAX_STRING {
+        return Err(DecodeError::Malformed(
+            "a frame's string is longer than 64 KiB",
+        ));
+    }
+    let bytes = buf.get(*pos..*pos + len).ok_or(DecodeError::Short)?;
+    *pos += len;
+    String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::Malformed("a frame is not UTF-8"))
+}
+
+fn decode_frames(
+    buf: &[u8],
+    pos: &mut usize,
+    modules: &mut Vec<String>,
+) -> Result<Vec<Frame>, DecodeError> {
+    let n = get_varint(buf, pos)? as usize;
+    if n > MAX_FRAMES {
+        return Err(DecodeError::Malformed("a site with more than 4096 frames"));
+    }
+    let mut frames = Vec::with_capacity(n);
+    for _ in 0..n {
+        let frame = match get_varint(buf, pos)? {
+            0 => {
+                let module = get_str(buf, pos)?;
+                modules.push(module.clone());
+                Frame::Location {
+                    module,
+                    offset: get_varint(buf, pos)?,
+                }
+            }
+            1 => Frame::Symbol(get_str(buf, pos)?),
+            m => {
+                let module = modules
+                    .get(m as usize - 2)
+                    .cloned()
+                    .ok_or(DecodeError::Malformed("a frame names an unknown module"))?;
+                Frame::Location {
+                    module,
+                    offset: get_varint(buf, pos)?,
+                }
+            }
+        };
+        frames.push(frame);
+    }
+    Ok(frames)
+}

@@ -1,0 +1,184 @@
+//! The consistency rules of a v2 stream's context, kept by every writer and reader: threads
+//! dense and never reused after their exit, times non-decreasing, sites defined in order before
+//! use. (Object rules are [`super::tally::Tally`]'s.)
+
+use super::{Call, Event, Record, SiteId, ThreadId};
+
+/// Which context a v2 trace carries; a trace with none of them is written as v1.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Fields {
+    pub threads: bool,
+    pub times: bool,
+    pub sites: bool,
+}
+
+impl Fields {
+    pub const NONE: Fields = Fields {
+        threads: false,
+        times: false,
+        sites: false,
+    };
+    pub const ALL: Fields = Fields {
+        threads: true,
+        times: true,
+        sites: true,
+    };
+
+    pub fn any(self) -> bool {
+        self.threads || self.times || self.sites
+    }
+
+    pub(crate) fn bits(self) -> u64 {
+        self.threads as u64 | (self.times as u64) << 1 | (self.sites as u64) << 2
+    }
+
+    pub(crate) fn from_bits(bits: u64) -> Option<Fields> {
+        (bits < 8).then_some(Fields {
+            threads: bits & 1 != 0,
+            times: bits & 2 != 0,
+            sites: bits & 4 != 0,
+        })
+    }
+
+    /// The fields a record needs.
+    pub fn of(record: &Record) -> Fields {
+        match record {
+            Record::Call(c) => Fields {
+                threads: c.thread != 0,
+                times: c.time_ns.is_some(),
+                sites: c.site.is_some(),
+            },
+            Record::ThreadExit { time_ns, .. } => Fields {
+                threads: true,
+                times: time_ns.is_some(),
+                sites: false,
+            },
+            Record::Site { .. } => Fields {
+                threads: false,
+                times: false,
+                sites: true,
+            },
+        }
+    }
+
+    pub fn union(self, other: Fields) -> Fields {
+        Fields {
+            threads: self.threads || other.threads,
+            times: self.times || other.times,
+            sites: self.sites || other.sites,
+        }
+    }
+}
+
+/// The running context of a stream and its counts.
+#[derive(Clone, Debug)]
+pub struct Flow {
+    pub fields: Fields,
+    /// Threads seen so far (thread 0 always exists).
+    pub threads: u32,
+    exited: Vec<bool>,
+    pub thread_exits: u64,
+    /// The time of the latest record (0 before the first).
+    pub time_ns: u64,
+    pub sites: u32,
+    /// The thread of the latest record.
+    pub thread: ThreadId,
+}
+
+impl Flow {
+    pub fn new(fields: Fields) -> Self {
+        Flow {
+            fields,
+            threads: 1,
+            exited: vec![false],
+            thread_exits: 0,
+            time_ns: 0,
+            sites: 0,
+            thread: 0,
+        }
+    }
+
+    fn thread(&mut self, thread: ThreadId) -> Result<(), String> {
+        if thread != 0 && !self.fields.threads {
+            return Err(format!("thread {thread} in a trace without threads"));
+        }
+        if thread > self.threads {
+            return Err(format!(
+                "thread {thread} skips ids: threads are numbered in order of first appearance (the next new thread is {})",
+                self.threads
+            ));
+        }
+        if thread == self.threads {
+            self.threads += 1;
+            self.exited.push(false);
+        }
+        if self.exited[thread as usize] {
+            return Err(format!("thread {thread} acts after its exit"));
+        }
+        self.thread = thread;
+        Ok(())
+    }
+
+    fn time(&mut self, time_ns: Option<u64>) -> Result<(), String> {
+        let Some(t) = time_ns else { return Ok(()) };
+        if !self.fields.times {
+            return Err(format!("time {t} ns in a trace without times"));
+        }
+        if t < self.time_ns {
+            return Err(format!(
+                "time {t} ns is before the previous time {} ns (times never decrease)",
+                self.time_ns
+            ));
+        }
+        self.time_ns = t;
+        Ok(())
+    }
+
+    fn site(&self, site: Option<SiteId>, event: &Event) -> Result<(), String> {
+        let Some(s) = site else { return Ok(()) };
+        if matches!(event, Event::Free { .. }) {
+            return Err(format!("a free with a call site (@{s})"));
+        }
+        if s >= self.sites {
+            return Err(format!(
+                "site {s} used before it is defined ({} sites so far)",
+                self.sites
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies a call's context (the object rules are checked apart).
+    pub fn call(&mut self, call: &Call) -> Result<(), String> {
+        self.site(call.site, &call.event)?;
+        self.thread(call.thread)?;
+        self.time(call.time_ns)
+    }
+
+    /// Applies a record that is not a call.
+    pub fn other(&mut self, record: &Record) -> Result<(), String> {
+        match record {
+            Record::Call(call) => self.call(call),
+            Record::ThreadExit { thread, time_ns } => {
+                self.thread(*thread)?;
+                self.time(*time_ns)?;
+                self.exited[*thread as usize] = true;
+                self.thread_exits += 1;
+                Ok(())
+            }
+            Record::Site { id, .. } => {
+                if !self.fields.sites {
+                    return Err(format!("site {id} defined in a trace without sites"));
+                }
+                if *id != self.sites {
+                    return Err(format!(
+                        "site {id} defined out of order (the next site is {})",
+                        self.sites
+                    ));
+                }
+                self.sites += 1;
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The one way in: [`open`] detects what a trace file is and yields its records.
+
+use super::format::MAGIC;
+use super::{read_text_records, Event, Record, TraceError, TraceHeader, TraceReader};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+/// The records of an opened trace.
+pub type RecordStream = Box<dyn Iterator<Item = Result<Record, TraceError>> + Send>;
+/// The calls of an opened trace, without their context.
+pub type EventStream = Box<dyn Iterator<Item = Result<Event, TraceError>> + Send>;
+
+/// What a trace file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum TraceKind {
+    /// The binary form (file version 2: events only; 3: with threads, times, sites).
+    Binary,
+    /// The text form.
+    Text,
+}
+
+/// A trace file, opened and recognised.
+pub struct OpenedTrace {
+    pub name: String,
+    pub kind: TraceKind,
+    /// The binary form's header (its counts), `None` for text.
+    pub header: Option<TraceHeader>,
+    records: RecordStream,
+}
+
+impl OpenedTrace {
+    /// The calls, in order, with their thread, time and site; thread exits; sites.
+    pub fn records(self) -> RecordStream {
+        self.records
+    }
+
+    /// The calls only (what a one-thread model replays).
+    pub fn events(self) -> EventStream {
+        Box::new(self.records.filter_map(|r| match r {
+            Ok(Record::Call(call)) => Some(Ok(call.event)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        }))
+    }
+
+    /// The number of calls when the file says it up front (the binary form).
+    pub fn events_hint(&self) -> Option<u64> {
+        self.header.map(|h| h.events)
+    }
+}
+
+impl std::fmt::Debug for OpenedTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedTrace")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("header", &self.header)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens a trace file: the binary form (by its magic), or the text form; a valgrind log or
+/// anything else is refused with the reason, naming the file.
+pub fn open(path: &Path) -> Result<OpenedTrace, TraceError> {
+    let name = path.display().to_string();
+    let io = |e| TraceError::io(&name, e);
+    if path.is_dir() {
+        return Err(TraceError::Input {
+            file: name,
+            what: "is a directory, not a trace".into(),
+        });
+    }
+    let mut file = BufReader::with_capacity(1 << 16, File::open(path).map_err(io)?);
+    let head = file.fill_buf().map_err(io)?;
+    if head.is_empty() {
+        return Err(TraceError::Input {
+            file: name,
+            what: "empty file (not a trace)".into(),
+        });
+    }
+    if head.starts_with(&MAGIC[..head.len().min(MAGIC.len())]) {
+        let reader = TraceReader::named(file, &name)?;
+        let header = *reader.header();
+        return Ok(OpenedTrace {
+            name,
+            kind: TraceKind::Binary,
+            header: Some(header),
+            records: Box::new(reader.records()),
+        });
+    }
+    match sniff_text(head) {
+        Sniff::Text => Ok(OpenedTrace {
+            records: Box::new(read_text_records(file, &name)),
+            name,
+            kind: TraceKind::Text,
+            header: None,
+        }),
+        Sniff::Valgrind => Err(TraceError::Input {
+            file: name.clone(),
+            what: format!(
+                "a valgrind log, not a trace: convert it first with `fragsim trace import --from valgrind {name} -o TRACE`"
+            ),
+        }),
+        Sniff::Other(why) => Err(TraceError::Input {
+            file: name,
+            what: format!(
+                "not a trace: neither fragsim's binary form (magic FSIMTRC), its text form, nor a valgrind log ({why})"
+            ),
+        }),
+    }
+}
+
+enum Sniff {
+    Text,
+    Valgrind,
+    Other(String),
+}
+
+/// Looks at the first lines of a file that is not binary.
+fn sniff_text(head: &[u8]) -> Sniff {
+    // The buffer may end inside a UTF-8 character: judge the valid prefix.
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) if e.valid_up_to() > 0 && e.error_len().is_none() => {
+            std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or("")
+        }
+        Err(_) => return Sniff::Other("it is not UTF-8 text".into()),
+    };
+    for line in text.lines() {
+        let line = line.trim_start();
+        if line.starts_with("==") || line.starts_with("--") {
+            return Sniff::Valgrind;
+        }
+        let content = line.split('#').next().unwrap_or("").trim();
+        let Some(first) = content.split_whitespace().next() else {
+            continue;
+        };
+        return match first {
+            "a" | "f" | "r" | "t" | "T" | "s" | "x" => Sniff::Text,
+            other => Sniff::Other(format!(
+                "its first line starts with '{}'",
+                other.chars().take(20).collect::<String>()
+            )),
+        };
+    }
+    // Only blank lines and comments so far: an (empty) text trace.
+    Sniff::Text
+}
+
+/// Reads the whole trace at `path` into memory (tests and small tools).
+pub fn read_all(path: &Path) -> Result<Vec<Record>, TraceError> {
+    open(path)?.records().collect()
+}

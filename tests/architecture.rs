@@ -1,0 +1,179 @@
+//! The import rules of ARCHITECTURE.md, checked by reading the sources: every `crate::X` path
+//! outside comments, per top-level folder of `src/`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Source lines without `//` comments (doc comments included) and string-free enough for the
+/// checks: a `crate::` inside a string literal would count, which no source does.
+fn code_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| match l.find("//") {
+            Some(i) => l[..i].to_string(),
+            None => l.to_string(),
+        })
+        .collect()
+}
+
+/// The top-level modules a folder's code names through `crate::`.
+fn imports_of(folder: &str) -> BTreeSet<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(&Path::new("src").join(folder), &mut files);
+    let mut found = BTreeSet::new();
+    for file in files {
+        for line in code_lines(&file) {
+            let mut rest = line.as_str();
+            while let Some(i) = rest.find("crate::") {
+                rest = &rest[i + 7..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                found.insert((name, file.display().to_string()));
+            }
+            // `use crate::{a, b}` groups.
+            if let Some(i) = line.find("crate::{") {
+                let group = &line[i + 8..];
+                for name in group.split([',', '}', ' ']).filter(|s| !s.is_empty()) {
+                    let name = name.split("::").next().unwrap().to_string();
+                    found.insert((name, file.display().to_string()));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn folders_import_only_what_architecture_md_allows() {
+    // folder -> modules it must not import (ARCHITECTURE.md, "Code map").
+    let rules: &[(&str, &[&str])] = &[
+        (
+            "sim",
+            &["live", "whatif", "report", "charts", "validate", "cli"],
+        ),
+        (
+            "trace",
+            &[
+                "sim", "live", "whatif", "report", "charts", "validate", "cli",
+            ],
+        ),
+        (
+            "charts",
+            &[
+                "sim",
+                "trace",
+                "live",
+                "whatif",
+                "report",
+                "validate",
+                "experiments",
+                "containers",
+            ],
+        ),
+        ("layout", &["sim", "trace", "live", "report", "cli"]),
+        ("containers", &["sim", "live", "report", "cli"]),
+        ("whatif", &["live", "report", "cli"]),
+        ("live", &["report", "whatif", "charts", "cli"]),
+        ("validate", &["report", "cli"]),
+        ("experiments", &["cli"]),
+        ("report", &["cli"]),
+    ];
+    let mut broken = Vec::new();
+    for (folder, forbidden) in rules {
+        for (name, file) in imports_of(folder) {
+            if forbidden.contains(&name.as_str()) {
+                broken.push(format!("{file} imports crate::{name}"));
+            }
+        }
+    }
+    // Leaves: only the modules named.
+    for (folder, allowed) in [("sizeclass", &["export"][..]), ("export", &["cleanup"][..])] {
+        for (name, file) in imports_of(folder) {
+            if name != folder && !allowed.contains(&name.as_str()) {
+                broken.push(format!("{file} imports crate::{name}"));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "import rules broken:\n{}",
+        broken.join("\n")
+    );
+}
+
+#[test]
+fn only_cli_prints() {
+    let mut files = Vec::new();
+    rust_files(Path::new("src"), &mut files);
+    let mut printing = Vec::new();
+    for file in files {
+        if file.starts_with("src/cli") || file == Path::new("src/main.rs") {
+            continue;
+        }
+        for (n, line) in code_lines(&file).iter().enumerate() {
+            for mac in ["println!", "eprintln!", "print!(", "eprint!("] {
+                if line.contains(mac) {
+                    printing.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        printing.is_empty(),
+        "printing outside cli:\n{}",
+        printing.join("\n")
+    );
+}
+
+#[test]
+fn every_trace_is_opened_through_trace_open() {
+    let mut files = Vec::new();
+    rust_files(Path::new("src"), &mut files);
+    let mut bypass = Vec::new();
+    for file in files {
+        if file.starts_with("src/trace") {
+            continue;
+        }
+        for (n, line) in code_lines(&file).iter().enumerate() {
+            for door in ["TraceReader::open", "TraceReader::named", "read_text_named"] {
+                if line.contains(door) {
+                    bypass.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        bypass.is_empty(),
+        "traces opened around trace::open:\n{}",
+        bypass.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_a_forbidden_import() {
+    // The checks can fail: a line as the rules read it.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.rs");
+    std::fs::write(
+        &file,
+        "use crate::live::ctl; // crate::report in a comment\n",
+    )
+    .unwrap();
+    let lines = code_lines(&file);
+    assert!(lines[0].contains("crate::live"));
+    assert!(!lines[0].contains("crate::report"));
+}
