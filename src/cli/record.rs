@@ -40,11 +40,6 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let program = args.command[0].to_string_lossy().into_owned();
     let program_path = find_program(&args.command[0])
         .with_context(|| format!("program '{program}' not found (neither a file nor on PATH)"))?;
-    if let Some(interpreter) = script_interpreter(&program_path) {
-        super::output::print_error(&format!(
-            "warning: '{program}' is a script ({interpreter}): valgrind records its interpreter, and a program it starts with exec is not recorded"
-        ));
-    }
     super::args::refuse_outputs_over_inputs(
         &[("the program", &program_path)],
         &[
@@ -52,6 +47,11 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             ("--keep-log", args.keep_log.as_deref()),
         ],
     )?;
+    if let Some(interpreter) = script_interpreter(&program_path) {
+        super::output::print_error(&format!(
+            "warning: '{program}' is a script ({interpreter}): valgrind records its interpreter, and a program it starts with exec is not recorded"
+        ));
+    }
     // Both outputs are checked (and their temporary files made) before the program runs.
     let trace_out = super::trace::create_trace(&args.out)?;
     let keep_log = args
