@@ -223,9 +223,9 @@ fn dump(a: DumpArgs) -> Result<i32> {
     let records = crate::trace::open(&a.trace)?.records();
     match write_text_records(std::io::stdout().lock(), records) {
         Ok(_) => Ok(0),
-        // A closed pipe (`| head`) is not an error worth a message.
+        // A closed pipe (`| head`): quietly, with 141 as the README promises.
         Err(TraceError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
-            Ok(0)
+            Err(super::output::OutputError::Closed.into())
         }
         Err(e) => Err(e.into()),
     }
