@@ -132,3 +132,27 @@ fn options_that_do_not_apply_are_refused() {
     );
     assert!(!timeline.exists());
 }
+
+/// Item 5.4: a negative count is a clear one-line error naming the value (before: clap's tip
+/// to write `-- -1`).
+#[test]
+fn negative_counts_get_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = binary_trace(dir.path());
+    let t = s(&trace);
+    let cases: &[&[&str]] = &[
+        &["container", "vec", "--key", "8", "--count", "-1"],
+        &["containers", "--key", "8", "--count", "-1"],
+        &["replay", t, "--every", "-1"],
+        &["replay", t, "--by-class", "--top", "-1"],
+    ];
+    for args in cases {
+        let out = run(args);
+        assert_refused(&out, "invalid value '-1'");
+        assert!(
+            !stderr_of(&out).contains("tip:"),
+            "{args:?}: {}",
+            stderr_of(&out)
+        );
+    }
+}

@@ -25,7 +25,7 @@ pub struct ReplayArgs {
     pub disable_large_size_classes: Option<bool>,
     /// Timeline rows (and, with --live, comparisons) every K events; always after the last.
     /// Default: about 1,000 timeline rows; every event under --live.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub every: Option<u64>,
     /// Write the timeline CSV here.
     #[arg(long)]

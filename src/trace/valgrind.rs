@@ -8,7 +8,8 @@
 //! `realloc(0x..,0)free(0x..)` followed by a line ` = 0` (a realloc to 0 frees); the inner call
 //! is what happened, so it is the one imported. Threads interleave: `malloc(31)calloc(3,16) =
 //! 0x..` is a `malloc(31)` interrupted by another thread's `calloc`, its result on a later line
-//! ` = 0x..` (see [`Waiting`]); a valgrind warning can take the rest of a line the same way.
+//! ` = 0x..` (results are matched first in, first out); a valgrind warning can take the rest
+//! of a line the same way.
 //! Lines of other kinds (`==PID==` messages, program output, other `--PID--` lines) are
 //! skipped; `free(0x0)` is ignored.
 
