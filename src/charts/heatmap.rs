@@ -10,7 +10,7 @@ pub struct RatioHeatmap {
     pub subtitle: String,
     pub value_sizes: Vec<u64>,
     pub capacities: Vec<u64>,
-    /// ratios[i][j]: value size i, capacity j.
+    /// `ratios[i][j]`: value size i, capacity j.
     pub ratios: Vec<Vec<f64>>,
 }
 

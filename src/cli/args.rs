@@ -166,3 +166,21 @@ pub fn refuse_outputs_over_inputs(
     }
     Ok(())
 }
+
+/// Whether writing `path` writes this process's standard output: `-`, or the same file
+/// (`/dev/stdout`, `/proc/self/fd/1`, the file stdout is redirected to).
+pub fn is_stdout(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if path == std::path::Path::new("-") {
+        return true;
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    // SAFETY: fstat(1) writes into the zeroed struct it is given.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(1, &mut stat) } != 0 {
+        return false;
+    }
+    meta.dev() == stat.st_dev && meta.ino() == stat.st_ino
+}

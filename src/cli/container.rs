@@ -65,7 +65,7 @@ pub struct ContainerArgs {
     #[command(flatten)]
     elements: ElementArgs,
     /// Elements to insert.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     count: u64,
     /// Write the exact allocation trace (growth to N, then destruction) to this file.
     #[arg(long)]

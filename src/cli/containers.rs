@@ -25,7 +25,7 @@ pub struct ContainersArgs {
     #[command(flatten)]
     elements: ElementArgs,
     /// Elements to insert.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(long, default_value_t = 1_000_000, allow_negative_numbers = true)]
     count: u64,
     /// Which table to print.
     #[arg(long, value_enum, default_value = "summary")]

@@ -58,9 +58,16 @@ macro_rules! outln {
 /// The exit code for a failed command, printing its one-line message unless it was a closed
 /// pipe: 141 quietly for a closed pipe, otherwise 2.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    let closed = err
-        .chain()
-        .any(|cause| matches!(cause.downcast_ref(), Some(OutputError::Closed)));
+    // Also a file output that is a closed pipe (`--timeline /dev/stdout | head`).
+    let closed = err.chain().any(|cause| {
+        matches!(cause.downcast_ref(), Some(OutputError::Closed))
+            || cause
+                .downcast_ref::<crate::export::WriteError>()
+                .is_some_and(|e| e.kind == io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<io::Error>()
+                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    });
     if closed {
         return CLOSED_PIPE_EXIT;
     }

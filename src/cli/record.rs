@@ -6,6 +6,7 @@ use crate::export::OutputFile;
 use crate::trace::ValgrindOptions;
 use anyhow::{Context, Result};
 use clap::Args;
+use std::ffi::{OsStr, OsString};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -28,10 +29,15 @@ pub struct RecordArgs {
     pub(super) with: super::record_native::Recorder,
     #[command(flatten)]
     pub(super) native: super::record_native::NativeArgs,
-    /// The program and its arguments (after --).
-    #[arg(required = true, last = true)]
-    pub(super) command: Vec<String>,
+    /// The program and its arguments (after --), passed on byte for byte (any encoding).
+    #[arg(required = true, last = true, value_parser = clap::value_parser!(OsString))]
+    pub(super) command: Vec<OsString>,
 }
+
+/// Fewer allocation calls than this from a whole program is suspicious: a shell wrapper
+/// (pyenv's `python3` shim records 263 events) that execs the real program, which valgrind
+/// then does not follow.
+const FEW_CALLS: u64 = 1000;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
     if args.with == super::record_native::Recorder::Native {
@@ -40,8 +46,8 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let valgrind = find_valgrind().context(
         "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
     )?;
-    let program = &args.command[0];
-    let program_path = find_program(program)
+    let program = args.command[0].to_string_lossy().into_owned();
+    let program_path = find_program(&args.command[0])
         .with_context(|| format!("program '{program}' not found (neither a file nor on PATH)"))?;
     super::args::refuse_outputs_over_inputs(
         &[("the program", &program_path)],
@@ -50,6 +56,11 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             ("--keep-log", args.keep_log.as_deref()),
         ],
     )?;
+    if let Some(interpreter) = script_interpreter(&program_path) {
+        super::output::print_error(&format!(
+            "warning: '{program}' is a script ({interpreter}): valgrind records its interpreter, and a program it starts with exec is not recorded"
+        ));
+    }
     // Both outputs are checked (and their temporary files made) before the program runs.
     let trace_out = super::trace::create_trace(&args.out)?;
     let keep_log = args
@@ -70,8 +81,11 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .args(&args.command)
         .spawn()
         .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
+    // valgrind runs the program in its own process: the log's lines of this PID are the
+    // program's; other PIDs are children it forked.
+    let pid = child.id();
     let status = {
-        let _stop = crate::cleanup::stop_on_interrupt(child.id());
+        let _stop = crate::cleanup::stop_on_interrupt(pid);
         child
             .wait()
             .with_context(|| format!("cannot wait for '{}'", valgrind.display()))?
@@ -86,7 +100,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         .as_ref()
         .map_or_else(|| "valgrind's log".to_string(), |p| p.display().to_string());
     let options = ValgrindOptions {
-        pid: None,
+        pid: Some(pid),
         strict: args.strict,
     };
     let imported = import_valgrind_file(
@@ -108,6 +122,25 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         Err(err) => return Err(err),
     };
     super::output::print_error(&import_note(&name, &args.out, &header, &summary));
+    if !summary.other_pids.is_empty() {
+        let others: Vec<String> = summary.other_pids.iter().map(u32::to_string).collect();
+        let log = match &args.keep_log {
+            Some(path) => path.clone(),
+            None => log_dir.keep().join("valgrind.log"),
+        };
+        super::output::print_error(&format!(
+            "warning: the trace holds PID {pid} only; its children (PIDs {}) are in the log kept at '{}': `fragsim trace import --from valgrind --pid PID '{}' -o OUT`",
+            others.join(", "),
+            log.display(),
+            log.display()
+        ));
+    }
+    if summary.calls < FEW_CALLS {
+        super::output::print_error(&format!(
+            "warning: only {} allocation calls recorded: if '{program}' starts the real program with exec (a shell wrapper such as pyenv's shim), record that program instead",
+            summary.calls
+        ));
+    }
     let code = exit_status_code(status);
     if code != 0 {
         super::output::print_error(&format!(
@@ -138,17 +171,21 @@ fn copy_log(log: &Path, mut out: OutputFile) -> Result<()> {
 }
 
 fn find_valgrind() -> Option<PathBuf> {
-    find_program("valgrind")
+    find_program(OsStr::new("valgrind"))
 }
 
-/// `name` itself if it has a slash, else the first file of that name on PATH.
-fn find_program(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        let path = PathBuf::from(name);
-        return path.is_file().then_some(path);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
+/// The `#!` line of a script, or `None` for a binary.
+fn script_interpreter(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = [0u8; 128];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let head = &head[..n];
+    let line = head.strip_prefix(b"#!")?;
+    let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
+    Some(format!(
+        "#!{}",
+        String::from_utf8_lossy(&line[..end]).trim()
+    ))
 }
+
+use crate::record::find_program;

@@ -5,7 +5,6 @@ use super::record::RecordArgs;
 use crate::record::{record_native, NativeOptions, Recorded, RecordedTrace};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -34,16 +33,12 @@ pub fn run(args: &RecordArgs) -> Result<i32> {
         raw_dir: args.native.keep_raw.clone(),
     };
     let recorded = record_native(&args.command, &args.out, &options)?;
-    let program = &args.command[0];
-    for line in notes(&recorded, program) {
+    let program = args.command[0].to_string_lossy();
+    for line in notes(&recorded, &program) {
         super::output::print_error(&line);
     }
     // The program's own status: its code, or 128 + N when signal N ended it (as a shell does).
-    Ok(match (recorded.status.code(), recorded.status.signal()) {
-        (Some(code), _) => code,
-        (None, Some(sig)) => 128 + sig,
-        (None, None) => 1,
-    })
+    Ok(super::record::exit_status_code(recorded.status))
 }
 
 fn summary_line(t: &RecordedTrace, elapsed: std::time::Duration) -> String {

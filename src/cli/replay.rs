@@ -25,7 +25,7 @@ pub struct ReplayArgs {
     pub disable_large_size_classes: Option<bool>,
     /// Timeline rows (and, with --live, comparisons) every K events; always after the last.
     /// Default: about 1,000 timeline rows; every event under --live.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub every: Option<u64>,
     /// Write the timeline CSV here.
     #[arg(long)]
@@ -57,6 +57,26 @@ pub fn load_trace(path: &Path) -> Result<Vec<Event>> {
 pub fn run(args: ReplayArgs) -> Result<i32> {
     if args.every == Some(0) {
         bail!("--every 0: give a positive number of events");
+    }
+    // Options that do not apply are refused, not ignored.
+    if args.whatif.top.is_some() && !args.whatif.by_class && args.whatif.charts.is_none() {
+        bail!("--top applies to --by-class and --charts only");
+    }
+    if args.live && args.timeline.is_some() {
+        bail!("--timeline does not apply to --live (a live replay writes no timeline)");
+    }
+    if let Some(timeline) = &args.timeline {
+        let summary_on_stdout = args
+            .output
+            .out
+            .as_deref()
+            .is_none_or(super::args::is_stdout);
+        if summary_on_stdout && super::args::is_stdout(timeline) {
+            bail!(
+                "--timeline '{}' is standard output, where the summary goes: give the summary --out FILE or the timeline a file",
+                timeline.display()
+            );
+        }
     }
     super::args::refuse_outputs_over_inputs(
         &[("the trace", &args.trace)],

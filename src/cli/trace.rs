@@ -210,8 +210,11 @@ pub(crate) fn import_note(name: &str, out: &Path, h: &TraceHeader, s: &ValgrindS
         "imported {} events ({} allocs, {} frees, {} reallocs; peak {} live objects) of PID {} from '{name}' into '{}'",
         h.events, h.allocs, h.frees, h.reallocs, h.peak_live_objects, s.pid, out.display()
     );
-    if s.issues.total() > 0 {
-        note.push_str(&format!("; {}", s.issues));
+    // Anything not imported exactly gets a line of its own, loudly.
+    if let Some(losses) = s.losses() {
+        note.push_str(&format!(
+            "\nwarning: not imported exactly from '{name}': {losses}"
+        ));
     }
     note
 }
@@ -220,9 +223,9 @@ fn dump(a: DumpArgs) -> Result<i32> {
     let records = crate::trace::open(&a.trace)?.records();
     match write_text_records(std::io::stdout().lock(), records) {
         Ok(_) => Ok(0),
-        // A closed pipe (`| head`) is not an error worth a message.
+        // A closed pipe (`| head`): quietly, with 141 as the README promises.
         Err(TraceError::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
-            Ok(0)
+            Err(super::output::OutputError::Closed.into())
         }
         Err(e) => Err(e.into()),
     }

@@ -22,7 +22,7 @@ pub struct WhatifArgs {
     #[arg(long)]
     pub by_class: bool,
     /// With --by-class: only the first N classes.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub top: Option<usize>,
     /// Write the timeline, what-if and per-class charts (PNG and SVG) into DIR.
     #[arg(long, value_name = "DIR")]

@@ -23,21 +23,21 @@ pub enum ContainerKind {
     F14Vector2018Split,
     /// Rust std HashMap<K, V> (hashbrown).
     Hashmap,
-    /// Rust std HashSet<K> (hashbrown).
+    /// Rust std `HashSet<K>` (hashbrown).
     Hashset,
-    /// Rust std Vec<K>, filled by push.
+    /// Rust std `Vec<K>`, filled by push.
     Vec,
-    /// Rust std VecDeque<K>, filled by push_back.
+    /// Rust std `VecDeque<K>`, filled by push_back.
     Vecdeque,
     /// Rust std BTreeMap<K, V>.
     Btreemap,
     /// abseil flat_hash_map<K, V> (20220623).
     AbslFlatHashMap,
-    /// abseil flat_hash_set<K> (20220623).
+    /// abseil `flat_hash_set<K>` (20220623).
     AbslFlatHashSet,
     /// abseil node_hash_map<K, V> (20220623).
     AbslNodeHashMap,
-    /// abseil node_hash_set<K> (20220623).
+    /// abseil `node_hash_set<K>` (20220623).
     AbslNodeHashSet,
 }
 

@@ -10,7 +10,7 @@
 //!
 //! [`super::OutputFile`] is the same for a writer that streams (and seeks).
 //!
-//! Errors name the path the user gave, never the temporary file.
+//! `-` is standard output. Errors name the path the user gave, never the temporary file.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -58,6 +58,9 @@ fn io_reason(err: &io::Error) -> String {
     }
 }
 
+/// Where `-` (standard output, for every output option) is written.
+pub(super) const STDOUT: &str = "/dev/stdout";
+
 /// Symbolic links followed before giving up, as the kernel's own limit (ELOOP).
 const MAX_LINKS: usize = 40;
 
@@ -83,6 +86,12 @@ pub(super) fn resolve_links(path: &Path) -> Result<PathBuf, WriteError> {
 /// Writes `bytes` to `path`; see the module documentation for what happens to links,
 /// devices and folders.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    if path == Path::new("-") {
+        return write_in_place(Path::new(STDOUT), bytes).map_err(|e| WriteError {
+            path: path.to_path_buf(),
+            ..e
+        });
+    }
     // `metadata` follows links, so `/dev/stdout` (a link to a pipe) counts as a device.
     if let Ok(meta) = std::fs::metadata(path) {
         if meta.is_dir() {

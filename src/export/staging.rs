@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 /// A temporary folder that becomes `target` on [`commit`](StagedDir::commit).
 pub struct StagedDir {
     target: PathBuf,
-    /// For a folder the program owns: the name of its manifest (see [`super::manifest`]).
+    /// For a folder the program owns: the name of its manifest (the files it wrote).
     manifest: Option<&'static str>,
     staging: Option<tempfile::TempDir>,
     _registration: Registration,

@@ -6,7 +6,8 @@
 //! - a device, FIFO or socket: the bytes are gathered in a temporary file in the system's
 //!   temporary folder and copied into it on commit, so the node itself is never replaced;
 //! - a regular file in a folder that takes no new file (read-only): the same copy, in place;
-//! - a folder: refused.
+//! - a folder: refused;
+//! - `-`: standard output.
 //!
 //! Every temporary file is removed if the job fails, is interrupted or drops the value.
 
@@ -38,6 +39,9 @@ impl OutputFile {
     /// Prepares writing `path`: checks now (before any work) that it can be written.
     pub fn create(path: &Path) -> Result<Self, WriteError> {
         let err = |e: &io::Error| WriteError::new(path, e);
+        if path == Path::new("-") {
+            return Self::copying(path, PathBuf::from(super::atomic::STDOUT));
+        }
         // `metadata` follows links, so `/dev/stdout` (a link to a pipe) counts as a device.
         if let Ok(meta) = std::fs::metadata(path) {
             if meta.is_dir() {

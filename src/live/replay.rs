@@ -580,7 +580,7 @@ fn parse_event(line: &str) -> Result<Event> {
     })
 }
 
-/// The child's side: reads events (the format of [`write_events`]) from `input`, replays
+/// The child's side: reads events (the format of `write_events`) from `input`, replays
 /// them in a private arena, and prints the build, then one line per snapshot.
 pub fn serve_child(input: impl Read, every: u64, api: Api, out: &mut impl Write) -> Result<()> {
     let config = api.config()?;

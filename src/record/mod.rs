@@ -91,8 +91,8 @@ pub fn find_preload() -> Result<PathBuf, RecordError> {
 }
 
 /// `name` itself if it has a slash, else the first file of that name on PATH.
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
+pub fn find_program(name: &std::ffi::OsStr) -> Option<PathBuf> {
+    if name.as_encoded_bytes().contains(&b'/') {
         let path = PathBuf::from(name);
         return path.is_file().then_some(path);
     }
@@ -105,13 +105,16 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
 /// Runs `command` under the recorder and writes its trace to `out` (children's to
 /// `out.<pid>`). The program's stdin, stdout and stderr are passed through.
 pub fn record_native(
-    command: &[String],
+    command: &[std::ffi::OsString],
     out: &Path,
     options: &NativeOptions,
 ) -> Result<Recorded, RecordError> {
     let preload = find_preload()?;
-    let program = command.first().cloned().unwrap_or_default();
-    if find_program(&program).is_none() {
+    let program = command
+        .first()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if find_program(command.first().map_or("".as_ref(), |p| p.as_os_str())).is_none() {
         return Err(RecordError::ProgramMissing(program));
     }
     let out_dir = match out.parent() {

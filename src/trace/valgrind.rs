@@ -6,8 +6,12 @@
 //! `_ZnwmSt11align_val_t(size 128, al 64) = 0x..`, `free(0x..)`, `_ZdlPvm(0x..)`. Two forms
 //! nest: `realloc(0x0,10)malloc(10) = 0x..` (a realloc of null is a malloc) and
 //! `realloc(0x..,0)free(0x..)` followed by a line ` = 0` (a realloc to 0 frees); the inner call
-//! is what happened, so it is the one imported. Lines of other kinds (`==PID==` messages,
-//! program output, other `--PID--` lines) are skipped; `free(0x0)` is ignored.
+//! is what happened, so it is the one imported. Threads interleave: `malloc(31)calloc(3,16) =
+//! 0x..` is a `malloc(31)` interrupted by another thread's `calloc`, its result on a later line
+//! ` = 0x..` (results are matched first in, first out); a valgrind warning can take the rest
+//! of a line the same way.
+//! Lines of other kinds (`==PID==` messages, program output, other `--PID--` lines) are
+//! skipped; `free(0x0)` is ignored.
 
 use super::addr::{AddressImporter, AddressIssue, IssueCounts};
 use super::{Event, TraceError};
@@ -37,7 +41,38 @@ pub struct ValgrindSummary {
     pub failed_allocations: u64,
     /// `--PID-- name(...)` lines of functions that allocate nothing (e.g. malloc_usable_size).
     pub other_calls: u64,
+    /// Results matched to a call while several calls of different threads waited for theirs
+    /// (first in, first out; the sizes of such calls may be swapped between them).
+    pub ambiguous_results: u64,
+    /// Allocation calls whose result never came (the program ended inside them): not imported.
+    pub unresolved_calls: u64,
+    /// With [`ValgrindOptions::pid`]: the other processes the log has lines of (skipped).
+    pub other_pids: BTreeSet<u32>,
     pub issues: IssueCounts,
+}
+
+impl ValgrindSummary {
+    /// What an import could not import exactly, one line, or `None` if nothing: said loudly,
+    /// since each is an allocation missing or repaired in the trace.
+    pub fn losses(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.issues.total() > 0 {
+            parts.push(self.issues.to_string());
+        }
+        if self.unresolved_calls > 0 {
+            parts.push(format!(
+                "{} allocation call(s) never got their result (not imported)",
+                self.unresolved_calls
+            ));
+        }
+        if self.ambiguous_results > 0 {
+            parts.push(format!(
+                "{} result(s) matched first-in first-out while several threads' calls waited (their sizes may be swapped)",
+                self.ambiguous_results
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +201,57 @@ fn all_pids(first: u32, second: u32, rest: impl BufRead) -> BTreeSet<u32> {
     pids
 }
 
+/// A call printed without its result yet: valgrind runs one thread at a time, and a thread
+/// descheduled between printing `malloc(31)` and ` = 0x...` leaves the rest of the line to
+/// the next thread (`malloc(31)calloc(17,16) = 0x...`); its result comes later on a line
+/// ` = 0x...` of its own. Results are matched to waiting calls first-in first-out.
+#[derive(Clone, Copy, Debug)]
+enum Waiting {
+    Alloc {
+        size: u64,
+        align: u64,
+    },
+    Realloc {
+        old: u64,
+        size: u64,
+    },
+    /// A call whose result means nothing here (`realloc(p,0)free(p)`'s ` = 0`, or a function
+    /// that allocates nothing, such as `malloc_usable_size`).
+    Nothing,
+}
+
+/// What one line's calls were: the call, whether its result is on the line, and whether
+/// another call follows it on the line.
+fn line_calls(mut text: &str) -> Vec<Call<'_>> {
+    let mut calls = Vec::new();
+    while let Some(call) = split_call(text) {
+        let rest = call.rest;
+        calls.push(call);
+        if rest.trim_start().starts_with('=') {
+            break;
+        }
+        text = rest;
+    }
+    calls
+}
+
+/// Whether `outer` is the realloc that `inner` is how valgrind carries out: `realloc(0x0,N)`
+/// as `malloc(N)`, `realloc(P,0)` as `free(P)`. Any other pair is two threads' calls.
+fn nests(outer: &Call<'_>, inner: &Call<'_>) -> bool {
+    if classify(outer.name) != Some(Kind::Realloc) {
+        return false;
+    }
+    let Ok((p, n)) = two_args(outer.args) else {
+        return false;
+    };
+    let (p, n) = (parse_addr(p), parse_u64(n, "size"));
+    match classify(inner.name) {
+        Some(Kind::Sized) => p == Ok(0) && n == parse_u64(inner.args, "size"),
+        Some(Kind::Free) => n == Ok(0) && p == parse_addr(inner.args),
+        _ => false,
+    }
+}
+
 /// Reads a valgrind log from `input` (named `name` in errors) and hands each event to `sink`.
 pub fn import_valgrind<R: BufRead>(
     mut input: R,
@@ -178,8 +264,7 @@ pub fn import_valgrind<R: BufRead>(
     let mut chosen = options.pid;
     let mut out: Vec<Event> = Vec::with_capacity(4);
     let mut line = String::new();
-    // A realloc whose result comes on a later ` = R` line: (old address, size).
-    let mut pending: Option<(u64, u64)> = None;
+    let mut waiting: std::collections::VecDeque<Waiting> = Default::default();
     loop {
         line.clear();
         let n = input
@@ -201,8 +286,8 @@ pub fn import_valgrind<R: BufRead>(
         match chosen {
             None => chosen = Some(pid),
             Some(p) if p == pid => {}
-            Some(p) if options.pid.is_some() => {
-                let _ = p;
+            Some(_) if options.pid.is_some() => {
+                summary.other_pids.insert(pid);
                 continue;
             }
             Some(p) => {
@@ -218,110 +303,77 @@ pub fn import_valgrind<R: BufRead>(
                 });
             }
         }
-        let mut text = body.trim_start();
+        let text = body.trim_start();
         if text.starts_with('=') {
             // The result of a call printed on an earlier line.
-            if let Some((old, size)) = pending.take() {
-                let result = parse_result(text).map_err(err)?.unwrap_or(0);
-                let issue = realloc(&mut importer, &mut summary, old, result, size, &mut out)
-                    .map_err(err)?;
-                finish_call(issue, options, &mut summary, &mut out, &mut sink, &err)?;
+            let Some(call) = waiting.pop_front() else {
+                continue;
+            };
+            if !waiting.is_empty() {
+                summary.ambiguous_results += 1;
             }
+            let result = parse_result(text).map_err(err)?.unwrap_or(0);
+            let issue =
+                resolve(&mut importer, &mut summary, call, result, &mut out).map_err(err)?;
+            finish_call(issue, options, &mut summary, &mut out, &mut sink, &err)?;
             continue;
         }
-        pending = None;
-        // A call followed directly by another: the inner one is what happened.
-        let call = loop {
-            let Some(call) = split_call(text) else {
-                break None;
+        let calls = line_calls(text);
+        for (i, call) in calls.iter().enumerate() {
+            if calls.get(i + 1).is_some_and(|inner| nests(call, inner)) {
+                // realloc(p,0)free(p) prints a ` = 0` line later.
+                if classify(calls[i + 1].name) == Some(Kind::Free) {
+                    waiting.push_back(Waiting::Nothing);
+                }
+                continue;
+            }
+            let parsed = parse_call(call).map_err(err)?;
+            let has_result = call.rest.trim_start().starts_with('=');
+            // Only an allocation's result is an address (`malloc_usable_size` returns a size).
+            let result = match parsed {
+                Some(Parsed::Result(_)) => parse_result(call.rest).map_err(err)?,
+                _ => None,
             };
-            match split_call(call.rest) {
-                Some(inner) if classify(inner.name).is_some() => text = call.rest,
-                _ => break Some(call),
-            }
-        };
-        let Some(call) = call else {
-            continue;
-        };
-        let Some(kind) = classify(call.name) else {
-            summary.other_calls += 1;
-            continue;
-        };
-        summary.calls += 1;
-        let result = parse_result(call.rest).map_err(err)?;
-        let issue: Option<AddressIssue> = match kind {
-            Kind::Free => {
-                let addr = parse_addr(call.args).map_err(err)?;
-                if addr == 0 {
-                    summary.null_frees += 1;
+            let issue = match parsed {
+                None => {
+                    summary.other_calls += 1;
+                    if !has_result {
+                        waiting.push_back(Waiting::Nothing);
+                    }
                     None
-                } else {
-                    importer.free(addr, &mut out)
                 }
-            }
-            Kind::Realloc | Kind::ReallocArray => {
-                let (old, size) = if kind == Kind::Realloc {
-                    let (p, n) = two_args(call.args).map_err(err)?;
-                    (
-                        parse_addr(p).map_err(err)?,
-                        parse_u64(n, "size").map_err(err)?,
-                    )
-                } else {
-                    let mut parts = call.args.splitn(3, ',');
-                    let p = parse_addr(parts.next().unwrap_or("")).map_err(err)?;
-                    let n = parse_u64(parts.next().unwrap_or(""), "count").map_err(err)?;
-                    let s = parse_u64(parts.next().unwrap_or(""), "size").map_err(err)?;
-                    let size = n
-                        .checked_mul(s)
-                        .ok_or_else(|| err(format!("size {n} x {s} overflows")))?;
-                    (p, size)
-                };
-                match result {
-                    Some(result) => {
-                        realloc(&mut importer, &mut summary, old, result, size, &mut out)
-                            .map_err(err)?
-                    }
-                    None => {
-                        pending = Some((old, size));
-                        continue;
-                    }
-                }
-            }
-            Kind::Sized | Kind::Calloc | Kind::Aligned => {
-                let (size, align) = match kind {
-                    Kind::Sized => (parse_u64(call.args, "size").map_err(err)?, 0),
-                    Kind::Calloc => {
-                        let (n, s) = two_args(call.args).map_err(err)?;
-                        let (n, s) = (
-                            parse_u64(n, "count").map_err(err)?,
-                            parse_u64(s, "size").map_err(err)?,
-                        );
-                        let size = n
-                            .checked_mul(s)
-                            .ok_or_else(|| err(format!("size {n} x {s} overflows")))?;
-                        (size, 0)
-                    }
-                    _ => {
-                        let (align, size) = keyed_args(call.args).map_err(err)?;
-                        (size, align)
-                    }
-                };
-                match result {
-                    None => {
-                        return Err(err(format!("'{}' has no result ('= ADDRESS')", call.name)))
-                    }
-                    Some(0) => {
-                        summary.failed_allocations += 1;
+                Some(Parsed::Free(addr)) => {
+                    summary.calls += 1;
+                    if addr == 0 {
+                        summary.null_frees += 1;
                         None
+                    } else {
+                        importer.free(addr, &mut out)
                     }
-                    Some(addr) => importer
-                        .alloc(addr, size, align, &mut out)
-                        .map_err(|_| err("more than 2^32 live objects".into()))?,
                 }
-            }
-        };
-        finish_call(issue, options, &mut summary, &mut out, &mut sink, &err)?;
+                Some(Parsed::Result(call)) => {
+                    summary.calls += 1;
+                    match result {
+                        Some(result) => {
+                            resolve(&mut importer, &mut summary, call, result, &mut out)
+                                .map_err(err)?
+                        }
+                        // Its result comes later (another thread's call or a valgrind warning
+                        // took the rest of the line).
+                        None => {
+                            waiting.push_back(call);
+                            None
+                        }
+                    }
+                }
+            };
+            finish_call(issue, options, &mut summary, &mut out, &mut sink, &err)?;
+        }
     }
+    summary.unresolved_calls = waiting
+        .iter()
+        .filter(|w| !matches!(w, Waiting::Nothing))
+        .count() as u64;
     if summary.calls == 0 {
         return Err(TraceError::Input {
             file: name.to_string(),
@@ -329,9 +381,89 @@ pub fn import_valgrind<R: BufRead>(
                 .into(),
         });
     }
+    if options.strict && summary.unresolved_calls > 0 {
+        return Err(TraceError::Input {
+            file: name.to_string(),
+            what: format!(
+                "{} allocation call(s) never got their result (--strict)",
+                summary.unresolved_calls
+            ),
+        });
+    }
     summary.pid = chosen.unwrap_or(0);
     summary.issues = importer.issues;
     Ok(summary)
+}
+
+/// One recognised call: a free (no result), or a call that waits for its result.
+enum Parsed {
+    Free(u64),
+    Result(Waiting),
+}
+
+/// The call's arguments; `None` for a function that allocates nothing.
+fn parse_call(call: &Call<'_>) -> Result<Option<Parsed>, String> {
+    let Some(kind) = classify(call.name) else {
+        return Ok(None);
+    };
+    let product = |n: u64, s: u64| {
+        n.checked_mul(s)
+            .ok_or_else(|| format!("size {n} x {s} overflows"))
+    };
+    Ok(Some(match kind {
+        Kind::Free => Parsed::Free(parse_addr(call.args)?),
+        Kind::Realloc => {
+            let (p, n) = two_args(call.args)?;
+            Parsed::Result(Waiting::Realloc {
+                old: parse_addr(p)?,
+                size: parse_u64(n, "size")?,
+            })
+        }
+        Kind::ReallocArray => {
+            let mut parts = call.args.splitn(3, ',');
+            let old = parse_addr(parts.next().unwrap_or(""))?;
+            let n = parse_u64(parts.next().unwrap_or(""), "count")?;
+            let s = parse_u64(parts.next().unwrap_or(""), "size")?;
+            Parsed::Result(Waiting::Realloc {
+                old,
+                size: product(n, s)?,
+            })
+        }
+        Kind::Sized => Parsed::Result(Waiting::Alloc {
+            size: parse_u64(call.args, "size")?,
+            align: 0,
+        }),
+        Kind::Calloc => {
+            let (n, s) = two_args(call.args)?;
+            let size = product(parse_u64(n, "count")?, parse_u64(s, "size")?)?;
+            Parsed::Result(Waiting::Alloc { size, align: 0 })
+        }
+        Kind::Aligned => {
+            let (align, size) = keyed_args(call.args)?;
+            Parsed::Result(Waiting::Alloc { size, align })
+        }
+    }))
+}
+
+/// A call and its result: the events it means.
+fn resolve(
+    importer: &mut AddressImporter,
+    summary: &mut ValgrindSummary,
+    call: Waiting,
+    result: u64,
+    out: &mut Vec<Event>,
+) -> Result<Option<AddressIssue>, String> {
+    match call {
+        Waiting::Nothing => Ok(None),
+        Waiting::Realloc { old, size } => realloc(importer, summary, old, result, size, out),
+        Waiting::Alloc { .. } if result == 0 => {
+            summary.failed_allocations += 1;
+            Ok(None)
+        }
+        Waiting::Alloc { size, align } => importer
+            .alloc(result, size, align, out)
+            .map_err(|_| "more than 2^32 live objects".into()),
+    }
 }
 
 /// A realloc of `old` to `size` that returned `result`.

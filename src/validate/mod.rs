@@ -1,7 +1,7 @@
 //! `fragsim validate`: every kind of number fragsim predicts, checked against live jemalloc.
 //!
-//! [`checks`] compares the class table and `nallocx`, [`allocations`] allocates F14 layouts
-//! for real in private arenas, [`text`] writes the result as a table and a report. The totals
+//! `checks` compares the class table and `nallocx`, `allocations` allocates F14 layouts
+//! for real in private arenas, `text` writes the result as a table and a report. The totals
 //! (comparisons, mismatches) are derived from the recorded checks, never counted alongside.
 
 mod allocations;

@@ -9,7 +9,7 @@ use std::process::Command;
 /// One run of `scripts/seed-pmr.cpp`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CxxRun {
-    /// "glibc" or "jemalloc <version>", as the program found it (not as it was asked for).
+    /// "glibc" or `"jemalloc <version>"`, as the program found it (not as it was asked for).
     pub allocator: String,
     /// std, monotonic or nofree.
     pub strategy: String,
