@@ -20,8 +20,12 @@ fi
 mkdir -p "$out_dir"
 exe="$out_dir/seed-pmr"
 if [ ! -x "$exe" ] || [ "$here/seed-pmr.cpp" -nt "$exe" ]; then
-  g++ -O3 -std=c++17 -o "$exe.tmp" "$here/seed-pmr.cpp"
-  mv "$exe.tmp" "$exe"
+  # A private temporary per run: several reports (the tests run them in parallel) may build
+  # at once, and a rename never touches an executable another run is executing.
+  tmp="$exe.tmp.$$"
+  trap 'rm -f "$tmp"' EXIT
+  g++ -O3 -std=c++17 -o "$tmp" "$here/seed-pmr.cpp"
+  mv -f "$tmp" "$exe"
 fi
 
 for strategy in std monotonic nofree monotonic-fresh nofree-fresh; do
