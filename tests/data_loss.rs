@@ -23,8 +23,10 @@ fn trace_writers(dir: &Path) -> Vec<(Vec<String>, &'static str)> {
         (strings(&container), "--trace"),
         (strings(&container), "--trace-text"),
     ];
+    // The native recorder (the default), and valgrind's where it is installed.
+    writers.push((strings(&["record"]), "-o"));
     if have_valgrind() {
-        writers.push((strings(&["record"]), "-o"));
+        writers.push((strings(&["record", "--with", "valgrind"]), "-o"));
     }
     writers
 }
@@ -388,7 +390,16 @@ fn interrupted_record_leaves_no_valgrind_log() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sleep.trace");
     for sig in ["INT", "TERM"] {
-        let args = ["record", "-o", s(&out), "--", "sleep", "30"];
+        let args = [
+            "record",
+            "--with",
+            "valgrind",
+            "-o",
+            s(&out),
+            "--",
+            "sleep",
+            "30",
+        ];
         interrupt_leaves_nothing(&args, sig, |tmp, _| {
             std::fs::read_dir(tmp)
                 .unwrap()

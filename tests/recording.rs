@@ -41,7 +41,17 @@ fn record_exits_with_the_programs_status() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.trace");
     for (script, code) in [("exit 7", 7), ("kill -SEGV $$", 128 + 11)] {
-        let out = run(&["record", "-o", s(&trace), "--", "sh", "-c", script]);
+        let out = run(&[
+            "record",
+            "--with",
+            "valgrind",
+            "-o",
+            s(&trace),
+            "--",
+            "sh",
+            "-c",
+            script,
+        ]);
         assert_eq!(
             out.status.code(),
             Some(code),
@@ -66,6 +76,8 @@ fn a_forking_program_records_its_own_process_and_keeps_the_rest() {
     let out = fragsim()
         .args([
             "record",
+            "--with",
+            "valgrind",
             "-o",
             s(&trace),
             "--",
@@ -198,7 +210,15 @@ fn record_warns_when_it_records_a_wrapper() {
     )
     .unwrap();
     let trace = dir.path().join("t.trace");
-    let out = run(&["record", "-o", s(&trace), "--", s(&wrapper)]);
+    let out = run(&[
+        "record",
+        "--with",
+        "valgrind",
+        "-o",
+        s(&trace),
+        "--",
+        s(&wrapper),
+    ]);
     let stderr = stderr_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("is a script (#!/bin/sh)"), "{stderr}");
@@ -217,7 +237,16 @@ fn record_passes_arguments_that_are_not_utf8() {
     let trace = dir.path().join("t.trace");
     let arg = std::ffi::OsStr::from_bytes(b"\xff\xfe");
     let out = fragsim()
-        .args(["record", "-o", s(&trace), "--", "printf", "%s"])
+        .args([
+            "record",
+            "--with",
+            "valgrind",
+            "-o",
+            s(&trace),
+            "--",
+            "printf",
+            "%s",
+        ])
         .arg(arg)
         .output()
         .unwrap();

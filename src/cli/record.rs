@@ -4,7 +4,7 @@
 use super::trace::{import_note, import_valgrind_file};
 use crate::export::OutputFile;
 use crate::trace::ValgrindOptions;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::ffi::{OsStr, OsString};
 use std::io::BufReader;
@@ -40,12 +40,6 @@ pub struct RecordArgs {
 const FEW_CALLS: u64 = 1000;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
-    if args.with == super::record_native::Recorder::Native {
-        return super::record_native::run(&args);
-    }
-    let valgrind = find_valgrind().context(
-        "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
-    )?;
     let program = args.command[0].to_string_lossy().into_owned();
     let program_path = find_program(&args.command[0])
         .with_context(|| format!("program '{program}' not found (neither a file nor on PATH)"))?;
@@ -55,6 +49,15 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             ("-o", Some(&args.out)),
             ("--keep-log", args.keep_log.as_deref()),
         ],
+    )?;
+    if args.with == super::record_native::Recorder::Native {
+        if args.keep_log.is_some() {
+            bail!("--keep-log keeps valgrind's log: it applies to --with valgrind only");
+        }
+        return super::record_native::run(&args);
+    }
+    let valgrind = find_valgrind().context(
+        "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
     )?;
     if let Some(interpreter) = script_interpreter(&program_path) {
         super::output::print_error(&format!(
