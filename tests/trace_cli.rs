@@ -116,7 +116,8 @@ fn committed_traces() -> Vec<PathBuf> {
 #[test]
 fn committed_traces_are_small_consistent_and_one_is_large() {
     let traces = committed_traces();
-    assert!((3..=5).contains(&traces.len()), "{traces:?}");
+    // Four single-thread traces and the native recorder's multi-threaded ones.
+    assert!((3..=8).contains(&traces.len()), "{traces:?}");
     let mut largest = 0;
     for path in &traces {
         let bytes = std::fs::metadata(path).unwrap().len();

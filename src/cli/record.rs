@@ -40,6 +40,13 @@ pub struct RecordArgs {
 const FEW_CALLS: u64 = 1000;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
+    let valgrind = if args.with == super::record_native::Recorder::Valgrind {
+        Some(find_valgrind().context(
+            "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
+        )?)
+    } else {
+        None
+    };
     let program = args.command[0].to_string_lossy().into_owned();
     let program_path = find_program(&args.command[0])
         .with_context(|| format!("program '{program}' not found (neither a file nor on PATH)"))?;
@@ -56,9 +63,7 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         }
         return super::record_native::run(&args);
     }
-    let valgrind = find_valgrind().context(
-        "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
-    )?;
+    let valgrind = valgrind.expect("found above for --with valgrind");
     if let Some(interpreter) = script_interpreter(&program_path) {
         super::output::print_error(&format!(
             "warning: '{program}' is a script ({interpreter}): valgrind records its interpreter, and a program it starts with exec is not recorded"
