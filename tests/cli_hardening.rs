@@ -3,6 +3,8 @@
 //! resource limits, interrupted reports, whole clap messages, JSON column order.
 //! Every command here is small; the report runs use a tiny arena workload (about 2 s each).
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -527,26 +529,7 @@ fn validate_writes_nothing_unless_asked() {
     }
 }
 
-/// Processes whose parent is `parent` (from /proc/PID/stat: "pid (comm) state ppid ...").
-fn children_of(parent: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        let Some(after_comm) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let ppid = after_comm.split_whitespace().nth(1);
-        if ppid.and_then(|p| p.parse::<u32>().ok()) == Some(parent) {
-            found.push(pid);
-        }
-    }
-    found
-}
+use common::children_of;
 
 fn interrupt(child: &Child) {
     let sent = Command::new("kill")

@@ -226,44 +226,10 @@ fn run_live(
     let every = args.every.unwrap_or(1);
     let r = compare_process_live(&exe, &allocator, records, &options, every, 5)?;
     let c = &r.comparison;
-    let mut table = Table::new(
-        format!(
+    super::replay::emit_comparison(&args.output, format!(
             "{name}: process model vs live jemalloc {} ({} threads, {} arenas, baton replay), every {every} events",
             r.version, threads.max(1), r.narenas
-        ),
-        &["statistic", "value"],
-    );
-    for (k, v) in [
-        ("events", r.events),
-        ("snapshots compared", c.snapshots),
-        ("values compared", c.values),
-        ("snapshots mismatched", c.mismatched_snapshots),
-        ("values mismatched", c.mismatched_values),
-    ] {
-        table.push(vec![k.into(), v.into()]);
-    }
-    for m in &c.first {
-        table.push(vec![
-            format!(
-                "mismatch at event {}: {} (predicted, measured)",
-                m.event, m.statistic
-            )
-            .into(),
-            format!("{}, {}", m.predicted, m.measured).into(),
-        ]);
-    }
-    args.output.emit(&table)?;
-    if c.is_exact() {
-        Ok(0)
-    } else {
-        for m in &c.first {
-            super::output::print_error(&format!(
-                "mismatch: event {} {}: predicted {}, measured {}",
-                m.event, m.statistic, m.predicted, m.measured
-            ));
-        }
-        Ok(1)
-    }
+        ), r.events, c)
 }
 
 /// Hidden: the child side of a live process replay.

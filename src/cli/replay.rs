@@ -196,16 +196,29 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
     let result = replay_compare(events, &options)?;
     check_build_flags(args, &result.config)?;
     let c = &result.comparison;
-    let mut table = Table::new(
+    emit_comparison(
+        &args.output,
         format!(
             "{name}: model vs live {}, every {} events",
             build_title(&result.config),
             options.every
         ),
-        &["statistic", "value"],
-    );
+        result.final_stats.events,
+        c,
+    )
+}
+
+/// A live comparison as a two-column table, the first mismatches on stderr too; the exit code
+/// is 1 on any mismatch.
+pub(super) fn emit_comparison(
+    output: &OutputArgs,
+    title: String,
+    events: u64,
+    c: &crate::sim::Comparison,
+) -> Result<i32> {
+    let mut table = Table::new(title, &["statistic", "value"]);
     for (k, v) in [
-        ("events", result.final_stats.events),
+        ("events", events),
         ("snapshots compared", c.snapshots),
         ("values compared", c.values),
         ("snapshots mismatched", c.mismatched_snapshots),
@@ -223,7 +236,7 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
             format!("{}, {}", m.predicted, m.measured).into(),
         ]);
     }
-    args.output.emit(&table)?;
+    output.emit(&table)?;
     if c.is_exact() {
         Ok(0)
     } else {
