@@ -3,6 +3,8 @@
 //! made, counts, marker sizes), and the trace must say the same. The raw files are kept
 //! (`--keep-raw`) and converted with the library, which yields threads, exits and sites.
 
+mod common;
+
 use fragsim::record::{raw_records, ConvertSummary};
 use fragsim::trace::{Call, Event, Record, TraceReader};
 use std::collections::HashMap;
@@ -45,23 +47,8 @@ struct Run {
     raw: PathBuf,
 }
 
-/// `cargo test` builds fragsim but not the workspace's cdylib: build it (once per test
-/// binary) so fragsim finds it beside itself, current with the sources.
-fn build_preload() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let mut cargo = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-        cargo.args(["build", "-q", "-p", "fragsim-preload", "--manifest-path"]);
-        cargo.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
-        if !cfg!(debug_assertions) {
-            cargo.arg("--release");
-        }
-        assert!(cargo.status().unwrap().success(), "building preload/");
-    });
-}
-
 fn record(dir: &Path, flags: &[&str], command: &[&str]) -> Run {
-    build_preload();
+    common::build_preload();
     let trace = dir.join("t.trace");
     let raw = dir.join("raw");
     let out = Command::new(FRAGSIM)
