@@ -102,8 +102,8 @@ fn folders_import_only_what_architecture_md_allows() {
     }
     // Leaves: only the modules named.
     for (folder, allowed) in [
-        ("sizeclass", &["export"][..]),
-        ("export", &["cleanup"][..]),
+        ("sizeclass", &["export", "choice"][..]),
+        ("export", &["cleanup", "choice"][..]),
         ("engine", &["trace"][..]),
     ] {
         for (name, file) in imports_of(folder) {
@@ -116,6 +116,32 @@ fn folders_import_only_what_architecture_md_allows() {
         broken.is_empty(),
         "import rules broken:\n{}",
         broken.join("\n")
+    );
+}
+
+/// Library first: argument parsing is the command line's, so no module outside `src/cli`
+/// names clap (named choices implement `crate::choice::Choice`; `cli::choice` parses them).
+#[test]
+fn only_cli_mentions_clap() {
+    let mut files = Vec::new();
+    rust_files(Path::new("src"), &mut files);
+    let mut mentions = Vec::new();
+    for file in files {
+        if file.starts_with("src/cli") {
+            continue;
+        }
+        // Comments count too: a doc comment about clap is a sign of a clap concern.
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("clap") {
+                mentions.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        mentions.is_empty(),
+        "clap outside src/cli:\n{}",
+        mentions.join("\n")
     );
 }
 

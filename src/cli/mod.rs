@@ -2,6 +2,7 @@
 
 mod args;
 mod bump_arena;
+mod choice;
 mod classes;
 mod container;
 mod containers;

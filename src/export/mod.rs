@@ -108,15 +108,49 @@ pub trait TableFormat {
 }
 
 /// The table formats, as the command line names them (`--format csv|md|json`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
     /// Comma-separated values, one header line.
     Csv,
-    /// A GitHub-flavoured Markdown table.
-    #[value(alias = "markdown")]
+    /// A GitHub-flavoured Markdown table (`markdown` is an alias).
     Md,
     /// JSON: the title and one object per row, numbers as JSON numbers.
     Json,
+}
+
+impl crate::choice::Choice for Format {
+    fn all() -> &'static [Self] {
+        &[Format::Csv, Format::Md, Format::Json]
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Md => "md",
+            Format::Json => "json",
+        }
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Format::Md => &["markdown"],
+            _ => &[],
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            Format::Csv => "Comma-separated values, one header line",
+            Format::Md => "A GitHub-flavoured Markdown table",
+            Format::Json => "JSON: the title and one object per row, numbers as JSON numbers",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(crate::choice::Choice::name(*self))
+    }
 }
 
 impl Format {
