@@ -119,10 +119,9 @@ fn folders_import_only_what_architecture_md_allows() {
     );
 }
 
-/// Library first: argument parsing is the command line's, so no module outside `src/cli`
-/// names clap (named choices implement `crate::choice::Choice`; `cli::choice` parses them).
-#[test]
-fn only_cli_mentions_clap() {
+/// Lines outside `src/cli` that mention `word` anywhere, comments included (a doc comment
+/// about the word is a sign of that concern leaking into the library).
+fn mentions_outside_cli(word: &str) -> Vec<String> {
     let mut files = Vec::new();
     rust_files(Path::new("src"), &mut files);
     let mut mentions = Vec::new();
@@ -130,17 +129,35 @@ fn only_cli_mentions_clap() {
         if file.starts_with("src/cli") {
             continue;
         }
-        // Comments count too: a doc comment about clap is a sign of a clap concern.
         let text = std::fs::read_to_string(&file).unwrap();
         for (n, line) in text.lines().enumerate() {
-            if line.contains("clap") {
+            if line.contains(word) {
                 mentions.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
             }
         }
     }
+    mentions
+}
+
+/// Library first: argument parsing is the command line's, so no module outside `src/cli`
+/// names clap (named choices implement `crate::choice::Choice`; `cli::choice` parses them).
+#[test]
+fn only_cli_mentions_clap() {
+    let mentions = mentions_outside_cli("clap");
     assert!(
         mentions.is_empty(),
         "clap outside src/cli:\n{}",
+        mentions.join("\n")
+    );
+}
+
+/// Library modules report progress to an observer (`validate::Progress`); only `cli` draws.
+#[test]
+fn only_cli_draws_progress_bars() {
+    let mentions = mentions_outside_cli("indicatif");
+    assert!(
+        mentions.is_empty(),
+        "indicatif outside src/cli:\n{}",
         mentions.join("\n")
     );
 }

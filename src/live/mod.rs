@@ -4,9 +4,11 @@
 
 mod baton;
 mod build;
-mod ctl;
+pub mod ctl;
 pub mod process;
 pub mod replay;
 
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
-pub use ctl::{in_private_arena, nallocx, read_isize, refresh_stats, ArenaUsage, PrivateArena};
+pub use ctl::{
+    in_private_arena, nallocx, read_isize, refresh_stats, Api, ArenaUsage, PrivateArena,
+};
