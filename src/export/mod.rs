@@ -100,6 +100,22 @@ impl Table {
     }
 }
 
+/// Writes `table` as `<stem>.csv` and `<stem>.md` into `dir`, each atomically: the one way a
+/// report section writes a table. Returns the file names written, in that order.
+pub fn write_csv_and_markdown(
+    dir: &std::path::Path,
+    stem: &str,
+    table: &Table,
+) -> Result<Vec<String>> {
+    let mut written = Vec::new();
+    for format in [Format::Csv, Format::Md] {
+        let file = format!("{stem}.{}", format.extension());
+        write_atomic(&dir.join(&file), format.render(table)?.as_bytes())?;
+        written.push(file);
+    }
+    Ok(written)
+}
+
 /// A way to write a table as text.
 pub trait TableFormat {
     /// File extension, without the dot.

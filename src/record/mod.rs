@@ -149,25 +149,25 @@ pub fn record_native(
         flags.push("follow");
     }
     let started = std::time::Instant::now();
-    let mut child = Command::new(&command[0])
-        .args(&command[1..])
-        .env("LD_PRELOAD", preload_var)
-        .env("FRAGSIM_PRELOAD_DIR", &raw_dir)
-        .env("FRAGSIM_PRELOAD_PARENT", std::process::id().to_string())
-        .env("FRAGSIM_PRELOAD_FLAGS", flags.join(","))
-        .spawn()
-        .map_err(|source| RecordError::Spawn {
-            program: program.clone(),
-            source,
-        })?;
+    let mut child = crate::cleanup::GuardedChild::spawn(
+        Command::new(&command[0])
+            .args(&command[1..])
+            .env("LD_PRELOAD", preload_var)
+            .env("FRAGSIM_PRELOAD_DIR", &raw_dir)
+            .env("FRAGSIM_PRELOAD_PARENT", std::process::id().to_string())
+            .env("FRAGSIM_PRELOAD_FLAGS", flags.join(",")),
+    )
+    .map_err(|source| RecordError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
     let pid = child.id() as u64;
-    let stop = crate::cleanup::stop_on_interrupt(child.id());
     let status = child.wait().map_err(|source| RecordError::Spawn {
         program: program.clone(),
         source,
     })?;
     let elapsed = started.elapsed();
-    drop(stop);
+    drop(child);
     let fields = Fields {
         threads: true,
         times: true,

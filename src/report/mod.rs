@@ -38,7 +38,7 @@ pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
 
 use crate::experiments::bump_arena::BumpArenaSpec;
 use crate::experiments::sweep::SweepSpec;
-use crate::export::{write_atomic, Format, Table};
+use crate::export::{write_atomic, Table};
 use crate::validate::ValidateOptions;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -180,16 +180,13 @@ impl Job<'_> {
 
 /// Writes `table` as `<stem>.csv` and `<stem>.md` into `dir`.
 fn write_table(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<Written>> {
-    let mut written = Vec::new();
-    for format in [Format::Csv, Format::Md] {
-        let file = format!("{stem}.{}", format.extension());
-        write_atomic(&dir.join(&file), format.render(table)?.as_bytes())?;
-        written.push(Written {
+    Ok(crate::export::write_csv_and_markdown(dir, stem, table)?
+        .into_iter()
+        .map(|file| Written {
             file,
             what: what.to_string(),
-        });
-    }
-    Ok(written)
+        })
+        .collect())
 }
 
 /// The subfolder for measured times: they vary from run to run, so they are kept apart from
