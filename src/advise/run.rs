@@ -86,20 +86,50 @@ impl Advice {
         position_of_rank(&self.rank_mean)
     }
 
-    /// The settings recommended: the best by peak and the best by mean, each only if it is
-    /// strictly below the defaults (indices into `results`, without repeats).
-    pub fn recommended(&self) -> Vec<usize> {
+    /// The settings recommended, each with why: the lowest peak, the lowest mean, and the
+    /// lowest peak that keeps thread caches on (`tcache:false` trades speed for memory, which
+    /// a replay does not show); each only if strictly below the defaults, without repeats
+    /// (the first reason found names a setting that is best in several ways).
+    pub fn recommendations(&self) -> Vec<(usize, &'static str)> {
         let base = self.defaults();
-        let mut out = Vec::new();
-        let p = self.best_by_peak();
-        if self.results[p].peak_active_bytes < base.peak_active_bytes {
-            out.push(p);
-        }
-        let m = self.best_by_mean();
-        if self.results[m].mean_active_bytes < base.mean_active_bytes && !out.contains(&m) {
-            out.push(m);
+        let mut out: Vec<(usize, &'static str)> = Vec::new();
+        let mut add = |i: usize, why: &'static str, beats: bool| {
+            if beats && !out.iter().any(|&(j, _)| j == i) {
+                out.push((i, why));
+            }
+        };
+        let (p, m) = (self.best_by_peak(), self.best_by_mean());
+        let both = p == m;
+        add(
+            p,
+            if both {
+                "lowest peak and lowest mean"
+            } else {
+                "lowest peak"
+            },
+            self.results[p].peak_active_bytes < base.peak_active_bytes,
+        );
+        add(
+            m,
+            "lowest mean",
+            self.results[m].mean_active_bytes < base.mean_active_bytes,
+        );
+        let cached = (0..self.results.len())
+            .filter(|&i| self.results[i].setting.options.tcache)
+            .min_by_key(|&i| self.rank_peak[i]);
+        if let Some(c) = cached {
+            add(
+                c,
+                "lowest peak with thread caches on",
+                self.results[c].peak_active_bytes < base.peak_active_bytes,
+            );
         }
         out
+    }
+
+    /// The indices of [`Advice::recommendations`].
+    pub fn recommended(&self) -> Vec<usize> {
+        self.recommendations().into_iter().map(|(i, _)| i).collect()
     }
 }
 

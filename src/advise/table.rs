@@ -5,7 +5,8 @@ use crate::charts::HorizontalBars;
 use crate::export::{Cell, Table};
 
 /// What a replay cannot show, said with every advice.
-pub const LIMITS: [&str; 3] = [
+pub const LIMITS: [&str; 4] = [
+    "A replay shows memory, not speed: no thread cache (tcache:false), fewer cache slots and fewer arenas take more trips to the arenas' locks; measure the program's speed before adopting one.",
     "A replay shows the allocator's memory only: the program's other memory (code, stacks, memory-mapped files, other allocators) is outside it.",
     "Time-based purging is not modelled yet: decay (dirty_decay_ms, muzzy_decay_ms) and background threads are off here, in the model and in the live check, so pages that decay would return to the system still count as active; with decay on, real resident memory falls below these figures over time.",
     "jemalloc 5.3.1's default thread-cache GC runs on a 10 ms wall clock, which no replay can reproduce: every 5.3.1 setting runs with experimental_tcache_gc:false added (exact_malloc_conf is the whole string the model and the live check use).",
@@ -94,18 +95,12 @@ pub fn notes(advice: &Advice, live: &[LiveCheck]) -> Vec<String> {
         base.narenas,
         advice.cpus
     )];
-    let rec = advice.recommended();
+    let rec = advice.recommendations();
     if rec.is_empty() {
         out.push("No setting of the grid lowers the peak or the mean below the defaults: nothing recommended.".into());
     }
-    let (p, m) = (advice.best_by_peak(), advice.best_by_mean());
-    for &i in &rec {
+    for &(i, why) in &rec {
         let r = &advice.results[i];
-        let why = match (i == p, i == m) {
-            (true, true) => "lowest peak and lowest mean",
-            (true, false) => "lowest peak",
-            _ => "lowest mean",
-        };
         out.push(format!(
             "Recommended ({why}): {}: peak {} bytes ({} vs the defaults), mean {:.0} bytes ({}).",
             r.setting.label(),

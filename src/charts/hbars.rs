@@ -20,9 +20,10 @@ pub struct HorizontalBars {
 
 /// The unit the largest value reads best in.
 fn unit_of(max: f64) -> (f64, &'static str) {
-    if max >= (1u64 << 30) as f64 {
+    // Labels are whole numbers: KiB up to 10 MiB keeps three or four digits apart.
+    if max >= (10u64 << 30) as f64 {
         ((1u64 << 30) as f64, "GiB")
-    } else if max >= (1u64 << 20) as f64 {
+    } else if max >= (10u64 << 20) as f64 {
         ((1u64 << 20) as f64, "MiB")
     } else {
         (1024.0, "KiB")
@@ -47,7 +48,7 @@ impl Chart for HorizontalBars {
             .fold(0.0f64, f64::max)
             .max(1.0);
         let (unit, unit_name) = unit_of(max);
-        let right = max / unit * 1.3;
+        let right = max / unit * 1.45;
         let n = self.categories.len();
         let longest = self.categories.iter().map(|c| c.len()).max().unwrap_or(0) as u32;
         let mut chart = ChartBuilder::on(area)
@@ -101,13 +102,13 @@ impl Chart for HorizontalBars {
             chart
                 .draw_series(values.iter().enumerate().map(|(i, &v)| {
                     Text::new(
-                        format!("{:.1}", v / unit),
+                        format!("{:.0}", v / unit),
                         (v / unit + right * 0.005, y0(i) + height * 0.45),
                         style.clone(),
                     )
                 }))
                 .map_err(plot_err)?;
         }
-        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
     }
 }
