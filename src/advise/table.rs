@@ -13,7 +13,7 @@ pub const LIMITS: [&str; 4] = [
 ];
 
 /// The table's columns, in order.
-pub const COLUMNS: [&str; 19] = [
+pub const COLUMNS: [&str; 20] = [
     "malloc_conf",
     "preset",
     "narenas",
@@ -31,6 +31,7 @@ pub const COLUMNS: [&str; 19] = [
     "cache_block_bytes",
     "pad_bytes",
     "live_check",
+    "live_predicted_peak_bytes",
     "live_peak_active_bytes",
     "exact_malloc_conf",
 ];
@@ -47,9 +48,14 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
     for (i, r) in advice.results.iter().enumerate() {
         let p = &r.at_peak;
         let check = live.get(i);
-        let live_peak = match check {
-            Some(LiveCheck::Ran(o)) => Cell::Int(o.run.peak_active_measured),
-            _ => Cell::Text(String::new()),
+        // Predicted beside measured: the model run beside the live child (from the child's
+        // start, so with its start-up residue) and the child's own figure.
+        let (live_predicted, live_peak) = match check {
+            Some(LiveCheck::Ran(o)) => (
+                Cell::Int(o.run.peak_active_predicted),
+                Cell::Int(o.run.peak_active_measured),
+            ),
+            _ => (Cell::Text(String::new()), Cell::Text(String::new())),
         };
         t.push(vec![
             r.setting.malloc_conf.clone().into(),
@@ -70,6 +76,7 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
             p.cache_blocks.into(),
             p.pad.into(),
             check.map_or("not-run", LiveCheck::word).into(),
+            live_predicted,
             live_peak,
             r.setting.exact_conf(advice.cpus).into(),
         ]);
@@ -89,7 +96,7 @@ fn share(a: u64, b: u64) -> String {
 pub fn notes(advice: &Advice, live: &[LiveCheck]) -> Vec<String> {
     let base = advice.defaults();
     let mut out = vec![format!(
-        "{} records replayed once under {} settings; the defaults are jemalloc 5.3.1 with an empty MALLOC_CONF and narenas {} (4 x {} CPUs, --cpus). vs_defaults = peak_active_bytes / the defaults' (below 1: lower); mean_vs_defaults the same for the mean over records. At the peak: requested + rounding + empty_region + cached + cache_block + pad bytes = peak_active_bytes.",
+        "{} records replayed once under {} settings; the defaults are jemalloc 5.3.1 with an empty MALLOC_CONF and narenas {} (4 x {} CPUs, --cpus). vs_defaults = peak_active_bytes / the defaults' (below 1: lower); mean_vs_defaults the same for the mean over records. At the peak: requested + rounding + empty_region + cached + cache_block + pad bytes = peak_active_bytes. live_predicted_peak_bytes and live_peak_active_bytes: the peak the model predicts for the live child (from the child's start, its start-up residue included) and the peak the child measured, over the events compared.",
         advice.events,
         advice.results.len(),
         base.narenas,
