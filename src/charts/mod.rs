@@ -5,6 +5,7 @@
 mod bars;
 mod class_loss;
 pub mod containers;
+mod hbars;
 mod heatmap;
 mod measured;
 mod seed;
@@ -15,6 +16,7 @@ mod whatif;
 
 pub use bars::GroupedBars;
 pub use class_loss::ClassLoss;
+pub use hbars::HorizontalBars;
 pub use heatmap::{thousands, RatioHeatmap};
 pub use measured::MeasuredTimeline;
 pub use seed::{SeedChart, SeedSeries};

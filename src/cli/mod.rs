@@ -1,5 +1,6 @@
 //! The command line: parse, call the library, print. Errors are one line and exit code 2.
 
+mod advise;
 mod args;
 mod bump_arena;
 mod choice;
@@ -70,6 +71,9 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Run a program and record its allocations (threads, times, optionally call stacks).
     Record(record::RecordArgs),
+    /// Which MALLOC_CONF would lower this trace's memory: the process model under a grid of
+    /// run-time options, ranked, the recommended ones checked live.
+    Advise(advise::AdviseArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -103,6 +107,7 @@ pub fn main() -> i32 {
         Command::ProcessLiveChild(_) => unreachable!("handled above"),
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
+        Command::Advise(args) => advise::run(args),
     };
     result.unwrap_or_else(|err| output::exit_code(&err))
 }

@@ -386,8 +386,10 @@ impl Process {
         if usize <= self.small_max {
             self.arena(0).bin_index(usize)
         } else {
-            self.info.nbins_small
-                + self.info.size[self.info.nbins_small..].partition_point(|&s| s < usize)
+            // With tcache_max below the largest small class no large bin is cached (and
+            // `size` stops before the small bins end): any index >= nhbins says so.
+            let large = self.info.size.get(self.info.nbins_small..).unwrap_or(&[]);
+            self.info.nbins_small + large.partition_point(|&s| s < usize)
         }
     }
 

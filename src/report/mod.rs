@@ -21,6 +21,7 @@
 //! [`Job::section_with`], which hands the value back (the sweeps feed the seed comparison and
 //! the charts; the validation feeds a chart and the exit code).
 
+pub mod advise;
 pub mod allocators;
 pub mod bump_arena;
 mod charts;
@@ -233,6 +234,12 @@ pub fn write_report(
                 markdown: "Every table inline, with its charts: [programs.md](programs.md).\n"
                     .into(),
             })
+        })?;
+    }
+    if let Some(programs) = &options.programs {
+        job.section("run-time options", advise::SECTION, |dir| {
+            let traces = programs::trace_files(&programs.traces)?;
+            advise::write_section(dir, &traces, options.fragsim_exe.as_deref())
         })?;
     }
     job.section("other allocators", allocators::SECTION, |d| {
