@@ -6,6 +6,7 @@
 //! [`export`] (tables) and [`charts`]. [`live`] binds the running jemalloc; [`validate`]
 //! checks the model against it. Only [`cli`] prints.
 
+pub mod blame;
 pub mod charts;
 pub mod cleanup;
 pub mod cli;
