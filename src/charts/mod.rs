@@ -5,6 +5,7 @@
 mod bars;
 mod class_loss;
 pub mod containers;
+pub mod flame;
 mod heatmap;
 mod measured;
 mod seed;

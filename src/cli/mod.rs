@@ -1,6 +1,7 @@
 //! The command line: parse, call the library, print. Errors are one line and exit code 2.
 
 mod args;
+mod blame;
 mod bump_arena;
 mod classes;
 mod container;
