@@ -155,7 +155,8 @@ pub struct Blame {
     pub events: u64,
     /// The model's active bytes at `event`; the lines add up to it.
     pub active_bytes: u64,
-    /// Every line with bytes or objects, largest waste first (ties: larger charge, then key).
+    /// Every line with bytes or objects, largest waste first (ties: larger charge, then key),
+    /// then the sites that allocated before the event and hold nothing.
     pub lines: Vec<(Charge, Line)>,
     pub sites: SiteTable,
     /// The trace has no sites: objects are charged by size class.
@@ -222,6 +223,7 @@ pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> 
     let by_class = sites.is_empty();
     let mut model = Process::new(spec.config, spec.options.clone(), spec.cpus)?;
     let mut site_of: Vec<Option<SiteId>> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
     for r in records {
         if matches!(r, Record::Site { .. }) {
             continue;
@@ -234,6 +236,9 @@ pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> 
                 Event::Realloc { id, .. } if c.site.is_some() => Some(id),
                 _ => None,
             };
+            if let Some(s) = c.site {
+                seen.insert(s);
+            }
             if let Some(id) = id {
                 let i = id as usize;
                 if i >= site_of.len() {
@@ -257,7 +262,14 @@ pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> 
                 .map_or(Charge::NoSite, Charge::Site)
         }
     };
-    let lines = charge::charge(&model, key_of)?;
+    let mut lines = charge::charge(&model, key_of)?;
+    // Sites that allocated and hold nothing now are lines too (0 bytes, listed last): a
+    // clean site is named, not lost.
+    for s in seen {
+        if !lines.iter().any(|(k, _)| *k == Charge::Site(s)) {
+            lines.push((Charge::Site(s), Line::default()));
+        }
+    }
     Ok(Blame {
         event: target,
         events,

@@ -105,7 +105,11 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         out.commit()?;
     }
     if let Some(mut out) = svg_out.take() {
-        let svg = flame_graph_svg(&format!("waste bytes by stack: {title}"), "bytes", &folded)?;
+        let short = format!(
+            "{name}: waste bytes by stack at event {} ({} active bytes)",
+            b.event, b.active_bytes
+        );
+        let svg = flame_graph_svg(&short, "bytes", &folded)?;
         out.write_all(&svg)
             .with_context(|| format!("--flamegraph '{}'", out.path().display()))?;
         out.commit()?;
