@@ -87,6 +87,7 @@ fn folders_import_only_what_architecture_md_allows() {
         ("layout", &["sim", "trace", "live", "report", "cli"]),
         ("containers", &["sim", "live", "report", "cli"]),
         ("whatif", &["live", "report", "cli"]),
+        ("blame", &["live", "whatif", "report", "cli"]),
         ("live", &["report", "whatif", "charts", "cli"]),
         ("validate", &["report", "cli"]),
         ("experiments", &["cli"]),

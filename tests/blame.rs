@@ -420,3 +420,25 @@ fn bad_at_values_exit_2_naming_the_value() {
         .unwrap();
     assert_refused(&out, "--live");
 }
+
+#[test]
+fn report_section_blames_the_committed_traces_with_sites_or_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("charts")).unwrap();
+    let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces");
+    let section = fragsim::report::blame::write_section(dir.path(), &traces).unwrap();
+    for name in ["cpp-threads-map", "python-threads"] {
+        let csv = std::fs::read_to_string(dir.path().join(format!("blame-{name}.csv"))).unwrap();
+        let rows = csv_rows(&csv);
+        // The section runs the linked build with 2 CPUs, as BUILD does here.
+        let summary = process_summary(&traces.join(format!("{name}.trace")));
+        check_adds_up(&rows, summary["peak active bytes"], name);
+        let svg = std::fs::read_to_string(dir.path().join(format!("charts/blame-{name}.svg")));
+        assert!(svg.unwrap().contains("<svg"), "{name}: flame graph");
+        assert!(section
+            .markdown
+            .contains(&format!("charts/blame-{name}.svg")));
+    }
+    // The single-threaded traces without sites are left to the other sections.
+    assert!(!dir.path().join("blame-sort.csv").exists());
+}

@@ -22,6 +22,7 @@
 //! the charts; the validation feeds a chart and the exit code).
 
 pub mod allocators;
+pub mod blame;
 pub mod bump_arena;
 mod charts;
 mod classes;
@@ -236,6 +237,11 @@ pub fn write_report(
                 markdown: "Every table inline, with its charts: [programs.md](programs.md).\n"
                     .into(),
             })
+        })?;
+    }
+    if let Some(programs) = &options.programs {
+        job.section("waste by call site", blame::SECTION, |dir| {
+            blame::write_section(dir, &programs.traces)
         })?;
     }
     job.section("other allocators", allocators::SECTION, |d| {
