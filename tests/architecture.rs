@@ -88,6 +88,7 @@ fn folders_import_only_what_architecture_md_allows() {
         ("containers", &["sim", "live", "report", "cli"]),
         ("whatif", &["live", "report", "cli"]),
         ("advise", &["whatif", "report", "cli"]),
+        ("blame", &["live", "whatif", "report", "cli"]),
         ("live", &["report", "whatif", "charts", "cli"]),
         ("validate", &["report", "cli"]),
         ("experiments", &["cli"]),

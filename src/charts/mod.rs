@@ -6,6 +6,7 @@ mod bars;
 mod class_loss;
 pub mod containers;
 mod hbars;
+pub mod flame;
 mod heatmap;
 mod measured;
 mod seed;

@@ -2,6 +2,7 @@
 
 mod advise;
 mod args;
+mod blame;
 mod bump_arena;
 mod choice;
 mod classes;

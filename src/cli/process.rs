@@ -6,7 +6,7 @@ use crate::export::{write_atomic, Cell, Csv, Table, TableFormat};
 use crate::live::process::{compare_process_live, ProcessAllocator};
 use crate::live::replay::Api;
 use crate::process::{machine_cpus, Process, ProcessOptions, ProcessSummary};
-use crate::sizeclass::JemallocVersion;
+use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::Record;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -20,13 +20,13 @@ pub struct ProcessFlags {
     /// private arena with no cache, the model `--live` has always checked).
     #[arg(long)]
     pub process: bool,
-    /// With --process: jemalloc options, `k:v,...` (tcache, tcache_max,
+    /// With --process or --blame: jemalloc options, `k:v,...` (tcache, tcache_max,
     /// lg_tcache_nslots_mul, tcache_nslots_small_min/max, tcache_nslots_large, narenas,
     /// oversize_threshold, dirty_decay_ms:-1, muzzy_decay_ms:-1, experimental_tcache_gc).
-    #[arg(long, requires = "process", default_value = "")]
+    #[arg(long, default_value = "")]
     pub malloc_conf: String,
-    /// With --process: CPUs for the default `narenas` (4 x CPUs); default: this machine's.
-    #[arg(long, requires = "process")]
+    /// With --process or --blame: CPUs for the default `narenas` (4 x CPUs); default: this machine's.
+    #[arg(long)]
     pub cpus: Option<u32>,
     /// With --process: per-arena CSV (`event,arena,allocated_bytes,active_bytes,tcache_bytes`),
     /// one row per arena in use every --every K events and after the last.
@@ -65,21 +65,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     if args.live {
         return run_live(args, &records, &options, &name, threads);
     }
-    let mut config = match args.allocator.explicit_config()? {
-        Some(c) => c,
-        None => Api::linked().config()?,
-    };
-    if let Some(v) = args.disable_large_size_classes {
-        config.large_page_rounding = v;
-    }
-    let mut model_options = options.clone();
-    let mut note = String::new();
-    if config.version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc != Some(false) {
-        // The experimental GC reads a 10 ms wall clock; the model runs the deterministic one.
-        model_options.experimental_tcache_gc = Some(false);
-        note =
-            " (5.3.1's clock-driven cache GC is not modelled: experimental_tcache_gc:false)".into();
-    }
+    let (config, model_options, note) = model_setup(args, &options)?;
     let cpus = flags.cpus.unwrap_or_else(machine_cpus);
     let mut model = Process::new(config, model_options, cpus)?;
     let every = args
@@ -200,6 +186,30 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     }
     args.output.emit(&t)?;
     Ok(0)
+}
+
+/// The build and options the process model runs with (also `--blame`'s): the build flags or
+/// the linked jemalloc's, and 5.3.1's deterministic cache GC; `note` says when it was forced.
+pub(super) fn model_setup(
+    args: &ReplayArgs,
+    options: &ProcessOptions,
+) -> Result<(AllocatorConfig, ProcessOptions, String)> {
+    let mut config = match args.allocator.explicit_config()? {
+        Some(c) => c,
+        None => Api::linked().config()?,
+    };
+    if let Some(v) = args.disable_large_size_classes {
+        config.large_page_rounding = v;
+    }
+    let mut model_options = options.clone();
+    let mut note = String::new();
+    if config.version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc != Some(false) {
+        // The experimental GC reads a 10 ms wall clock; the model runs the deterministic one.
+        model_options.experimental_tcache_gc = Some(false);
+        note =
+            " (5.3.1's clock-driven cache GC is not modelled: experimental_tcache_gc:false)".into();
+    }
+    Ok((config, model_options, note))
 }
 
 fn run_live(

@@ -16,7 +16,7 @@ mod tcache;
 
 pub use compare::compare_snapshots;
 pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
-pub use model::Process;
+pub use model::{HeldBlock, LiveObject, Process};
 pub use options::{machine_cpus, OptionError, ProcessOptions};
 
 use crate::sim::{Arena, BinStats, SimError};

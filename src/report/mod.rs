@@ -23,6 +23,7 @@
 
 pub mod advise;
 pub mod allocators;
+pub mod blame;
 pub mod bump_arena;
 mod charts;
 mod classes;
@@ -240,6 +241,9 @@ pub fn write_report(
         job.section("run-time options", advise::SECTION, |dir| {
             let traces = programs::trace_files(&programs.traces)?;
             advise::write_section(dir, &traces, options.fragsim_exe.as_deref())
+        })?;
+        job.section("waste by call site", blame::SECTION, |dir| {
+            blame::write_section(dir, &programs.traces)
         })?;
     }
     job.section("other allocators", allocators::SECTION, |d| {

@@ -7,6 +7,9 @@ use super::{ArenaStats, BinStats, SimError, Snapshot};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion, PageSizeClasses, SizeClasses};
 use crate::trace::Event;
 
+mod view;
+pub use view::ExtentView;
+
 /// A bin's slabs: the current one and the non-full heap keyed by (serial number, address).
 #[derive(Clone, Copy)]
 struct Bin {

@@ -13,7 +13,7 @@ mod ph;
 pub mod replay;
 pub mod workload;
 
-pub use arena::Arena;
+pub use arena::{Arena, ExtentView};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
 pub use replay::{replay, summary_table, ReplaySummary};
 pub use workload::{random_trace, WorkloadSpec};
