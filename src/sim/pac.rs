@@ -675,20 +675,14 @@ impl Pac {
             let mut again = false;
             let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
             let next = self.ext.get(id).map_next;
-            if next != NIL
-                && self.ext.get(next).state == state
-                && self.ext.get(next).size <= room
-            {
+            if next != NIL && self.ext.get(next).state == state && self.ext.get(next).size <= room {
                 self.eset_remove(state, next);
                 self.merge(id, next);
                 again = true;
             }
             let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
             let prev = self.ext.get(id).map_prev;
-            if prev != NIL
-                && self.ext.get(prev).state == state
-                && self.ext.get(prev).size <= room
-            {
+            if prev != NIL && self.ext.get(prev).state == state && self.ext.get(prev).size <= room {
                 self.eset_remove(state, prev);
                 self.merge(prev, id);
                 id = prev;
