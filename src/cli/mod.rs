@@ -5,6 +5,7 @@ mod bump_arena;
 mod classes;
 mod container;
 mod containers;
+mod decay;
 mod layout;
 mod measure;
 pub mod output;

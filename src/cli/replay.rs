@@ -62,7 +62,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     if args.whatif.top.is_some() && !args.whatif.by_class && args.whatif.charts.is_none() {
         bail!("--top applies to --by-class and --charts only");
     }
-    if args.live && args.timeline.is_some() {
+    if args.live && args.timeline.is_some() && !args.process.honour_clock {
         bail!("--timeline does not apply to --live (a live replay writes no timeline)");
     }
     if let Some(timeline) = &args.timeline {
@@ -84,6 +84,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
             ("--timeline", args.timeline.as_deref()),
             ("--out", args.output.out.as_deref()),
             ("--per-arena", args.process.per_arena.as_deref()),
+            ("--chart", args.process.chart.as_deref()),
         ],
     )?;
     if args.process.process {

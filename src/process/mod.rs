@@ -17,7 +17,7 @@ mod tcache;
 pub use compare::compare_snapshots;
 pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
 pub use model::{DecayClock, Metadata, Process};
-pub use options::{machine_cpus, OptionError, ProcessOptions};
+pub use options::{machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions};
 
 use crate::sim::{Arena, BinStats, SimError};
 use crate::trace::ThreadId;
@@ -93,6 +93,30 @@ pub struct ProcessSnapshot {
     pub allocated_bytes: u64,
     pub active_bytes: u64,
     pub arenas: Vec<ArenaSnapshot>,
+}
+
+/// Multiplies every time stamp by `factor` (times relative to the first record's), to
+/// stretch a short trace so that decay of a given period has room to act.
+pub fn scale_times(records: &mut [crate::trace::Record], factor: f64) {
+    use crate::trace::Record;
+    let first = records.iter().find_map(|r| match r {
+        Record::Call(c) => c.time_ns,
+        Record::ThreadExit { time_ns, .. } => *time_ns,
+        Record::Site { .. } => None,
+    });
+    let Some(t0) = first else { return };
+    let scale = |t: &mut Option<u64>| {
+        if let Some(v) = t {
+            *v = t0 + ((v.saturating_sub(t0)) as f64 * factor).round() as u64;
+        }
+    };
+    for r in records {
+        match r {
+            Record::Call(c) => scale(&mut c.time_ns),
+            Record::ThreadExit { time_ns, .. } => scale(time_ns),
+            Record::Site { .. } => {}
+        }
+    }
 }
 
 fn snapshot_of(event: u64, arenas: &[Option<Arena>], tcache: &[u64]) -> ProcessSnapshot {

