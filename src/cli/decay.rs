@@ -117,6 +117,20 @@ fn error_table(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) 
         t.push(vec![k.into(), v]);
     }
     error_rows(&mut t, "resident", &c.resident());
+    error_rows(
+        &mut t,
+        "resident less metadata (active + dirty)",
+        &c.errors(|p| {
+            let mut b = p.real_resident;
+            let m = p.real_metadata.mean;
+            // The band of active + dirty: each run's resident less its metadata is not kept,
+            // so the band is the dirty band moved by the (exact) active bytes.
+            b.mean -= m;
+            b.min = p.real_active.mean + p.real_dirty.min;
+            b.max = p.real_active.mean + p.real_dirty.max;
+            (p.model_active + p.model_dirty, b)
+        }),
+    );
     error_rows(&mut t, "active", &c.active());
     error_rows(
         &mut t,

@@ -34,11 +34,13 @@ const DEAD: Object = Object {
     align: 0,
 };
 
-/// jemalloc's metadata resident (`base_resident` summed over arenas), modelled as constants:
-/// arena 0's (its base holds the global tables: the radix tree of extents, the size-class
-/// tables) and each further arena's (its base block: bins, extent records). Both are
-/// measured on the live allocator (`crate::live::process` reads them in its child); the
-/// growth of the extent records and radix-tree leaves with the heap is not modelled.
+/// jemalloc's metadata resident (`base_resident` summed over arenas), modelled as two
+/// constants plus the extent records: arena 0's base at the start (it holds the global
+/// tables: the radix tree of extents, the size-class tables), each further arena's base when
+/// fresh (bins, its first base block), both measured on the live allocator
+/// (`crate::live::decay` reads them in its child), and 128 bytes per extent record at each
+/// arena's high-water mark (`base_alloc_edata`). The radix tree's leaves, which grow with
+/// the address space the heap touches, are not modelled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Metadata {
     pub base_bytes: u64,
@@ -337,7 +339,11 @@ impl Process {
     fn refresh_totals(&mut self) {
         let (mut alloc, mut active) = (0, 0);
         let (mut dirty, mut muzzy, mut retained, mut narenas) = (0, 0, 0, 0);
+        let mut edata = 0;
+        let page = self.config.page();
         for a in self.arenas.iter().flatten() {
+            // base_alloc_edata: 128 bytes (EDATA_ALIGNMENT) each, resident page by page.
+            edata += (a.extent_records() * 128).div_ceil(page) * page;
             alloc += a.stats().allocated_bytes;
             active += a.stats().active_bytes;
             let p = a.page_sets();
@@ -352,7 +358,7 @@ impl Process {
         self.stats.muzzy_bytes = muzzy;
         self.stats.retained_bytes = retained;
         let m = self.metadata;
-        self.stats.metadata_bytes = m.base_bytes + m.per_arena_bytes * (narenas - 1);
+        self.stats.metadata_bytes = m.base_bytes + m.per_arena_bytes * (narenas - 1) + edata;
         self.stats.resident_bytes = active + dirty + self.stats.metadata_bytes;
         self.stats.mapped_bytes = active + dirty + muzzy;
         self.stats.time_ns = self.clock.now_ns;

@@ -176,6 +176,12 @@ impl Arena {
         self.decay.as_deref().map(|(d, m)| (d, m))
     }
 
+    /// The most extent records held at once (jemalloc keeps an `edata_t` per extent and
+    /// recycles freed ones, so its arena's metadata grows with this high-water mark).
+    pub fn extent_records(&self) -> u64 {
+        self.pac.ext.v.len() as u64
+    }
+
     /// Bytes in the dirty, muzzy and retained sets.
     pub fn page_sets(&self) -> PageSets {
         let (dirty_bytes, muzzy_bytes, retained_bytes) = self.pac.set_bytes();
