@@ -8,6 +8,7 @@ mod choice;
 mod classes;
 mod container;
 mod containers;
+mod decay;
 mod layout;
 mod measure;
 pub mod output;

@@ -15,6 +15,20 @@ use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 
 /// Set by the constructor: the manual arena's index + 1 (0: not run), or a negative error.
 static MANUAL_ARENA: AtomicI32 = AtomicI32::new(0);
+/// `CLOCK_MONOTONIC` at the constructor's start (about when jemalloc made arena 0 and its
+/// decay epoch): the clock-honouring replay reports its start against it.
+pub(super) static CONSTRUCTOR_NS: AtomicU64 = AtomicU64::new(0);
+
+/// `CLOCK_MONOTONIC` now, in ns.
+pub(super) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
 
 extern "C" fn child_constructor() {
     // SAFETY: getenv and the ctls take NUL-terminated names; nothing here allocates in Rust.
@@ -23,6 +37,7 @@ extern "C" fn child_constructor() {
         if which.is_null() {
             return;
         }
+        CONSTRUCTOR_NS.store(monotonic_ns(), Ordering::SeqCst);
         let mallctl: super::replay::MallctlFn = if *which == b's' as libc::c_char {
             let p = libc::dlsym(libc::RTLD_DEFAULT, c"mallctl".as_ptr());
             if p.is_null() {
@@ -391,7 +406,15 @@ fn ops_of(records: &[Record]) -> Result<(Vec<Op>, usize, usize)> {
 
 /// The child's side: replays `records` (text form) on one pthread per trace thread and
 /// prints a header (the build as JSON, then `narenas N`) and a snapshot every `every` events.
-pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Write) -> Result<()> {
+/// With `times` (one per op, ns from the first), each op waits for its time and every
+/// snapshot line is followed by a decay line (`crate::live::decay`).
+pub fn serve_process_child(
+    text: &str,
+    every: u64,
+    api: Api,
+    times: Option<&[u64]>,
+    out: &mut impl Write,
+) -> Result<()> {
     let manual = MANUAL_ARENA.load(Ordering::SeqCst);
     ensure!(manual > 0, "the child's start-up did not move its main thread to a manual arena (code {manual}): is FRAGSIM_PROCESS_CHILD set?");
     let manual = (manual - 1) as usize;
@@ -464,9 +487,33 @@ pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Writ
         ensure!(err == 0, "pthread_create failed: {err}");
         handles.push(h);
     }
+    if let Some(times) = times {
+        ensure!(
+            times.len() == shared.ops.len(),
+            "{} times for {} records",
+            times.len(),
+            shared.ops.len()
+        );
+    }
+    let clock = match times {
+        Some(_) => Some(super::decay::ClockReader::new(&api, manual, narenas)?),
+        None => None,
+    };
+    let meta = match &clock {
+        Some(c) => Some(c.header()?),
+        None => None,
+    };
+    let start = monotonic_ns();
+    if let Some((meta0, fresh)) = meta {
+        let since = start.saturating_sub(CONSTRUCTOR_NS.load(Ordering::SeqCst));
+        writeln!(out, "clock {since} {meta0} {fresh}")?;
+    }
     let last = shared.ops.len() as u64;
     for (i, op) in shared.ops.iter().enumerate() {
         let t = op.thread as usize;
+        if let Some(times) = times {
+            super::decay::sleep_until(start + times[i]);
+        }
         shared.done.store(0, Ordering::Release);
         shared.jobs[t].store(i as u64 + 1, Ordering::Release);
         futex_wake(job_word(&shared.jobs[t]));
@@ -487,6 +534,9 @@ pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Writ
         let n = i as u64 + 1;
         if n.is_multiple_of(every.max(1)) || n == last {
             write_snapshot(out, &reader.snapshot(n)?)?;
+            if let Some(c) = &clock {
+                c.write_line(out, monotonic_ns() - start)?;
+            }
         }
     }
     out.flush()?;
@@ -495,9 +545,18 @@ pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Writ
 
 /// Writes the child's output to stdout (buffered) and leaves at once: workers still
 /// parked are not woken (their caches would flush at exit, after the comparison).
-pub fn run_process_child(path: &Path, every: u64, system: bool) -> Result<()> {
+pub fn run_process_child(
+    path: &Path,
+    every: u64,
+    system: bool,
+    times: Option<&Path>,
+) -> Result<()> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read '{}'", path.display()))?;
+    let times = match times {
+        Some(p) => Some(super::decay::read_times(p)?),
+        None => None,
+    };
     let api = if system {
         Api::system()?
     } else {
@@ -505,7 +564,7 @@ pub fn run_process_child(path: &Path, every: u64, system: bool) -> Result<()> {
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    if let Err(e) = serve_process_child(&text, every, api, &mut out) {
+    if let Err(e) = serve_process_child(&text, every, api, times.as_deref(), &mut out) {
         writeln!(out, "error {e:#}")?;
     }
     out.flush()?;

@@ -5,6 +5,8 @@
 mod baton;
 mod build;
 pub mod ctl;
+pub mod decay;
+pub mod decay_compare;
 pub mod process;
 pub mod replay;
 
