@@ -5,8 +5,8 @@
 mod bars;
 mod class_loss;
 pub mod containers;
-mod hbars;
 pub mod flame;
+mod hbars;
 mod heatmap;
 mod measured;
 mod resident;

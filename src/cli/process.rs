@@ -57,7 +57,7 @@ pub struct ProcessFlags {
 
 /// Reads any trace `fragsim replay` reads (binary v2 with threads, the text form with `t`
 /// and `x` lines, valgrind) as records; call sites are dropped (the model has no use).
-fn load_records(path: &Path) -> Result<Vec<Record>> {
+pub(super) fn load_records(path: &Path) -> Result<Vec<Record>> {
     let records = crate::trace::open(path)?
         .records()
         .collect::<Result<Vec<_>, _>>()?;

@@ -5,14 +5,14 @@
 use super::tcache::{CacheInfo, Item, Tcache};
 
 mod cache;
-mod view;
 mod decay;
+mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{Arena, SimError};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Event, Record, ThreadId};
-pub use view::{HeldBlock, LiveObject};
 pub use decay::DecayClock;
+pub use view::{HeldBlock, LiveObject};
 
 const NIL: u32 = u32::MAX;
 /// `opt_tcache_gc_incr_bytes`: a GC step every 64 KiB allocated (and, apart, freed).
