@@ -206,22 +206,9 @@ fn child_raw_files(dir: &Path, root: u64) -> Result<Vec<(u64, PathBuf)>, RecordE
     Ok(files)
 }
 
-/// Reads and converts one raw file (a missing file is an empty process).
-pub fn read_raw(raw: &Path) -> Result<RawProcess, TraceError> {
-    let name = raw.display().to_string();
-    match std::fs::read(raw) {
-        Ok(bytes) => parse(&bytes, &name),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(RawProcess::default()),
-        Err(e) => Err(TraceError::Io {
-            file: name,
-            source: e,
-        }),
-    }
-}
-
 /// All records of one raw file, in order, with the conversion's summary.
 pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceError> {
-    let process = read_raw(raw)?;
+    let process = parse(raw)?;
     let mut records = Vec::new();
     let mut push = |r: &Record| {
         records.push(r.clone());
@@ -231,16 +218,18 @@ pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceErr
     Ok((records, summary))
 }
 
-fn convert_file(
+/// Converts the raw file `raw` of process `pid` into the trace `out`.
+pub fn convert_file(
     raw: &Path,
     out: &Path,
     fields: Fields,
     pid: u64,
 ) -> Result<RecordedTrace, RecordError> {
-    let process = read_raw(raw)?;
+    let name = raw.display().to_string();
+    let process = parse(raw)?;
     let mut sink = TraceSink::create(out, fields)?;
     let mut write = |r: &Record| sink.write_record(r);
-    let summary = convert(&process, &raw.display().to_string(), &mut write)?;
+    let summary = convert(&process, &name, &mut write)?;
     sink.finish()?;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     Ok(RecordedTrace {
