@@ -46,9 +46,11 @@ pub struct ConvertSummary {
 
 type Sink<'a> = dyn FnMut(&Record) -> Result<(), TraceError> + 'a;
 
-struct Converter<'a> {
+struct Converter<'a, 'p> {
     file: String,
     sink: &'a mut Sink<'a>,
+    /// Told how many more bytes of events were read, chunk by chunk.
+    progress: &'p mut dyn FnMut(u64),
     importer: AddressImporter,
     base_ns: u64,
     last_ns: u64,
@@ -66,9 +68,21 @@ pub fn convert<'a>(
     file: &str,
     sink: &'a mut Sink<'a>,
 ) -> Result<ConvertSummary, TraceError> {
+    convert_with_progress(process, file, sink, &mut |_| {})
+}
+
+/// As [`convert`], telling `progress` how many more bytes of the file's events
+/// ([`RawProcess::event_bytes`] in all) were read, each time a chunk is read.
+pub fn convert_with_progress<'a>(
+    process: &RawProcess,
+    file: &str,
+    sink: &'a mut Sink<'a>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ConvertSummary, TraceError> {
     let mut c = Converter {
         file: file.to_string(),
         sink,
+        progress,
         importer: AddressImporter::new(),
         base_ns: process.images.first().map_or(0, |i| i.start_ns),
         last_ns: 0,
@@ -135,7 +149,7 @@ struct ImageState {
     first_thread: Option<ThreadId>,
 }
 
-impl Converter<'_> {
+impl Converter<'_, '_> {
     /// One image; `inherited`: the thread that exec'd into it and the previous image's other
     /// live threads. Returns this image's exec'ing thread (if it exec'd) and its live threads.
     ///
@@ -220,8 +234,17 @@ impl Converter<'_> {
         Ok((exec_thread, live))
     }
 
-    fn next(&self, lane: &mut Lane, stacks: &mut Stacks) -> Result<Option<RawEvent>, TraceError> {
-        lane.cursor.next_event(stacks).map_err(|e| match e {
+    fn next(
+        &mut self,
+        lane: &mut Lane,
+        stacks: &mut Stacks,
+    ) -> Result<Option<RawEvent>, TraceError> {
+        let read = lane.cursor.bytes_read;
+        let next = lane.cursor.next_event(stacks);
+        if lane.cursor.bytes_read != read {
+            (self.progress)(lane.cursor.bytes_read - read);
+        }
+        next.map_err(|e| match e {
             CursorError::Corrupt(at, what) => TraceError::Corrupt {
                 file: self.file.clone(),
                 offset: at as u64,

@@ -290,7 +290,18 @@ impl RawProcess {
             at: 0,
             end: 0,
             pending: None,
+            bytes_read: 0,
         }
+    }
+
+    /// The bytes of all images' events (what [`ThreadCursor`]s read in all).
+    pub fn event_bytes(&self) -> u64 {
+        self.images
+            .iter()
+            .flat_map(|i| i.threads.values())
+            .flat_map(|t| &t.chunks)
+            .map(|c| (c.end - c.start) as u64)
+            .sum()
     }
 }
 
@@ -321,6 +332,8 @@ pub struct ThreadCursor<'a> {
     end: usize,
     /// A realloc's second point, due after its first.
     pending: Option<RawEvent>,
+    /// Bytes of chunks read so far.
+    pub bytes_read: u64,
 }
 
 impl ThreadCursor<'_> {
@@ -345,6 +358,7 @@ impl ThreadCursor<'_> {
                 file.read_exact_at(&mut self.buf, first.start as u64)
                     .map_err(CursorError::Io)?;
                 (self.base, self.at, self.end) = (first.start, 0, self.buf.len());
+                self.bytes_read += self.buf.len() as u64;
                 continue;
             }
             let left = (self.end - self.at) / 8;
