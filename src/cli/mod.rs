@@ -4,6 +4,7 @@ mod args;
 mod bump_arena;
 mod choice;
 mod classes;
+mod completions;
 mod container;
 mod containers;
 mod layout;
@@ -70,6 +71,8 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Run a program and record its allocations (threads, times, optionally call stacks).
     Record(record::RecordArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -103,6 +106,7 @@ pub fn main() -> i32 {
         Command::ProcessLiveChild(_) => unreachable!("handled above"),
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
+        Command::Completions(args) => completions::run(args),
     };
     result.unwrap_or_else(|err| output::exit_code(&err))
 }
