@@ -59,10 +59,12 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         Some(k) => k,
         None => default_every(calls as u64),
     };
-    if let Some(dir) = &args.whatif.charts {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create folder '{}'", dir.display()))?;
-    }
+    let charts_dir = args
+        .whatif
+        .charts
+        .as_deref()
+        .map(super::whatif::NewDir::create)
+        .transpose()?;
     let name = args
         .trace
         .file_stem()
@@ -97,11 +99,12 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
             super::output::print_error(&format!("note: {line}"));
         }
     }
-    if let Some(dir) = &args.whatif.charts {
+    if let (Some(dir), Some(created)) = (&args.whatif.charts, charts_dir) {
         let chart = chart(&m, &format!("{name}-allocators"), &name);
         for path in write_chart(&chart, dir)? {
             super::output::print_error(&format!("wrote {}", path.display()));
         }
+        created.keep();
     }
     Ok(0)
 }

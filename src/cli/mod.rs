@@ -6,6 +6,7 @@ mod blame;
 mod bump_arena;
 mod choice;
 mod classes;
+mod completions;
 mod container;
 mod containers;
 mod decay;
@@ -78,6 +79,8 @@ enum Command {
     /// Which MALLOC_CONF would lower this trace's memory: the process model under a grid of
     /// run-time options, ranked, the recommended ones checked live.
     Advise(advise::AdviseArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -112,6 +115,7 @@ pub fn main() -> i32 {
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
         Command::Advise(args) => advise::run(args),
+        Command::Completions(args) => completions::run(args),
     };
     result.unwrap_or_else(|err| output::exit_code(&err))
 }

@@ -471,29 +471,20 @@ fn parse_snapshot(line: &str) -> Result<Snapshot> {
     })
 }
 
-fn compare_in_child(
+/// The live-replay child's command line for `how`, reading `events`; and the
+/// `disable_large_size_classes` its jemalloc must report (`None`: a system jemalloc, which
+/// has its own).
+fn child_command(
     exe: &Path,
-    how: ChildAllocator,
-    events: &[Event],
-    options: &LiveOptions,
-) -> Result<LiveComparison> {
-    let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
-    // An interrupt exits without running destructors: remove the event file then too.
-    let _remove_input = crate::cleanup::remove_on_interrupt(input.path());
-    {
-        let mut w = BufWriter::new(input.as_file_mut());
-        write_events(events, &mut w)?;
-        w.flush()?;
-    }
+    how: &ChildAllocator,
+    events: &Path,
+    every: u64,
+) -> Result<(Command, Option<bool>)> {
     let mut command = Command::new(exe);
     command
-        .args([
-            "__replay-live-child",
-            "--every",
-            &options.every.max(1).to_string(),
-        ])
-        .arg(input.path());
-    let expect_rounding = match &how {
+        .args(["__replay-live-child", "--every", &every.max(1).to_string()])
+        .arg(events);
+    let expect_rounding = match how {
         ChildAllocator::Linked(v) => {
             command.env(
                 "_RJEM_MALLOC_CONF",
@@ -510,6 +501,24 @@ fn compare_in_child(
             None
         }
     };
+    Ok((command, expect_rounding))
+}
+
+fn compare_in_child(
+    exe: &Path,
+    how: ChildAllocator,
+    events: &[Event],
+    options: &LiveOptions,
+) -> Result<LiveComparison> {
+    let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
+    // An interrupt exits without running destructors: remove the event file then too.
+    let _remove_input = crate::cleanup::remove_on_interrupt(input.path());
+    {
+        let mut w = BufWriter::new(input.as_file_mut());
+        write_events(events, &mut w)?;
+        w.flush()?;
+    }
+    let (mut command, expect_rounding) = child_command(exe, &how, input.path(), options.every)?;
     // Stopped with the parent if the run is interrupted (Ctrl-C).
     let mut child = crate::cleanup::GuardedChild::spawn(
         command

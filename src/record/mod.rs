@@ -1,6 +1,6 @@
 //! Recording a program natively: run it with the preload library (`preload/`, built beside
 //! the fragsim binary as `libfragsim_preload.so`), then convert the raw files it wrote into
-//! traces. [`raw`] reads them, [`convert`] merges and translates, [`sink`] writes.
+//! traces. [`raw`] reads them, [`convert`](mod@convert) merges and translates, [`sink`] writes.
 
 pub mod convert;
 pub mod raw;
@@ -116,6 +116,16 @@ pub enum RecordProgress {
 
 /// Runs `command` under the recorder and writes its trace to `out` (children's to
 /// `out.<pid>`). The program's stdin, stdout and stderr are passed through.
+/// `LD_PRELOAD` with the recorder first, before what the user preloads already.
+fn preload_with(preload: PathBuf) -> std::ffi::OsString {
+    let mut var = preload.canonicalize().unwrap_or(preload).into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        var.push(":");
+        var.push(old);
+    }
+    var
+}
+
 pub fn record_native(
     command: &[std::ffi::OsString],
     out: &Path,
@@ -140,13 +150,13 @@ pub fn record_native_with_progress(
         return Err(RecordError::ProgramMissing(program));
     }
     let out_dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     };
     // Beside the output, so a large recording does not fill /tmp.
     let temp = tempfile::Builder::new()
         .prefix(".fragsim-record-")
-        .tempdir_in(&out_dir)
+        .tempdir_in(out_dir)
         .map_err(|source| RecordError::TempDir {
             out: out.to_path_buf(),
             source,
@@ -158,11 +168,7 @@ pub fn record_native_with_progress(
         source,
     })?;
     let raw_dir = raw_dir.canonicalize().unwrap_or(raw_dir);
-    let mut preload_var = preload.canonicalize().unwrap_or(preload).into_os_string();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        preload_var.push(":");
-        preload_var.push(old);
-    }
+    let preload_var = preload_with(preload);
     let mut flags = Vec::new();
     if options.stacks {
         flags.push("stacks");
