@@ -28,6 +28,7 @@ mod classes;
 pub mod containers;
 mod figures;
 mod findings;
+pub mod process;
 pub mod programs;
 mod seed;
 mod sweeps;
@@ -236,6 +237,11 @@ pub fn write_report(
                 markdown: "Every table inline, with its charts: [programs.md](programs.md).\n"
                     .into(),
             })
+        })?;
+    }
+    if let Some(programs) = &options.programs {
+        job.section("whole process", process::SECTION, |dir| {
+            process::write_section(dir, &programs.traces, options.fragsim_exe.as_deref())
         })?;
     }
     job.section("other allocators", allocators::SECTION, |d| {
