@@ -23,7 +23,11 @@ fn whole_process_section_has_every_threaded_trace_and_no_live_mismatch() {
     let section =
         fragsim::report::process::write_section(out.path(), &traces, Some(&exe())).unwrap();
     let files: Vec<&str> = section.files.iter().map(|w| w.file.as_str()).collect();
-    for f in ["process-summary.csv", "process-per-arena.csv", "process-live.csv"] {
+    for f in [
+        "process-summary.csv",
+        "process-per-arena.csv",
+        "process-live.csv",
+    ] {
         assert!(files.contains(&f), "{files:?}");
     }
     let summary = rows(out.path(), "process-summary.csv");
@@ -38,7 +42,13 @@ fn whole_process_section_has_every_threaded_trace_and_no_live_mismatch() {
         assert!(whole > one, "{r:?}");
     }
     let per_arena = rows(out.path(), "process-per-arena.csv");
-    assert!(per_arena.iter().filter(|r| r[0] == "cpp-threads-map").count() >= 2);
+    assert!(
+        per_arena
+            .iter()
+            .filter(|r| r[0] == "cpp-threads-map")
+            .count()
+            >= 2
+    );
     let live = rows(out.path(), "process-live.csv");
     assert!(live.len() >= 2, "{live:?}");
     for r in &live {
