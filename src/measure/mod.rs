@@ -8,6 +8,7 @@
 //! [`measure`] runs it (the parent side); [`child::replay`] is the child's side.
 
 pub mod child;
+mod events;
 mod probe;
 mod run;
 mod tables;

@@ -1,7 +1,7 @@
 //! The parent side: the model beside the trace, the event file, one child per allocator,
 //! their samples turned into deltas over each child's baseline.
 
-use super::child::encode;
+use super::events::encode;
 use super::{Allocator, ChildReport, MeasureError};
 use crate::sim::Arena;
 use crate::sizeclass::AllocatorConfig;

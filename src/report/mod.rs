@@ -30,6 +30,7 @@ mod classes;
 pub mod containers;
 mod figures;
 mod findings;
+pub mod process;
 pub mod programs;
 mod seed;
 mod sweeps;
@@ -238,6 +239,9 @@ pub fn write_report(
         })?;
     }
     if let Some(programs) = &options.programs {
+        job.section("whole process", process::SECTION, |dir| {
+            process::write_section(dir, &programs.traces, options.fragsim_exe.as_deref())
+        })?;
         job.section("run-time options", advise::SECTION, |dir| {
             let traces = programs::trace_files(&programs.traces)?;
             advise::write_section(dir, &traces, options.fragsim_exe.as_deref())
