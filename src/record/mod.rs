@@ -1,6 +1,6 @@
 //! Recording a program natively: run it with the preload library (`preload/`, built beside
 //! the fragsim binary as `libfragsim_preload.so`), then convert the raw files it wrote into
-//! traces. [`raw`] reads them, [`convert`] merges and translates, [`sink`] writes.
+//! traces. [`raw`] reads them, [`convert`](mod@convert) merges and translates, [`sink`] writes.
 
 pub mod convert;
 pub mod raw;

@@ -17,7 +17,7 @@ type Finisher<W> = Box<dyn FnOnce(W) -> Result<(), TraceError>>;
 
 /// Streams events into a trace. Memory: a 64 KiB buffer plus the live-object table.
 ///
-/// Every event is checked against the ones before it (see [`Tally`]'s rules: no alloc of a
+/// Every event is checked against the ones before it (see `Tally`'s rules: no alloc of a
 /// live id, no free or realloc of a dead one, a new id at most one past the highest used, sizes
 /// below 2^63), so every finished file is consistent.
 pub struct TraceWriter<W: Write + Seek> {
