@@ -145,7 +145,7 @@ pub unsafe fn enter() -> Option<Ctx> {
 impl Ctx {
     #[inline(always)]
     pub fn seq(&self) -> u64 {
-        SEQ.fetch_add(1, Ordering::Relaxed)
+        SEQ.0.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The call's stack id (when recording stacks), captured before the lock is taken.

@@ -12,7 +12,14 @@ pub const ON: u8 = 2;
 pub const OFF: u8 = 3;
 
 pub static STATE: AtomicU8 = AtomicU8::new(UNINIT);
-pub static SEQ: AtomicU64 = AtomicU64::new(0);
+/// The global sequence number, alone on its cache lines (two: the adjacent-line prefetcher
+/// pairs them): every thread's `fetch_add` takes the line away from the others, and the flags
+/// every call reads (`STATE`, `STACKS`, ...) shared it, so each call of a multi-threaded
+/// program missed on them too.
+#[repr(C, align(128))]
+pub struct Seq(pub AtomicU64);
+
+pub static SEQ: Seq = Seq(AtomicU64::new(0));
 pub static FD: AtomicI32 = AtomicI32::new(-1);
 pub static FLAGS: AtomicU32 = AtomicU32::new(0);
 pub static STACKS: AtomicBool = AtomicBool::new(false);
@@ -347,7 +354,7 @@ extern "C" fn after_fork_child() {
         libc::close(fd);
         buf::forget_other_threads();
         if FLAGS.load(Ordering::Acquire) as u64 & FLAG_FOLLOW == 0
-            || !open_raw(SEQ.load(Ordering::Relaxed))
+            || !open_raw(SEQ.0.load(Ordering::Relaxed))
         {
             STATE.store(OFF, Ordering::Release);
         }
