@@ -1,7 +1,7 @@
 //! What should I set? One trace replayed once through the process model
 //! ([`crate::process::Process`]) under a grid of run-time options and builds, every setting a
 //! consumer of the same pass ([`crate::engine`], in parallel), ranked by peak and mean active
-//! bytes, the recommended settings checked live ([`verify`]).
+//! bytes, the recommended settings checked live ([`mod@verify`]).
 //!
 //! Exact conditions: the process model is exact where jemalloc is deterministic (decay off;
 //! 5.3.0, or 5.3.1 with `experimental_tcache_gc:false`). 5.3.1's default cache GC runs on a
