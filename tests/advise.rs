@@ -290,3 +290,74 @@ fn no_thread_cache_saves_the_cache_block_by_hand() {
     assert!(stderr(&out).contains("Recommended (lowest peak and lowest mean): 5.3.1 tcache:false"));
     assert!(stderr(&out).contains("outside it"), "the limits are said");
 }
+
+/// `sz_sa2u` from the class table alone (an aligned small request takes the least class that
+/// is a multiple of the alignment; large ones the least large class at or above it).
+fn usable(classes: &fragsim::sizeclass::SizeClasses, size: u64, align: u64) -> u64 {
+    let plain = |s: u64| classes.usable_size(s).expect("in range");
+    if align <= 1 {
+        return plain(size);
+    }
+    if size <= classes.small_maxclass() {
+        let u = plain(size.max(1).div_ceil(align) * align);
+        if u < classes.large_minclass() {
+            return u;
+        }
+    }
+    plain(size.max(classes.large_minclass()))
+}
+
+#[test]
+fn the_peaks_rounding_matches_the_live_objects_at_that_event() {
+    use fragsim::advise::{advise, default_grid};
+    use fragsim::trace::{Event, Record};
+    for name in ["cpp-threads-map.trace", "python-threads.trace"] {
+        let records: Vec<Record> = fragsim::trace::open(&trace(name))
+            .unwrap()
+            .records()
+            .map(Result::unwrap)
+            .filter(|r| !matches!(r, Record::Site { .. }))
+            .collect();
+        let advice = advise(&records, &default_grid(), 2).unwrap();
+        for r in &advice.results {
+            let p = r.at_peak;
+            assert_eq!(
+                p.total(),
+                r.peak_active_bytes,
+                "{name} {}",
+                r.setting.label()
+            );
+            // Rounding from the trace alone: the live objects after the peak's record, each
+            // its usable size (from the class table) minus its request.
+            let classes = r.setting.preset.classes();
+            let mut live = std::collections::HashMap::new();
+            for rec in &records[..r.peak_event as usize] {
+                if let Record::Call(c) = rec {
+                    match c.event {
+                        Event::Alloc { id, size, align } => {
+                            live.insert(id, (size, align));
+                        }
+                        Event::Realloc { id, size } => {
+                            let align = live[&id].1;
+                            live.insert(id, (size, align));
+                        }
+                        Event::Free { id } => {
+                            live.remove(&id);
+                        }
+                    }
+                }
+            }
+            let requested: u64 = live.values().map(|&(s, _)| s).sum();
+            let rounding: u64 = live
+                .values()
+                .map(|&(s, a)| usable(&classes, s, a) - s)
+                .sum();
+            assert_eq!(
+                (p.requested, p.rounding),
+                (requested, rounding),
+                "{name} {}",
+                r.setting.label()
+            );
+        }
+    }
+}
