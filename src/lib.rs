@@ -7,7 +7,9 @@
 //! checks the model against it. Only [`cli`] prints.
 
 pub mod advise;
+pub mod blame;
 pub mod charts;
+pub mod choice;
 pub mod cleanup;
 pub mod cli;
 pub mod containers;

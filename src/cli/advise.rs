@@ -26,7 +26,7 @@ pub struct AdviseArgs {
     #[arg(long, value_name = "FILE")]
     pub grid: Option<PathBuf>,
     /// The table format.
-    #[arg(long, value_enum, default_value_t = Format::Md)]
+    #[arg(long, value_parser = super::choice::choice::<Format>(), default_value_t = Format::Md)]
     pub format: Format,
     /// Write the table to this file (atomically) instead of standard output.
     #[arg(long)]

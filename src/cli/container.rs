@@ -82,11 +82,7 @@ pub struct ContainerArgs {
 fn container_names_help() -> String {
     let mut text = String::from("Containers:\n");
     for kind in ContainerKind::ALL {
-        let help = kind
-            .to_possible_value()
-            .and_then(|v| v.get_help().map(|h| h.to_string()))
-            .unwrap_or_default();
-        text.push_str(&format!("  {:<24}{help}\n", kind.name()));
+        text.push_str(&format!("  {:<24}{}\n", kind.name(), kind.describe()));
     }
     text
 }

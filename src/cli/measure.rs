@@ -1,10 +1,12 @@
 //! `fragsim replay TRACE --measure glibc,jemalloc,...`: the trace measured live under other
 //! allocators, one child process each; and the hidden child command.
 
-use super::replay::{load_trace, ReplayArgs};
+use super::replay::ReplayArgs;
 use crate::charts::write_chart;
 use crate::export::Format;
-use crate::measure::{caveats, chart, measure, notes, summary_table, Allocator, MeasureOptions};
+use crate::measure::{
+    caveats, chart, measure_records, notes, summary_table, Allocator, MeasureOptions,
+};
 use crate::sim::replay::default_every;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -47,11 +49,15 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         bail!("--measure takes no --by-class");
     }
     let allocators: Vec<Allocator> = args.measure.measure.iter().flatten().copied().collect();
-    let events = load_trace(&args.trace)?;
+    let records = super::process::load_records(&args.trace)?;
+    let calls = records
+        .iter()
+        .filter(|r| matches!(r, crate::trace::Record::Call(_)))
+        .count();
     let every = match args.every {
         Some(0) => bail!("--every 0: give a positive number of events"),
         Some(k) => k,
-        None => default_every(events.len() as u64),
+        None => default_every(calls as u64),
     };
     if let Some(dir) = &args.whatif.charts {
         std::fs::create_dir_all(dir)
@@ -67,7 +73,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         exe: std::env::current_exe().context("the fragsim executable")?,
         env: Vec::new(),
     };
-    let m = measure(&events, &options)?;
+    let m = measure_records(&records, &options)?;
     let table = summary_table(
         &m,
         &format!("{name}: {} events measured under each allocator", m.events),

@@ -2,10 +2,13 @@
 
 mod advise;
 mod args;
+mod blame;
 mod bump_arena;
+mod choice;
 mod classes;
 mod container;
 mod containers;
+mod decay;
 mod layout;
 mod measure;
 pub mod output;
@@ -34,6 +37,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per run: the size of the largest variant (replay's many flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// The main job: every table, chart and validation result into reports/.

@@ -83,21 +83,20 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let _remove_log = crate::cleanup::remove_on_interrupt(log_dir.path());
     let log = log_dir.path().join("valgrind.log");
     // The program's own stdin/stdout/stderr pass through; valgrind's output goes to the log.
-    let mut child = Command::new(&valgrind)
-        .arg("--trace-malloc=yes")
-        .arg(format!("--log-file={}", log.display()))
-        .args(&args.command)
-        .spawn()
-        .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
+    let mut child = crate::cleanup::GuardedChild::spawn(
+        Command::new(&valgrind)
+            .arg("--trace-malloc=yes")
+            .arg(format!("--log-file={}", log.display()))
+            .args(&args.command),
+    )
+    .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
     // valgrind runs the program in its own process: the log's lines of this PID are the
     // program's; other PIDs are children it forked.
     let pid = child.id();
-    let status = {
-        let _stop = crate::cleanup::stop_on_interrupt(pid);
-        child
-            .wait()
-            .with_context(|| format!("cannot wait for '{}'", valgrind.display()))?
-    };
+    let status = child
+        .wait()
+        .with_context(|| format!("cannot wait for '{}'", valgrind.display()))?;
+    drop(child);
     if let Some(out) = keep_log {
         copy_log(&log, out)?;
     }

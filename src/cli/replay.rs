@@ -45,6 +45,8 @@ pub struct ReplayArgs {
     pub measure: super::measure::MeasureArgs,
     #[command(flatten)]
     pub process: super::process::ProcessFlags,
+    #[command(flatten)]
+    pub blame: super::blame::BlameFlags,
 }
 
 /// Reads a whole trace into memory (any form [`crate::trace::open`] reads).
@@ -59,10 +61,22 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         bail!("--every 0: give a positive number of events");
     }
     // Options that do not apply are refused, not ignored.
-    if args.whatif.top.is_some() && !args.whatif.by_class && args.whatif.charts.is_none() {
-        bail!("--top applies to --by-class and --charts only");
+    if args.whatif.top.is_some()
+        && !args.whatif.by_class
+        && args.whatif.charts.is_none()
+        && !args.blame.blame
+    {
+        bail!("--top applies to --by-class, --charts and --blame only");
     }
-    if args.live && args.timeline.is_some() {
+    if !args.process.process && !args.blame.blame {
+        if !args.process.malloc_conf.is_empty() {
+            bail!("--malloc-conf applies to --process and --blame");
+        }
+        if args.process.cpus.is_some() {
+            bail!("--cpus applies to --process and --blame");
+        }
+    }
+    if args.live && args.timeline.is_some() && !args.process.honour_clock {
         bail!("--timeline does not apply to --live (a live replay writes no timeline)");
     }
     if let Some(timeline) = &args.timeline {
@@ -84,8 +98,14 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
             ("--timeline", args.timeline.as_deref()),
             ("--out", args.output.out.as_deref()),
             ("--per-arena", args.process.per_arena.as_deref()),
+            ("--folded", args.blame.folded.as_deref()),
+            ("--flamegraph", args.blame.flamegraph.as_deref()),
+            ("--chart", args.process.chart.as_deref()),
         ],
     )?;
+    if args.blame.blame {
+        return super::blame::run(&args);
+    }
     if args.process.process {
         return super::process::run(&args);
     }

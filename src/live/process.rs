@@ -26,7 +26,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
+pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
     if let Some(err) = line.strip_prefix("error ") {
         bail!("live process replay: {err}");
     }

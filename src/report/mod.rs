@@ -23,6 +23,7 @@
 
 pub mod advise;
 pub mod allocators;
+pub mod blame;
 pub mod bump_arena;
 mod charts;
 mod classes;
@@ -39,7 +40,7 @@ pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
 
 use crate::experiments::bump_arena::BumpArenaSpec;
 use crate::experiments::sweep::SweepSpec;
-use crate::export::{write_atomic, Format, Table};
+use crate::export::{write_atomic, Table};
 use crate::validate::ValidateOptions;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -181,16 +182,13 @@ impl Job<'_> {
 
 /// Writes `table` as `<stem>.csv` and `<stem>.md` into `dir`.
 fn write_table(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<Written>> {
-    let mut written = Vec::new();
-    for format in [Format::Csv, Format::Md] {
-        let file = format!("{stem}.{}", format.extension());
-        write_atomic(&dir.join(&file), format.render(table)?.as_bytes())?;
-        written.push(Written {
+    Ok(crate::export::write_csv_and_markdown(dir, stem, table)?
+        .into_iter()
+        .map(|file| Written {
             file,
             what: what.to_string(),
-        });
-    }
-    Ok(written)
+        })
+        .collect())
 }
 
 /// The subfolder for measured times: they vary from run to run, so they are kept apart from
@@ -243,6 +241,9 @@ pub fn write_report(
         job.section("run-time options", advise::SECTION, |dir| {
             let traces = programs::trace_files(&programs.traces)?;
             advise::write_section(dir, &traces, options.fragsim_exe.as_deref())
+        })?;
+        job.section("waste by call site", blame::SECTION, |dir| {
+            blame::write_section(dir, &programs.traces)
         })?;
     }
     job.section("other allocators", allocators::SECTION, |d| {

@@ -1,0 +1,296 @@
+//! Waste by call site: at one event of a trace (by default the active peak), every byte of
+//! the process model's active memory is charged to the code that holds it.
+//!
+//! The trace runs through [`crate::process::Process`] (thread caches, arenas, threads; a
+//! trace without threads is one thread) while this module remembers the call site of every
+//! live object (`Call::site`, the stacks of [`Record::Site`]). At the chosen event:
+//!
+//! - a live object's requested bytes, and its rounding (usable - requested), go to the site
+//!   that allocated it (for a realloc, the site of the realloc);
+//! - the free regions of a slab (and any tail a slab's regions do not fill) go to the
+//!   holders of its used regions, split by regions held: a site's live objects, the objects
+//!   held in thread caches, the caches' own blocks (see [`charge`] for the remainders);
+//! - a large block's padding page (cache-oblivious `large_pad`) goes to its own line;
+//! - objects held in thread caches and the caches' blocks are their own lines.
+//!
+//! The lines add up exactly to the model's active bytes; whatever could not be attributed
+//! (none, on every trace the tests run) is a line of its own, [`Charge::Unattributed`].
+//! As a second view, a line's `pinned_bytes` are the bytes of the slabs that only its
+//! objects hold: the pages its frees would give back to the page allocator.
+//!
+//! A trace without call sites is charged by size class instead (the usable size).
+
+mod charge;
+mod table;
+
+pub use table::{blame_table, folded_lines, BLAME_COLUMNS};
+
+use crate::process::{Process, ProcessError, ProcessOptions, ProcessSummary};
+use crate::sizeclass::AllocatorConfig;
+use crate::trace::{Event, Record, SiteId, SiteTable};
+use serde::Serialize;
+
+/// The event at which memory is charged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    /// The first event where active bytes peak.
+    Peak,
+    /// After the last record.
+    End,
+    /// After event `n` (1-based over calls and thread exits, as `replay --process` counts
+    /// them: its "event of the active peak").
+    Event(u64),
+}
+
+impl At {
+    /// `peak`, `end` or an event number from 1.
+    pub fn parse(text: &str) -> Result<At, BlameError> {
+        match text {
+            "peak" => Ok(At::Peak),
+            "end" => Ok(At::End),
+            _ => match text.parse::<u64>() {
+                Ok(n) if n >= 1 => Ok(At::Event(n)),
+                _ => Err(BlameError::BadAt(text.to_string())),
+            },
+        }
+    }
+}
+
+/// Why a blame cannot be computed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BlameError {
+    #[error(transparent)]
+    Process(#[from] ProcessError),
+    #[error("--at '{0}': give peak, end or an event number from 1")]
+    BadAt(String),
+    #[error("--at {at}: the trace has {events} events")]
+    PastEnd { at: u64, events: u64 },
+    #[error("the trace has no events")]
+    Empty,
+    #[error("event {event}: the model's memory does not add up: {what}")]
+    Inconsistent { event: u64, what: String },
+}
+
+/// Who a byte of active memory is charged to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Charge {
+    /// Objects allocated at a call site of the trace.
+    Site(SiteId),
+    /// Objects whose call had no site, in a trace that has sites.
+    NoSite,
+    /// Objects of this usable size, in a trace without sites.
+    Class(u64),
+    /// Objects the program freed that a thread cache still holds.
+    ThreadCaches,
+    /// The thread caches' own blocks (their pointer stacks, in arena 0).
+    CacheBlocks,
+    /// The padding page of every large block (`large_pad`).
+    LargePadding,
+    /// Active memory no live object, cache or block accounts for.
+    Unattributed,
+}
+
+impl Charge {
+    /// Whether this line stands for the program's code (a site or a class), not the
+    /// allocator's own holdings.
+    pub fn is_code(self) -> bool {
+        matches!(self, Charge::Site(_) | Charge::NoSite | Charge::Class(_))
+    }
+}
+
+/// The bytes charged to one [`Charge`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Line {
+    /// Live objects (or cached objects, cache blocks, padded large blocks).
+    pub objects: u64,
+    pub requested_bytes: u64,
+    /// Usable minus requested bytes.
+    pub rounding_bytes: u64,
+    /// The share of free regions (and slab tails) of the slabs this line holds regions in.
+    pub empty_region_bytes: u64,
+    /// Usable bytes of cached objects and cache blocks; padding pages; unattributed bytes.
+    pub held_bytes: u64,
+    /// Bytes of the slabs whose used regions all belong to this line (not part of
+    /// [`Line::charged_bytes`]: a second view of the same memory).
+    pub pinned_bytes: u64,
+}
+
+impl Line {
+    /// The active bytes charged to this line.
+    pub fn charged_bytes(&self) -> u64 {
+        self.requested_bytes + self.rounding_bytes + self.empty_region_bytes + self.held_bytes
+    }
+
+    /// Charged bytes the program did not ask for.
+    pub fn waste_bytes(&self) -> u64 {
+        self.charged_bytes() - self.requested_bytes
+    }
+
+    pub fn add(&mut self, other: &Line) {
+        self.objects += other.objects;
+        self.requested_bytes += other.requested_bytes;
+        self.rounding_bytes += other.rounding_bytes;
+        self.empty_region_bytes += other.empty_region_bytes;
+        self.held_bytes += other.held_bytes;
+        self.pinned_bytes += other.pinned_bytes;
+    }
+}
+
+/// How to run the blame.
+#[derive(Clone, Debug)]
+pub struct BlameSpec {
+    pub config: AllocatorConfig,
+    pub options: ProcessOptions,
+    /// CPUs for the default `narenas`.
+    pub cpus: u32,
+    pub at: At,
+}
+
+/// Active memory at one event, charged line by line.
+#[derive(Clone, Debug)]
+pub struct Blame {
+    /// The event charged (1-based, calls and thread exits).
+    pub event: u64,
+    /// Events in the trace.
+    pub events: u64,
+    /// The model's active bytes at `event`; the lines add up to it.
+    pub active_bytes: u64,
+    /// Every line with bytes or objects, largest waste first (ties: larger charge, then key),
+    /// then the sites that allocated before the event and hold nothing.
+    pub lines: Vec<(Charge, Line)>,
+    pub sites: SiteTable,
+    /// The trace has no sites: objects are charged by size class.
+    pub by_class: bool,
+}
+
+impl Blame {
+    /// The sum of every line.
+    pub fn total(&self) -> Line {
+        let mut t = Line::default();
+        for (_, l) in &self.lines {
+            t.add(l);
+        }
+        t
+    }
+
+    /// A line's name: the site's number, `class N`, or the allocator's own line in brackets.
+    pub fn label(&self, key: Charge) -> String {
+        match key {
+            Charge::Site(s) => s.to_string(),
+            Charge::NoSite => "[no site]".into(),
+            Charge::Class(c) => format!("class {c}"),
+            Charge::ThreadCaches => "[thread caches]".into(),
+            Charge::CacheBlocks => "[cache blocks]".into(),
+            Charge::LargePadding => "[large padding]".into(),
+            Charge::Unattributed => "[unattributed]".into(),
+        }
+    }
+
+    /// A site's frames innermost first joined by `;` (empty for other lines).
+    pub fn frames(&self, key: Charge) -> String {
+        match key {
+            Charge::Site(s) => self.sites.joined(s).unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// Replays `records` through the process model up to `spec.at` and charges its active memory.
+/// Records are read twice for the peak (once to find it, once to reach it).
+pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> {
+    let mut sites = SiteTable::new();
+    for r in records {
+        if let Record::Site { id, frames } = r {
+            // The readers check that sites are dense; a gap here is a caller's own records.
+            sites
+                .push(*id, frames.clone())
+                .map_err(|what| BlameError::Inconsistent { event: 0, what })?;
+        }
+    }
+    let events = records
+        .iter()
+        .filter(|r| !matches!(r, Record::Site { .. }))
+        .count() as u64;
+    if events == 0 {
+        return Err(BlameError::Empty);
+    }
+    let target = match spec.at {
+        At::End => events,
+        At::Event(n) if n > events => return Err(BlameError::PastEnd { at: n, events }),
+        At::Event(n) => n,
+        At::Peak => peak_event(records, spec)?,
+    };
+    let by_class = sites.is_empty();
+    let mut model = Process::new(spec.config, spec.options.clone(), spec.cpus)?;
+    let mut site_of: Vec<Option<SiteId>> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for r in records {
+        if matches!(r, Record::Site { .. }) {
+            continue;
+        }
+        model.apply(r)?;
+        if let Record::Call(c) = r {
+            let id = match c.event {
+                Event::Alloc { id, .. } => Some(id),
+                // A realloc without a site keeps the one the object had.
+                Event::Realloc { id, .. } if c.site.is_some() => Some(id),
+                _ => None,
+            };
+            if let Some(s) = c.site {
+                seen.insert(s);
+            }
+            if let Some(id) = id {
+                let i = id as usize;
+                if i >= site_of.len() {
+                    site_of.resize(i + 1, None);
+                }
+                site_of[i] = c.site;
+            }
+        }
+        if model.stats().events == target {
+            break;
+        }
+    }
+    let key_of = |id: u32, usize: u64| {
+        if by_class {
+            Charge::Class(usize)
+        } else {
+            site_of
+                .get(id as usize)
+                .copied()
+                .flatten()
+                .map_or(Charge::NoSite, Charge::Site)
+        }
+    };
+    let mut lines = charge::charge(&model, key_of)?;
+    // Sites that allocated and hold nothing now are lines too (0 bytes, listed last): a
+    // clean site is named, not lost.
+    for s in seen {
+        if !lines.iter().any(|(k, _)| *k == Charge::Site(s)) {
+            lines.push((Charge::Site(s), Line::default()));
+        }
+    }
+    Ok(Blame {
+        event: target,
+        events,
+        active_bytes: model.stats().active_bytes,
+        lines,
+        sites,
+        by_class,
+    })
+}
+
+/// The first event where the model's active bytes peak.
+fn peak_event(records: &[Record], spec: &BlameSpec) -> Result<u64, BlameError> {
+    let mut model = Process::new(spec.config, spec.options.clone(), spec.cpus)?;
+    let mut summary = ProcessSummary::default();
+    for r in records {
+        if matches!(r, Record::Site { .. }) {
+            continue;
+        }
+        model.apply(r)?;
+        summary.observe(model.stats());
+    }
+    // A trace whose active bytes never leave 0 peaks at its first event.
+    Ok(summary.at_active_peak.events.max(1))
+}

@@ -1,0 +1,112 @@
+//! A blame as a table (the top sites, the allocator's own lines, a total) and as folded
+//! stacks (inferno's and Brendan Gregg's `frame;frame;frame value` lines, outermost first).
+
+use super::{Blame, Charge, Line};
+use crate::export::{Cell, Table};
+
+/// The columns of [`blame_table`].
+pub const BLAME_COLUMNS: [&str; 10] = [
+    "site",
+    "frames",
+    "objects",
+    "requested_bytes",
+    "rounding_bytes",
+    "empty_region_bytes",
+    "pinned_bytes",
+    "held_bytes",
+    "charged_bytes",
+    "waste_bytes",
+];
+
+fn row(site: String, frames: String, l: &Line) -> Vec<Cell> {
+    vec![
+        site.into(),
+        frames.into(),
+        l.objects.into(),
+        l.requested_bytes.into(),
+        l.rounding_bytes.into(),
+        l.empty_region_bytes.into(),
+        l.pinned_bytes.into(),
+        l.held_bytes.into(),
+        l.charged_bytes().into(),
+        l.waste_bytes().into(),
+    ]
+}
+
+/// The `top` code lines by waste (sites, or size classes for a trace without sites), the
+/// rest summed as `[other sites]`, then the allocator's own lines (thread caches, cache
+/// blocks, large padding; unattributed only when not zero), then `total`, whose charged
+/// bytes are the model's active bytes.
+pub fn blame_table(blame: &Blame, top: usize, title: String) -> Table {
+    let mut t = Table::new(title, &BLAME_COLUMNS);
+    let code: Vec<&(Charge, Line)> = blame.lines.iter().filter(|(k, _)| k.is_code()).collect();
+    for (key, line) in code.iter().take(top) {
+        t.push(row(blame.label(*key), blame.frames(*key), line));
+    }
+    if code.len() > top {
+        let mut rest = Line::default();
+        for (_, l) in &code[top..] {
+            rest.add(l);
+        }
+        let what = if blame.by_class { "classes" } else { "sites" };
+        t.push(row(
+            format!("[other {what}: {}]", code.len() - top),
+            String::new(),
+            &rest,
+        ));
+    }
+    for key in [
+        Charge::ThreadCaches,
+        Charge::CacheBlocks,
+        Charge::LargePadding,
+        Charge::Unattributed,
+    ] {
+        let line = blame
+            .lines
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, l)| *l)
+            .unwrap_or_default();
+        if key != Charge::Unattributed || line.charged_bytes() > 0 {
+            t.push(row(blame.label(key), String::new(), &line));
+        }
+    }
+    t.push(row("total".into(), String::new(), &blame.total()));
+    t
+}
+
+/// One folded line per line with waste: its stack outermost first (a site's frames reversed;
+/// `class N` or the bracketed name for the others) and its waste bytes. The values add up to
+/// active minus requested bytes.
+pub fn folded_lines(blame: &Blame) -> Vec<String> {
+    blame
+        .lines
+        .iter()
+        .filter(|(_, l)| l.waste_bytes() > 0)
+        .map(|(key, l)| {
+            let stack = match key {
+                Charge::Site(s) => match blame.sites.get(*s) {
+                    Some(frames) if !frames.is_empty() => frames
+                        .iter()
+                        .rev()
+                        .map(|f| folded_frame(&f.to_string()))
+                        .collect::<Vec<_>>()
+                        .join(";"),
+                    _ => format!("site {s}"),
+                },
+                _ => blame.label(*key),
+            };
+            format!("{stack} {}", l.waste_bytes())
+        })
+        .collect()
+}
+
+/// Frames never hold `;` or line breaks (the trace refuses them); an empty one would merge
+/// with its neighbour, so it is named.
+fn folded_frame(frame: &str) -> String {
+    if frame.is_empty() {
+        "[unknown]".into()
+    } else {
+        frame.to_string()
+    }
+}

@@ -1,0 +1,136 @@
+//! `fragsim replay TRACE --blame`: active memory at the peak (or any event) of the process
+//! model, charged to call sites (size classes for a trace without sites), with folded stacks
+//! and a flame graph of waste.
+
+use super::replay::ReplayArgs;
+use crate::blame::{blame, blame_table, folded_lines, At, Blame, BlameSpec};
+use crate::charts::flame::flame_graph_svg;
+use crate::export::OutputFile;
+use crate::process::{machine_cpus, ProcessOptions};
+use crate::trace::Record;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The flags of `fragsim replay --blame`.
+#[derive(Args, Debug, Default)]
+pub struct BlameFlags {
+    /// Charge every byte of the process model's active memory to the call sites that hold
+    /// it (requested, rounding, the free regions of the slabs they keep), with lines for
+    /// thread caches, cache blocks and large padding and a total equal to active bytes.
+    /// Takes --malloc-conf, --cpus and the build flags as --process does; --top N (20).
+    #[arg(long)]
+    pub blame: bool,
+    /// With --blame: `peak` (the first event of the active peak, the default), `end`, or an
+    /// event number from 1 (calls and thread exits, as --process counts them).
+    #[arg(long, requires = "blame", value_name = "peak|end|EVENT")]
+    pub at: Option<String>,
+    /// With --blame: write folded stacks of waste bytes (`frame;frame value`, outermost
+    /// frame first) for flame graph tools.
+    #[arg(long, requires = "blame", value_name = "FILE")]
+    pub folded: Option<PathBuf>,
+    /// With --blame: write an SVG flame graph of waste bytes by stack.
+    #[arg(long, requires = "blame", value_name = "FILE.svg")]
+    pub flamegraph: Option<PathBuf>,
+}
+
+/// Options of `replay` that a blame does not use are refused, not ignored.
+fn refuse_other_modes(args: &ReplayArgs) -> Result<()> {
+    let other = [
+        ("--live", args.live),
+        ("--timeline", args.timeline.is_some()),
+        ("--every", args.every.is_some()),
+        ("--by-class", args.whatif.by_class),
+        ("--charts", args.whatif.charts.is_some()),
+        ("--per-arena", args.process.per_arena.is_some()),
+        ("--measure", args.measure.wanted()),
+    ];
+    if let Some((flag, _)) = other.iter().find(|(_, given)| *given) {
+        bail!("{flag} does not apply to --blame");
+    }
+    if args.allocator.preset.len() > 1 {
+        bail!("--blame models one build, not a --preset list");
+    }
+    Ok(())
+}
+
+/// Reads every record, sites included (the blame names them).
+fn load_records(path: &std::path::Path) -> Result<Vec<Record>> {
+    Ok(crate::trace::open(path)?
+        .records()
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+pub fn run(args: &ReplayArgs) -> Result<i32> {
+    refuse_other_modes(args)?;
+    let flags = &args.blame;
+    let at = At::parse(flags.at.as_deref().unwrap_or("peak"))?;
+    let top = args.whatif.top.unwrap_or(20);
+    if top == 0 {
+        bail!("--top 0 shows nothing (give at least 1)");
+    }
+    let options = ProcessOptions::parse(&args.process.malloc_conf)?;
+    let (config, options, note) = super::process::model_setup(args, &options)?;
+    // Every output is checked writable before the replay.
+    let mut folded_out = flags
+        .folded
+        .as_deref()
+        .map(OutputFile::create)
+        .transpose()?;
+    let mut svg_out = flags
+        .flamegraph
+        .as_deref()
+        .map(OutputFile::create)
+        .transpose()?;
+    let records = load_records(&args.trace)?;
+    let cpus = args.process.cpus.unwrap_or_else(machine_cpus);
+    let spec = BlameSpec {
+        config,
+        options,
+        cpus,
+        at,
+    };
+    let b = blame(&records, &spec)?;
+    let name = args
+        .trace
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+    let title = title(&name, at, &b, &config.label(), &note);
+    let folded = folded_lines(&b);
+    if let Some(mut out) = folded_out.take() {
+        let text: String = folded.iter().map(|l| format!("{l}\n")).collect();
+        out.write_all(text.as_bytes())
+            .with_context(|| format!("--folded '{}'", out.path().display()))?;
+        out.commit()?;
+    }
+    if let Some(mut out) = svg_out.take() {
+        let short = format!(
+            "{name}: waste bytes by stack at event {} ({} active bytes)",
+            b.event, b.active_bytes
+        );
+        let svg = flame_graph_svg(&short, "bytes", &folded)?;
+        out.write_all(&svg)
+            .with_context(|| format!("--flamegraph '{}'", out.path().display()))?;
+        out.commit()?;
+    }
+    args.output.emit(&blame_table(&b, top, title))?;
+    Ok(0)
+}
+
+fn title(name: &str, at: At, b: &Blame, build: &str, note: &str) -> String {
+    let when = match at {
+        At::Peak => "the active peak, ",
+        At::End => "the end, ",
+        At::Event(_) => "",
+    };
+    let by = if b.by_class {
+        "size class (the trace has no call sites)"
+    } else {
+        "call site"
+    };
+    format!(
+        "{name}: active memory by {by} at {when}event {} of {}: {} active bytes, process model {build}{note}",
+        b.event, b.events, b.active_bytes
+    )
+}
