@@ -1,6 +1,7 @@
 //! `fragsim advise`: grid files refused line by line, the default grid on a committed threaded
 //! trace (the defaults' row against `replay --process`, the live check of what it
-//! recommends), and a hand-derived case.
+//! recommends), decay settings against `replay --process` and skipped without times, and a
+//! hand-derived case.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -65,6 +66,7 @@ fn bad_grid_lines_exit_2_naming_the_line_and_the_value() {
             "line 3: 'tcache:maybe'",
         ),
         ("narenas:0\n", "line 1: 'narenas:0'"),
+        ("dirty_decay_ms:soon\n", "line 1: 'dirty_decay_ms:soon'"),
         ("preset=9.9 tcache:false\n", "unknown preset '9.9'"),
         (
             "\nexperimental_tcache_gc:true\n",
@@ -120,7 +122,21 @@ fn bad_options_are_refused_before_any_work() {
 
 /// `replay --process`'s figure for `statistic` (its own loop over the records, not the engine).
 fn replay_process_figure(t: &str, statistic: &str) -> String {
-    let out = run(&["replay", t, "--process", "--cpus", "2", "--format", "csv"]);
+    replay_process_figure_with(t, "", statistic)
+}
+
+fn replay_process_figure_with(t: &str, conf: &str, statistic: &str) -> String {
+    let out = run(&[
+        "replay",
+        t,
+        "--process",
+        "--cpus",
+        "2",
+        "--malloc-conf",
+        conf,
+        "--format",
+        "csv",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     let line = text
@@ -170,6 +186,10 @@ fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
         ("oversize_threshold:1073741824", "5.3.1"),
         ("", "5.3.0"),
         ("tcache_max:65536", "5.3.0"),
+        ("dirty_decay_ms:10000", "5.3.1"),
+        ("dirty_decay_ms:1000", "5.3.1"),
+        ("dirty_decay_ms:100", "5.3.1"),
+        ("dirty_decay_ms:0", "5.3.1"),
     ];
     let got: Vec<(&str, &str)> = rows
         .iter()
@@ -209,6 +229,31 @@ fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
             );
         }
         assert_ne!(r["live_check"], "fail", "{r:?}");
+        // Decay on the clock is never checked exactly; everything else never approximate.
+        let on_clock = r["exact_malloc_conf"].contains("dirty_decay_ms:")
+            && !r["exact_malloc_conf"].contains("dirty_decay_ms:0,")
+            && !r["exact_malloc_conf"].contains("dirty_decay_ms:-1,");
+        if on_clock {
+            assert!(
+                ["approximate", "not-run"].contains(&r["live_check"].as_str()),
+                "{r:?}"
+            );
+        } else {
+            assert_ne!(r["live_check"], "approximate", "{r:?}");
+        }
+        // Resident counts the active pages, plus dirty pages and metadata.
+        assert!(num(r, "peak_resident_bytes") >= num(r, "peak_active_bytes"));
+    }
+    // Decay settings run jemalloc's default muzzy_decay_ms:0 beside what they name.
+    let decay_rows: Vec<&str> = rows[14..]
+        .iter()
+        .map(|r| r["exact_malloc_conf"].as_str())
+        .collect();
+    for (conf, ms) in decay_rows.iter().zip(["10000", "1000", "100", "0"]) {
+        assert!(
+            conf.ends_with(&format!("dirty_decay_ms:{ms},muzzy_decay_ms:0")),
+            "{conf}"
+        );
     }
     // What it recommends beats the defaults and passed live, predicted = measured.
     let checked: Vec<_> = rows.iter().filter(|r| r["live_check"] == "pass").collect();
@@ -220,6 +265,7 @@ fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
         assert!(
             num(r, "peak_active_bytes") < num(&rows[0], "peak_active_bytes")
                 || r["rank_mean"] == "1"
+                || r["rank_resident"] == "1"
         );
         assert_eq!(r["live_predicted_peak_bytes"], r["live_peak_active_bytes"]);
         assert_eq!(
@@ -231,6 +277,65 @@ fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
     assert_eq!(best["live_check"], "pass");
     let svg = std::fs::read_to_string(&chart).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("tcache:false"));
+}
+
+#[test]
+fn decay_rows_match_replay_process_and_are_skipped_without_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("grid");
+    std::fs::write(&grid, "dirty_decay_ms:100\ndirty_decay_ms:0\n").unwrap();
+    let advise_csv = |t: &Path| {
+        let out = run(&[
+            "advise",
+            t.to_str().unwrap(),
+            "--grid",
+            grid.to_str().unwrap(),
+            "--format",
+            "csv",
+            "--cpus",
+            "2",
+            "--no-live",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        (
+            csv_rows(&String::from_utf8_lossy(&out.stdout)),
+            stderr(&out),
+        )
+    };
+    // A trace with times: each row's resident figures are `replay --process`'s with the
+    // same MALLOC_CONF (its own loop over the records; seed 0, this machine's coarse clock).
+    let t = trace("python-threads.trace");
+    let (rows, _) = advise_csv(&t);
+    assert_eq!(rows.len(), 3);
+    for (r, conf) in rows.iter().zip([
+        "",
+        "dirty_decay_ms:100,muzzy_decay_ms:0",
+        "dirty_decay_ms:0,muzzy_decay_ms:0",
+    ]) {
+        let t = t.to_str().unwrap();
+        let figure = |s| -> f64 { replay_process_figure_with(t, conf, s).parse().unwrap() };
+        assert_eq!(
+            num(r, "peak_resident_bytes") as f64,
+            figure("peak resident bytes"),
+            "{conf}"
+        );
+        let mean: f64 = r["mean_resident_bytes"].parse().unwrap();
+        assert_eq!(mean, figure("mean resident bytes over time"), "{conf}");
+    }
+    // Purging at once lowers the mean resident below decay off's (which never purges).
+    let mean = |r: &std::collections::HashMap<String, String>| -> f64 {
+        r["mean_resident_bytes"].parse().unwrap()
+    };
+    assert!(mean(&rows[2]) < mean(&rows[0]));
+    assert_eq!(rows[2]["rank_resident"], "1");
+    // A trace without times: 100 ms needs the clock and is skipped, said so; 0 still runs.
+    let (rows, err) = advise_csv(&trace("sort.trace"));
+    let confs: Vec<&str> = rows.iter().map(|r| r["malloc_conf"].as_str()).collect();
+    assert_eq!(confs, ["", "dirty_decay_ms:0"]);
+    assert!(
+        err.contains("Skipped 5.3.1 dirty_decay_ms:100: the trace has no times"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -289,4 +394,75 @@ fn no_thread_cache_saves_the_cache_block_by_hand() {
     assert_eq!(rows[1]["live_peak_active_bytes"], "4096");
     assert!(stderr(&out).contains("Recommended (lowest peak and lowest mean): 5.3.1 tcache:false"));
     assert!(stderr(&out).contains("outside it"), "the limits are said");
+}
+
+/// `sz_sa2u` from the class table alone (an aligned small request takes the least class that
+/// is a multiple of the alignment; large ones the least large class at or above it).
+fn usable(classes: &fragsim::sizeclass::SizeClasses, size: u64, align: u64) -> u64 {
+    let plain = |s: u64| classes.usable_size(s).expect("in range");
+    if align <= 1 {
+        return plain(size);
+    }
+    if size <= classes.small_maxclass() {
+        let u = plain(size.max(1).div_ceil(align) * align);
+        if u < classes.large_minclass() {
+            return u;
+        }
+    }
+    plain(size.max(classes.large_minclass()))
+}
+
+#[test]
+fn the_peaks_rounding_matches_the_live_objects_at_that_event() {
+    use fragsim::advise::{advise, default_grid};
+    use fragsim::trace::{Event, Record};
+    for name in ["cpp-threads-map.trace", "python-threads.trace"] {
+        let records: Vec<Record> = fragsim::trace::open(&trace(name))
+            .unwrap()
+            .records()
+            .map(Result::unwrap)
+            .filter(|r| !matches!(r, Record::Site { .. }))
+            .collect();
+        let advice = advise(&records, &default_grid(), 2).unwrap();
+        for r in &advice.results {
+            let p = r.at_peak;
+            assert_eq!(
+                p.total(),
+                r.peak_active_bytes,
+                "{name} {}",
+                r.setting.label()
+            );
+            // Rounding from the trace alone: the live objects after the peak's record, each
+            // its usable size (from the class table) minus its request.
+            let classes = r.setting.preset.classes();
+            let mut live = std::collections::HashMap::new();
+            for rec in &records[..r.peak_event as usize] {
+                if let Record::Call(c) = rec {
+                    match c.event {
+                        Event::Alloc { id, size, align } => {
+                            live.insert(id, (size, align));
+                        }
+                        Event::Realloc { id, size } => {
+                            let align = live[&id].1;
+                            live.insert(id, (size, align));
+                        }
+                        Event::Free { id } => {
+                            live.remove(&id);
+                        }
+                    }
+                }
+            }
+            let requested: u64 = live.values().map(|&(s, _)| s).sum();
+            let rounding: u64 = live
+                .values()
+                .map(|&(s, a)| usable(&classes, s, a) - s)
+                .sum();
+            assert_eq!(
+                (p.requested, p.rounding),
+                (requested, rounding),
+                "{name} {}",
+                r.setting.label()
+            );
+        }
+    }
 }

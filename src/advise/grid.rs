@@ -8,8 +8,10 @@
 //! `5.3.0` (an alias of `default`) and every `--preset` name are accepted. Blank lines and
 //! lines starting with `#` are skipped (a `#` later in a line starts a comment too). The
 //! defaults row (5.3.1, empty `MALLOC_CONF`) is always run first, as the baseline of
-//! `vs_defaults`, whether or not the file lists it. A line that does not parse, or repeats an
-//! earlier setting, is refused with its line number and its text.
+//! `vs_defaults`, whether or not the file lists it. A line naming `dirty_decay_ms` or
+//! `muzzy_decay_ms` runs the other at jemalloc's default (see [`super`]); a line naming
+//! neither runs decay off. A line that does not parse, or repeats an earlier setting, is
+//! refused with its line number and its text.
 
 use super::{Setting, SettingError};
 use crate::sizeclass::Preset;
@@ -30,9 +32,13 @@ pub struct GridError {
 /// `narenas` 1, 2, 4 and 8 (the default, 4 x CPUs, is the defaults row); no huge arena
 /// (`oversize_threshold:0`) and a 1 GiB threshold; and jemalloc 5.3.0 where the two
 /// releases differ for these options: its defaults (its size classes, pairing heaps and
-/// cache GC) and `tcache_max` 64 KiB, which 5.3.1 clips to 32 KiB and 5.3.0 honours.
+/// cache GC) and `tcache_max` 64 KiB, which 5.3.1 clips to 32 KiB and 5.3.0 honours; and
+/// dirty decay over 10 s (jemalloc's own defaults: muzzy 0), 1 s, 100 ms and 0 (purge at
+/// once), the last four only on a trace with times but `dirty_decay_ms:0` (no clock needed).
+/// The defaults row keeps decay off: it is the exact baseline, live-checked exactly, on any
+/// trace; `dirty_decay_ms:10000` is what the real allocator runs by default.
 pub fn default_grid() -> Vec<Setting> {
-    const LINES: [(&str, &str); 14] = [
+    const LINES: [(&str, &str); 18] = [
         ("5.3.1", ""),
         ("5.3.1", "tcache:false"),
         ("5.3.1", "tcache_max:4096"),
@@ -47,6 +53,10 @@ pub fn default_grid() -> Vec<Setting> {
         ("5.3.1", "oversize_threshold:1073741824"),
         ("5.3.0", ""),
         ("5.3.0", "tcache_max:65536"),
+        ("5.3.1", "dirty_decay_ms:10000"),
+        ("5.3.1", "dirty_decay_ms:1000"),
+        ("5.3.1", "dirty_decay_ms:100"),
+        ("5.3.1", "dirty_decay_ms:0"),
     ];
     LINES
         .iter()
@@ -122,8 +132,21 @@ mod tests {
     #[test]
     fn the_default_grid_has_every_setting_of_the_issue_once() {
         let grid = default_grid();
-        assert_eq!(grid.len(), 14);
+        assert_eq!(grid.len(), 18);
         assert!(grid[0].is_defaults());
+        // Decay off but where a row names it; naming one gives jemalloc's default to the
+        // other (muzzy 0; dirty 10 s).
+        let decay: Vec<(i64, i64)> = grid
+            .iter()
+            .map(|s| (s.options.dirty_decay_ms, s.options.muzzy_decay_ms))
+            .collect();
+        assert_eq!(decay[..14], [(-1, -1); 14]);
+        assert_eq!(decay[14..], [(10000, 0), (1000, 0), (100, 0), (0, 0)]);
+        assert_eq!(
+            grid.iter().filter(|s| s.on_clock()).count(),
+            3,
+            "0 ms needs no clock"
+        );
         for (i, a) in grid.iter().enumerate() {
             for b in &grid[i + 1..] {
                 assert!(!a.same_as(b), "{} twice", a.label());
@@ -146,6 +169,17 @@ mod tests {
                 "5.3.0 narenas:2"
             ]
         );
+        // A decay line: what it names, jemalloc's default for the other.
+        let d = parse_grid("dirty_decay_ms:1000\nmuzzy_decay_ms:5,dirty_decay_ms:-1\n").unwrap();
+        assert_eq!(
+            (d[1].options.dirty_decay_ms, d[1].options.muzzy_decay_ms),
+            (1000, 0)
+        );
+        assert_eq!(
+            (d[2].options.dirty_decay_ms, d[2].options.muzzy_decay_ms),
+            (-1, 5)
+        );
+        assert!(d[1].on_clock() && d[2].on_clock() && !d[0].decays());
         // Listing the defaults again is not a repeat.
         assert_eq!(parse_grid("preset=5.3.1\n").unwrap().len(), 1);
     }
@@ -174,10 +208,17 @@ mod tests {
                 "same setting as line 1",
             ),
             (
-                "dirty_decay_ms:1000",
+                "dirty_decay_ms:soon",
                 1,
-                "dirty_decay_ms:1000",
-                "not modelled",
+                "dirty_decay_ms:soon",
+                "milliseconds",
+            ),
+            ("muzzy_decay_ms:-2", 1, "muzzy_decay_ms:-2", "or -1 (never)"),
+            (
+                "dirty_decay_ms:10000\nmuzzy_decay_ms:0",
+                2,
+                "muzzy_decay_ms:0",
+                "same setting as line 1",
             ),
             (
                 "experimental_tcache_gc:true",

@@ -1,9 +1,9 @@
-//! The one pass: every setting's process model fed by the engine, its peak, means and the
-//! peak's decomposition.
+//! The one pass: every setting's process model fed by the engine, its peak, means (active
+//! and resident) and the peak's decomposition.
 
 use super::Setting;
 use crate::engine::{self, Consumer, RunError};
-use crate::process::{Process, ProcessError, ProcessSummary};
+use crate::process::{DecayClock, Metadata, Process, ProcessError, ProcessSummary};
 use crate::sizeclass::SizeClasses;
 use crate::trace::{Call, Record};
 use serde::Serialize;
@@ -54,6 +54,12 @@ pub struct SettingResult {
     /// `None` when the trace has no times or they span no time.
     pub time_mean_active_bytes: Option<f64>,
     pub at_peak: PeakParts,
+    /// `stats.resident` (active + dirty + metadata) at its highest.
+    pub peak_resident_bytes: u64,
+    /// Mean resident bytes over the trace's time (each state held until the next record, on
+    /// the model's clock); over records when the trace has no times
+    /// ([`ProcessSummary::mean_resident_bytes`], as `replay --process`).
+    pub mean_resident_bytes: f64,
     pub final_active_bytes: u64,
     /// Records applied.
     pub events: u64,
@@ -70,6 +76,10 @@ pub struct Advice {
     pub rank_peak: Vec<usize>,
     /// Per result, its place by mean active bytes over records.
     pub rank_mean: Vec<usize>,
+    /// Per result, its place by mean resident bytes over the trace's time.
+    pub rank_resident: Vec<usize>,
+    /// Settings not run, with why (decay on the clock, and the trace has no times).
+    pub skipped: Vec<(Setting, String)>,
 }
 
 impl Advice {
@@ -86,9 +96,14 @@ impl Advice {
         position_of_rank(&self.rank_mean)
     }
 
-    /// The settings recommended, each with why: the lowest peak, the lowest mean, and the
+    pub fn best_by_resident(&self) -> usize {
+        position_of_rank(&self.rank_resident)
+    }
+
+    /// The settings recommended, each with why: the lowest peak, the lowest mean, the
     /// lowest peak that keeps thread caches on (`tcache:false` trades speed for memory, which
-    /// a replay does not show); each only if strictly below the defaults, without repeats
+    /// a replay does not show), and the lowest mean resident over time (decay settings
+    /// compete here; the defaults keep decay off); each only if strictly below the defaults, without repeats
     /// (the first reason found names a setting that is best in several ways).
     pub fn recommendations(&self) -> Vec<(usize, &'static str)> {
         let base = self.defaults();
@@ -124,6 +139,12 @@ impl Advice {
                 self.results[c].peak_active_bytes < base.peak_active_bytes,
             );
         }
+        let r = self.best_by_resident();
+        add(
+            r,
+            "lowest mean resident",
+            self.results[r].mean_resident_bytes < base.mean_resident_bytes,
+        );
         out
     }
 
@@ -220,11 +241,14 @@ impl TimeMean {
 }
 
 impl SettingRun {
-    fn new(setting: &Setting, cpus: u32) -> Result<SettingRun, ProcessError> {
+    fn new(setting: &Setting, cpus: u32, clock: DecayClock) -> Result<SettingRun, ProcessError> {
         let config = setting.config();
         let classes =
             SizeClasses::new(config).map_err(|e| crate::sim::SimError::Config(e.to_string()))?;
-        let model = Process::new(config, setting.options.clone(), cpus)?;
+        let mut model = Process::new(config, setting.options.clone(), cpus)?;
+        // As `replay --process` sets its model up (`cli::process::model_run`).
+        model.set_decay_clock(clock);
+        model.set_metadata(Metadata::measured_default());
         let block_bytes = if setting.options.tcache {
             model.cache_block_bytes()
         } else {
@@ -295,6 +319,8 @@ impl SettingRun {
             mean_active_bytes: self.summary.mean_active_bytes(),
             time_mean_active_bytes: self.time.mean(),
             at_peak: self.at_peak,
+            peak_resident_bytes: self.summary.peak_resident_bytes,
+            mean_resident_bytes: self.summary.mean_resident_bytes(),
             final_active_bytes: self.summary.final_stats.active_bytes,
             events: self.summary.final_stats.events,
         }
@@ -319,8 +345,44 @@ impl Consumer for SettingRun {
 }
 
 /// Replays `records` once under every setting (the first is the baseline of `vs_defaults`),
-/// `cpus` CPUs for the default `narenas`.
+/// `cpus` CPUs for the default `narenas`, decay read on the trace's times exactly (seed 0).
 pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Advice, AdviseError> {
+    advise_on_clock(records, settings, cpus, DecayClock::default())
+}
+
+/// Whether every call and thread exit has a time (decay above 0 ms needs them).
+fn timed(records: &[Record]) -> bool {
+    records.iter().all(|r| match r {
+        Record::Call(c) => c.time_ns.is_some(),
+        Record::ThreadExit { time_ns, .. } => time_ns.is_some(),
+        Record::Site { .. } => true,
+    })
+}
+
+/// [`advise`] with decay's seed and clock resolution as `replay --process --seed` sets them.
+/// Settings whose decay runs on the clock are skipped when the trace has no times
+/// ([`Advice::skipped`]).
+pub fn advise_on_clock(
+    records: &[Record],
+    settings: &[Setting],
+    cpus: u32,
+    clock: DecayClock,
+) -> Result<Advice, AdviseError> {
+    let mut skipped = Vec::new();
+    let settings: Vec<Setting> = if timed(records) {
+        settings.to_vec()
+    } else {
+        let (kept, off): (Vec<Setting>, Vec<Setting>) =
+            settings.iter().cloned().partition(|s| !s.on_clock());
+        skipped = off
+            .into_iter()
+            .map(|s| {
+                let why = "the trace has no times, and decay above 0 ms runs on the trace's clock";
+                (s, why.to_string())
+            })
+            .collect();
+        kept
+    };
     if settings.is_empty() {
         return Err(AdviseError::NoSettings);
     }
@@ -331,7 +393,7 @@ pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Adv
     let mut runs = settings
         .iter()
         .enumerate()
-        .map(|(i, s)| SettingRun::new(s, cpus).map_err(|e| model_error(i, e)))
+        .map(|(i, s)| SettingRun::new(s, cpus, clock).map_err(|e| model_error(i, e)))
         .collect::<Result<Vec<_>, _>>()?;
     let input = records
         .iter()
@@ -347,17 +409,20 @@ pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Adv
     }
     let results: Vec<SettingResult> = runs
         .into_iter()
-        .zip(settings)
+        .zip(&settings)
         .map(|(r, s)| r.finish(s.clone()))
         .collect();
     let peaks: Vec<f64> = results.iter().map(|r| r.peak_active_bytes as f64).collect();
     let means: Vec<f64> = results.iter().map(|r| r.mean_active_bytes).collect();
+    let resident: Vec<f64> = results.iter().map(|r| r.mean_resident_bytes).collect();
     Ok(Advice {
         events: results[0].events,
         cpus,
         rank_peak: ranks_by(&peaks),
         rank_mean: ranks_by(&means),
+        rank_resident: ranks_by(&resident),
         results,
+        skipped,
     })
 }
 
@@ -368,6 +433,72 @@ mod tests {
     #[test]
     fn ranks_keep_grid_order_on_ties() {
         assert_eq!(ranks_by(&[3.0, 1.0, 3.0, 2.0]), [3, 1, 4, 2]);
+    }
+
+    /// One 64 KiB object allocated then freed (`times`: the records' times, if any), under
+    /// `tcache:false` with decay off, with `dirty_decay_ms:0`, and with `dirty_decay_ms:1000`.
+    fn one_large(text: &str, times: Option<&[u64]>) -> Advice {
+        let mut records = crate::process::records_from_text(text).unwrap();
+        if let Some(times) = times {
+            for (r, &t) in records.iter_mut().zip(times) {
+                if let Record::Call(c) = r {
+                    c.time_ns = Some(t);
+                }
+            }
+        }
+        let grid: Vec<Setting> = [
+            "tcache:false",
+            "tcache:false,dirty_decay_ms:0",
+            "tcache:false,dirty_decay_ms:1000",
+        ]
+        .iter()
+        .map(|c| Setting::new(c, crate::sizeclass::Preset::LINKED).unwrap())
+        .collect();
+        advise(&records, &grid, 2).unwrap()
+    }
+
+    #[test]
+    fn decay_0_leaves_no_dirty_pages_so_resident_is_active_plus_metadata() {
+        // Hand derivation, jemalloc 5.3.1, 4 KiB pages, no thread cache. A 64 KiB request is
+        // large: 65,536 usable plus the cache-oblivious padding page, 69,632 active (17
+        // pages). 5.3.1's `pac_alloc_real` takes from retained (the 2 MiB first mapping) the
+        // least size class at or above 68 KiB, 80 KiB, and leaves the 12 KiB tail dirty.
+        // Metadata: the process model counts 128 bytes per extent record (base_alloc_edata),
+        // whole pages, and no base blocks (`Metadata::measured_default`): a handful of
+        // records, one page, 4,096. Resident = active + dirty + metadata = 69,632 + 12,288 +
+        // 4,096 = 86,016 in both rows. Freed: with decay off the 80 KiB stay dirty, resident
+        // 81,920 + 4,096 = 86,016; with dirty_decay_ms:0 they are purged at once (to
+        // retained, muzzy 0): dirty 0, resident = active 0 + metadata 4,096.
+        let a = one_large("a 0 65536\nf 0\n", None);
+        let (off, zero) = (&a.results[0], &a.results[1]);
+        assert_eq!(
+            (off.peak_active_bytes, zero.peak_active_bytes),
+            (69632, 69632)
+        );
+        assert_eq!(
+            (off.peak_resident_bytes, zero.peak_resident_bytes),
+            (86016, 86016)
+        );
+        // No times: the mean over the two records. Off: 86,016 twice; 0: (86,016 + 4,096) / 2.
+        assert_eq!(off.mean_resident_bytes, 86016.0);
+        assert_eq!(zero.mean_resident_bytes, 45056.0);
+        assert_eq!(a.rank_resident, [2, 1]);
+        assert_eq!(a.recommendations(), [(1, "lowest mean resident")]);
+        // Decay over 1 s needs the trace's clock: skipped, said why.
+        assert_eq!(a.results.len(), 2);
+        assert_eq!(a.skipped.len(), 1);
+        assert!(a.skipped[0].1.contains("no times"), "{:?}", a.skipped);
+
+        // With times (ns): freed at 1,000, a second 64 KiB object at 4,000 takes the same
+        // pages back (from dirty with decay off, from retained with 0): 86,016 again. Over
+        // the 4,000 ns: off holds 86,016 throughout; 0 holds it 1,000 ns, then 4,096 for
+        // 3,000 ns: 21,504 + 3,072 = 24,576.
+        let t = one_large("a 0 65536\nf 0\na 1 65536\n", Some(&[0, 1000, 4000]));
+        assert_eq!(t.results.len(), 3, "the clock row runs on a timed trace");
+        assert!(t.skipped.is_empty());
+        assert_eq!(t.results[0].mean_resident_bytes, 86016.0);
+        assert_eq!(t.results[1].mean_resident_bytes, 24576.0);
+        assert_eq!(t.results[1].peak_resident_bytes, 86016);
     }
 
     #[test]

@@ -8,22 +8,25 @@ use crate::export::{Cell, Table};
 pub const LIMITS: [&str; 4] = [
     "A replay shows memory, not speed: no thread cache (tcache:false), fewer cache slots and fewer arenas take more trips to the arenas' locks; measure the program's speed before adopting one.",
     "A replay shows the allocator's memory only: the program's other memory (code, stacks, memory-mapped files, other allocators) is outside it.",
-    "Time-based purging is not modelled yet: decay (dirty_decay_ms, muzzy_decay_ms) and background threads are off here, in the model and in the live check, so pages that decay would return to the system still count as active; with decay on, real resident memory falls below these figures over time.",
+    "Decay is modelled on the trace's clock, approximately: a setting naming neither dirty_decay_ms nor muzzy_decay_ms runs with decay off (the exact conditions; its dirty pages are never purged and count in its resident bytes), dirty_decay_ms:10000 is jemalloc's own default (muzzy 0), and a setting naming one decay option runs the other at that default. jemalloc decays on the wall clock with randomly spaced checks, so settings above 0 ms are approximate (live_check approximate: compare resident live with fragsim replay TRACE --process --live --honour-clock); 0 ms purges at once and stays exact. Background threads are off; resident = active + dirty + metadata (muzzy pages are not counted, as in jemalloc's stats.resident), the metadata as the process model counts it (extent records; base blocks not counted).",
     "jemalloc 5.3.1's default thread-cache GC runs on a 10 ms wall clock, which no replay can reproduce: every 5.3.1 setting runs with experimental_tcache_gc:false added (exact_malloc_conf is the whole string the model and the live check use).",
 ];
 
 /// The table's columns, in order.
-pub const COLUMNS: [&str; 20] = [
+pub const COLUMNS: [&str; 23] = [
     "malloc_conf",
     "preset",
     "narenas",
     "peak_active_bytes",
     "mean_active_bytes",
     "time_mean_active_bytes",
+    "peak_resident_bytes",
+    "mean_resident_bytes",
     "vs_defaults",
     "mean_vs_defaults",
     "rank_peak",
     "rank_mean",
+    "rank_resident",
     "requested_bytes",
     "rounding_bytes",
     "empty_region_bytes",
@@ -65,10 +68,13 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
             Cell::Float(r.mean_active_bytes, 1),
             r.time_mean_active_bytes
                 .map_or(Cell::Text(String::new()), |m| Cell::Float(m, 1)),
+            r.peak_resident_bytes.into(),
+            Cell::Float(r.mean_resident_bytes, 1),
             ratio(r.peak_active_bytes as f64, base.peak_active_bytes as f64),
             ratio(r.mean_active_bytes, base.mean_active_bytes),
             (advice.rank_peak[i] as u64).into(),
             (advice.rank_mean[i] as u64).into(),
+            (advice.rank_resident[i] as u64).into(),
             p.requested.into(),
             p.rounding.into(),
             p.empty_regions.into(),
@@ -96,12 +102,15 @@ fn share(a: u64, b: u64) -> String {
 pub fn notes(advice: &Advice, live: &[LiveCheck]) -> Vec<String> {
     let base = advice.defaults();
     let mut out = vec![format!(
-        "{} records replayed once under {} settings; the defaults are jemalloc 5.3.1 with an empty MALLOC_CONF and narenas {} (4 x {} CPUs, --cpus). vs_defaults = peak_active_bytes / the defaults' (below 1: lower); mean_vs_defaults the same for the mean over records. At the peak: requested + rounding + empty_region + cached + cache_block + pad bytes = peak_active_bytes. live_predicted_peak_bytes and live_peak_active_bytes: the peak the model predicts for the live child (from the child's start, its start-up residue included) and the peak the child measured, over the events compared.",
+        "{} records replayed once under {} settings; the defaults are jemalloc 5.3.1 with an empty MALLOC_CONF and narenas {} (4 x {} CPUs, --cpus). vs_defaults = peak_active_bytes / the defaults' (below 1: lower); mean_vs_defaults the same for the mean over records. mean_resident_bytes is stats.resident's mean over the trace's time (over records when the trace has no times), rank_resident its place; the defaults row runs decay off (the exact baseline), dirty_decay_ms:10000 is jemalloc's own default decay. At the peak: requested + rounding + empty_region + cached + cache_block + pad bytes = peak_active_bytes. live_predicted_peak_bytes and live_peak_active_bytes: the peak the model predicts for the live child (from the child's start, its start-up residue included) and the peak the child measured, over the events compared.",
         advice.events,
         advice.results.len(),
         base.narenas,
         advice.cpus
     )];
+    for (s, why) in &advice.skipped {
+        out.push(format!("Skipped {}: {why}.", s.label()));
+    }
     let rec = advice.recommendations();
     if rec.is_empty() {
         out.push("No setting of the grid lowers the peak or the mean below the defaults: nothing recommended.".into());
@@ -109,12 +118,14 @@ pub fn notes(advice: &Advice, live: &[LiveCheck]) -> Vec<String> {
     for &(i, why) in &rec {
         let r = &advice.results[i];
         out.push(format!(
-            "Recommended ({why}): {}: peak {} bytes ({} vs the defaults), mean {:.0} bytes ({}).",
+            "Recommended ({why}): {}: peak {} bytes ({} vs the defaults), mean {:.0} bytes ({}), mean resident {:.0} bytes ({}).",
             r.setting.label(),
             r.peak_active_bytes,
             share(r.peak_active_bytes, base.peak_active_bytes),
             r.mean_active_bytes,
             share(r.mean_active_bytes as u64, base.mean_active_bytes as u64),
+            r.mean_resident_bytes,
+            share(r.mean_resident_bytes as u64, base.mean_resident_bytes as u64),
         ));
         match live.get(i) {
             Some(LiveCheck::Ran(o)) => {
@@ -148,6 +159,10 @@ pub fn notes(advice: &Advice, live: &[LiveCheck]) -> Vec<String> {
                 "Live check of {}: not run ({why}).",
                 r.setting.label()
             )),
+            Some(LiveCheck::Approximate(how)) => out.push(format!(
+                "Live check of {}: approximate ({how}).",
+                r.setting.label()
+            )),
             None => {}
         }
     }
@@ -155,12 +170,12 @@ pub fn notes(advice: &Advice, live: &[LiveCheck]) -> Vec<String> {
     out
 }
 
-/// Peak and mean active bytes per setting, one row each, in grid order.
+/// Peak and mean active bytes and mean resident bytes per setting, one row each, in grid order.
 pub fn advice_chart(advice: &Advice, name: &str, title: &str) -> HorizontalBars {
     HorizontalBars {
         name: name.to_string(),
         title: title.to_string(),
-        x_desc: "active bytes".into(),
+        x_desc: "bytes".into(),
         categories: advice.results.iter().map(|r| r.setting.label()).collect(),
         series: vec![
             (
@@ -174,6 +189,14 @@ pub fn advice_chart(advice: &Advice, name: &str, title: &str) -> HorizontalBars 
             (
                 "mean active (over records)".into(),
                 advice.results.iter().map(|r| r.mean_active_bytes).collect(),
+            ),
+            (
+                "mean resident (over time)".into(),
+                advice
+                    .results
+                    .iter()
+                    .map(|r| r.mean_resident_bytes)
+                    .collect(),
             ),
         ],
     }

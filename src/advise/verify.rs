@@ -3,7 +3,9 @@
 //! ([`crate::live::process::compare_process_live`], as `replay --process --live`), compared
 //! with the model every K events. 5.3.1 settings run on the linked jemalloc, 5.3.0 settings
 //! on Debian's `libjemalloc2` preloaded (as `--system-jemalloc`); other builds have no live
-//! jemalloc here and are not run.
+//! jemalloc here and are not run. Settings whose decay runs on the clock are not exact (jemalloc
+//! decays on the wall clock, its checks randomly spaced): they are not run here but marked
+//! `approximate`, with the command that compares their resident memory live.
 
 use super::{Advice, AdviseError, Setting};
 use crate::live::process::{compare_process_live, ProcessAllocator, ProcessLiveComparison};
@@ -33,14 +35,17 @@ impl LiveOutcome {
 pub enum LiveCheck {
     /// Not recommended, `--no-live`, or no live jemalloc runs its build (the reason).
     NotRun(String),
+    /// Decay on the clock: no exact check exists; how to compare resident live instead.
+    Approximate(String),
     Ran(LiveOutcome),
 }
 
 impl LiveCheck {
-    /// `pass`, `fail` or `not-run`, as the table's column says it.
+    /// `pass`, `fail`, `approximate` or `not-run`, as the table's column says it.
     pub fn word(&self) -> &'static str {
         match self {
             LiveCheck::NotRun(_) => "not-run",
+            LiveCheck::Approximate(_) => "approximate",
             LiveCheck::Ran(o) if o.passed() => "pass",
             LiveCheck::Ran(_) => "fail",
         }
@@ -93,6 +98,12 @@ pub fn verify(
     cpus: u32,
     plan: &LivePlan,
 ) -> Result<LiveCheck, AdviseError> {
+    if setting.on_clock() {
+        return Ok(LiveCheck::Approximate(format!(
+            "decay on the clock is not exact; compare resident live with: fragsim replay TRACE --process --live --honour-clock --runs 5 --cpus {cpus} --malloc-conf '{}'",
+            setting.exact_conf(cpus)
+        )));
+    }
     let allocator = match allocator_for(setting, &plan.debian_jemalloc) {
         Ok(a) => a,
         Err(why) => return Ok(LiveCheck::NotRun(why)),

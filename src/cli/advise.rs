@@ -4,12 +4,12 @@
 
 use super::args::refuse_outputs_over_inputs;
 use crate::advise::{
-    advice_chart, advice_table, advise, default_grid, notes, parse_grid, verify_recommended,
-    LiveCheck, LivePlan, Setting,
+    advice_chart, advice_table, advise_on_clock, default_grid, notes, parse_grid,
+    verify_recommended, LiveCheck, LivePlan, Setting,
 };
 use crate::charts::{render_png, render_svg};
 use crate::export::{Format, OutputFile};
-use crate::process::machine_cpus;
+use crate::process::{machine_coarse_clock_ns, machine_cpus, DecayClock};
 use crate::trace::Record;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -22,7 +22,9 @@ pub struct AdviseArgs {
     pub trace: PathBuf,
     /// Settings to compare, one MALLOC_CONF a line, optionally `preset=5.3.0 ` before it,
     /// `#` comments (default: the built-in grid: tcache, tcache_max, lg_tcache_nslots_mul,
-    /// narenas, oversize_threshold, and 5.3.0 vs 5.3.1). The defaults row always comes first.
+    /// narenas, oversize_threshold, 5.3.0 vs 5.3.1, dirty_decay_ms 10000/1000/100/0). The
+    /// defaults row (decay off) always comes first. A line naming one decay option runs the
+    /// other at jemalloc's default; decay above 0 ms needs a trace with times (else skipped).
     #[arg(long, value_name = "FILE")]
     pub grid: Option<PathBuf>,
     /// The table format.
@@ -31,7 +33,8 @@ pub struct AdviseArgs {
     /// Write the table to this file (atomically) instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Draw peak and mean active bytes per setting into this file (.svg or .png).
+    /// Draw peak and mean active bytes and mean resident bytes per setting into this file
+    /// (.svg or .png).
     #[arg(long, value_name = "FILE")]
     pub chart: Option<PathBuf>,
     /// CPUs for jemalloc's default narenas (4 x CPUs) [default: this machine's].
@@ -43,6 +46,9 @@ pub struct AdviseArgs {
     /// Compare the live check with the model every K events (and after the last) [default: 1].
     #[arg(long, value_name = "K")]
     pub every: Option<u64>,
+    /// The seed of the decay model's random numbers (as `replay --process --seed`).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +67,7 @@ struct Plan {
     out: Option<OutputFile>,
     chart: Option<(OutputFile, ChartKind)>,
     cpus: u32,
+    seed: u64,
     live: Option<LivePlan>,
 }
 
@@ -136,6 +143,7 @@ impl Plan {
             out,
             chart,
             cpus: args.cpus.unwrap_or_else(machine_cpus),
+            seed: args.seed,
             live,
         })
     }
@@ -156,10 +164,16 @@ fn load_records(path: &Path) -> Result<Vec<Record>> {
 pub fn run(args: AdviseArgs) -> Result<i32> {
     let plan = Plan::new(&args)?;
     let records = load_records(&plan.trace)?;
-    let advice = advise(&records, &plan.settings, plan.cpus)?;
+    // The decay clock as `replay --process` reads it (this machine's coarse clock).
+    let clock = DecayClock {
+        seed: plan.seed,
+        resolution_ns: machine_coarse_clock_ns(),
+        start_ns: 0,
+    };
+    let advice = advise_on_clock(&records, &plan.settings, plan.cpus, clock)?;
     let live = verify_recommended(&records, &advice, plan.live.as_ref())?;
     let title = format!(
-        "advise {}: peak and mean active bytes under {} settings (process model)",
+        "advise {}: peak and mean active bytes, mean resident bytes, under {} settings (process model)",
         plan.name,
         advice.results.len()
     );
@@ -181,7 +195,7 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
         let chart = advice_chart(
             &advice,
             "advise",
-            &format!("{}: active bytes per setting", plan.name),
+            &format!("{}: active and resident bytes per setting", plan.name),
         );
         let bytes = match kind {
             ChartKind::Svg => render_svg(&chart)?.into_bytes(),

@@ -4,11 +4,12 @@
 
 use super::{SectionOutput, Written};
 use crate::advise::{
-    advice_chart, advice_table, advise, default_grid, notes, verify_recommended, Advice, LiveCheck,
-    LivePlan, LIMITS,
+    advice_chart, advice_table, advise_on_clock, default_grid, notes, verify_recommended, Advice,
+    LiveCheck, LivePlan, LIMITS,
 };
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
+use crate::process::DecayClock;
 use crate::trace::Record;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -22,6 +23,14 @@ pub const CPUS: u32 = 2;
 
 /// The live check compares every K events (`fragsim advise --every 100`).
 pub const LIVE_EVERY: u64 = 100;
+
+/// The decay clock the report models: seed 0 and a 4 ms coarse clock (a 250 Hz kernel's
+/// `CLOCK_MONOTONIC_COARSE`), fixed so that the files are the same on any machine.
+pub const CLOCK: DecayClock = DecayClock {
+    seed: 0,
+    resolution_ns: 4_000_000,
+    start_ns: 0,
+};
 
 /// The records of `path` without sites, and whether more than one thread calls.
 fn threaded_records(path: &Path) -> Result<Option<Vec<Record>>> {
@@ -51,6 +60,8 @@ fn ranking_table(advice: &Advice, live: &[LiveCheck], title: &str) -> Table {
             "mean_active_bytes",
             "mean_vs_defaults",
             "rank_mean",
+            "mean_resident_bytes",
+            "rank_resident",
             "live_check",
         ],
     );
@@ -70,6 +81,8 @@ fn ranking_table(advice: &Advice, live: &[LiveCheck], title: &str) -> Table {
             crate::export::Cell::Float(r.mean_active_bytes, 0),
             crate::export::Cell::Float(r.mean_active_bytes / base.mean_active_bytes.max(1.0), 4),
             (advice.rank_mean[i] as u64).into(),
+            crate::export::Cell::Float(r.mean_resident_bytes, 0),
+            (advice.rank_resident[i] as u64).into(),
             live.get(i).map_or("not-run", LiveCheck::word).into(),
         ]);
     }
@@ -100,7 +113,7 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
     });
     let mut files = Vec::new();
     let mut md = format!(
-        "Each committed trace with threads replayed once through the process model under the default grid of run-time options (`fragsim advise TRACE --cpus {CPUS} --every {LIVE_EVERY}`), ranked by peak active bytes; the recommended settings checked live through the real jemalloc with that MALLOC_CONF at every {LIVE_EVERY} events. The full tables (the peak's decomposition, the exact MALLOC_CONF) are in the files listed above.\n"
+        "Each committed trace with threads replayed once through the process model under the default grid of run-time options (`fragsim advise TRACE --cpus {CPUS} --every {LIVE_EVERY}`, decay on a 4 ms coarse clock, seed 0), ranked by peak active bytes, with the mean resident bytes over the trace's time and their rank; the recommended settings checked live through the real jemalloc with that MALLOC_CONF at every {LIVE_EVERY} events. The full tables (the peak's decomposition, the exact MALLOC_CONF) are in the files listed above.\n"
     );
     for path in traces {
         let Some(records) = threaded_records(path)? else {
@@ -109,13 +122,13 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
         let name = path
             .file_stem()
             .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-        let advice =
-            advise(&records, &default_grid(), CPUS).with_context(|| format!("advise '{name}'"))?;
+        let advice = advise_on_clock(&records, &default_grid(), CPUS, CLOCK)
+            .with_context(|| format!("advise '{name}'"))?;
         let live = verify_recommended(&records, &advice, plan.as_ref())?;
         let stem = format!("advise-{name}");
         let table = advice_table(
             &advice,
-            &format!("advise {name}: peak and mean active bytes per setting"),
+            &format!("advise {name}: peak and mean active bytes, mean resident bytes per setting"),
             &live,
         );
         files.extend(write_both(
@@ -127,13 +140,13 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
         let chart = advice_chart(
             &advice,
             &stem,
-            &format!("{name}: active bytes per run-time setting"),
+            &format!("{name}: active and resident bytes per run-time setting"),
         );
         for p in write_chart(&chart, &dir.join("charts"))? {
             files.push(Written::at(
                 dir,
                 &p,
-                format!("{name}: peak and mean active bytes per setting"),
+                format!("{name}: peak and mean active bytes, mean resident bytes per setting"),
             ));
         }
         let ranking = ranking_table(
