@@ -206,7 +206,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         (min, mean, max)
     };
-    let resident: [(&str, &dyn Fn(&ProcessSummary) -> f64); 2] = [
+    let resident: [(&str, &SummaryFigure); 2] = [
         ("peak resident bytes", &|s| s.peak_resident_bytes as f64),
         ("mean resident bytes over time", &|s| {
             s.mean_resident_bytes()
@@ -250,6 +250,7 @@ pub(super) fn coarse_clock_ns() -> u64 {
 }
 
 type ModelRun = (ProcessSummary, Table, Table, u32, u64);
+type SummaryFigure = dyn Fn(&ProcessSummary) -> f64;
 
 /// One model replay: its summary, the per-arena and timeline tables (filled when `rows`),
 /// narenas and the cache block's size.
