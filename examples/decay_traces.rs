@@ -1,5 +1,5 @@
-//! Writes the two generated traces with times of the decay check (`data/traces/`):
-//! `cargo run --release --example decay_traces -- data/traces`.
+//! Writes the two generated traces with times of the decay check (`data/traces/decay/`):
+//! `cargo run --release --example decay_traces -- data/traces/decay`.
 
 use fragsim::process::timed::{timed_trace, TimedShape, TimedSpec};
 use fragsim::trace::{write_records, Fields};
@@ -9,7 +9,7 @@ fn main() -> anyhow::Result<()> {
     let dir = PathBuf::from(
         std::env::args()
             .nth(1)
-            .unwrap_or_else(|| "data/traces".into()),
+            .unwrap_or_else(|| "data/traces/decay".into()),
     );
     let fields = Fields {
         threads: true,
@@ -17,8 +17,8 @@ fn main() -> anyhow::Result<()> {
         sites: false,
     };
     for (name, shape) in [
-        ("decay-bursty.trace", TimedShape::Bursty),
-        ("decay-idle.trace", TimedShape::Idle),
+        ("bursty.trace", TimedShape::Bursty),
+        ("idle.trace", TimedShape::Idle),
     ] {
         let records = timed_trace(&TimedSpec {
             seed: 25,

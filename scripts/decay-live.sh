@@ -15,9 +15,9 @@ run() { # name trace conf scale
 }
 run cpp-threads-map cpp-threads-map 'dirty_decay_ms:200,muzzy_decay_ms:0' 10
 run python-threads python-threads 'dirty_decay_ms:200,muzzy_decay_ms:0' 5
-run bursty decay-bursty 'dirty_decay_ms:500,muzzy_decay_ms:0' 1
-run bursty-muzzy decay-bursty 'dirty_decay_ms:300,muzzy_decay_ms:300' 1
-run idle decay-idle 'dirty_decay_ms:500,muzzy_decay_ms:0' 1
-"$F" replay data/traces/decay-idle.trace --process --malloc-conf 'dirty_decay_ms:500,muzzy_decay_ms:0' \
+run bursty decay/bursty 'dirty_decay_ms:500,muzzy_decay_ms:0' 1
+run bursty-muzzy decay/bursty 'dirty_decay_ms:300,muzzy_decay_ms:300' 1
+run idle decay/idle 'dirty_decay_ms:500,muzzy_decay_ms:0' 1
+"$F" replay data/traces/decay/idle.trace --process --malloc-conf 'dirty_decay_ms:500,muzzy_decay_ms:0' \
     --live --honour-clock --runs 10 --timeline "$OUT/decay-idle-10.csv" \
     --chart "$OUT/decay-idle-10.png" --out "$OUT/decay-idle-10.md"
