@@ -282,12 +282,13 @@ fn generated_traces_have_times_and_long_quiet_spans() {
 /// The live check, short: the committed cpp-threads-map trace (81 ms) stretched 5 times,
 /// dirty decay 100 ms, 3 live runs on the trace's clock against 3 model seeds.
 ///
-/// Tolerance: measured with `fragsim replay data/traces/cpp-threads-map.trace --process
-/// --malloc-conf dirty_decay_ms:100,muzzy_decay_ms:0 --live --honour-clock --runs 3`
-/// (unstretched): real resident 3.03 MiB on average, its run-to-run spread 0.50 MiB
-/// (16%) on average, the model's mean error 0.23 MiB (7.5%), active exact. The test asks
-/// for the mean error within the real runs' mean spread or 12% of the real mean,
-/// whichever is larger, and active bytes exact at every checkpoint.
+/// Tolerance, measured with `fragsim replay data/traces/cpp-threads-map.trace --process
+/// --malloc-conf dirty_decay_ms:100 --live --honour-clock --runs 3` (and `--time-scale 10
+/// --runs 5`): active + dirty (resident less metadata, what decay moves) within 1.3-1.7% of
+/// the real mean, its run-to-run spread 0.02-0.04 MiB; the metadata alone was 0.07-0.6 MiB
+/// off (it jumps by about 0.5 MiB between sessions, not modelled), of a resident of
+/// 2.7-3.3 MiB. The test asks: active exact at every checkpoint; active + dirty within the
+/// real mean spread or 5% of the real mean, whichever is larger; resident within 25%.
 #[test]
 fn live_resident_on_the_clock_is_within_the_run_to_run_spread() {
     let exe = env!("CARGO_BIN_EXE_fragsim");
@@ -313,20 +314,31 @@ fn live_resident_on_the_clock_is_within_the_run_to_run_spread() {
     )
     .unwrap();
     assert!(c.checkpoints.len() > 100);
-    let active = c.active();
-    assert_eq!(active.max_error, 0.0, "active bytes are deterministic here");
-    let r = c.resident();
-    let real_mean = c
+    assert_eq!(
+        c.active().max_error,
+        0.0,
+        "active bytes are deterministic here"
+    );
+    let n = c.checkpoints.len() as f64;
+    let pages = c.errors(|p| {
+        let mut b = p.real_dirty;
+        b.mean += p.real_active.mean;
+        b.min += p.real_active.mean;
+        b.max += p.real_active.mean;
+        (p.model_active + p.model_dirty, b)
+    });
+    let real_pages = c
         .checkpoints
         .iter()
-        .map(|p| p.real_resident.mean)
+        .map(|p| p.real_active.mean + p.real_dirty.mean)
         .sum::<f64>()
-        / c.checkpoints.len() as f64;
-    let tolerance = r.mean_spread.max(0.12 * real_mean);
+        / n;
+    let tolerance = pages.mean_spread.max(0.05 * real_pages);
     assert!(
-        r.mean_error <= tolerance,
-        "mean error {} > tolerance {tolerance} (spread {})",
-        r.mean_error,
-        r.mean_spread
+        pages.mean_error <= tolerance,
+        "active + dirty: mean error {} > tolerance {tolerance}",
+        pages.mean_error
     );
+    let r = c.resident();
+    assert!(r.mean_relative_error <= 0.25, "resident: {r:?}");
 }
