@@ -113,6 +113,10 @@ fn error_table(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) 
             "real resident, mean over checkpoints",
             mib(real_mean).into(),
         ),
+        (
+            "metadata resident before the first event: arena 0, a fresh arena (bytes)",
+            format!("{:.0}, {:.0}", c.metadata0, c.metadata_fresh).into(),
+        ),
     ] {
         t.push(vec![k.into(), v]);
     }

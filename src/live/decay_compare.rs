@@ -69,6 +69,10 @@ pub struct ClockComparison {
     pub events: u64,
     /// `CLOCK_MONOTONIC_COARSE`'s resolution the model read its clock through.
     pub clock_resolution_ns: u64,
+    /// Metadata resident before the first event, mean over runs: arena 0's and a fresh
+    /// arena's (the model's constants, see [`crate::process::Metadata`]).
+    pub metadata0: f64,
+    pub metadata_fresh: f64,
     pub checkpoints: Vec<ClockCheckpoint>,
 }
 
@@ -240,6 +244,8 @@ pub fn compare_on_clock(
         runs,
         events: times.len() as u64,
         clock_resolution_ns: res,
+        metadata0: lives.iter().map(|l| l.metadata0 as f64).sum::<f64>() / runs as f64,
+        metadata_fresh: lives.iter().map(|l| l.metadata_fresh as f64).sum::<f64>() / runs as f64,
         checkpoints,
     })
 }

@@ -13,6 +13,7 @@ pub mod generate;
 mod model;
 mod options;
 mod tcache;
+pub mod timed;
 
 pub use compare::compare_snapshots;
 pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};

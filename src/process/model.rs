@@ -50,13 +50,18 @@ pub struct Metadata {
 }
 
 impl Metadata {
-    /// Measured here on the linked jemalloc 5.3.1 (4 KiB pages; see the README's decay
-    /// section for the command): arena 0's base resident at the live replayer's start, and a
-    /// freshly created arena's.
+    /// Measured here on the linked jemalloc 5.3.1 (4 KiB pages, 8 arenas) in the live
+    /// replayer's child before its first event (`fragsim replay
+    /// data/traces/cpp-threads-map.trace --process --malloc-conf dirty_decay_ms:100 --live
+    /// --honour-clock --runs 1`, its row "metadata resident before the first event"): arena
+    /// 0's metadata resident (1,974,272 bytes; another session read 1,449,984) and a fresh
+    /// arena's (94,208, the same in both). Arena 0's share is mostly global (the radix
+    /// tree's root and first leaves, the size-class tables) and includes what the replayer's
+    /// own allocations registered.
     pub fn measured_default() -> Metadata {
         Metadata {
-            base_bytes: 0,
-            per_arena_bytes: 0,
+            base_bytes: 1_974_272,
+            per_arena_bytes: 94_208,
         }
     }
 }

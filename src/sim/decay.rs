@@ -156,7 +156,7 @@ impl Decay {
         }
     }
 
-    /// `decay_backlog_npages_limit`: sum(backlog[i] x h[i]) >> 24.
+    /// `decay_backlog_npages_limit`: the sum of `backlog[i] x h[i]`, shifted right by 24.
     pub fn backlog_limit(&self) -> u64 {
         let sum: u64 = self
             .backlog
