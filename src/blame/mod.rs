@@ -9,7 +9,8 @@
 //!   that allocated it (for a realloc, the site of the realloc);
 //! - the free regions of a slab (and any tail a slab's regions do not fill) go to the
 //!   holders of its used regions, split by regions held: a site's live objects, the objects
-//!   held in thread caches, the caches' own blocks (see [`charge`] for the remainders);
+//!   held in thread caches, the caches' own blocks (remainders of the integer split go
+//!   to the largest remainders, so every slab is charged exactly: `blame/charge.rs`);
 //! - a large block's padding page (cache-oblivious `large_pad`) goes to its own line;
 //! - objects held in thread caches and the caches' blocks are their own lines.
 //!
