@@ -38,12 +38,16 @@ timed() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-# "WALL CPU" medians of N runs of "$@"
-med() {
-  local n=$1 runs
+# One more run of "$@" into column $1's times.
+run() {
+  local col=$1
   shift
-  runs=$(for _ in $(seq "$n"); do timed "$@"; done)
-  echo "$(cut -d' ' -f1 <<<"$runs" | median) $(cut -d' ' -f2 <<<"$runs" | median)"
+  timed "$@" >>"$work/$col.times"
+}
+
+# "WALL CPU" medians of column $1's runs
+med() {
+  echo "$(cut -d' ' -f1 "$work/$1.times" | median) $(cut -d' ' -f2 "$work/$1.times" | median)"
 }
 
 # "WALL (RATIO) / CPU (RATIO)" against the bare medians
@@ -53,7 +57,7 @@ cell() {
 }
 
 lib=$PWD/target/release/libfragsim_preload.so
-echo "Medians of $RUNS runs (valgrind: $VALGRIND_RUNS), seconds wall / CPU (ratio to bare). 'preload'"
+echo "Medians of $RUNS runs (valgrind: $VALGRIND_RUNS), the columns in turn run by run, seconds wall / CPU (ratio to bare). 'preload'"
 echo "is the program under the recorder alone; 'record' is all of \`fragsim record\` (run + conversion + trace)."
 echo
 echo "| workload | bare | preload | record | preload --stacks | record --stacks | heaptrack -r | valgrind (record --with valgrind) | events | bytes/event | bytes/event --stacks |"
@@ -67,19 +71,34 @@ for workload in ${WORKLOADS:-python cpp}; do
   esac
   if [ "$workload" = python ]; then export PYTHONMALLOC=malloc; else unset PYTHONMALLOC; fi
   mkdir -p "$work/raw"
-  read -r bare_w bare_c <<<"$(med "$RUNS" "${cmd[@]}")"
-  preload=$(med "$RUNS" env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow "${cmd[@]}")
-  rm -f "$work"/raw/*
-  preload_s=$(med "$RUNS" env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow,stacks "${cmd[@]}")
-  rm -f "$work"/raw/*
-  native=$(med "$RUNS" "$fragsim" record -o "$work/t.trace" -- "${cmd[@]}")
-  summary=$(grep '^recorded' "$work/stderr")
+  rm -f "$work"/*.times
+  # The columns take turns, run by run (bare, preload, ..., bare, preload, ...), so a change
+  # in the machine's load between runs touches every column alike.
+  for i in $(seq "$RUNS"); do
+    run bare "${cmd[@]}"
+    run preload env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow "${cmd[@]}"
+    rm -f "$work"/raw/*
+    run preload_s env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow,stacks "${cmd[@]}"
+    rm -f "$work"/raw/*
+    run native "$fragsim" record -o "$work/t.trace" -- "${cmd[@]}"
+    summary=$(grep '^recorded' "$work/stderr")
+    run stacks "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
+    summary_stacks=$(grep '^recorded' "$work/stderr")
+    (cd "$work" && run heaptrack heaptrack -r -o "$work/ht" "${cmd[@]}")
+    rm -f "$work"/ht*
+    if [ "$i" -le "$VALGRIND_RUNS" ]; then
+      run valgrind "$fragsim" record --with valgrind -o "$work/v.trace" -- "${cmd[@]}"
+    fi
+  done
+  read -r bare_w bare_c <<<"$(med bare)"
   events=$(sed -E 's/^recorded ([0-9]+) events.*/\1/' <<<"$summary")
   bpe=$(grep -oE '[0-9.]+ bytes/event' <<<"$summary" | cut -d' ' -f1)
-  stacks=$(med "$RUNS" "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}")
-  bpe_stacks=$(grep '^recorded' "$work/stderr" | grep -oE '[0-9.]+ bytes/event' | cut -d' ' -f1)
-  heaptrack=$(cd "$work" && med "$RUNS" heaptrack -r -o "$work/ht" "${cmd[@]}")
-  rm -f "$work"/ht*
-  valgrind=$(med "$VALGRIND_RUNS" "$fragsim" record --with valgrind -o "$work/v.trace" -- "${cmd[@]}")
+  bpe_stacks=$(grep -oE '[0-9.]+ bytes/event' <<<"$summary_stacks" | cut -d' ' -f1)
+  preload=$(med preload)
+  preload_s=$(med preload_s)
+  native=$(med native)
+  stacks=$(med stacks)
+  heaptrack=$(med heaptrack)
+  valgrind=$(med valgrind)
   echo "| $workload | $bare_w / $bare_c | $(cell "$preload") | $(cell "$native") | $(cell "$preload_s") | $(cell "$stacks") | $(cell "$heaptrack") | $(cell "$valgrind") | $events | $bpe | $bpe_stacks |"
 done

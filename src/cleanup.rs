@@ -92,3 +92,56 @@ fn remove_while_written(path: &Path) {
         let _ = std::fs::remove_dir_all(path);
     }
 }
+
+/// A child process that is stopped if the program is interrupted while it runs: the one way
+/// fragsim starts a child it waits for. It derefs to the [`Child`](std::process::Child), so
+/// its pipes are taken and it is waited for as usual; the registration ends when it is dropped.
+pub struct GuardedChild {
+    child: std::process::Child,
+    _registration: Registration,
+}
+
+impl GuardedChild {
+    /// Starts `command` and registers the child to be stopped on interrupt.
+    pub fn spawn(command: &mut std::process::Command) -> std::io::Result<GuardedChild> {
+        let child = command.spawn()?;
+        let registration = stop_on_interrupt(child.id());
+        Ok(GuardedChild {
+            child,
+            _registration: registration,
+        })
+    }
+
+    /// Waits for the child to exit, collecting the stdout and stderr it was given pipes for.
+    pub fn wait_with_output(self) -> std::io::Result<std::process::Output> {
+        let GuardedChild {
+            child,
+            _registration,
+        } = self;
+        child.wait_with_output()
+    }
+}
+
+impl std::ops::Deref for GuardedChild {
+    type Target = std::process::Child;
+
+    fn deref(&self) -> &std::process::Child {
+        &self.child
+    }
+}
+
+impl std::ops::DerefMut for GuardedChild {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.child
+    }
+}
+
+/// Runs `command` with stdin closed and stdout and stderr collected, stopped on interrupt.
+pub fn output(command: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+    use std::process::Stdio;
+    let command = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    GuardedChild::spawn(command)?.wait_with_output()
+}

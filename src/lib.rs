@@ -6,8 +6,10 @@
 //! [`export`] (tables) and [`charts`]. [`live`] binds the running jemalloc; [`validate`]
 //! checks the model against it. Only [`cli`] prints.
 
+pub mod advise;
 pub mod blame;
 pub mod charts;
+pub mod choice;
 pub mod cleanup;
 pub mod cli;
 pub mod containers;

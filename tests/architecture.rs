@@ -87,6 +87,7 @@ fn folders_import_only_what_architecture_md_allows() {
         ("layout", &["sim", "trace", "live", "report", "cli"]),
         ("containers", &["sim", "live", "report", "cli"]),
         ("whatif", &["live", "report", "cli"]),
+        ("advise", &["whatif", "report", "cli"]),
         ("blame", &["live", "whatif", "report", "cli"]),
         ("live", &["report", "whatif", "charts", "cli"]),
         ("validate", &["report", "cli"]),
@@ -103,8 +104,8 @@ fn folders_import_only_what_architecture_md_allows() {
     }
     // Leaves: only the modules named.
     for (folder, allowed) in [
-        ("sizeclass", &["export"][..]),
-        ("export", &["cleanup"][..]),
+        ("sizeclass", &["export", "choice"][..]),
+        ("export", &["cleanup", "choice"][..]),
         ("engine", &["trace"][..]),
     ] {
         for (name, file) in imports_of(folder) {
@@ -117,6 +118,49 @@ fn folders_import_only_what_architecture_md_allows() {
         broken.is_empty(),
         "import rules broken:\n{}",
         broken.join("\n")
+    );
+}
+
+/// Lines outside `src/cli` that mention `word` anywhere, comments included (a doc comment
+/// about the word is a sign of that concern leaking into the library).
+fn mentions_outside_cli(word: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(Path::new("src"), &mut files);
+    let mut mentions = Vec::new();
+    for file in files {
+        if file.starts_with("src/cli") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.contains(word) {
+                mentions.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    mentions
+}
+
+/// Library first: argument parsing is the command line's, so no module outside `src/cli`
+/// names clap (named choices implement `crate::choice::Choice`; `cli::choice` parses them).
+#[test]
+fn only_cli_mentions_clap() {
+    let mentions = mentions_outside_cli("clap");
+    assert!(
+        mentions.is_empty(),
+        "clap outside src/cli:\n{}",
+        mentions.join("\n")
+    );
+}
+
+/// Library modules report progress to an observer (`validate::Progress`); only `cli` draws.
+#[test]
+fn only_cli_draws_progress_bars() {
+    let mentions = mentions_outside_cli("indicatif");
+    assert!(
+        mentions.is_empty(),
+        "indicatif outside src/cli:\n{}",
+        mentions.join("\n")
     );
 }
 

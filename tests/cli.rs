@@ -202,3 +202,45 @@ fn seed_file_is_read_and_malformed_files_are_one_line_errors() {
         "missing.csv",
     );
 }
+
+/// Issue 18 §7: `fragsim completions bash|zsh|fish` prints a script that offers every
+/// subcommand `fragsim --help` lists (read from the help text, not from the code that makes
+/// the script), and none of the hidden child commands.
+#[test]
+fn completions_offer_every_subcommand() {
+    let help = stdout_of(&["--help"]);
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(commands.len() >= 10, "{help}");
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout_of(&["completions", shell]);
+        for command in &commands {
+            assert!(
+                script.contains(command),
+                "{shell} completions lack '{command}'"
+            );
+        }
+        assert!(
+            !script.contains("__replay-live-child"),
+            "{shell} offers a hidden command"
+        );
+    }
+    // bash: the top-level word list holds each subcommand as a word.
+    let bash = stdout_of(&["completions", "bash"]);
+    let top = bash
+        .lines()
+        .find(|l| l.contains("opts=\"") && l.contains(" report "))
+        .expect("a top-level opts line");
+    for command in &commands {
+        assert!(
+            top.split(['"', ' ']).any(|w| w == *command),
+            "bash top level lacks '{command}': {top}"
+        );
+    }
+    assert_rejected(&["completions", "tcsh"], "tcsh");
+}

@@ -414,3 +414,35 @@ fn interrupted_record_leaves_no_valgrind_log() {
         );
     }
 }
+
+/// Issue 18 §5: a failed `replay --charts D` (a real failure: the trace frees an object that
+/// is not live, found after the folder was checked) leaves no folder it made, parents
+/// included; a folder that was there before stays, even empty.
+#[test]
+fn failed_charts_run_leaves_no_empty_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("bad.txt");
+    std::fs::write(&trace, "a 0 10\nf 1\n").unwrap();
+    let made = dir.path().join("new").join("charts");
+    for extra in [&[][..], &["--preset", "default,5.3.1"][..]] {
+        let mut args = vec!["replay", s(&trace), "--charts", s(&made)];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert_refused(&out, "free of id 1");
+        assert!(
+            !dir.path().join("new").exists(),
+            "{:?}",
+            names_in(dir.path())
+        );
+    }
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    let out = run(&["replay", s(&trace), "--charts", s(&mine)]);
+    assert_refused(&out, "free of id 1");
+    assert!(mine.is_dir(), "a folder the user made is kept");
+    // A run that succeeds keeps its folder and its charts.
+    let good = common::text_trace(dir.path());
+    let out = run(&["replay", s(&good), "--charts", s(&made)]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(!names_in(&made).is_empty());
+}

@@ -2,46 +2,11 @@
 //! (hand-computed results), the committed real traces, and bad input (exit 2, one line, no
 //! output file).
 
+mod common;
+
+use common::{assert_refused_naming, have_valgrind, run, run_env, run_ok, s};
 use fragsim::trace::{trace_stats, TraceReader};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn fragsim(args: &[&str]) -> Output {
-    fragsim_env(args, &[])
-}
-
-fn fragsim_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fragsim"));
-    cmd.args(args);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run fragsim")
-}
-
-fn stdout_of(args: &[&str]) -> String {
-    let out = fragsim(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn assert_rejected(out: &Output, names: &[&str]) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    for name in names {
-        assert!(stderr.contains(name), "should name {name}: {stderr}");
-    }
-    assert!(!stderr.contains("panicked"), "{stderr}");
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use std::path::PathBuf;
 
 const HAND: &str = "# a hand-written trace\na 0 100\na 1 50\nr 0 300\nf 1\na 1 8 64\na 2 0\nf 0\n";
 
@@ -51,7 +16,7 @@ fn text_import_dump_is_identity_and_stats_are_hand_computed() {
     let text = dir.path().join("hand.txt");
     let trace = dir.path().join("hand.trace");
     std::fs::write(&text, HAND).unwrap();
-    stdout_of(&[
+    run_ok(&[
         "trace",
         "import",
         "--from",
@@ -61,12 +26,12 @@ fn text_import_dump_is_identity_and_stats_are_hand_computed() {
         s(&trace),
     ]);
     let canonical: String = HAND.lines().skip(1).map(|l| format!("{l}\n")).collect();
-    assert_eq!(stdout_of(&["trace", "dump", s(&trace)]), canonical);
+    assert_eq!(run_ok(&["trace", "dump", s(&trace)]), canonical);
 
     // By hand: requested bytes 100, 150, 350 (realloc), 300, 308, 308, 8; live 1, 2, 2, 1, 2,
     // 3, 2. Sizes: 100 in (64,128], 50 in (32,64], 8 in (4,8], 0 alone; realloc 300 in
     // (256,512].
-    let csv = stdout_of(&["trace", "stats", s(&trace), "--format", "csv"]);
+    let csv = run_ok(&["trace", "stats", s(&trace), "--format", "csv"]);
     let row = csv.lines().nth(1).unwrap();
     assert_eq!(
         csv.lines().next().unwrap(),
@@ -74,7 +39,7 @@ fn text_import_dump_is_identity_and_stats_are_hand_computed() {
     );
     // One thread with all 7 calls, no times, no sites.
     assert_eq!(row, format!("{},7,4,2,1,3,350,8,1,7,0,,0", s(&trace)));
-    let hist = stdout_of(&[
+    let hist = run_ok(&[
         "trace",
         "stats",
         s(&trace),
@@ -97,7 +62,7 @@ fn text_import_dump_is_identity_and_stats_are_hand_computed() {
             "257,512,0,1,0,0.0000"
         ]
     );
-    let json = stdout_of(&["trace", "stats", s(&trace), "--format", "json"]);
+    let json = run_ok(&["trace", "stats", s(&trace), "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["rows"][0]["peak_requested_bytes"], 350);
 }
@@ -153,11 +118,11 @@ fn committed_trace_round_trips_through_text() {
         .into_iter()
         .find(|p| p.ends_with("git-log.trace"))
         .unwrap();
-    let text = stdout_of(&["trace", "dump", s(&trace)]);
+    let text = run_ok(&["trace", "dump", s(&trace)]);
     let txt = dir.path().join("t.txt");
     let again = dir.path().join("again.trace");
     std::fs::write(&txt, &text).unwrap();
-    stdout_of(&[
+    run_ok(&[
         "trace",
         "import",
         "--from",
@@ -178,7 +143,7 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     let good = dir.path().join("good.trace");
     let text = dir.path().join("hand.txt");
     std::fs::write(&text, HAND).unwrap();
-    stdout_of(&[
+    run_ok(&[
         "trace",
         "import",
         "--from",
@@ -191,30 +156,30 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
 
     let truncated = dir.path().join("truncated.trace");
     std::fs::write(&truncated, &bytes[..bytes.len() - 2]).unwrap();
-    assert_rejected(
-        &fragsim(&["trace", "stats", s(&truncated)]),
+    assert_refused_naming(
+        &run(&["trace", "stats", s(&truncated)]),
         &["truncated.trace", "truncated at byte"],
     );
     let magic = dir.path().join("magic.trace");
     std::fs::write(&magic, b"hello world, not a trace").unwrap();
-    assert_rejected(
-        &fragsim(&["trace", "dump", s(&magic)]),
+    assert_refused_naming(
+        &run(&["trace", "dump", s(&magic)]),
         &["magic.trace", "not a trace"],
     );
     let mut v9 = bytes.clone();
     v9[8] = 9;
     let version = dir.path().join("version.trace");
     std::fs::write(&version, &v9).unwrap();
-    assert_rejected(
-        &fragsim(&["trace", "stats", s(&version)]),
+    assert_refused_naming(
+        &run(&["trace", "stats", s(&version)]),
         &["version.trace", "version 9"],
     );
 
     let out = dir.path().join("out.trace");
     let bad_text = dir.path().join("bad.txt");
     std::fs::write(&bad_text, "a 0 8\na 99999999999 8\n").unwrap();
-    assert_rejected(
-        &fragsim(&[
+    assert_refused_naming(
+        &run(&[
             "trace",
             "import",
             "--from",
@@ -226,8 +191,8 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
         &["bad.txt", "line 2", "id 99999999999 is out of range"],
     );
     std::fs::write(&bad_text, "a 0 8\na 1 eight\n").unwrap();
-    assert_rejected(
-        &fragsim(&[
+    assert_refused_naming(
+        &run(&[
             "trace",
             "import",
             "--from",
@@ -240,8 +205,8 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     );
     let log = dir.path().join("empty.log");
     std::fs::write(&log, "==1== nothing allocated here\n").unwrap();
-    assert_rejected(
-        &fragsim(&[
+    assert_refused_naming(
+        &run(&[
             "trace",
             "import",
             "--from",
@@ -253,8 +218,8 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
         &["empty.log", "no allocation calls"],
     );
     std::fs::write(&log, "--1-- malloc(8) = 0x10\n--1-- malloc(x) = 0x20\n").unwrap();
-    assert_rejected(
-        &fragsim(&[
+    assert_refused_naming(
+        &run(&[
             "trace",
             "import",
             "--from",
@@ -273,8 +238,8 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     );
 
     let unwritable = dir.path().join("no/such/dir/x.trace");
-    assert_rejected(
-        &fragsim(&[
+    assert_refused_naming(
+        &run(&[
             "trace",
             "import",
             "--from",
@@ -285,8 +250,8 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
         ]),
         &["cannot write", "no/such/dir/x.trace"],
     );
-    assert_rejected(
-        &fragsim(&[
+    assert_refused_naming(
+        &run(&[
             "trace",
             "import",
             "--from",
@@ -297,8 +262,8 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
         ]),
         &["cannot write"],
     );
-    assert_rejected(
-        &fragsim(&["trace", "stats", "/no/such.trace"]),
+    assert_refused_naming(
+        &run(&["trace", "stats", "/no/such.trace"]),
         &["/no/such.trace"],
     );
 }
@@ -306,13 +271,13 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
 #[test]
 fn record_without_valgrind_says_how_to_install_it() {
     let empty = tempfile::tempdir().unwrap();
-    let out = fragsim_env(
+    let out = run_env(
         &[
             "record", "--with", "valgrind", "-o", "x.trace", "--", "true",
         ],
         &[("PATH", s(empty.path()))],
     );
-    assert_rejected(
+    assert_refused_naming(
         &out,
         &["valgrind is not installed", "apt-get install valgrind"],
     );
@@ -320,13 +285,12 @@ fn record_without_valgrind_says_how_to_install_it() {
 
 #[test]
 fn record_runs_a_program_under_valgrind() {
-    if Command::new("valgrind").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: valgrind is not installed (apt-get install valgrind)");
+    if !have_valgrind() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("ls.trace");
-    let out = fragsim(&[
+    let out = run(&[
         "record",
         "--with",
         "valgrind",
@@ -348,8 +312,8 @@ fn record_runs_a_program_under_valgrind() {
     let h = *TraceReader::open(&trace).unwrap().header();
     assert!(h.allocs > 10 && h.events >= h.allocs, "{h:?}");
     let missing = dir.path().join("missing.trace");
-    assert_rejected(
-        &fragsim(&[
+    assert_refused_naming(
+        &run(&[
             "record",
             "--with",
             "valgrind",

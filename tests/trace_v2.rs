@@ -272,3 +272,43 @@ fn damaged_headers_have_their_own_messages() {
         "{err}"
     );
 }
+
+/// A record the writer refuses changes nothing: here a free of a dead object on a new thread
+/// at a later time. Had the writer kept the new thread or the time, thread 2 would be
+/// accepted next (it is not: thread 1 is still the next new one) and time 5 would be refused.
+#[test]
+fn a_refused_record_changes_nothing() {
+    let fields = Fields {
+        threads: true,
+        times: true,
+        sites: false,
+    };
+    let mut w = TraceWriter::named_with(Cursor::new(Vec::new()), "mem", fields).unwrap();
+    let call = |event, thread, time_ns| {
+        Record::Call(Call {
+            event,
+            thread,
+            time_ns: Some(time_ns),
+            site: None,
+        })
+    };
+    let alloc = Event::Alloc {
+        id: 0,
+        size: 8,
+        align: 0,
+    };
+    w.write_record(&call(alloc, 0, 1)).unwrap();
+    let err = w
+        .write_record(&call(Event::Free { id: 1 }, 1, 10))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("id 1"), "{err}");
+    let skip = w
+        .write_record(&call(Event::Free { id: 0 }, 2, 5))
+        .unwrap_err()
+        .to_string();
+    assert!(skip.contains("skips ids"), "{skip}");
+    w.write_record(&call(Event::Free { id: 0 }, 1, 5)).unwrap();
+    let header = w.header_so_far();
+    assert_eq!((header.threads, header.duration_ns), (2, 5));
+}

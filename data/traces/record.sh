@@ -34,3 +34,7 @@ ts = [threading.Thread(target=work, args=(n,)) for n in range(1, 5)]
 for t in ts: t.start()
 for t in ts: t.join()
 "
+
+# Benchmark trace (data/traces/bench/: not read by the report or the every-event tests).
+PYTHONHASHSEED=0 "$fragsim" record -o data/traces/bench/python-buffers.trace -- \
+  /usr/bin/python3.11 data/traces/src/python_buffers.py

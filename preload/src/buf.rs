@@ -6,7 +6,9 @@ use crate::state::{self, FD, KEY, LATE_CALLS, LOST_BYTES, SEQ, STACKS};
 use libc::c_void;
 use std::cell::Cell;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 const BUF_BYTES: usize = 1 << 20;
 /// The chunk header sits right before the data, so a flush is one `write`.
@@ -19,8 +21,8 @@ pub const K_EVENTS: u32 = 2;
 
 #[repr(C)]
 pub struct Buf {
-    /// Held by the owning thread while it appends, and by the final flush.
-    lock: AtomicU32,
+    /// 1 while the owning thread appends or writes (see [`begin`]).
+    active: AtomicU32,
     /// 1: the thread exited and the buffer waits for a new thread.
     free: AtomicU32,
     slot: u32,
@@ -38,6 +40,24 @@ static NEXT_TID: AtomicU32 = AtomicU32::new(0);
 /// glibc's PTHREAD_DESTRUCTOR_ITERATIONS.
 const DESTRUCTOR_ROUNDS: u32 = 4;
 pub static DROPPED_THREADS: AtomicU64 = AtomicU64::new(0);
+/// Set by a thread that writes every buffer (the end, exec, a fatal signal): owners do not
+/// start appending while it is set.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+/// `membarrier(PRIVATE_EXPEDITED)` is registered: an owner's fast path needs no fence.
+static ASYMMETRIC: AtomicBool = AtomicBool::new(false);
+const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 8;
+const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 16;
+
+/// Registers this process for expedited membarriers (at start-up and in a fork child: the
+/// registration is per address space).
+pub unsafe fn register_membarrier() {
+    let ok = libc::syscall(
+        libc::SYS_membarrier,
+        MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+        0,
+    ) == 0;
+    ASYMMETRIC.store(ok, Ordering::Release);
+}
 
 struct Tls {
     buf: Cell<*mut Buf>,
@@ -81,6 +101,8 @@ unsafe fn data(b: *mut Buf) -> *mut u8 {
 /// A recording call in progress on this thread: its buffer, marked busy.
 pub struct Ctx {
     pub b: *mut Buf,
+    /// This thread's TLS block (one `__tls_get_addr` per call, not two).
+    tls: *const Tls,
 }
 
 /// Starts recording a call, or `None` (not recording, nested, no buffer): forward only.
@@ -116,14 +138,14 @@ pub unsafe fn enter() -> Option<Ctx> {
             libc::pthread_setspecific(KEY.load(Ordering::Acquire), b as *const c_void);
         }
         t.busy.set(true);
-        Some(Ctx { b })
+        Some(Ctx { b, tls: t })
     })
 }
 
 impl Ctx {
     #[inline(always)]
     pub fn seq(&self) -> u64 {
-        SEQ.fetch_add(1, Ordering::Relaxed)
+        SEQ.0.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The call's stack id (when recording stacks), captured before the lock is taken.
@@ -139,11 +161,15 @@ impl Ctx {
     /// Appends one event of `words` (its site, if any, last).
     #[inline(always)]
     pub unsafe fn push(&self, words: &[u64]) {
-        lock(self.b);
-        self.push_locked(words);
-        unlock(self.b);
+        if begin(self.b) {
+            self.push_locked(words);
+            end(self.b);
+        }
     }
 
+    /// Inlined, with the event's words stored one by one: a call's few words were a
+    /// `memmove` call each.
+    #[inline(always)]
     pub unsafe fn push_locked(&self, words: &[u64]) {
         let b = self.b;
         let len = (*b).len.load(Ordering::Relaxed);
@@ -154,31 +180,80 @@ impl Ctx {
         } else {
             len
         };
-        std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, data(b).add(len), bytes);
+        // The data area and every event are whole words.
+        let dst = data(b).add(len) as *mut u64;
+        for (i, &w) in words.iter().enumerate() {
+            dst.add(i).write(w);
+        }
         (*b).len.store(len + bytes, Ordering::Release);
     }
 }
 
 impl Drop for Ctx {
     fn drop(&mut self) {
-        set_busy(false);
+        // SAFETY: the thread's own TLS block, alive while the thread runs.
+        unsafe { (*self.tls).busy.set(false) }
+    }
+}
+
+/// The owner starts appending to (or writing) its buffer; false: recording has ended, the
+/// event is dropped.
+///
+/// No read-modify-write on the fast path (a locked instruction per call was a third of the
+/// recorder's own time): the owner marks itself active with a plain store and then reads
+/// `STOPPING`; a thread that writes every buffer sets `STOPPING`, then issues
+/// `membarrier`, which runs a full barrier on every thread of the process, and only then
+/// reads the owners' marks. So either the owner sees `STOPPING` and backs off, or the
+/// writer sees the mark and waits (the asymmetric form of Dekker's exclusion). Without
+/// `membarrier` the owner uses a full fence instead.
+#[inline(always)]
+pub unsafe fn begin(b: *mut Buf) -> bool {
+    loop {
+        (*b).active.store(1, Ordering::Relaxed);
+        if ASYMMETRIC.load(Ordering::Relaxed) {
+            compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        if !STOPPING.load(Ordering::Relaxed) {
+            return true;
+        }
+        (*b).active.store(0, Ordering::Release);
+        if !wait_while_stopping() {
+            return false;
+        }
     }
 }
 
 #[inline(always)]
-pub unsafe fn lock(b: *mut Buf) {
-    while (*b)
-        .lock
-        .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
+pub unsafe fn end(b: *mut Buf) {
+    (*b).active.store(0, Ordering::Release);
+}
+
+/// Another thread writes every buffer: wait until it is done; false if recording ended.
+#[cold]
+fn wait_while_stopping() -> bool {
+    while STOPPING.load(Ordering::Acquire) && state::STATE.load(Ordering::Acquire) == state::ON {
         std::hint::spin_loop();
     }
+    state::STATE.load(Ordering::Acquire) == state::ON
 }
 
-#[inline(always)]
-pub unsafe fn unlock(b: *mut Buf) {
-    (*b).lock.store(0, Ordering::Release);
+/// Stops the owners from appending (see [`begin`]) before every buffer is written.
+unsafe fn stop_owners() {
+    STOPPING.store(true, Ordering::SeqCst);
+    if ASYMMETRIC.load(Ordering::Acquire)
+        && libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) != 0
+    {
+        // Not registered after all (cannot happen once registered): fall back to fences.
+        ASYMMETRIC.store(false, Ordering::SeqCst);
+    }
+    fence(Ordering::SeqCst);
+}
+
+/// Lets the owners append again (an exec that failed: recording goes on).
+pub fn resume_owners() {
+    STOPPING.store(false, Ordering::SeqCst);
 }
 
 /// A buffer for the calling thread: one an exited thread left, else a new one.
@@ -218,7 +293,7 @@ unsafe fn new_thread_buf() -> *mut Buf {
     }
     let b = mem as *mut Buf;
     b.write(Buf {
-        lock: AtomicU32::new(0),
+        active: AtomicU32::new(0),
         free: AtomicU32::new(0),
         slot: i as u32,
         tid,
@@ -234,7 +309,9 @@ unsafe fn new_thread_buf() -> *mut Buf {
     b
 }
 
-/// Writes the buffer's events as one chunk and empties it (lock held).
+/// Writes the buffer's events as one chunk and empties it (owner active, or owners stopped).
+#[cold]
+#[inline(never)]
 unsafe fn flush_locked(b: *mut Buf) {
     let len = (*b).len.load(Ordering::Acquire);
     if len == 0 {
@@ -297,6 +374,7 @@ unsafe fn write_all(mut p: *const u8, mut n: usize) {
 /// complete events in its buffer, so its own buffer is written without its lock; other
 /// threads get a bounded wait.
 pub unsafe fn flush_all() {
+    stop_owners();
     let own = TLS.with(|t| t.buf.get());
     let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
     for slot in &SLOTS[..n] {
@@ -309,19 +387,11 @@ pub unsafe fn flush_all() {
             continue;
         }
         let mut spins = 0u32;
-        while (*b)
-            .lock
-            .compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-            && spins < 1_000_000
-        {
+        while (*b).active.load(Ordering::Acquire) != 0 && spins < 1_000_000 {
             spins += 1;
             std::hint::spin_loop();
         }
         flush_locked(b);
-        if spins < 1_000_000 {
-            unlock(b);
-        }
     }
 }
 
@@ -338,12 +408,16 @@ pub unsafe extern "C" fn thread_exit(p: *mut c_void) {
         return;
     }
     TLS.with(|t| t.busy.set(true));
-    let ctx = Ctx { b };
-    lock(b);
-    let seq = ctx.seq();
-    ctx.push_locked(&[4 | seq << 8, state::stamp()]);
-    flush_locked(b);
-    unlock(b);
+    let ctx = Ctx {
+        b,
+        tls: TLS.with(|t| t as *const Tls),
+    };
+    if begin(b) {
+        let seq = ctx.seq();
+        ctx.push_locked(&[4 | seq << 8, state::stamp()]);
+        flush_locked(b);
+        end(b);
+    }
     drop(ctx);
     TLS.with(|t| {
         t.buf.set(null_mut());
@@ -355,6 +429,8 @@ pub unsafe extern "C" fn thread_exit(p: *mut c_void) {
 /// In a fork child: the other threads do not exist here, their buffers become free; this
 /// thread's buffer held the parent's events (the parent writes them).
 pub unsafe fn forget_other_threads() {
+    resume_owners();
+    register_membarrier();
     let own = TLS.with(|t| t.buf.get());
     let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
     for slot in &SLOTS[..n] {
@@ -363,7 +439,7 @@ pub unsafe fn forget_other_threads() {
             continue;
         }
         (*b).len.store(0, Ordering::Release);
-        (*b).lock.store(0, Ordering::Release);
+        (*b).active.store(0, Ordering::Release);
         if !(*b).stacks.is_null() {
             crate::stack::clear((*b).stacks);
         }

@@ -10,14 +10,16 @@
 //! - One global order: every event takes a sequence number with one atomic `fetch_add` inside
 //!   the interposed call (an allocation after the real call returns, a free before it, a
 //!   realloc both before and after, so an address is never handed out before its release in
-//!   the order). There is no global lock: each thread appends to its own buffer, guarded by a
-//!   lock only that thread and the final flush ever take.
+//!   the order). There is no global lock: each thread appends to its own buffer; the final
+//!   flush keeps owners out of theirs with a flag and `membarrier` (`buf::begin`), so the
+//!   fast path has no locked instruction besides the sequence number.
 //!
 //! # Environment (set by `fragsim record`)
 //! - `FRAGSIM_PRELOAD_DIR`: the directory raw files go to (`raw.<pid>`). Unset: no recording.
 //! - `FRAGSIM_PRELOAD_PARENT`: the pid of `fragsim record`. A process whose parent it is (the
 //!   program, also after `exec`) records; others only with `follow` in the flags.
-//! - `FRAGSIM_PRELOAD_FLAGS`: comma-separated `stacks`, `follow`.
+//! - `FRAGSIM_PRELOAD_FLAGS`: comma-separated `stacks`, `follow`, `tsc` (event stamps from
+//!   the TSC; else `CLOCK_MONOTONIC_COARSE`).
 //!
 //! # Raw file format (little endian; all one process, several images if it exec'd)
 //! A sequence of chunks, each a 48-byte header `magic u32 = 0x4B435346 ("FSCK"), kind u32,
@@ -28,7 +30,7 @@
 //! Kinds:
 //! - 1 `HEADER`: an image starts: u64 words `version (1), pid, ppid, start_ns, flags
 //!   (1 = stacks on, 2 = follow forks, 4 = no unwinder found, 8 = event stamps are TSC
-//!   ticks, else `CLOCK_MONOTONIC` ns), fork_seq (the sequence number at
+//!   ticks, else `CLOCK_MONOTONIC_COARSE` ns; `start_ns` is on the same clock), fork_seq (the sequence number at
 //!   the fork that made this process, 0 for exec/start)`.
 //! - 2 `EVENTS`: u64 words. Each event starts with `kind | seq << 8`, then its stamp (see
 //!   flag 8), then: `ALLOC (1)`: size, align (0 = default), addr;

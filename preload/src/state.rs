@@ -12,7 +12,14 @@ pub const ON: u8 = 2;
 pub const OFF: u8 = 3;
 
 pub static STATE: AtomicU8 = AtomicU8::new(UNINIT);
-pub static SEQ: AtomicU64 = AtomicU64::new(0);
+/// The global sequence number, alone on its cache lines (two: the adjacent-line prefetcher
+/// pairs them): every thread's `fetch_add` takes the line away from the others, and the flags
+/// every call reads (`STATE`, `STACKS`, ...) shared it, so each call of a multi-threaded
+/// program missed on them too.
+#[repr(C, align(128))]
+pub struct Seq(pub AtomicU64);
+
+pub static SEQ: Seq = Seq(AtomicU64::new(0));
 pub static FD: AtomicI32 = AtomicI32::new(-1);
 pub static FLAGS: AtomicU32 = AtomicU32::new(0);
 pub static STACKS: AtomicBool = AtomicBool::new(false);
@@ -60,14 +67,31 @@ pub fn tsc() -> u64 {
     }
 }
 
-/// An event's time stamp: the TSC on x86-64 (a third of `clock_gettime`'s cost in the
-/// vDSO), `CLOCK_MONOTONIC` ns elsewhere (`FLAG_TSC` in the image header says which).
+/// `CLOCK_MONOTONIC_COARSE` ns: the kernel's last tick (1-4 ms resolution), read from the
+/// vDSO without touching the clock hardware.
+pub fn coarse_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec (vDSO, no allocation).
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Event stamps are TSC ticks (`tsc` in the flags, x86-64 only).
+static PRECISE: AtomicBool = AtomicBool::new(false);
+
+/// An event's time stamp. By default `CLOCK_MONOTONIC_COARSE` (heaptrack, for comparison,
+/// stamps its log every 10 ms): `rdtsc` was a third of the recorder's own time per call
+/// (about 25 ns here), the coarse clock costs a few loads. With `tsc`, the TSC (`FLAG_TSC` in
+/// the image header says which).
 #[inline(always)]
 pub fn stamp() -> u64 {
-    if cfg!(target_arch = "x86_64") {
+    if PRECISE.load(Ordering::Relaxed) {
         tsc()
     } else {
-        now_ns()
+        coarse_ns()
     }
 }
 
@@ -128,6 +152,7 @@ unsafe fn configure() -> bool {
             match word {
                 b"stacks" => flags |= FLAG_STACKS,
                 b"follow" => flags |= FLAG_FOLLOW,
+                b"tsc" if cfg!(target_arch = "x86_64") => flags |= FLAG_TSC,
                 _ => {}
             }
         }
@@ -147,15 +172,14 @@ unsafe fn configure() -> bool {
             flags |= FLAG_NO_UNWINDER;
         }
     }
-    if cfg!(target_arch = "x86_64") {
-        flags |= FLAG_TSC;
-    }
+    PRECISE.store(flags & FLAG_TSC != 0, Ordering::Release);
     FLAGS.store(flags as u32, Ordering::Release);
     let mut key: libc::pthread_key_t = 0;
     if libc::pthread_key_create(&mut key, Some(buf::thread_exit)) != 0 {
         return false;
     }
     KEY.store(key, Ordering::Release);
+    buf::register_membarrier();
     if !open_raw(0) {
         return false;
     }
@@ -190,7 +214,12 @@ unsafe fn open_raw(fork_seq: u64) -> bool {
         1,
         libc::getpid() as u64,
         libc::getppid() as u64,
-        now_ns(),
+        // On the events' clock, so the first events are not before the start.
+        if PRECISE.load(Ordering::Acquire) {
+            now_ns()
+        } else {
+            coarse_ns()
+        },
         FLAGS.load(Ordering::Acquire) as u64,
         fork_seq,
     ];
@@ -290,6 +319,8 @@ pub unsafe fn before_exec() {
     buf::flush_all();
     write_maps();
     chunk(K_EXEC, 0, buf::current_tid(), &[]);
+    // If the exec fails, the program goes on and so does recording.
+    buf::resume_owners();
 }
 
 extern "C" fn fini() {
@@ -323,7 +354,7 @@ extern "C" fn after_fork_child() {
         libc::close(fd);
         buf::forget_other_threads();
         if FLAGS.load(Ordering::Acquire) as u64 & FLAG_FOLLOW == 0
-            || !open_raw(SEQ.load(Ordering::Relaxed))
+            || !open_raw(SEQ.0.load(Ordering::Relaxed))
         {
             STATE.store(OFF, Ordering::Release);
         }

@@ -1,7 +1,7 @@
 //! Grouped bars: one group per category (e.g. strategy), one bar per series (e.g. build and
 //! reset time).
 
-use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
+use super::{category_label, draw_legend, legend_box, named_chart, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -46,14 +46,7 @@ impl Chart for GroupedBars {
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(n * 2 + 1)
-            .x_label_formatter(&|x| {
-                let i = (x - 0.5).round();
-                if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 {
-                    categories.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| category_label(&categories, *x))
             .y_desc(self.y_desc.clone())
             .label_style((FONT, 18))
             .axis_desc_style((FONT, 22))
@@ -70,9 +63,7 @@ impl Chart for GroupedBars {
                 }))
                 .map_err(plot_err)?
                 .label(label.clone())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
-                });
+                .legend(legend_box(color));
             let decimals = self.decimals;
             // Centred above each bar.
             let style = (FONT, 16)

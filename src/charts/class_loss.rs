@@ -2,7 +2,7 @@
 //! each bar split by cause (rounding, empty slab regions, large padding).
 
 use super::timeline::{stack_total, stacked_scale};
-use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
+use super::{draw_legend, draw_stacked, named_chart, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -56,31 +56,10 @@ impl Chart for ClassLoss {
             .axis_desc_style((FONT, 22))
             .draw()
             .map_err(plot_err)?;
-        let mut base = vec![0u64; n];
-        for (c, (label, values)) in self.causes.iter().enumerate() {
-            let color = palette::SERIES[(c + 1) % palette::SERIES.len()];
-            let bars: Vec<_> = (0..n)
-                .map(|i| {
-                    let v = values.get(i).copied().unwrap_or(0);
-                    let (x0, x1) = (base[i], base[i] + v);
-                    base[i] = x1;
-                    Rectangle::new(
-                        [
-                            (x0 as f64 / unit, y_of(i) + 0.15),
-                            (x1 as f64 / unit, y_of(i) + 0.85),
-                        ],
-                        color.filled(),
-                    )
-                })
-                .collect();
-            chart
-                .draw_series(bars)
-                .map_err(plot_err)?
-                .label(label.clone())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
-                });
-        }
+        // The causes start at the second colour.
+        draw_stacked(&mut chart, &self.causes, n, unit, 1, |i, from, to| {
+            [(from, y_of(i) + 0.15), (to, y_of(i) + 0.85)]
+        })?;
         chart
             .draw_series((0..n).map(|i| {
                 let total = stack_total(&self.causes, i) as f64 / unit;

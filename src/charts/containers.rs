@@ -29,18 +29,7 @@ pub struct LinesChart {
     pub y_range: Option<(f64, f64)>,
 }
 
-const COLORS: [RGBColor; 10] = [
-    palette::BLUE,
-    palette::VERMILION,
-    palette::GREEN,
-    palette::ORANGE,
-    palette::PURPLE,
-    RGBColor(86, 180, 233),
-    RGBColor(0, 0, 0),
-    RGBColor(240, 200, 40),
-    palette::GREY,
-    RGBColor(140, 80, 20),
-];
+const COLORS: [RGBColor; 10] = palette::LINES;
 
 impl LinesChart {
     fn x(&self, x: f64) -> f64 {

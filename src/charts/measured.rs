@@ -2,7 +2,7 @@
 //! active bytes (dashed) and the requested bytes (thin, black) beside them.
 
 use super::timeline::byte_unit;
-use super::{draw_legend, palette, plot_err, Chart, FONT};
+use super::{draw_legend, events_frame, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -40,12 +40,7 @@ impl Chart for MeasuredTimeline {
         });
         let (unit, unit_name) = byte_unit(y_max as f64);
         let y = |v: i64| v as f64 / unit;
-        let mut chart = ChartBuilder::on(area)
-            .caption(self.title(), (FONT, 28))
-            .margin(20)
-            .margin_right(40)
-            .x_label_area_size(55)
-            .y_label_area_size(90)
+        let mut chart = events_frame(area, self.title())
             .build_cartesian_2d(0f64..x_max as f64, y(y_min) * 1.1..y(y_max) * 1.1)
             .map_err(plot_err)?;
         chart
@@ -57,14 +52,7 @@ impl Chart for MeasuredTimeline {
             .axis_desc_style((FONT, 22))
             .draw()
             .map_err(plot_err)?;
-        let colors = [
-            palette::BLUE,
-            palette::VERMILION,
-            palette::GREEN,
-            palette::ORANGE,
-            palette::PURPLE,
-            RGBColor(86, 180, 233),
-        ];
+        let colors = &palette::LINES[..6];
         for (i, (label, points)) in self.measured.iter().enumerate() {
             let color = colors[i % colors.len()];
             chart

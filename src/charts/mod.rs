@@ -6,8 +6,10 @@ mod bars;
 mod class_loss;
 pub mod containers;
 pub mod flame;
+mod hbars;
 mod heatmap;
 mod measured;
+mod resident;
 mod seed;
 mod timeline;
 mod validation;
@@ -16,8 +18,10 @@ mod whatif;
 
 pub use bars::GroupedBars;
 pub use class_loss::ClassLoss;
+pub use hbars::HorizontalBars;
 pub use heatmap::{thousands, RatioHeatmap};
 pub use measured::MeasuredTimeline;
+pub use resident::{ResidentBand, ResidentPoint};
 pub use seed::{SeedChart, SeedSeries};
 pub use timeline::BytesTimeline;
 pub use validation::{Comparison, PredictedVsMeasured};
@@ -97,6 +101,79 @@ where
         .map_err(plot_err)
 }
 
+/// The legend mark of a filled series: a small box in `color`.
+pub(crate) fn legend_box(color: RGBColor) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
+    move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
+}
+
+/// The label of category axis position `x`: category `i` at `i + 0.5`, nothing elsewhere
+/// (the axis has a tick at every half unit).
+pub(crate) fn category_label(categories: &[String], x: f64) -> String {
+    let i = (x - 0.5).round();
+    if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 {
+        categories.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
+/// The frame of the line charts over events: caption, margins, label areas.
+pub(crate) fn events_frame<'a, 'b, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    title: String,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .caption(title, (FONT, 28))
+        .margin(20)
+        .margin_right(40)
+        .x_label_area_size(55)
+        .y_label_area_size(90);
+    builder
+}
+
+/// Stacked bars of bytes: for each part (bottom first), one rectangle per stack from the
+/// stack's running total to that plus the part's value, in `unit`s; `corners(i, from, to)`
+/// places stack `i`'s rectangle (horizontal or vertical bars). Part `p` takes colour
+/// `SERIES[(p + first_color) % 5]`, with a legend box.
+pub(crate) fn draw_stacked<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    parts: &[(String, Vec<u64>)],
+    n: usize,
+    unit: f64,
+    first_color: usize,
+    corners: impl Fn(usize, f64, f64) -> [(f64, f64); 2],
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let mut base = vec![0u64; n];
+    for (p, (label, values)) in parts.iter().enumerate() {
+        let color = palette::SERIES[(p + first_color) % palette::SERIES.len()];
+        let bars: Vec<_> = (0..n)
+            .map(|i| {
+                let v = values.get(i).copied().unwrap_or(0);
+                let (from, to) = (base[i], base[i] + v);
+                base[i] = to;
+                Rectangle::new(
+                    corners(i, from as f64 / unit, to as f64 / unit),
+                    color.filled(),
+                )
+            })
+            .collect();
+        chart
+            .draw_series(bars)
+            .map_err(plot_err)?
+            .label(label.clone())
+            .legend(legend_box(color));
+    }
+    Ok(())
+}
+
 /// Renders `chart` as an SVG document.
 pub fn render_svg<C: Chart>(chart: &C) -> Result<String> {
     register_font();
@@ -156,4 +233,17 @@ pub(crate) mod palette {
     pub const PURPLE: RGBColor = RGBColor(204, 121, 167);
     pub const GREY: RGBColor = RGBColor(120, 120, 120);
     pub const SERIES: [RGBColor; 5] = [BLUE, VERMILION, GREEN, ORANGE, PURPLE];
+    /// Line colours: the series colours, then more for charts with many lines.
+    pub const LINES: [RGBColor; 10] = [
+        BLUE,
+        VERMILION,
+        GREEN,
+        ORANGE,
+        PURPLE,
+        RGBColor(86, 180, 233),
+        RGBColor(0, 0, 0),
+        RGBColor(240, 200, 40),
+        GREY,
+        RGBColor(140, 80, 20),
+    ];
 }

@@ -1,7 +1,7 @@
 //! Bytes against event index: one line per statistic (e.g. requested, allocated, active bytes
 //! of one replay).
 
-use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
+use super::{draw_legend, events_frame, named_chart, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -56,12 +56,7 @@ impl Chart for BytesTimeline {
         let points = self.series.iter().flat_map(|(_, p)| p.iter());
         let (x_max, y_max) = points.fold((1u64, 1u64), |(x, y), &(px, py)| (x.max(px), y.max(py)));
         let (unit, unit_name) = byte_unit(y_max as f64);
-        let mut chart = ChartBuilder::on(area)
-            .caption(self.title(), (FONT, 28))
-            .margin(20)
-            .margin_right(40)
-            .x_label_area_size(55)
-            .y_label_area_size(90)
+        let mut chart = events_frame(area, self.title())
             .build_cartesian_2d(0f64..x_max as f64, 0f64..y_max as f64 * 1.1 / unit)
             .map_err(plot_err)?;
         chart

@@ -2,7 +2,7 @@
 //! rounding, slab fragmentation), the total printed on top.
 
 use super::timeline::{stack_total, stacked_scale};
-use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
+use super::{category_label, draw_legend, draw_stacked, named_chart, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -39,44 +39,15 @@ impl Chart for StackedBars {
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(n * 2 + 1)
-            .x_label_formatter(&|x| {
-                let i = (x - 0.5).round();
-                if (x - 0.5 - i).abs() < 1e-6 && i >= 0.0 {
-                    categories.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| category_label(&categories, *x))
             .y_desc(format!("{}, {unit_name}", self.y_desc))
             .label_style((FONT, 18))
             .axis_desc_style((FONT, 22))
             .draw()
             .map_err(plot_err)?;
-        let mut base = vec![0u64; n];
-        for (p, (label, values)) in self.parts.iter().enumerate() {
-            let color = palette::SERIES[p % palette::SERIES.len()];
-            let bars: Vec<_> = (0..n)
-                .map(|i| {
-                    let v = values.get(i).copied().unwrap_or(0);
-                    let (y0, y1) = (base[i], base[i] + v);
-                    base[i] = y1;
-                    Rectangle::new(
-                        [
-                            (i as f64 + 0.2, y0 as f64 / unit),
-                            (i as f64 + 0.8, y1 as f64 / unit),
-                        ],
-                        color.filled(),
-                    )
-                })
-                .collect();
-            chart
-                .draw_series(bars)
-                .map_err(plot_err)?
-                .label(label.clone())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
-                });
-        }
+        draw_stacked(&mut chart, &self.parts, n, unit, 0, |i, from, to| {
+            [(i as f64 + 0.2, from), (i as f64 + 0.8, to)]
+        })?;
         chart
             .draw_series((0..n).map(|i| {
                 let total = stack_total(&self.parts, i) as f64 / unit;

@@ -12,7 +12,7 @@ pub struct AllocatorArgs {
     /// A named build (`dev` is an alias of `5.3.1`) [default, for every command: the linked
     /// jemalloc, 5.3.1 as tikv-jemalloc-sys ships it]. `fragsim replay` takes a
     /// comma-separated list of them to compare.
-    #[arg(long, value_enum, value_delimiter = ',', conflicts_with_all = ["lg_quantum", "lg_page", "lg_ngroup"])]
+    #[arg(long, value_parser = super::choice::choice::<Preset>(), value_delimiter = ',', conflicts_with_all = ["lg_quantum", "lg_page", "lg_ngroup"])]
     pub preset: Vec<Preset>,
     /// log2 of the quantum (default: the linked jemalloc's, 4: 16 bytes).
     #[arg(long)]
@@ -83,7 +83,7 @@ pub fn linked_config() -> Result<AllocatorConfig> {
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
     /// The table format.
-    #[arg(long, value_enum, default_value_t = Format::Md)]
+    #[arg(long, value_parser = super::choice::choice::<Format>(), default_value_t = Format::Md)]
     pub format: Format,
     /// Write to this file (atomically) instead of standard output.
     #[arg(long)]

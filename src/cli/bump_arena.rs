@@ -42,10 +42,10 @@ pub struct BumpArenaArgs {
     #[arg(long, conflicts_with_all = ["model_only", "json"])]
     timing: bool,
     /// With --timing: the jemalloc settings to run.
-    #[arg(long, value_delimiter = ',', default_values_t = JemallocSetting::ALL.to_vec())]
+    #[arg(long, value_parser = super::choice::choice::<JemallocSetting>(), value_delimiter = ',', default_values_t = JemallocSetting::ALL.to_vec())]
     settings: Vec<JemallocSetting>,
     /// With --timing: the strategies to run.
-    #[arg(long, value_delimiter = ',', default_values_t = TimedStrategy::ALL.to_vec())]
+    #[arg(long, value_parser = super::choice::choice::<TimedStrategy>(), value_delimiter = ',', default_values_t = TimedStrategy::ALL.to_vec())]
     strategies: Vec<TimedStrategy>,
     /// With --timing: skip the seed's C++ program.
     #[arg(long)]
@@ -57,7 +57,7 @@ pub struct BumpArenaArgs {
     #[arg(long)]
     timing_json: Option<PathBuf>,
     /// Internal: one timing child (run this strategy, print its runs as JSON).
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, value_parser = super::choice::choice::<TimedStrategy>())]
     timing_child: Option<TimedStrategy>,
     /// Also write arena.md, arena.csv and the charts into this folder (times into its
     /// timing/ subfolder, which is not committed).
@@ -69,18 +69,6 @@ pub struct BumpArenaArgs {
     /// Model this build instead of the running one (prediction only makes sense then).
     #[command(flatten)]
     allocator: AllocatorArgs,
-}
-
-impl std::fmt::Display for JemallocSetting {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl std::fmt::Display for TimedStrategy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.key())
-    }
 }
 
 pub fn run(args: BumpArenaArgs) -> Result<i32> {

@@ -82,11 +82,7 @@ pub struct ContainerArgs {
 fn container_names_help() -> String {
     let mut text = String::from("Containers:\n");
     for kind in ContainerKind::ALL {
-        let help = kind
-            .to_possible_value()
-            .and_then(|v| v.get_help().map(|h| h.to_string()))
-            .unwrap_or_default();
-        text.push_str(&format!("  {:<24}{help}\n", kind.name()));
+        text.push_str(&format!("  {:<24}{}\n", kind.name(), kind.describe()));
     }
     text
 }
@@ -129,15 +125,9 @@ fn free_bytes(dir: &Path) -> Result<u64> {
     Ok(stat.f_bavail as u64 * stat.f_frsize as u64)
 }
 
-pub fn run(args: ContainerArgs) -> Result<i32> {
-    let kind = ContainerKind::from_name(&args.name)?;
-    let classes = args.allocator.classes()?;
-    let spec = ContainerSpec::new(
-        kind,
-        args.elements.key()?,
-        args.elements.value()?,
-        args.elements.order(),
-    )?;
+/// Everything refused before the growth: the count, outputs over each other, a disk too
+/// small for the traces.
+fn check_before_growing(args: &ContainerArgs, kind: ContainerKind) -> Result<()> {
     if args.count == 0 || args.count > kind.max_count() {
         bail!(
             "--count {} must be between 1 and {} for {}",
@@ -157,6 +147,19 @@ pub fn run(args: ContainerArgs) -> Result<i32> {
     for path in args.trace.iter().chain(&args.trace_text) {
         check_room(path, args.count)?;
     }
+    Ok(())
+}
+
+pub fn run(args: ContainerArgs) -> Result<i32> {
+    let kind = ContainerKind::from_name(&args.name)?;
+    let classes = args.allocator.classes()?;
+    let spec = ContainerSpec::new(
+        kind,
+        args.elements.key()?,
+        args.elements.value()?,
+        args.elements.order(),
+    )?;
+    check_before_growing(&args, kind)?;
     let mut writer = match &args.trace {
         Some(path) => {
             Some(create_trace(path).with_context(|| format!("--trace {}", path.display()))?)

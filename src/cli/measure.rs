@@ -1,10 +1,12 @@
 //! `fragsim replay TRACE --measure glibc,jemalloc,...`: the trace measured live under other
 //! allocators, one child process each; and the hidden child command.
 
-use super::replay::{load_trace, ReplayArgs};
+use super::replay::ReplayArgs;
 use crate::charts::write_chart;
 use crate::export::Format;
-use crate::measure::{caveats, chart, measure, notes, summary_table, Allocator, MeasureOptions};
+use crate::measure::{
+    caveats, chart, measure_records, notes, summary_table, Allocator, MeasureOptions,
+};
 use crate::sim::replay::default_every;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -47,16 +49,22 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         bail!("--measure takes no --by-class");
     }
     let allocators: Vec<Allocator> = args.measure.measure.iter().flatten().copied().collect();
-    let events = load_trace(&args.trace)?;
+    let records = super::process::load_records(&args.trace)?;
+    let calls = records
+        .iter()
+        .filter(|r| matches!(r, crate::trace::Record::Call(_)))
+        .count();
     let every = match args.every {
         Some(0) => bail!("--every 0: give a positive number of events"),
         Some(k) => k,
-        None => default_every(events.len() as u64),
+        None => default_every(calls as u64),
     };
-    if let Some(dir) = &args.whatif.charts {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create folder '{}'", dir.display()))?;
-    }
+    let charts_dir = args
+        .whatif
+        .charts
+        .as_deref()
+        .map(super::whatif::NewDir::create)
+        .transpose()?;
     let name = args
         .trace
         .file_stem()
@@ -67,7 +75,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         exe: std::env::current_exe().context("the fragsim executable")?,
         env: Vec::new(),
     };
-    let m = measure(&events, &options)?;
+    let m = measure_records(&records, &options)?;
     let table = summary_table(
         &m,
         &format!("{name}: {} events measured under each allocator", m.events),
@@ -91,11 +99,12 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
             super::output::print_error(&format!("note: {line}"));
         }
     }
-    if let Some(dir) = &args.whatif.charts {
+    if let (Some(dir), Some(created)) = (&args.whatif.charts, charts_dir) {
         let chart = chart(&m, &format!("{name}-allocators"), &name);
         for path in write_chart(&chart, dir)? {
             super::output::print_error(&format!("wrote {}", path.display()));
         }
+        created.keep();
     }
     Ok(0)
 }

@@ -1,11 +1,15 @@
 //! The command line: parse, call the library, print. Errors are one line and exit code 2.
 
+mod advise;
 mod args;
 mod blame;
 mod bump_arena;
+mod choice;
 mod classes;
+mod completions;
 mod container;
 mod containers;
+mod decay;
 mod layout;
 mod measure;
 pub mod output;
@@ -34,6 +38,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per run: the size of the largest variant (replay's many flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum Command {
     /// The main job: every table, chart and validation result into reports/.
@@ -70,6 +76,11 @@ enum Command {
     Trace(trace::TraceArgs),
     /// Run a program and record its allocations (threads, times, optionally call stacks).
     Record(record::RecordArgs),
+    /// Which MALLOC_CONF would lower this trace's memory: the process model under a grid of
+    /// run-time options, ranked, the recommended ones checked live.
+    Advise(advise::AdviseArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -103,6 +114,8 @@ pub fn main() -> i32 {
         Command::ProcessLiveChild(_) => unreachable!("handled above"),
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
+        Command::Advise(args) => advise::run(args),
+        Command::Completions(args) => completions::run(args),
     };
     result.unwrap_or_else(|err| output::exit_code(&err))
 }

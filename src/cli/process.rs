@@ -5,7 +5,7 @@ use super::replay::ReplayArgs;
 use crate::export::{write_atomic, Cell, Csv, Table, TableFormat};
 use crate::live::process::{compare_process_live, ProcessAllocator};
 use crate::live::replay::Api;
-use crate::process::{machine_cpus, Process, ProcessOptions, ProcessSummary};
+use crate::process::{machine_cpus, DecayClock, Process, ProcessOptions, ProcessSummary};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::Record;
 use anyhow::{bail, Context, Result};
@@ -22,9 +22,30 @@ pub struct ProcessFlags {
     pub process: bool,
     /// With --process or --blame: jemalloc options, `k:v,...` (tcache, tcache_max,
     /// lg_tcache_nslots_mul, tcache_nslots_small_min/max, tcache_nslots_large, narenas,
-    /// oversize_threshold, dirty_decay_ms:-1, muzzy_decay_ms:-1, experimental_tcache_gc).
+    /// oversize_threshold, dirty_decay_ms, muzzy_decay_ms, experimental_tcache_gc). Decay is
+    /// off (-1) unless given; above 0 it runs on the trace's clock (the trace needs times).
     #[arg(long, default_value = "")]
     pub malloc_conf: String,
+    /// With --process and decay: the seed of the model's random numbers (jemalloc draws them
+    /// from addresses: the ticks' spacing, the epochs' jitter, the coarse clock's phase).
+    #[arg(long, requires = "process", default_value_t = 0)]
+    pub seed: u64,
+    /// With --process: model runs over seeds seed..seed+N (the summary gives min, mean and
+    /// max); with --live --honour-clock also the number of live runs.
+    #[arg(long, requires = "process", default_value_t = 1)]
+    pub runs: u64,
+    /// With --process: multiply the trace's times by this factor (stretch a short trace).
+    #[arg(long, requires = "process", default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// With --process --live: replay on the trace's clock (sleep to each event's time), with
+    /// the decay options in the child, N (--runs) times; compare resident memory at every
+    /// --every K events with the model's mean over N seeds. --timeline then writes the
+    /// checkpoints (model and live band), --chart a PNG of resident over time.
+    #[arg(long, requires = "live")]
+    pub honour_clock: bool,
+    /// With --honour-clock: a PNG chart of resident over time (model, live band, active).
+    #[arg(long, requires = "honour_clock")]
+    pub chart: Option<PathBuf>,
     /// With --process or --blame: CPUs for the default `narenas` (4 x CPUs); default: this machine's.
     #[arg(long)]
     pub cpus: Option<u32>,
@@ -36,7 +57,7 @@ pub struct ProcessFlags {
 
 /// Reads any trace `fragsim replay` reads (binary v2 with threads, the text form with `t`
 /// and `x` lines, valgrind) as records; call sites are dropped (the model has no use).
-fn load_records(path: &Path) -> Result<Vec<Record>> {
+pub(super) fn load_records(path: &Path) -> Result<Vec<Record>> {
     let records = crate::trace::open(path)?
         .records()
         .collect::<Result<Vec<_>, _>>()?;
@@ -49,7 +70,16 @@ fn load_records(path: &Path) -> Result<Vec<Record>> {
 pub fn run(args: &ReplayArgs) -> Result<i32> {
     let flags = &args.process;
     let options = ProcessOptions::parse(&flags.malloc_conf)?;
-    let records = load_records(&args.trace)?;
+    if flags.runs == 0 {
+        bail!("--runs 0: give at least one run");
+    }
+    if !(flags.time_scale.is_finite() && flags.time_scale > 0.0) {
+        bail!("--time-scale {}: give a positive factor", flags.time_scale);
+    }
+    let mut records = load_records(&args.trace)?;
+    if flags.time_scale != 1.0 {
+        crate::process::scale_times(&mut records, flags.time_scale);
+    }
     let name = args
         .trace
         .file_stem()
@@ -62,15 +92,170 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         })
         .max()
         .map_or(0, |t| t + 1);
+    if args.live && flags.honour_clock {
+        return super::decay::run_live_clock(args, &records, &options, &name);
+    }
     if args.live {
         return run_live(args, &records, &options, &name, threads);
     }
     let (config, model_options, note) = model_setup(args, &options)?;
     let cpus = flags.cpus.unwrap_or_else(machine_cpus);
-    let mut model = Process::new(config, model_options, cpus)?;
     let every = args
         .every
         .unwrap_or_else(|| crate::sim::replay::default_every(records.len() as u64));
+    let want_rows = flags.per_arena.is_some() || args.timeline.is_some();
+    let mut runs = Vec::new();
+    for k in 0..flags.runs {
+        let clock = DecayClock {
+            seed: flags.seed.wrapping_add(k),
+            resolution_ns: coarse_clock_ns(),
+            start_ns: 0,
+        };
+        let first = k == 0 && want_rows;
+        runs.push(model_run(
+            &records,
+            config,
+            &model_options,
+            cpus,
+            clock,
+            every,
+            first,
+            &name,
+        )?);
+    }
+    let (summary, per_arena, timeline, narenas, block) = &runs[0];
+    if let Some(path) = &flags.per_arena {
+        write_atomic(path, Csv.render(per_arena)?.as_bytes())?;
+    }
+    if let Some(path) = &args.timeline {
+        write_atomic(path, Csv.render(timeline)?.as_bytes())?;
+    }
+    let mode = if threads > 1 {
+        format!("process model, {threads} threads")
+    } else {
+        "process model, one thread".into()
+    };
+    let decay = if options.needs_clock() || options.dirty_decay_ms == 0 {
+        format!(
+            ", dirty_decay_ms:{} muzzy_decay_ms:{}, seed {}{}",
+            options.dirty_decay_ms,
+            options.muzzy_decay_ms,
+            flags.seed,
+            if flags.runs > 1 {
+                format!(" (+{} more)", flags.runs - 1)
+            } else {
+                String::new()
+            }
+        )
+    } else {
+        String::new()
+    };
+    let mut t = Table::new(
+        format!(
+            "replay of {name}: {mode}, {}, {narenas} arenas{decay}{note}",
+            config.label(),
+        ),
+        &["statistic", "value"],
+    );
+    let p = &summary.at_active_peak;
+    let mut rows: Vec<(String, Cell)> = vec![
+        ("events".into(), summary.final_stats.events.into()),
+        ("threads".into(), u64::from(threads).into()),
+        (
+            "automatic arenas (narenas)".into(),
+            u64::from(*narenas).into(),
+        ),
+        ("thread cache block bytes".into(), (*block).into()),
+        (
+            "peak requested bytes".into(),
+            summary.peak_requested_bytes.into(),
+        ),
+        (
+            "peak allocated bytes".into(),
+            summary.peak_allocated_bytes.into(),
+        ),
+        ("peak active bytes".into(), summary.peak_active_bytes.into()),
+        ("event of the active peak".into(), p.events.into()),
+        (
+            "thread cache bytes at the active peak".into(),
+            p.tcache_bytes.into(),
+        ),
+        (
+            "mean active bytes".into(),
+            Cell::Float(summary.mean_active_bytes(), 1),
+        ),
+    ];
+    let spread = |f: &dyn Fn(&ProcessSummary) -> f64| -> (f64, f64, f64) {
+        let v: Vec<f64> = runs.iter().map(|r| f(&r.0)).collect();
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (min, mean, max)
+    };
+    let resident: [Figure; 2] = [
+        ("peak resident bytes", &|s| s.peak_resident_bytes as f64),
+        ("mean resident bytes over time", &|s| {
+            s.mean_resident_bytes()
+        }),
+    ];
+    for (label, f) in resident {
+        if runs.len() > 1 {
+            let (min, mean, max) = spread(f);
+            rows.push((
+                format!("{label} (mean of {} seeds)", runs.len()),
+                Cell::Float(mean, 1),
+            ));
+            rows.push((
+                format!("{label} (min-max over seeds)"),
+                format!("{min:.0}-{max:.0}").into(),
+            ));
+        } else {
+            rows.push((label.into(), Cell::Float(f(summary), 1)));
+        }
+    }
+    let f = &summary.final_stats;
+    rows.extend([
+        ("final allocated bytes".into(), f.allocated_bytes.into()),
+        ("final active bytes".into(), f.active_bytes.into()),
+        ("final thread cache bytes".into(), f.tcache_bytes.into()),
+        ("final dirty bytes".into(), f.dirty_bytes.into()),
+        ("final muzzy bytes".into(), f.muzzy_bytes.into()),
+        ("final retained bytes".into(), f.retained_bytes.into()),
+        ("final resident bytes".into(), f.resident_bytes.into()),
+    ]);
+    for (k, v) in rows {
+        t.push(vec![k.into(), v]);
+    }
+    args.output.emit(&t)?;
+    Ok(0)
+}
+
+/// This machine's `CLOCK_MONOTONIC_COARSE` resolution (what jemalloc's decay reads).
+pub(super) fn coarse_clock_ns() -> u64 {
+    crate::process::machine_coarse_clock_ns()
+}
+
+type ModelRun = (ProcessSummary, Table, Table, u32, u64);
+
+/// A summary row: its label and how to read it off a run's summary.
+type Figure<'a> = (&'a str, &'a dyn Fn(&ProcessSummary) -> f64);
+
+/// One model replay: its summary, the per-arena and timeline tables (filled when `rows`),
+/// narenas and the cache block's size.
+#[allow(clippy::too_many_arguments)]
+fn model_run(
+    records: &[Record],
+    config: crate::sizeclass::AllocatorConfig,
+    options: &ProcessOptions,
+    cpus: u32,
+    clock: DecayClock,
+    every: u64,
+    rows: bool,
+    name: &str,
+) -> Result<ModelRun> {
+    let mut model = Process::new(config, options.clone(), cpus)?;
+    model.set_decay_clock(clock);
+    model.set_metadata(crate::process::Metadata::measured_default());
     let mut per_arena = Table::new(
         format!("per arena, {name}"),
         &[
@@ -90,6 +275,11 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
             "allocated_bytes",
             "active_bytes",
             "tcache_bytes",
+            "time_ns",
+            "resident_bytes",
+            "dirty_bytes",
+            "muzzy_bytes",
+            "retained_bytes",
         ],
     );
     let mut summary = ProcessSummary::default();
@@ -99,93 +289,43 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         let s = *model.stats();
         summary.observe(&s);
         let n = i as u64 + 1;
-        if n.is_multiple_of(every) || n == last {
-            if flags.per_arena.is_some() {
-                for a in model.snapshot().arenas {
-                    per_arena.push(vec![
-                        n.into(),
-                        u64::from(a.index).into(),
-                        a.allocated_bytes.into(),
-                        a.active_bytes.into(),
-                        a.tcache_bytes.into(),
-                    ]);
-                }
+        if rows && (n.is_multiple_of(every) || n == last) {
+            for a in model.snapshot().arenas {
+                per_arena.push(vec![
+                    n.into(),
+                    u64::from(a.index).into(),
+                    a.allocated_bytes.into(),
+                    a.active_bytes.into(),
+                    a.tcache_bytes.into(),
+                ]);
             }
-            if args.timeline.is_some() {
-                timeline.push(
-                    [
-                        n,
-                        s.live_objects,
-                        s.requested_bytes,
-                        s.allocated_bytes,
-                        s.active_bytes,
-                        s.tcache_bytes,
-                    ]
-                    .into_iter()
-                    .map(Cell::Int)
-                    .collect(),
-                );
-            }
+            timeline.push(
+                [
+                    n,
+                    s.live_objects,
+                    s.requested_bytes,
+                    s.allocated_bytes,
+                    s.active_bytes,
+                    s.tcache_bytes,
+                    s.time_ns,
+                    s.resident_bytes,
+                    s.dirty_bytes,
+                    s.muzzy_bytes,
+                    s.retained_bytes,
+                ]
+                .into_iter()
+                .map(Cell::Int)
+                .collect(),
+            );
         }
     }
-    if let Some(path) = &flags.per_arena {
-        write_atomic(path, Csv.render(&per_arena)?.as_bytes())?;
-    }
-    if let Some(path) = &args.timeline {
-        write_atomic(path, Csv.render(&timeline)?.as_bytes())?;
-    }
-    let mode = if threads > 1 {
-        format!("process model, {threads} threads")
-    } else {
-        "process model, one thread".into()
-    };
-    let mut t = Table::new(
-        format!(
-            "replay of {name}: {mode}, {}, {} arenas{note}",
-            config.label(),
-            model.narenas()
-        ),
-        &["statistic", "value"],
-    );
-    let p = &summary.at_active_peak;
-    let rows: Vec<(&str, Cell)> = vec![
-        ("events", summary.final_stats.events.into()),
-        ("threads", u64::from(threads).into()),
-        (
-            "automatic arenas (narenas)",
-            u64::from(model.narenas()).into(),
-        ),
-        ("thread cache block bytes", model.cache_block_bytes().into()),
-        ("peak requested bytes", summary.peak_requested_bytes.into()),
-        ("peak allocated bytes", summary.peak_allocated_bytes.into()),
-        ("peak active bytes", summary.peak_active_bytes.into()),
-        ("event of the active peak", p.events.into()),
-        (
-            "thread cache bytes at the active peak",
-            p.tcache_bytes.into(),
-        ),
-        (
-            "mean active bytes",
-            Cell::Float(summary.mean_active_bytes(), 1),
-        ),
-        (
-            "final allocated bytes",
-            summary.final_stats.allocated_bytes.into(),
-        ),
-        (
-            "final active bytes",
-            summary.final_stats.active_bytes.into(),
-        ),
-        (
-            "final thread cache bytes",
-            summary.final_stats.tcache_bytes.into(),
-        ),
-    ];
-    for (k, v) in rows {
-        t.push(vec![k.into(), v]);
-    }
-    args.output.emit(&t)?;
-    Ok(0)
+    Ok((
+        summary,
+        per_arena,
+        timeline,
+        model.narenas(),
+        model.cache_block_bytes(),
+    ))
 }
 
 /// The build and options the process model runs with (also `--blame`'s): the build flags or
@@ -250,10 +390,18 @@ pub struct ChildArgs {
     /// Drive the unprefixed jemalloc preloaded into this process.
     #[arg(long)]
     pub system: bool,
+    /// Replay on the clock: one time (ns from the first record) per record, one a line.
+    #[arg(long)]
+    pub times: Option<PathBuf>,
     pub records: PathBuf,
 }
 
 pub fn run_child(args: ChildArgs) -> Result<i32> {
-    crate::live::process::run_process_child(&args.records, args.every, args.system)?;
+    crate::live::process::run_process_child(
+        &args.records,
+        args.every,
+        args.system,
+        args.times.as_deref(),
+    )?;
     Ok(0)
 }

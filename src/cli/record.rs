@@ -3,7 +3,7 @@
 
 use super::trace::{import_note, import_valgrind_file};
 use crate::export::OutputFile;
-use crate::trace::ValgrindOptions;
+use crate::trace::{ValgrindOptions, ValgrindSummary};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::ffi::{OsStr, OsString};
@@ -64,7 +64,17 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         return super::record_native::run(&args);
     }
     let valgrind = valgrind.expect("found above for --with valgrind");
-    if let Some(interpreter) = script_interpreter(&program_path) {
+    record_valgrind(&args, &valgrind, &program, &program_path)
+}
+
+/// `record --with valgrind`: the program under valgrind, its log imported as the trace.
+fn record_valgrind(
+    args: &RecordArgs,
+    valgrind: &Path,
+    program: &str,
+    program_path: &Path,
+) -> Result<i32> {
+    if let Some(interpreter) = script_interpreter(program_path) {
         super::output::print_error(&format!(
             "warning: '{program}' is a script ({interpreter}): valgrind records its interpreter, and a program it starts with exec is not recorded"
         ));
@@ -83,21 +93,20 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let _remove_log = crate::cleanup::remove_on_interrupt(log_dir.path());
     let log = log_dir.path().join("valgrind.log");
     // The program's own stdin/stdout/stderr pass through; valgrind's output goes to the log.
-    let mut child = Command::new(&valgrind)
-        .arg("--trace-malloc=yes")
-        .arg(format!("--log-file={}", log.display()))
-        .args(&args.command)
-        .spawn()
-        .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
+    let mut child = crate::cleanup::GuardedChild::spawn(
+        Command::new(valgrind)
+            .arg("--trace-malloc=yes")
+            .arg(format!("--log-file={}", log.display()))
+            .args(&args.command),
+    )
+    .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
     // valgrind runs the program in its own process: the log's lines of this PID are the
     // program's; other PIDs are children it forked.
     let pid = child.id();
-    let status = {
-        let _stop = crate::cleanup::stop_on_interrupt(pid);
-        child
-            .wait()
-            .with_context(|| format!("cannot wait for '{}'", valgrind.display()))?
-    };
+    let status = child
+        .wait()
+        .with_context(|| format!("cannot wait for '{}'", valgrind.display()))?;
+    drop(child);
     if let Some(out) = keep_log {
         copy_log(&log, out)?;
     }
@@ -130,6 +139,25 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         Err(err) => return Err(err),
     };
     super::output::print_error(&import_note(&name, &args.out, &header, &summary));
+    warn_about(args, &summary, pid, program, log_dir);
+    let code = exit_status_code(status);
+    if code != 0 {
+        super::output::print_error(&format!(
+            "note: '{program}' exited with {status}; the trace holds what it allocated until then"
+        ));
+    }
+    Ok(code)
+}
+
+/// The warnings of a valgrind recording: children left in the log (which is then kept),
+/// too few calls for a real program.
+fn warn_about(
+    args: &RecordArgs,
+    summary: &ValgrindSummary,
+    pid: u32,
+    program: &str,
+    log_dir: tempfile::TempDir,
+) {
     if !summary.other_pids.is_empty() {
         let others: Vec<String> = summary.other_pids.iter().map(u32::to_string).collect();
         let log = match &args.keep_log {
@@ -149,13 +177,6 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             summary.calls
         ));
     }
-    let code = exit_status_code(status);
-    if code != 0 {
-        super::output::print_error(&format!(
-            "note: '{program}' exited with {status}; the trace holds what it allocated until then"
-        ));
-    }
-    Ok(code)
 }
 
 /// The exit code a shell would report for a child that ended with `status`: its own code, or

@@ -2,9 +2,13 @@
 //! recorder (the default; `--with valgrind` is in record.rs).
 
 use super::record::RecordArgs;
-use crate::record::{record_native, NativeOptions, Recorded, RecordedTrace};
+use crate::record::{
+    record_native_with_progress, NativeOptions, RecordProgress, Recorded, RecordedTrace,
+};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -21,6 +25,10 @@ pub struct NativeArgs {
     /// Record child processes too, each into TRACE.<pid> (native recorder).
     #[arg(long)]
     follow_forks: bool,
+    /// Time each call with the TSC (nanoseconds; slower) instead of the kernel's coarse
+    /// clock (1-4 ms steps; native recorder).
+    #[arg(long)]
+    precise_times: bool,
     /// Keep the recorder's raw files in this folder.
     #[arg(long, hide = true)]
     keep_raw: Option<PathBuf>,
@@ -30,9 +38,14 @@ pub fn run(args: &RecordArgs) -> Result<i32> {
     let options = NativeOptions {
         stacks: args.native.stacks,
         follow_forks: args.native.follow_forks,
+        precise_times: args.native.precise_times,
         raw_dir: args.native.keep_raw.clone(),
     };
-    let recorded = record_native(&args.command, &args.out, &options)?;
+    let mut bar = ConvertBar::new();
+    let recorded =
+        record_native_with_progress(&args.command, &args.out, &options, &mut |p| bar.update(p));
+    bar.done();
+    let recorded = recorded?;
     let program = args.command[0].to_string_lossy();
     for line in notes(&recorded, &program) {
         super::output::print_error(&line);
@@ -117,4 +130,45 @@ fn notes(recorded: &Recorded, program: &str) -> Vec<String> {
         }
     }
     lines
+}
+
+/// On a terminal, a bar over the raw events converted once the program has exited (its own
+/// output is over by then); elsewhere nothing.
+struct ConvertBar {
+    bar: Option<ProgressBar>,
+}
+
+impl ConvertBar {
+    fn new() -> Self {
+        ConvertBar { bar: None }
+    }
+
+    fn update(&mut self, p: RecordProgress) {
+        match p {
+            RecordProgress::Converting { total } if std::io::stderr().is_terminal() => {
+                let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "writing the trace {bar:30} {binary_bytes}/{binary_total_bytes} of raw events {elapsed}",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                bar.tick();
+                self.bar = Some(bar);
+            }
+            RecordProgress::Converted(bytes) => {
+                if let Some(bar) = &self.bar {
+                    bar.inc(bytes);
+                }
+            }
+            RecordProgress::Converting { .. } => {}
+        }
+    }
+
+    /// Clears the bar (the summary line follows).
+    fn done(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
 }

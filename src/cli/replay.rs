@@ -76,7 +76,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
             bail!("--cpus applies to --process and --blame");
         }
     }
-    if args.live && args.timeline.is_some() {
+    if args.live && args.timeline.is_some() && !args.process.honour_clock {
         bail!("--timeline does not apply to --live (a live replay writes no timeline)");
     }
     if let Some(timeline) = &args.timeline {
@@ -100,6 +100,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
             ("--per-arena", args.process.per_arena.as_deref()),
             ("--folded", args.blame.folded.as_deref()),
             ("--flamegraph", args.blame.flamegraph.as_deref()),
+            ("--chart", args.process.chart.as_deref()),
         ],
     )?;
     if args.blame.blame {

@@ -67,7 +67,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     if args.full {
         options.validate = ValidateOptions::full();
     }
-    options.validate.progress = true;
+    options.validate.progress = super::validate::progress_bar();
     options.bump_arena.vectors = args.arena_vectors;
     options.bump_arena_runs = args.arena_runs;
     options.fragsim_exe = std::env::current_exe().ok();

@@ -2,10 +2,45 @@ use super::output::print_error;
 use super::AllocatorArgs;
 use crate::export::{write_atomic, Csv, TableFormat};
 use crate::outln;
-use crate::validate::{validate, validation_markdown, validation_table, ValidateOptions};
+use crate::validate::{
+    validate, validation_markdown, validation_table, Progress, ProgressObserver, ValidateOptions,
+};
 use anyhow::{Context, Result};
 use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// The validation's progress as a bar on stderr (indicatif draws nothing off a terminal).
+struct ValidateBar(Mutex<ProgressBar>);
+
+impl ProgressObserver for ValidateBar {
+    fn start(&self, what: &'static str, len: u64) {
+        let bar = ProgressBar::new(len);
+        let template =
+            format!("validate {{bar:40}} {{human_pos}}/{{human_len}} {what} {{elapsed}}");
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            bar.set_style(style);
+        }
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = bar;
+    }
+
+    fn advance(&self, n: u64) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).inc(n);
+    }
+
+    fn finish(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .finish_and_clear();
+    }
+}
+
+/// The progress `validate` and the report's validation step show.
+pub(super) fn progress_bar() -> Progress {
+    Progress::new(ValidateBar(Mutex::new(ProgressBar::hidden())))
+}
 
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
@@ -41,7 +76,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create folder '{}'", dir.display()))?;
     }
-    options.progress = true;
+    options.progress = progress_bar();
     if args.exhaustive {
         options.exhaustive_up_to = 1 << 32;
     }

@@ -67,14 +67,50 @@ pub fn builds_from(args: &AllocatorArgs) -> Result<Vec<Build>> {
 }
 
 /// A folder that exists (created if need be) and accepts a file.
-fn check_writable_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create folder '{}'", dir.display()))?;
+fn check_writable_dir(dir: &Path) -> Result<NewDir> {
+    let created = NewDir::create(dir)?;
     tempfile::Builder::new()
         .prefix(".fragsim-check-")
         .tempfile_in(dir)
         .with_context(|| format!("cannot write in folder '{}'", dir.display()))?;
-    Ok(())
+    Ok(created)
+}
+
+/// An output folder made for this run (`--charts DIR`): the levels of it this run created are
+/// removed again if the run fails before writing into them. Only empty folders are removed
+/// (`remove_dir`), so nothing a user or the run wrote is ever deleted.
+pub(super) struct NewDir {
+    /// The folders created, innermost first.
+    created: Vec<std::path::PathBuf>,
+}
+
+impl NewDir {
+    /// Creates `dir` and any missing parents.
+    pub(super) fn create(dir: &Path) -> Result<NewDir> {
+        let mut created = Vec::new();
+        let mut level = Some(dir);
+        while let Some(d) = level.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            created.push(d.to_path_buf());
+            level = d.parent();
+        }
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create folder '{}'", dir.display()))?;
+        Ok(NewDir { created })
+    }
+
+    /// The run wrote into the folder: it stays.
+    pub(super) fn keep(mut self) {
+        self.created.clear();
+    }
+}
+
+impl Drop for NewDir {
+    fn drop(&mut self) {
+        for dir in &self.created {
+            // Fails, and so keeps the folder, unless it is empty.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }
 
 /// The folder a file will be written into must exist and accept files.
@@ -157,9 +193,7 @@ pub fn run(
     if every == Some(0) {
         bail!("--every 0: give a step of at least 1 event");
     }
-    if let Some(dir) = &args.charts {
-        check_writable_dir(dir)?;
-    }
+    let charts_dir = args.charts.as_deref().map(check_writable_dir).transpose()?;
     if let Some(path) = timeline {
         check_writable_file(path)?;
     }
@@ -187,8 +221,9 @@ pub fn run(
         let table = timeline_table(&format!("{program}: timeline"), &replays);
         write_atomic(path, Csv.render(&table)?.as_bytes())?;
     }
-    if let Some(dir) = &args.charts {
+    if let (Some(dir), Some(created)) = (&args.charts, charts_dir) {
         figures::write_charts(dir, &program, &program, &replays, args.top.unwrap_or(10))?;
+        created.keep();
     }
     let table = if args.by_class {
         class_table(

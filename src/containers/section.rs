@@ -59,13 +59,10 @@ pub fn write_section(dir: &Path, classes: &SizeClasses) -> Result<ContainerSecti
 }
 
 fn write_table(dir: &Path, stem: &str, table: &Table) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for format in [&Csv as &dyn TableFormat, &Markdown] {
-        let path = dir.join(format!("{stem}.{}", format.extension()));
-        write_atomic(&path, format.render(table)?.as_bytes())?;
-        out.push(path);
-    }
-    Ok(out)
+    Ok(crate::export::write_csv_and_markdown(dir, stem, table)?
+        .into_iter()
+        .map(|file| dir.join(file))
+        .collect())
 }
 
 fn summary_markdown(summary: &Table, verdict: &Table) -> Result<String> {

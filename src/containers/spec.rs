@@ -5,40 +5,38 @@ use super::core::{Container, ElementType, KeyOrder};
 use super::f14::{F14Policy, F14Today, F14Vector2018 as F14Vector2018Model};
 use super::rust_std::{BTreeModel, Hashbrown, RustVec};
 
-/// Every modelled container.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
+/// Every modelled container (what each is: [`ContainerKind::describe`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ContainerKind {
-    /// folly F14VectorMap/Set today (one allocation: chunks then values).
     F14Vector,
-    /// folly F14ValueMap/Set today (values inside the chunks).
     F14Value,
-    /// folly F14NodeMap/Set today (chunks of pointers, one allocation per value).
     F14Node,
-    /// folly F14VectorMap/Set at ff9d6fee (2018, chunks and values in one allocation).
-    #[value(name = "f14-vector-2018")]
     F14Vector2018,
-    /// folly F14VectorMap/Set at ff9d6fee's parent (2018, chunks and values apart).
-    #[value(name = "f14-vector-2018-split")]
     F14Vector2018Split,
-    /// Rust std HashMap<K, V> (hashbrown).
     Hashmap,
-    /// Rust std `HashSet<K>` (hashbrown).
     Hashset,
-    /// Rust std `Vec<K>`, filled by push.
     Vec,
-    /// Rust std `VecDeque<K>`, filled by push_back.
     Vecdeque,
-    /// Rust std BTreeMap<K, V>.
     Btreemap,
-    /// abseil flat_hash_map<K, V> (20220623).
     AbslFlatHashMap,
-    /// abseil `flat_hash_set<K>` (20220623).
     AbslFlatHashSet,
-    /// abseil node_hash_map<K, V> (20220623).
     AbslNodeHashMap,
-    /// abseil `node_hash_set<K>` (20220623).
     AbslNodeHashSet,
+}
+
+impl crate::choice::Choice for ContainerKind {
+    fn all() -> &'static [Self] {
+        &ContainerKind::ALL
+    }
+
+    fn name(self) -> &'static str {
+        ContainerKind::name(self)
+    }
+
+    fn help(self) -> &'static str {
+        self.describe()
+    }
 }
 
 /// Whether a container takes a mapped type.
@@ -88,16 +86,41 @@ impl ContainerKind {
         }
     }
 
+    /// What the container is, in one line (`container --help`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            ContainerKind::F14Vector => {
+                "folly F14VectorMap/Set today (one allocation: chunks then values)"
+            }
+            ContainerKind::F14Value => "folly F14ValueMap/Set today (values inside the chunks)",
+            ContainerKind::F14Node => {
+                "folly F14NodeMap/Set today (chunks of pointers, one allocation per value)"
+            }
+            ContainerKind::F14Vector2018 => {
+                "folly F14VectorMap/Set at ff9d6fee (2018, chunks and values in one allocation)"
+            }
+            ContainerKind::F14Vector2018Split => {
+                "folly F14VectorMap/Set at ff9d6fee's parent (2018, chunks and values apart)"
+            }
+            ContainerKind::Hashmap => "Rust std HashMap<K, V> (hashbrown)",
+            ContainerKind::Hashset => "Rust std HashSet<K> (hashbrown)",
+            ContainerKind::Vec => "Rust std Vec<K>, filled by push",
+            ContainerKind::Vecdeque => "Rust std VecDeque<K>, filled by push_back",
+            ContainerKind::Btreemap => "Rust std BTreeMap<K, V>",
+            ContainerKind::AbslFlatHashMap => "abseil flat_hash_map<K, V> (20220623)",
+            ContainerKind::AbslFlatHashSet => "abseil flat_hash_set<K> (20220623)",
+            ContainerKind::AbslNodeHashMap => "abseil node_hash_map<K, V> (20220623)",
+            ContainerKind::AbslNodeHashSet => "abseil node_hash_set<K> (20220623)",
+        }
+    }
+
     /// Every name, comma-separated (for error messages).
     pub fn known_names() -> String {
-        Self::ALL.map(Self::name).join(", ")
+        crate::choice::names::<Self>()
     }
 
     pub fn from_name(name: &str) -> Result<Self, SpecError> {
-        Self::ALL
-            .into_iter()
-            .find(|k| k.name() == name)
-            .ok_or_else(|| SpecError::UnknownName(name.to_string()))
+        crate::choice::find(name).ok_or_else(|| SpecError::UnknownName(name.to_string()))
     }
 
     pub fn value_rule(self) -> ValueRule {

@@ -23,6 +23,16 @@ pub trait Consumer: Send {
     fn thread_exit(&mut self, _thread: u32, _index: u64) -> Result<(), Self::Error> {
         Ok(())
     }
+    /// A thread's exit with its time stamp, if the trace has times (for consumers that weigh
+    /// by time); by default the same as [`Consumer::thread_exit`].
+    fn thread_exit_at(
+        &mut self,
+        thread: u32,
+        index: u64,
+        _time_ns: Option<u64>,
+    ) -> Result<(), Self::Error> {
+        self.thread_exit(thread, index)
+    }
 }
 
 /// Why a run stopped: the trace could not be read (`T`, usually [`TraceError`]), or a consumer
@@ -36,7 +46,7 @@ pub enum RunError<E, T = TraceError> {
 #[derive(Clone, Copy)]
 enum Item {
     Call(Call),
-    Exit(u32),
+    Exit(u32, Option<u64>),
 }
 
 /// Feeds every record of `records` to every consumer; returns the number of calls.
@@ -63,7 +73,9 @@ where
                     batch.push(Item::Call(call));
                     calls += 1;
                 }
-                Ok(Record::ThreadExit { thread, .. }) => batch.push(Item::Exit(thread)),
+                Ok(Record::ThreadExit { thread, time_ns }) => {
+                    batch.push(Item::Exit(thread, time_ns))
+                }
                 Ok(Record::Site { .. }) => {}
                 Err(e) => {
                     read_error = Some(e);
@@ -94,7 +106,7 @@ fn feed<C: Consumer>(batch: &[Item], first: u64, consumers: &mut [C]) -> Result<
                     c.call(index, call)?;
                     index += 1;
                 }
-                Item::Exit(thread) => c.thread_exit(*thread, index - 1)?,
+                Item::Exit(thread, time) => c.thread_exit_at(*thread, index - 1, *time)?,
             }
         }
         Ok(())

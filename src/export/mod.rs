@@ -100,6 +100,22 @@ impl Table {
     }
 }
 
+/// Writes `table` as `<stem>.csv` and `<stem>.md` into `dir`, each atomically: the one way a
+/// report section writes a table. Returns the file names written, in that order.
+pub fn write_csv_and_markdown(
+    dir: &std::path::Path,
+    stem: &str,
+    table: &Table,
+) -> Result<Vec<String>> {
+    let mut written = Vec::new();
+    for format in [Format::Csv, Format::Md] {
+        let file = format!("{stem}.{}", format.extension());
+        write_atomic(&dir.join(&file), format.render(table)?.as_bytes())?;
+        written.push(file);
+    }
+    Ok(written)
+}
+
 /// A way to write a table as text.
 pub trait TableFormat {
     /// File extension, without the dot.
@@ -108,15 +124,49 @@ pub trait TableFormat {
 }
 
 /// The table formats, as the command line names them (`--format csv|md|json`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
     /// Comma-separated values, one header line.
     Csv,
-    /// A GitHub-flavoured Markdown table.
-    #[value(alias = "markdown")]
+    /// A GitHub-flavoured Markdown table (`markdown` is an alias).
     Md,
     /// JSON: the title and one object per row, numbers as JSON numbers.
     Json,
+}
+
+impl crate::choice::Choice for Format {
+    fn all() -> &'static [Self] {
+        &[Format::Csv, Format::Md, Format::Json]
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Md => "md",
+            Format::Json => "json",
+        }
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Format::Md => &["markdown"],
+            _ => &[],
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            Format::Csv => "Comma-separated values, one header line",
+            Format::Md => "A GitHub-flavoured Markdown table",
+            Format::Json => "JSON: the title and one object per row, numbers as JSON numbers",
+        }
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(crate::choice::Choice::name(*self))
+    }
 }
 
 impl Format {

@@ -1,8 +1,10 @@
 //! The child side of the live process replay (`fragsim __process-live-child`): the
 //! start-up constructor that moves the main thread to a manual arena, one raw pthread per
-//! trace thread driven by futexes in trace order (a baton), and the statistics reader.
+//! trace thread driven in trace order by the baton ([`super::relay`]), and the statistics
+//! reader.
 //! See [`crate::live::process`] for why it is built this way.
 
+use super::relay::{Baton, Step, Work};
 use super::replay::{mib, read_mib, Api};
 use crate::process::{ArenaSnapshot, ProcessSnapshot};
 use crate::sim::BinStats;
@@ -11,10 +13,24 @@ use anyhow::{ensure, Context, Result};
 use std::ffi::c_void;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// Set by the constructor: the manual arena's index + 1 (0: not run), or a negative error.
 static MANUAL_ARENA: AtomicI32 = AtomicI32::new(0);
+/// `CLOCK_MONOTONIC` at the constructor's start (about when jemalloc made arena 0 and its
+/// decay epoch): the clock-honouring replay reports its start against it.
+pub(super) static CONSTRUCTOR_NS: AtomicU64 = AtomicU64::new(0);
+
+/// `CLOCK_MONOTONIC` now, in ns.
+pub(super) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
 
 extern "C" fn child_constructor() {
     // SAFETY: getenv and the ctls take NUL-terminated names; nothing here allocates in Rust.
@@ -23,6 +39,7 @@ extern "C" fn child_constructor() {
         if which.is_null() {
             return;
         }
+        CONSTRUCTOR_NS.store(monotonic_ns(), Ordering::SeqCst);
         let mallctl: super::replay::MallctlFn = if *which == b's' as libc::c_char {
             let p = libc::dlsym(libc::RTLD_DEFAULT, c"mallctl".as_ptr());
             if p.is_null() {
@@ -74,6 +91,13 @@ extern "C" fn child_constructor() {
     }
 }
 
+/// The manual arena the start-up constructor moved the main thread to (`None`: it did not
+/// run, `FRAGSIM_PROCESS_CHILD` unset, or it failed). The measuring child asks too.
+pub fn manual_arena() -> Option<u32> {
+    let v = MANUAL_ARENA.load(Ordering::SeqCst);
+    (v > 0).then(|| (v - 1) as u32)
+}
+
 #[used]
 #[link_section = ".init_array"]
 static CHILD_CONSTRUCTOR: extern "C" fn() = child_constructor;
@@ -92,98 +116,41 @@ const OP_ALLOC: u8 = 0;
 const OP_FREE: u8 = 1;
 const OP_REALLOC: u8 = 2;
 const OP_EXIT: u8 = 3;
-const JOB_NONE: u64 = 0;
-
-/// What the workers share (read-only but for `ptrs` and the futex words).
-struct Shared {
+/// What the workers share: the ops and one pointer per object id (read by whichever
+/// worker runs the next call; the baton orders them).
+struct ProcessWork {
     api: Api,
     ops: Vec<Op>,
     ptrs: Vec<AtomicU64>,
-    jobs: Vec<AtomicU64>,
-    done: AtomicU32,
-    failed: AtomicU64,
 }
 
-/// `FUTEX_WAIT | FUTEX_PRIVATE_FLAG` and `FUTEX_WAKE | FUTEX_PRIVATE_FLAG` (linux/futex.h).
-const FUTEX_WAIT_PRIVATE: libc::c_int = 128;
-const FUTEX_WAKE_PRIVATE: libc::c_int = 129;
-
-fn futex_wait(word: &AtomicU32, val: u32) {
-    // SAFETY: FUTEX_WAIT on a valid aligned u32; spurious wake-ups are handled by callers.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            FUTEX_WAIT_PRIVATE,
-            val,
-            std::ptr::null::<libc::timespec>(),
-        );
-    }
-}
-
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: FUTEX_WAKE on a valid aligned u32.
-    unsafe {
-        libc::syscall(libc::SYS_futex, word.as_ptr(), FUTEX_WAKE_PRIVATE, i32::MAX);
-    }
-}
-
-/// The low half of a job word is its futex (the job index + 1); waiting reads it.
-fn job_word(job: &AtomicU64) -> &AtomicU32 {
-    // SAFETY: little-endian x86-64: the first 4 bytes of the u64 are its low half.
-    unsafe { &*(job as *const AtomicU64).cast::<AtomicU32>() }
-}
-
-struct WorkerArg {
-    shared: *const Shared,
-    thread: usize,
-}
-
-extern "C" fn worker(arg: *mut c_void) -> *mut c_void {
-    // SAFETY: `arg` is a WorkerArg that outlives the thread; Shared lives until exit.
-    let (shared, t) = unsafe {
-        let a = &*(arg as *const WorkerArg);
-        (&*a.shared, a.thread)
-    };
-    let job = &shared.jobs[t];
-    loop {
-        let j = job.load(Ordering::Acquire);
-        if j == JOB_NONE {
-            futex_wait(job_word(job), 0);
-            continue;
-        }
-        let op = shared.ops[(j - 1) as usize];
-        if op.kind == OP_EXIT {
-            job.store(JOB_NONE, Ordering::Release);
-            return std::ptr::null_mut();
-        }
-        let slot = &shared.ptrs[op.id as usize];
+impl Work for ProcessWork {
+    fn run(&self, i: usize) -> bool {
+        let op = self.ops[i];
+        let slot = &self.ptrs[op.id as usize];
         // SAFETY: pointers in `ptrs` came from this jemalloc and are live (checked by the
         // parent's model and the child's liveness table before the run).
         unsafe {
             match op.kind {
                 OP_ALLOC => {
-                    let p = (shared.api.mallocx)(op.size, op.flags);
-                    if p.is_null() {
-                        shared.failed.store(j, Ordering::SeqCst);
-                    }
+                    let p = (self.api.mallocx)(op.size, op.flags);
                     slot.store(p as u64, Ordering::Relaxed);
+                    !p.is_null()
                 }
-                OP_FREE => (shared.api.dallocx)(slot.load(Ordering::Relaxed) as *mut c_void, 0),
+                OP_FREE => {
+                    (self.api.dallocx)(slot.load(Ordering::Relaxed) as *mut c_void, 0);
+                    true
+                }
                 _ => {
                     let old = slot.load(Ordering::Relaxed) as *mut c_void;
-                    let p = (shared.api.rallocx)(old, op.size, op.flags);
-                    if p.is_null() {
-                        shared.failed.store(j, Ordering::SeqCst);
-                    } else {
+                    let p = (self.api.rallocx)(old, op.size, op.flags);
+                    if !p.is_null() {
                         slot.store(p as u64, Ordering::Relaxed);
                     }
+                    !p.is_null()
                 }
             }
         }
-        job.store(JOB_NONE, Ordering::Release);
-        shared.done.store(1, Ordering::Release);
-        futex_wake(&shared.done);
     }
 }
 
@@ -391,7 +358,15 @@ fn ops_of(records: &[Record]) -> Result<(Vec<Op>, usize, usize)> {
 
 /// The child's side: replays `records` (text form) on one pthread per trace thread and
 /// prints a header (the build as JSON, then `narenas N`) and a snapshot every `every` events.
-pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Write) -> Result<()> {
+/// With `times` (one per op, ns from the first), each op waits for its time and every
+/// snapshot line is followed by a decay line (`crate::live::decay`).
+pub fn serve_process_child(
+    text: &str,
+    every: u64,
+    api: Api,
+    times: Option<&[u64]>,
+    out: &mut impl Write,
+) -> Result<()> {
     let manual = MANUAL_ARENA.load(Ordering::SeqCst);
     ensure!(manual > 0, "the child's start-up did not move its main thread to a manual arena (code {manual}): is FRAGSIM_PROCESS_CHILD set?");
     let manual = (manual - 1) as usize;
@@ -435,59 +410,60 @@ pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Writ
         manual: arena_mibs(&api, manual, nbins)?,
         page: config.page(),
     };
-    let shared = Box::new(Shared {
+    let work = ProcessWork {
         api,
         ops,
         ptrs: (0..nids).map(|_| AtomicU64::new(0)).collect(),
-        jobs: (0..nthreads).map(|_| AtomicU64::new(JOB_NONE)).collect(),
-        done: AtomicU32::new(0),
-        failed: AtomicU64::new(0),
-    });
-    let args: Vec<WorkerArg> = (0..nthreads)
-        .map(|t| WorkerArg {
-            shared: &*shared,
-            thread: t,
-        })
-        .collect();
-    let mut handles: Vec<libc::pthread_t> = Vec::with_capacity(nthreads);
-    for arg in &args {
-        let mut h: libc::pthread_t = 0;
-        // SAFETY: `arg` and `shared` outlive every worker (the child exits without freeing).
-        let err = unsafe {
-            libc::pthread_create(
-                &mut h,
-                std::ptr::null(),
-                worker,
-                (arg as *const WorkerArg).cast_mut().cast(),
-            )
-        };
-        ensure!(err == 0, "pthread_create failed: {err}");
-        handles.push(h);
+    };
+    let mut baton = Baton::start(&work, nthreads)?;
+    let step = |i: usize| Step {
+        thread: work.ops[i].thread as usize,
+        exit: work.ops[i].kind == OP_EXIT,
+    };
+    if let Some(times) = times {
+        ensure!(
+            times.len() == work.ops.len(),
+            "{} times for {} records",
+            times.len(),
+            work.ops.len()
+        );
     }
-    let last = shared.ops.len() as u64;
-    for (i, op) in shared.ops.iter().enumerate() {
-        let t = op.thread as usize;
-        shared.done.store(0, Ordering::Release);
-        shared.jobs[t].store(i as u64 + 1, Ordering::Release);
-        futex_wake(job_word(&shared.jobs[t]));
-        if op.kind == OP_EXIT {
-            // SAFETY: the handle is this worker's, joined once.
-            unsafe { libc::pthread_join(handles[t], std::ptr::null_mut()) };
-        } else {
-            while shared.done.load(Ordering::Acquire) == 0 {
-                futex_wait(&shared.done, 0);
-            }
-        }
-        let failed = shared.failed.load(Ordering::SeqCst);
-        if failed != 0 {
-            writeln!(out, "error event {failed}: the allocation failed")?;
+    let clock = match times {
+        Some(_) => Some(super::decay::ClockReader::new(&api, manual, narenas)?),
+        None => None,
+    };
+    let meta = match &clock {
+        Some(c) => Some(c.header()?),
+        None => None,
+    };
+    let start = monotonic_ns();
+    if let Some((meta0, fresh)) = meta {
+        let since = start.saturating_sub(CONSTRUCTOR_NS.load(Ordering::SeqCst));
+        writeln!(out, "clock {since} {meta0} {fresh}")?;
+    }
+    let last = work.ops.len();
+    let every = every.max(1) as usize;
+    let mut from = 0;
+    while from < last {
+        let to = (from / every + 1).saturating_mul(every).min(last);
+        let ran = match times {
+            // On the trace's clock: one call at a time, each at its time.
+            Some(times) => (from..to).try_for_each(|i| {
+                super::decay::sleep_until(start + times[i]);
+                baton.run_span(i, i + 1, step)
+            }),
+            None => baton.run_span(from, to, step),
+        };
+        if let Err(failed) = ran {
+            writeln!(out, "error event {}: the allocation failed", failed + 1)?;
             out.flush()?;
             return Ok(());
         }
-        let n = i as u64 + 1;
-        if n.is_multiple_of(every.max(1)) || n == last {
-            write_snapshot(out, &reader.snapshot(n)?)?;
+        write_snapshot(out, &reader.snapshot(to as u64)?)?;
+        if let Some(c) = &clock {
+            c.write_line(out, monotonic_ns() - start)?;
         }
+        from = to;
     }
     out.flush()?;
     Ok(())
@@ -495,9 +471,18 @@ pub fn serve_process_child(text: &str, every: u64, api: Api, out: &mut impl Writ
 
 /// Writes the child's output to stdout (buffered) and leaves at once: workers still
 /// parked are not woken (their caches would flush at exit, after the comparison).
-pub fn run_process_child(path: &Path, every: u64, system: bool) -> Result<()> {
+pub fn run_process_child(
+    path: &Path,
+    every: u64,
+    system: bool,
+    times: Option<&Path>,
+) -> Result<()> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read '{}'", path.display()))?;
+    let times = match times {
+        Some(p) => Some(super::decay::read_times(p)?),
+        None => None,
+    };
     let api = if system {
         Api::system()?
     } else {
@@ -505,7 +490,7 @@ pub fn run_process_child(path: &Path, every: u64, system: bool) -> Result<()> {
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    if let Err(e) = serve_process_child(&text, every, api, &mut out) {
+    if let Err(e) = serve_process_child(&text, every, api, times.as_deref(), &mut out) {
         writeln!(out, "error {e:#}")?;
     }
     out.flush()?;

@@ -1,8 +1,8 @@
 //! The running jemalloc's own description of its size classes, read through mallctl.
 
-use super::ctl::{read_bool, read_u32, read_usize};
-use crate::sizeclass::{AllocatorConfig, JemallocVersion};
-use anyhow::{bail, Result};
+use super::ctl::{read_bool, read_string, read_u32, read_usize, Api};
+use crate::sizeclass::AllocatorConfig;
+use anyhow::Result;
 
 /// Large classes above this are not read (there are classes up to 7 * 2^60; reading them all
 /// proves nothing more).
@@ -30,6 +30,8 @@ pub struct LiveBuild {
     pub nlextents: u64,
     /// Sizes of the large classes up to [`LARGE_CLASS_CAP`].
     pub large: Vec<u64>,
+    /// The build as the model takes it ([`Api::config`]: an unmodelled release is an error).
+    config: AllocatorConfig,
 }
 
 impl LiveBuild {
@@ -54,11 +56,9 @@ impl LiveBuild {
             }
             large.push(size);
         }
-        // The typed read hands back the C string with its terminating NUL.
-        let version = tikv_jemalloc_ctl::version::read()
-            .map(|v| v.trim_end_matches('\0').to_string())
-            .unwrap_or_else(|_| "unknown".into());
+        let version = read_string("version")?;
         Ok(LiveBuild {
+            config: Api::linked().config()?,
             version,
             page: read_usize("arenas.page")?,
             quantum: read_usize("arenas.quantum")?,
@@ -70,26 +70,14 @@ impl LiveBuild {
         })
     }
 
-    /// The running allocator's build as a value: shorthand for `LiveBuild::read()?.config()`.
+    /// The running allocator's build as a value ([`Api::config`] of the linked jemalloc).
     pub fn running_config() -> Result<AllocatorConfig> {
-        LiveBuild::read()?.config()
+        Api::linked().config()
     }
 
-    /// The model configuration this build was compiled with.
+    /// The model configuration this build was compiled with (read by [`Api::config`] in
+    /// [`LiveBuild::read`]; a `Result` for the callers that chain it after the read).
     pub fn config(&self) -> Result<AllocatorConfig> {
-        if !self.page.is_power_of_two() || !self.quantum.is_power_of_two() {
-            bail!(
-                "live jemalloc reports page {} and quantum {}, not powers of two",
-                self.page,
-                self.quantum
-            );
-        }
-        let mut config =
-            AllocatorConfig::new(self.quantum.trailing_zeros(), self.page.trailing_zeros(), 2)?;
-        config.cache_oblivious = self.cache_oblivious;
-        config.large_page_rounding = self.large_page_rounding;
-        config.version =
-            JemallocVersion::from_version_string(&self.version).unwrap_or(JemallocVersion::V5_3_1);
-        Ok(config)
+        Ok(self.config)
     }
 }

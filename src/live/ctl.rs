@@ -1,23 +1,237 @@
-//! Thin, safe wrappers over jemalloc's control interface (`mallctl`) and the `*allocx` calls.
+//! The one layer over jemalloc's control interface (`mallctl`) and the `*allocx` calls: the
+//! linked jemalloc's or, through [`Api::system`], a preloaded one's. Every read of the running
+//! allocator in fragsim goes through here, and [`Api::config`] is the one place a running
+//! jemalloc becomes an [`AllocatorConfig`].
 
-use anyhow::{Context, Result};
-use std::ffi::c_void;
-use tikv_jemalloc_ctl::raw;
+use crate::sizeclass::{AllocatorConfig, JemallocVersion};
+use anyhow::{bail, ensure, Context, Result};
+use std::ffi::{c_void, CStr, CString};
+use std::os::raw::{c_char, c_int};
 use tikv_jemalloc_sys as sys;
 
-fn name(key: &str) -> Vec<u8> {
-    let mut bytes = key.as_bytes().to_vec();
-    bytes.push(0);
-    bytes
+pub(crate) type MallocxFn = unsafe extern "C" fn(usize, c_int) -> *mut c_void;
+pub(crate) type RallocxFn = unsafe extern "C" fn(*mut c_void, usize, c_int) -> *mut c_void;
+pub(crate) type DallocxFn = unsafe extern "C" fn(*mut c_void, c_int);
+pub(crate) type MallctlFn =
+    unsafe extern "C" fn(*const c_char, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
+type NameToMibFn = unsafe extern "C" fn(*const c_char, *mut usize, *mut usize) -> c_int;
+type ByMibFn =
+    unsafe extern "C" fn(*const usize, usize, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
+
+/// The jemalloc entry points fragsim calls: the linked jemalloc's, or those of a system
+/// jemalloc preloaded into a child process (`LD_PRELOAD`), found with `dlsym`.
+#[derive(Clone, Copy)]
+pub struct Api {
+    pub(crate) mallocx: MallocxFn,
+    pub(crate) rallocx: RallocxFn,
+    pub(crate) dallocx: DallocxFn,
+    pub(crate) mallctl: MallctlFn,
+    pub(crate) nametomib: NameToMibFn,
+    pub(crate) bymib: ByMibFn,
 }
 
-/// Reads `key` as a `T`.
+impl Api {
+    /// The jemalloc fragsim is linked with (tikv-jemalloc-sys).
+    pub fn linked() -> Api {
+        Api {
+            mallocx: sys::mallocx,
+            rallocx: sys::rallocx,
+            dallocx: sys::dallocx,
+            mallctl: sys::mallctl,
+            nametomib: sys::mallctlnametomib,
+            bymib: sys::mallctlbymib,
+        }
+    }
+
+    /// The unprefixed `mallocx` & co. of a jemalloc loaded into this process (preloaded).
+    pub fn system() -> Result<Api> {
+        fn sym(name: &str) -> Result<*mut c_void> {
+            let c = CString::new(name)?;
+            // SAFETY: dlsym with RTLD_DEFAULT only looks a name up.
+            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };
+            ensure!(
+                !p.is_null(),
+                "no '{name}' in this process: is a system jemalloc preloaded?"
+            );
+            Ok(p)
+        }
+        // SAFETY: the symbols are jemalloc's documented functions with these signatures.
+        unsafe {
+            Ok(Api {
+                mallocx: std::mem::transmute::<*mut c_void, MallocxFn>(sym("mallocx")?),
+                rallocx: std::mem::transmute::<*mut c_void, RallocxFn>(sym("rallocx")?),
+                dallocx: std::mem::transmute::<*mut c_void, DallocxFn>(sym("dallocx")?),
+                mallctl: std::mem::transmute::<*mut c_void, MallctlFn>(sym("mallctl")?),
+                nametomib: std::mem::transmute::<*mut c_void, NameToMibFn>(sym(
+                    "mallctlnametomib",
+                )?),
+                bymib: std::mem::transmute::<*mut c_void, ByMibFn>(sym("mallctlbymib")?),
+            })
+        }
+    }
+
+    /// Reads a value of type `T` by name.
+    ///
+    /// # Safety
+    /// `T` must be the C type jemalloc documents for `name` (man jemalloc, MALLCTL
+    /// NAMESPACE); jemalloc refuses a read whose size differs (EINVAL).
+    pub(crate) unsafe fn read<T: Copy>(&self, name: &str) -> Result<T> {
+        let c = CString::new(name)?;
+        let mut value = std::mem::MaybeUninit::<T>::zeroed();
+        let mut len = std::mem::size_of::<T>();
+        let err = unsafe {
+            (self.mallctl)(
+                c.as_ptr(),
+                value.as_mut_ptr().cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        ensure!(err == 0, "mallctl {name}: error {err}");
+        ensure!(
+            len == std::mem::size_of::<T>(),
+            "mallctl {name}: {len} bytes"
+        );
+        // SAFETY: jemalloc wrote a whole `T` (checked above), or it stayed zeroed.
+        Ok(unsafe { value.assume_init() })
+    }
+
+    /// Writes a value of type `T` by name (`T` must be the documented type).
+    pub(crate) unsafe fn write<T: Copy>(&self, name: &str, mut value: T) -> Result<()> {
+        let c = CString::new(name)?;
+        let err = unsafe {
+            (self.mallctl)(
+                c.as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&mut value as *mut T).cast(),
+                std::mem::size_of::<T>(),
+            )
+        };
+        ensure!(err == 0, "mallctl {name}: error {err}");
+        Ok(())
+    }
+
+    /// Runs a control that takes and gives no value (`arena.<i>.destroy`); errors ignored, as
+    /// in a destructor there is nothing to do with them.
+    pub(crate) fn call(&self, name: &str) {
+        let Ok(c) = CString::new(name) else { return };
+        // SAFETY: a control without a value reads and writes nothing.
+        unsafe {
+            (self.mallctl)(
+                c.as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            );
+        }
+    }
+
+    /// Reads a `const char *` setting (`version`), without its terminating NUL.
+    pub fn read_str(&self, name: &str) -> Result<String> {
+        // SAFETY: the names passed here are documented as const char *; jemalloc's strings
+        // are static.
+        let ptr = unsafe { self.read::<*const c_char>(name) }?;
+        ensure!(!ptr.is_null(), "mallctl {name}: no value");
+        Ok(unsafe { CStr::from_ptr(ptr) }
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    /// Refreshes the statistics snapshot (`epoch`).
+    pub fn refresh_stats(&self) -> Result<()> {
+        // SAFETY: writing epoch takes a uint64_t.
+        unsafe { self.write("epoch", 1u64) }
+    }
+
+    /// The build this jemalloc was compiled as, for the model: the one place a running
+    /// jemalloc becomes an [`AllocatorConfig`]. A release fragsim does not model is an error.
+    pub fn config(&self) -> Result<AllocatorConfig> {
+        // SAFETY: types as documented in man jemalloc (size_t, bool).
+        let (page, quantum, cache_oblivious) = unsafe {
+            (
+                self.read::<usize>("arenas.page")? as u64,
+                self.read::<usize>("arenas.quantum")? as u64,
+                self.read::<bool>("opt.cache_oblivious")?,
+            )
+        };
+        // 5.3.0 has no such option: large requests get large size classes there.
+        let large_page_rounding =
+            unsafe { self.read::<bool>("opt.disable_large_size_classes") }.unwrap_or(false);
+        let version = self.read_str("version")?;
+        if !page.is_power_of_two() || !quantum.is_power_of_two() {
+            bail!("live jemalloc reports page {page} and quantum {quantum}, not powers of two");
+        }
+        let mut config = AllocatorConfig::new(quantum.trailing_zeros(), page.trailing_zeros(), 2)?;
+        config.cache_oblivious = cache_oblivious;
+        config.large_page_rounding = large_page_rounding;
+        config.version = JemallocVersion::from_version_string(&version)
+            .with_context(|| format!("jemalloc {version} is not a modelled release"))?;
+        Ok(config)
+    }
+
+    /// Whether this jemalloc keeps statistics (`config.stats`).
+    pub(crate) fn has_stats(&self) -> bool {
+        // SAFETY: config.stats is a bool.
+        unsafe { self.read::<bool>("config.stats") }.unwrap_or(false)
+    }
+
+    /// Writes a `uint64_t` by MIB (`epoch`).
+    pub(crate) fn write_mib_u64(&self, mib: &[usize], mut value: u64) -> Result<()> {
+        // SAFETY: the only MIB written is epoch's, a uint64_t.
+        let err = unsafe {
+            (self.bymib)(
+                mib.as_ptr(),
+                mib.len(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&mut value as *mut u64).cast(),
+                std::mem::size_of::<u64>(),
+            )
+        };
+        ensure!(err == 0, "mallctlbymib: error {err}");
+        Ok(())
+    }
+}
+
+/// The MIB of `name` in `api` (resolved once, read many times with [`read_mib`]).
+pub(crate) fn mib(api: &Api, name: &str) -> Result<Vec<usize>> {
+    let c = CString::new(name)?;
+    let mut mib = [0usize; 8];
+    let mut len = mib.len();
+    // SAFETY: the buffer holds `len` entries; jemalloc writes at most that many.
+    let err = unsafe { (api.nametomib)(c.as_ptr(), mib.as_mut_ptr(), &mut len) };
+    ensure!(err == 0, "mallctlnametomib {name}: error {err}");
+    Ok(mib[..len].to_vec())
+}
+
+/// Reads a `size_t` statistic by MIB.
+pub(crate) fn read_mib(api: &Api, mib: &[usize]) -> Result<u64> {
+    let mut value: usize = 0;
+    let mut len = std::mem::size_of::<usize>();
+    // SAFETY: every statistic read here is documented as size_t.
+    let err = unsafe {
+        (api.bymib)(
+            mib.as_ptr(),
+            mib.len(),
+            (&mut value as *mut usize).cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    ensure!(err == 0, "mallctlbymib: error {err}");
+    Ok(value as u64)
+}
+
+/// Reads `key` from the linked jemalloc as a `T`.
 ///
 /// # Safety
-/// `T` must be the C type jemalloc documents for `key` (man jemalloc, MALLCTL NAMESPACE).
-/// jemalloc also refuses a read whose size differs from the value's (EINVAL).
+/// As [`Api::read`].
 unsafe fn read<T: Copy>(key: &str) -> Result<T> {
-    unsafe { raw::read(&name(key)) }.with_context(|| format!("mallctl {key}"))
+    unsafe { Api::linked().read(key) }
 }
 
 /// Reads a `size_t` statistic or setting.
@@ -50,10 +264,14 @@ pub fn read_bool(key: &str) -> Result<bool> {
     unsafe { read(key) }
 }
 
-/// Refreshes the statistics snapshot (`epoch`).
+/// Reads a `const char *` setting of the linked jemalloc (`version`).
+pub fn read_string(key: &str) -> Result<String> {
+    Api::linked().read_str(key)
+}
+
+/// Refreshes the linked jemalloc's statistics snapshot (`epoch`).
 pub fn refresh_stats() -> Result<()> {
-    tikv_jemalloc_ctl::epoch::advance().context("mallctl epoch")?;
-    Ok(())
+    Api::linked().refresh_stats()
 }
 
 /// `nallocx(request, 0)`: the usable size jemalloc would give, 0 if it cannot.
@@ -84,8 +302,7 @@ pub struct ArenaUsage {
 impl PrivateArena {
     pub fn create() -> Result<Self> {
         // SAFETY: arenas.create returns the new arena's unsigned index.
-        let index: u32 =
-            unsafe { raw::read(&name("arenas.create")) }.context("mallctl arenas.create")?;
+        let index: u32 = unsafe { read("arenas.create") }?;
         Ok(PrivateArena { index })
     }
 
@@ -135,18 +352,8 @@ impl PrivateArena {
 
 impl Drop for PrivateArena {
     fn drop(&mut self) {
-        let key = name(&format!("arena.{}.destroy", self.index));
-        // SAFETY: arena.<i>.destroy neither reads nor writes a value; our allocations in it
-        // are all freed by the time the arena is dropped.
-        unsafe {
-            sys::mallctl(
-                key.as_ptr().cast(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            );
-        }
+        // Our allocations in it are all freed by the time the arena is dropped.
+        Api::linked().call(&format!("arena.{}.destroy", self.index));
     }
 }
 
@@ -185,10 +392,8 @@ impl ThreadBinding {
     fn bind() -> Result<Self> {
         let arena = PrivateArena::create()?;
         // SAFETY: thread.arena is unsigned, thread.tcache.enabled is bool (man jemalloc).
-        let previous_arena: u32 =
-            unsafe { raw::read(b"thread.arena\0") }.context("mallctl thread.arena")?;
-        let previous_tcache: bool = unsafe { raw::read(b"thread.tcache.enabled\0") }
-            .context("mallctl thread.tcache.enabled")?;
+        let previous_arena: u32 = unsafe { read("thread.arena") }?;
+        let previous_tcache: bool = unsafe { read("thread.tcache.enabled") }?;
         let binding = ThreadBinding {
             arena,
             previous_arena,
@@ -197,9 +402,8 @@ impl ThreadBinding {
         };
         // SAFETY: as above; writing values of the documented types.
         unsafe {
-            raw::write(b"thread.tcache.enabled\0", false)
-                .context("mallctl thread.tcache.enabled")?;
-            raw::write(b"thread.arena\0", binding.arena.index()).context("mallctl thread.arena")?;
+            Api::linked().write("thread.tcache.enabled", false)?;
+            Api::linked().write("thread.arena", binding.arena.index())?;
         }
         Ok(binding)
     }
@@ -208,7 +412,7 @@ impl ThreadBinding {
         if self.bound {
             self.bound = false;
             // SAFETY: restoring the value read in bind.
-            let _ = unsafe { raw::write(b"thread.arena\0", self.previous_arena) };
+            let _ = unsafe { Api::linked().write("thread.arena", self.previous_arena) };
         }
     }
 
@@ -223,6 +427,6 @@ impl Drop for ThreadBinding {
     fn drop(&mut self) {
         self.unbind();
         // SAFETY: restoring the value read in bind; the arena field is destroyed after this.
-        let _ = unsafe { raw::write(b"thread.tcache.enabled\0", self.previous_tcache) };
+        let _ = unsafe { Api::linked().write("thread.tcache.enabled", self.previous_tcache) };
     }
 }

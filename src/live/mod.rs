@@ -4,9 +4,15 @@
 
 mod baton;
 mod build;
-mod ctl;
+pub mod ctl;
+pub mod decay;
+pub mod decay_compare;
 pub mod process;
+pub mod relay;
 pub mod replay;
 
+pub use baton::manual_arena;
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
-pub use ctl::{in_private_arena, nallocx, read_isize, refresh_stats, ArenaUsage, PrivateArena};
+pub use ctl::{
+    in_private_arena, nallocx, read_isize, refresh_stats, Api, ArenaUsage, PrivateArena,
+};

@@ -26,7 +26,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
+pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
     if let Some(err) = line.strip_prefix("error ") {
         bail!("live process replay: {err}");
     }
@@ -79,6 +79,12 @@ pub struct ProcessLiveComparison {
     pub threads: usize,
     pub events: u64,
     pub comparison: Comparison,
+    /// The largest active bytes read from the live child and predicted by the model beside
+    /// it, over the events compared (the replayer's start-up residue included in both).
+    pub peak_active_measured: u64,
+    pub peak_active_predicted: u64,
+    /// Large bytes the child's start-up left live in arena 0 (modelled as such).
+    pub residue_bytes: u64,
 }
 
 /// Replays `records` through the process model and a live child side by side, comparing
@@ -184,6 +190,7 @@ pub fn compare_process_live(
         .collect();
     let last = calls.len() as u64;
     let mut threads = 0;
+    let (mut peak_active_predicted, mut peak_active_measured) = (0, 0);
     for (i, r) in calls.iter().enumerate() {
         if let Record::Call(c) = r {
             threads = threads.max(c.thread as usize + 1);
@@ -194,12 +201,10 @@ pub fn compare_process_live(
             let line = lines
                 .next()
                 .context("the live process child stopped early")??;
-            compare_snapshots(
-                &model.snapshot(),
-                &parse_snapshot(&line)?,
-                keep,
-                &mut comparison,
-            );
+            let (predicted, measured) = (model.snapshot(), parse_snapshot(&line)?);
+            peak_active_predicted = peak_active_predicted.max(predicted.active_bytes);
+            peak_active_measured = peak_active_measured.max(measured.active_bytes);
+            compare_snapshots(&predicted, &measured, keep, &mut comparison);
         }
     }
     let status = child.wait()?;
@@ -216,5 +221,8 @@ pub fn compare_process_live(
         threads,
         events: last,
         comparison,
+        peak_active_measured,
+        peak_active_predicted,
+        residue_bytes: residue,
     })
 }

@@ -11,138 +11,15 @@ use crate::sim::{compare, Arena, ArenaStats, BinStats, Comparison, Snapshot};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Event;
 use anyhow::{bail, ensure, Context, Result};
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
-use std::os::raw::{c_char, c_int};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use tikv_jemalloc_sys as sys;
 
-type MallocxFn = unsafe extern "C" fn(usize, c_int) -> *mut c_void;
-type RallocxFn = unsafe extern "C" fn(*mut c_void, usize, c_int) -> *mut c_void;
-type DallocxFn = unsafe extern "C" fn(*mut c_void, c_int);
-pub(crate) type MallctlFn =
-    unsafe extern "C" fn(*const c_char, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
-type NameToMibFn = unsafe extern "C" fn(*const c_char, *mut usize, *mut usize) -> c_int;
-type ByMibFn =
-    unsafe extern "C" fn(*const usize, usize, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
-
-/// The jemalloc entry points a live replay calls: the linked jemalloc's, or those of a
-/// system jemalloc preloaded into a child process (`LD_PRELOAD`), found with `dlsym`.
-#[derive(Clone, Copy)]
-pub struct Api {
-    pub(crate) mallocx: MallocxFn,
-    pub(crate) rallocx: RallocxFn,
-    pub(crate) dallocx: DallocxFn,
-    pub(crate) mallctl: MallctlFn,
-    pub(crate) nametomib: NameToMibFn,
-    pub(crate) bymib: ByMibFn,
-}
-
-impl Api {
-    /// The jemalloc fragsim is linked with (tikv-jemalloc-sys).
-    pub fn linked() -> Api {
-        Api {
-            mallocx: sys::mallocx,
-            rallocx: sys::rallocx,
-            dallocx: sys::dallocx,
-            mallctl: sys::mallctl,
-            nametomib: sys::mallctlnametomib,
-            bymib: sys::mallctlbymib,
-        }
-    }
-
-    /// The unprefixed `mallocx` & co. of a jemalloc loaded into this process (preloaded).
-    pub fn system() -> Result<Api> {
-        fn sym(name: &str) -> Result<*mut c_void> {
-            let c = CString::new(name)?;
-            // SAFETY: dlsym with RTLD_DEFAULT only looks a name up.
-            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) };
-            ensure!(
-                !p.is_null(),
-                "no '{name}' in this process: is a system jemalloc preloaded?"
-            );
-            Ok(p)
-        }
-        // SAFETY: the symbols are jemalloc's documented functions with these signatures.
-        unsafe {
-            Ok(Api {
-                mallocx: std::mem::transmute::<*mut c_void, MallocxFn>(sym("mallocx")?),
-                rallocx: std::mem::transmute::<*mut c_void, RallocxFn>(sym("rallocx")?),
-                dallocx: std::mem::transmute::<*mut c_void, DallocxFn>(sym("dallocx")?),
-                mallctl: std::mem::transmute::<*mut c_void, MallctlFn>(sym("mallctl")?),
-                nametomib: std::mem::transmute::<*mut c_void, NameToMibFn>(sym(
-                    "mallctlnametomib",
-                )?),
-                bymib: std::mem::transmute::<*mut c_void, ByMibFn>(sym("mallctlbymib")?),
-            })
-        }
-    }
-
-    /// Reads a value of type `T` by name.
-    ///
-    /// # Safety
-    /// `T` must be the documented type of `name`.
-    pub(crate) unsafe fn read<T: Copy + Default>(&self, name: &str) -> Result<T> {
-        let c = CString::new(name)?;
-        let mut value = T::default();
-        let mut len = std::mem::size_of::<T>();
-        let err = unsafe {
-            (self.mallctl)(
-                c.as_ptr(),
-                (&mut value as *mut T).cast(),
-                &mut len,
-                std::ptr::null_mut(),
-                0,
-            )
-        };
-        ensure!(err == 0, "mallctl {name}: error {err}");
-        Ok(value)
-    }
-
-    /// Writes a value of type `T` by name (`T` must be the documented type).
-    pub(crate) unsafe fn write<T: Copy>(&self, name: &str, mut value: T) -> Result<()> {
-        let c = CString::new(name)?;
-        let err = unsafe {
-            (self.mallctl)(
-                c.as_ptr(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                (&mut value as *mut T).cast(),
-                std::mem::size_of::<T>(),
-            )
-        };
-        ensure!(err == 0, "mallctl {name}: error {err}");
-        Ok(())
-    }
-
-    /// The build this jemalloc was compiled as, for the model.
-    pub fn config(&self) -> Result<AllocatorConfig> {
-        // SAFETY: types as documented in man jemalloc (size_t, bool, const char *).
-        unsafe {
-            let page = self.read::<usize>("arenas.page")? as u64;
-            let quantum = self.read::<usize>("arenas.quantum")? as u64;
-            let version_ptr = self.read::<*const c_char>("version")?;
-            let version = std::ffi::CStr::from_ptr(version_ptr)
-                .to_string_lossy()
-                .to_string();
-            let mut config =
-                AllocatorConfig::new(quantum.trailing_zeros(), page.trailing_zeros(), 2)?;
-            config.cache_oblivious = self.read::<bool>("opt.cache_oblivious").unwrap_or(true);
-            config.large_page_rounding = self
-                .read::<bool>("opt.disable_large_size_classes")
-                .unwrap_or(false);
-            config.version = crate::sizeclass::JemallocVersion::from_version_string(&version)
-                .with_context(|| format!("jemalloc {version} is not a modelled release"))?;
-            Ok(config)
-        }
-    }
-
-    fn has_stats(&self) -> bool {
-        // SAFETY: config.stats is a bool.
-        unsafe { self.read::<bool>("config.stats") }.unwrap_or(false)
-    }
-}
+pub use super::ctl::Api;
+// The baton (`baton.rs`) reads through these paths.
+pub(crate) use super::ctl::{mib, read_mib, MallctlFn};
 
 /// The statistics of one private arena, read by MIB (names resolved once).
 struct StatsReader {
@@ -154,34 +31,6 @@ struct StatsReader {
     /// Per bin: curregs, curslabs, nonfull_slabs.
     bins: Vec<[Vec<usize>; 3]>,
     page: u64,
-}
-
-pub(crate) fn mib(api: &Api, name: &str) -> Result<Vec<usize>> {
-    let c = CString::new(name)?;
-    let mut mib = [0usize; 8];
-    let mut len = mib.len();
-    // SAFETY: the buffer holds `len` entries; jemalloc writes at most that many.
-    let err = unsafe { (api.nametomib)(c.as_ptr(), mib.as_mut_ptr(), &mut len) };
-    ensure!(err == 0, "mallctlnametomib {name}: error {err}");
-    Ok(mib[..len].to_vec())
-}
-
-pub(crate) fn read_mib(api: &Api, mib: &[usize]) -> Result<u64> {
-    let mut value: usize = 0;
-    let mut len = std::mem::size_of::<usize>();
-    // SAFETY: every statistic read here is documented as size_t.
-    let err = unsafe {
-        (api.bymib)(
-            mib.as_ptr(),
-            mib.len(),
-            (&mut value as *mut usize).cast(),
-            &mut len,
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    ensure!(err == 0, "mallctlbymib: error {err}");
-    Ok(value as u64)
 }
 
 impl StatsReader {
@@ -217,19 +66,7 @@ impl StatsReader {
     }
 
     fn snapshot(&self, event: u64) -> Result<Snapshot> {
-        let mut one: u64 = 1;
-        // SAFETY: writing epoch takes a uint64_t.
-        let err = unsafe {
-            (self.api.bymib)(
-                self.epoch.as_ptr(),
-                self.epoch.len(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                (&mut one as *mut u64).cast(),
-                std::mem::size_of::<u64>(),
-            )
-        };
-        ensure!(err == 0, "mallctl epoch: error {err}");
+        self.api.write_mib_u64(&self.epoch, 1)?;
         let bins = self
             .bins
             .iter()
@@ -371,17 +208,8 @@ impl Drop for LiveArena {
                 unsafe { (self.api.dallocx)(p, self.flags) };
             }
         }
-        let key = format!("arena.{}.destroy\0", self.index);
-        // SAFETY: arena.<i>.destroy takes no value; the arena is empty now.
-        unsafe {
-            (self.api.mallctl)(
-                key.as_ptr().cast(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            );
-        }
+        // The arena is empty now.
+        self.api.call(&format!("arena.{}.destroy", self.index));
     }
 }
 
@@ -643,29 +471,20 @@ fn parse_snapshot(line: &str) -> Result<Snapshot> {
     })
 }
 
-fn compare_in_child(
+/// The live-replay child's command line for `how`, reading `events`; and the
+/// `disable_large_size_classes` its jemalloc must report (`None`: a system jemalloc, which
+/// has its own).
+fn child_command(
     exe: &Path,
-    how: ChildAllocator,
-    events: &[Event],
-    options: &LiveOptions,
-) -> Result<LiveComparison> {
-    let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
-    // An interrupt exits without running destructors: remove the event file then too.
-    let _remove_input = crate::cleanup::remove_on_interrupt(input.path());
-    {
-        let mut w = BufWriter::new(input.as_file_mut());
-        write_events(events, &mut w)?;
-        w.flush()?;
-    }
+    how: &ChildAllocator,
+    events: &Path,
+    every: u64,
+) -> Result<(Command, Option<bool>)> {
     let mut command = Command::new(exe);
     command
-        .args([
-            "__replay-live-child",
-            "--every",
-            &options.every.max(1).to_string(),
-        ])
-        .arg(input.path());
-    let expect_rounding = match &how {
+        .args(["__replay-live-child", "--every", &every.max(1).to_string()])
+        .arg(events);
+    let expect_rounding = match how {
         ChildAllocator::Linked(v) => {
             command.env(
                 "_RJEM_MALLOC_CONF",
@@ -682,14 +501,32 @@ fn compare_in_child(
             None
         }
     };
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start '{}'", exe.display()))?;
+    Ok((command, expect_rounding))
+}
+
+fn compare_in_child(
+    exe: &Path,
+    how: ChildAllocator,
+    events: &[Event],
+    options: &LiveOptions,
+) -> Result<LiveComparison> {
+    let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
+    // An interrupt exits without running destructors: remove the event file then too.
+    let _remove_input = crate::cleanup::remove_on_interrupt(input.path());
+    {
+        let mut w = BufWriter::new(input.as_file_mut());
+        write_events(events, &mut w)?;
+        w.flush()?;
+    }
+    let (mut command, expect_rounding) = child_command(exe, &how, input.path(), options.every)?;
     // Stopped with the parent if the run is interrupted (Ctrl-C).
-    let _registration = crate::cleanup::stop_on_interrupt(child.id());
+    let mut child = crate::cleanup::GuardedChild::spawn(
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .with_context(|| format!("cannot start '{}'", exe.display()))?;
     let stdout = child.stdout.take().context("child stdout")?;
     let mut lines = BufReader::new(stdout).lines();
     let header = match lines.next() {
@@ -737,25 +574,11 @@ fn compare_in_child(
     })
 }
 
-/// The child's header: the build as JSON (`AllocatorConfig`'s serialised form).
+/// The child's header: the build as JSON (`AllocatorConfig`'s serialised form, written from
+/// the child's [`Api::config`]), checked as any build is.
 pub(crate) fn parse_config(line: &str) -> Result<AllocatorConfig> {
-    let v: serde_json::Value = serde_json::from_str(line).context("child header")?;
-    let get = |k: &str| v.get(k).with_context(|| format!("child header lacks {k}"));
-    let num = |k: &str| -> Result<u32> {
-        get(k)?
-            .as_u64()
-            .map(|n| n as u32)
-            .with_context(|| format!("bad {k}"))
-    };
-    let flag = |k: &str| -> Result<bool> { get(k)?.as_bool().with_context(|| format!("bad {k}")) };
-    let version = match get("version")?.as_str() {
-        Some("5.3.0") => crate::sizeclass::JemallocVersion::V5_3_0,
-        _ => crate::sizeclass::JemallocVersion::V5_3_1,
-    };
-    let mut config = AllocatorConfig::new(num("lg_quantum")?, num("lg_page")?, num("lg_ngroup")?)?;
-    config.cache_oblivious = flag("cache_oblivious")?;
-    config.large_page_rounding = flag("large_page_rounding")?;
-    config.version = version;
+    let config: AllocatorConfig = serde_json::from_str(line).context("child header")?;
+    config.validate()?;
     Ok(config)
 }
 

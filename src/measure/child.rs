@@ -1,150 +1,25 @@
-//! The child process of a measurement: one allocator, one replay thread. Its own tables (the
-//! events, a pointer and a size per object id, the samples) are mmap'd and written before the
-//! first sample, so the baseline holds them and every later sample is the allocator's
-//! resident memory over that baseline. Nothing in the replay loop allocates on the Rust heap.
+//! The child process of a measurement: one allocator, one replay thread per trace thread
+//! driven in the trace's global order by the baton ([`crate::live::relay`], as the process
+//! model's live child does), all started before the baseline. Its own tables (the events, a
+//! pointer and a size per object id, the samples) are mmap'd and written before the first
+//! sample, so the baseline holds them and every later sample is the allocator's resident
+//! memory over that baseline. Nothing in the replay loop allocates on the Rust heap.
+//!
+//! Under jemalloc the parent sets `FRAGSIM_PROCESS_CHILD`, so the main thread (the replayer
+//! and sampler, no trace thread) runs on a manual arena without a cache from before `main`
+//! ([`crate::live::manual_arena`]): the automatic arenas and their threads are the trace's
+//! alone, as in the process model.
 
+use super::events::{Mapping, ALLOC, EVENT_BYTES, FREE, HEADER_BYTES, REALLOC};
 use super::probe::{object_of, version, Figures, Resident};
 use super::{Allocator, ChildReport, MeasureError};
+use crate::live::relay::{Baton, Work};
 use std::ffi::c_void;
 use std::path::Path;
-use std::time::Instant;
+use std::sync::OnceLock;
 
-/// The event file the parent writes: a 16-byte header (events, object ids), then 16 bytes
-/// per event: size (u64), id (u32), kind (u8: 0 alloc, 1 free, 2 realloc), log2 alignment
-/// (u8; 0 for none), two bytes of padding. Little-endian (the file never leaves the machine).
-pub const HEADER_BYTES: usize = 16;
-pub const EVENT_BYTES: usize = 16;
-const ALLOC: u8 = 0;
-const FREE: u8 = 1;
-const REALLOC: u8 = 2;
 /// Touch stride: one write per page faults every page of a block in.
 const TOUCH: usize = 4096;
-
-/// Encodes `events` in the child's event format; the second value is the number of ids.
-pub fn encode(events: &[crate::trace::Event]) -> Vec<u8> {
-    use crate::trace::Event;
-    let ids = events
-        .iter()
-        .map(|e| u64::from(e.id()) + 1)
-        .max()
-        .unwrap_or(0);
-    let mut out = Vec::with_capacity(HEADER_BYTES + events.len() * EVENT_BYTES);
-    out.extend_from_slice(&(events.len() as u64).to_le_bytes());
-    out.extend_from_slice(&ids.to_le_bytes());
-    for e in events {
-        let (kind, id, size, align) = match *e {
-            Event::Alloc { id, size, align } => (ALLOC, id, size, align),
-            Event::Free { id } => (FREE, id, 0, 0),
-            Event::Realloc { id, size } => (REALLOC, id, size, 0),
-        };
-        let lg_align = if align > 1 {
-            align.trailing_zeros() as u8
-        } else {
-            0
-        };
-        out.extend_from_slice(&size.to_le_bytes());
-        out.extend_from_slice(&id.to_le_bytes());
-        out.extend_from_slice(&[kind, lg_align, 0, 0]);
-    }
-    out
-}
-
-/// An anonymous mapping of `len` bytes, every page written once (so it is resident).
-struct Mapping {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Mapping {
-    fn anonymous(len: usize) -> Result<Mapping, MeasureError> {
-        let len = len.max(1);
-        // SAFETY: a fresh private anonymous mapping; unmapped on drop.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(MeasureError::io(
-                "mmap of the replay tables",
-                std::io::Error::last_os_error(),
-            ));
-        }
-        // Written, not just mapped: a page counts as resident once touched.
-        unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, len) };
-        Ok(Mapping {
-            ptr: ptr.cast(),
-            len,
-        })
-    }
-
-    fn file(path: &Path) -> Result<Mapping, MeasureError> {
-        use std::os::unix::io::AsRawFd;
-        let file = std::fs::File::open(path).map_err(|e| MeasureError::io("the event file", e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| MeasureError::io("the event file", e))?
-            .len() as usize;
-        if len < HEADER_BYTES {
-            return Err(MeasureError::child_input(
-                "the event file is shorter than its header",
-            ));
-        }
-        // SAFETY: read-only private mapping of a file we keep open until mapped. Its pages are
-        // file-backed, so they never count as anonymous memory.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(MeasureError::io(
-                "mmap of the event file",
-                std::io::Error::last_os_error(),
-            ));
-        }
-        Ok(Mapping {
-            ptr: ptr.cast(),
-            len,
-        })
-    }
-
-    /// Event `i` of an event file: (size, id, kind, log2 alignment).
-    fn event(&self, i: usize) -> (usize, usize, u8, u8) {
-        let at = HEADER_BYTES + i * EVENT_BYTES;
-        let word = self.u64_at(at + 8);
-        (
-            self.u64_at(at) as usize,
-            (word & 0xffff_ffff) as usize,
-            (word >> 32) as u8,
-            (word >> 40) as u8,
-        )
-    }
-
-    fn u64_at(&self, offset: usize) -> u64 {
-        let mut b = [0u8; 8];
-        // SAFETY: callers stay inside the mapping (checked against its length).
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset), b.as_mut_ptr(), 8) };
-        u64::from_le_bytes(b)
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping, unmapped once.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
 
 type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
 type FreeFn = unsafe extern "C" fn(*mut c_void);
@@ -235,6 +110,7 @@ struct RawSample {
     resident: u64,
     in_use: u64,
     held: u64,
+    active: u64,
 }
 
 const NONE: u64 = u64::MAX;
@@ -247,6 +123,7 @@ struct Sampler {
 impl Sampler {
     fn take(&self, event: u64) -> Result<RawSample, MeasureError> {
         let (in_use, held) = self.figures.read();
+        let active = self.figures.active();
         let resident = self
             .resident
             .read()
@@ -256,12 +133,76 @@ impl Sampler {
             resident,
             in_use: in_use.unwrap_or(NONE),
             held: held.unwrap_or(NONE),
+            active: active.unwrap_or(NONE),
         })
     }
 }
 
-/// Replays the event file at `events` through `allocator`, sampling every `every` events
-/// (and at event 0, the baseline, and after the last).
+/// The calls as the workers run them: one at a time, in the order the baton hands them out.
+struct Calls<'a> {
+    heap: Heap,
+    file: &'a Mapping,
+    ptrs: *mut *mut u8,
+    sizes: *mut u64,
+    ids: usize,
+    failure: OnceLock<(usize, &'static str)>,
+}
+
+// SAFETY: the tables behind `ptrs` and `sizes` are touched by one worker at a time (the
+// baton orders them: each run starts after the previous one's release).
+unsafe impl Sync for Calls<'_> {}
+
+impl Work for Calls<'_> {
+    fn run(&self, i: usize) -> bool {
+        let (size, id, kind, lg_align, _) = self.file.event(i);
+        // SAFETY: the tables hold `ids` entries; only this worker touches them now; the
+        // parent's model checked that every free and realloc names a live object.
+        let result = unsafe {
+            let ptrs = std::slice::from_raw_parts_mut(self.ptrs, self.ids);
+            let sizes = std::slice::from_raw_parts_mut(self.sizes, self.ids);
+            apply(&self.heap, ptrs, sizes, id, kind, lg_align, size)
+        };
+        match result {
+            Ok(()) => true,
+            Err(what) => {
+                let _ = self.failure.set((i, what));
+                false
+            }
+        }
+    }
+}
+
+/// The end of the span that starts at entry `from`: after the call that completes the next
+/// multiple of `every` calls, or the end of the file once no call is left (trailing thread
+/// exits go with the last span). Also the calls in it.
+fn span_end(
+    file: &Mapping,
+    from: usize,
+    entries: usize,
+    calls_before: u64,
+    every: u64,
+    last_call: usize,
+) -> (usize, u64) {
+    let mut calls = calls_before;
+    let mut i = from;
+    while i < entries {
+        let exit = file.step(i).exit;
+        i += 1;
+        if !exit {
+            calls += 1;
+            if i >= last_call {
+                return (entries, calls);
+            }
+            if calls.is_multiple_of(every) {
+                return (i, calls);
+            }
+        }
+    }
+    (entries, calls)
+}
+
+/// Replays the event file at `events` through `allocator`, sampling every `every` calls
+/// (and at call 0, the baseline, and after the last).
 pub fn replay(
     allocator: Allocator,
     events: &Path,
@@ -269,13 +210,25 @@ pub fn replay(
 ) -> Result<ChildReport, MeasureError> {
     let every = every.max(1);
     let (heap, figures, library) = setup(allocator)?;
+    let jemalloc = jemalloc_build(allocator)?;
     let file = Mapping::file(events)?;
-    let count = file.u64_at(0) as usize;
+    let entries = file.u64_at(0) as usize;
     let ids = file.u64_at(8) as usize;
-    if file.len < HEADER_BYTES + count * EVENT_BYTES {
+    if file.len < HEADER_BYTES + entries * EVENT_BYTES {
         return Err(MeasureError::child_input(
             "the event file is shorter than its event count",
         ));
+    }
+    let mut threads = 0;
+    let mut count = 0usize;
+    let mut last_call = 0;
+    for i in 0..entries {
+        let s = file.step(i);
+        threads = threads.max(s.thread + 1);
+        if !s.exit {
+            count += 1;
+            last_call = i + 1;
+        }
     }
     let samples_len = count / every as usize + 2;
     // One mapping for every table: pointer and size (with log2 alignment in the top byte)
@@ -283,58 +236,101 @@ pub fn replay(
     let table_bytes = ids * 16 + samples_len * std::mem::size_of::<RawSample>();
     let tables = Mapping::anonymous(table_bytes)?;
     // SAFETY: the mapping is zeroed, large enough and page-aligned for each table.
-    let (ptrs, sizes, samples) = unsafe {
-        let ptrs = std::slice::from_raw_parts_mut(tables.ptr.cast::<*mut u8>(), ids);
-        let sizes = std::slice::from_raw_parts_mut(tables.ptr.add(ids * 8).cast::<u64>(), ids);
-        let samples = std::slice::from_raw_parts_mut(
-            tables.ptr.add(ids * 16).cast::<RawSample>(),
-            samples_len,
-        );
-        (ptrs, sizes, samples)
+    let samples = unsafe {
+        std::slice::from_raw_parts_mut(tables.ptr.add(ids * 16).cast::<RawSample>(), samples_len)
+    };
+    let calls = Calls {
+        heap,
+        file: &file,
+        ptrs: tables.ptr.cast::<*mut u8>(),
+        // SAFETY: inside the mapping (ids * 8 bytes of pointers come first).
+        sizes: unsafe { tables.ptr.add(ids * 8).cast::<u64>() },
+        ids,
+        failure: OnceLock::new(),
     };
     let sampler = Sampler {
         resident: Resident::open().map_err(|e| MeasureError::io("/proc/self/smaps_rollup", e))?,
         figures,
     };
-    // Warm-up, kept live: the allocator's start-up (its thread cache, its first mapping)
-    // happens before the baseline, and the statistics calls have run once.
+    // Warm-up, kept live: the allocator's start-up (its first mapping) happens before the
+    // baseline, and the statistics calls have run once. The workers start before it too
+    // (their stacks and thread descriptors are in the baseline); each worker's own cache or
+    // arena is made at its first call, as in the program.
     // SAFETY: a plain allocation, never freed.
     let warm = unsafe { (heap.malloc)(1) };
     if warm.is_null() {
         return Err(MeasureError::child_input("the warm-up malloc(1) failed"));
     }
+    // Trace thread 0 (the program's main thread) runs on this main thread, but under jemalloc,
+    // where this thread has left the automatic arenas and a worker plays it (as in the
+    // process model's live child).
+    let caller = (jemalloc.is_none() && threads > 0).then_some(0);
+    let mut baton = Baton::start_with_caller(&calls, threads, caller)
+        .map_err(|e| MeasureError::child_input(&format!("{e:#}")))?;
     sampler.take(0)?;
     samples[0] = sampler.take(0)?;
     let mut taken = 1;
-    let mut replay_ns: u128 = 0;
-    let mut start = Instant::now();
-    for i in 0..count {
-        let (size, id, kind, lg_align) = file.event(i);
-        // SAFETY: ids < `ids` by construction of the file; the parent's model checked that
-        // every free and realloc names a live object.
-        unsafe { apply(&heap, ptrs, sizes, id, kind, lg_align, size) }
-            .map_err(|what| MeasureError::child_input(&format!("event {}: {what}", i + 1)))?;
-        let n = i as u64 + 1;
-        if n.is_multiple_of(every) || n == count as u64 {
-            replay_ns += start.elapsed().as_nanos();
+    let (mut from, mut done) = (0, 0u64);
+    while from < entries {
+        let (to, n) = span_end(&file, from, entries, done, every, last_call);
+        if let Err(i) = baton.run_span(from, to, |i| file.step(i)) {
+            let what = calls.failure.get().map_or("failed", |f| f.1);
+            return Err(MeasureError::child_input(&format!(
+                "entry {}: {what}",
+                i + 1
+            )));
+        }
+        if n > done || n == 0 {
             samples[taken] = sampler.take(n)?;
             taken += 1;
-            start = Instant::now();
         }
+        (from, done) = (to, n);
     }
     // An empty trace still gets a sample after its (no) events, to compare with the baseline.
-    if count == 0 {
+    if count == 0 && taken == 1 {
         samples[taken] = sampler.take(0)?;
         taken += 1;
     }
-    Ok(report(
+    let mut report = report(
         allocator,
         library,
         &figures,
         tables.len,
-        replay_ns,
+        u128::from(baton.busy_ns()),
         &samples[..taken],
-    ))
+    );
+    report.threads = threads as u64;
+    (report.jemalloc_config, report.jemalloc_arena0_large) = jemalloc.unzip();
+    Ok(report)
+}
+
+/// Under jemalloc: its build (as the process child prints it) and the large bytes start-up
+/// left live in arena 0 (the process model starts from them), read before the baseline.
+fn jemalloc_build(allocator: Allocator) -> Result<Option<(String, u64)>, MeasureError> {
+    use crate::live::replay::Api;
+    let api = match allocator {
+        Allocator::Jemalloc531 => Api::linked(),
+        Allocator::Jemalloc => {
+            Api::system().map_err(|e| MeasureError::child_input(&format!("{e:#}")))?
+        }
+        _ => return Ok(None),
+    };
+    if crate::live::manual_arena().is_none() {
+        return Err(MeasureError::child_input(
+            "the replayer's main thread was not moved to a manual arena (FRAGSIM_PROCESS_CHILD unset?)",
+        ));
+    }
+    let fail = |e: anyhow::Error| MeasureError::child_input(&format!("{e:#}"));
+    let config = api.config().map_err(fail)?;
+    // SAFETY: writing epoch takes a uint64_t; large.allocated is a size_t.
+    let residue = unsafe {
+        api.write("epoch", 1u64).map_err(fail)?;
+        api.read::<usize>("stats.arenas.0.large.allocated")
+            .map_err(fail)? as u64
+    };
+    let json =
+        serde_json::to_string(&config).map_err(|e| MeasureError::child_input(&e.to_string()))?;
+    Ok(Some((json, residue)))
 }
 
 fn report(
@@ -355,9 +351,20 @@ fn report(
         in_use_source: sources.in_use.map(str::to_string),
         held_source: sources.held.map(str::to_string),
         replay_ns: replay_ns as u64,
+        threads: 1,
+        jemalloc_config: None,
+        jemalloc_arena0_large: None,
         samples: samples
             .iter()
-            .map(|s| (s.event, s.resident, opt(s.in_use), opt(s.held)))
+            .map(|s| {
+                (
+                    s.event,
+                    s.resident,
+                    opt(s.in_use),
+                    opt(s.held),
+                    opt(s.active),
+                )
+            })
             .collect(),
     }
 }

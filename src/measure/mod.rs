@@ -1,6 +1,6 @@
 //! Other allocators, measured live on a trace: glibc, Debian's jemalloc 5.3.0, tcmalloc,
 //! mimalloc, and the linked jemalloc 5.3.1. Each replays the trace in its own child process
-//! (one replay thread), loaded with `LD_PRELOAD` (the linked one is called directly), and
+//! (one replay thread per trace thread, in the trace's order), loaded with `LD_PRELOAD` (the linked one is called directly), and
 //! samples its resident memory over its own tables every K events, with the allocator's own
 //! figures where it exports them. Measured, not modelled: the model of jemalloc's active
 //! bytes is computed beside the measurements for comparison.
@@ -8,12 +8,16 @@
 //! [`measure`] runs it (the parent side); [`child::replay`] is the child's side.
 
 pub mod child;
+mod events;
 mod probe;
 mod run;
 mod tables;
 
 pub use probe::field_kib;
-pub use run::{measure, AllocatorRun, MeasureOptions, Measurement, Missing, Sample};
+pub use run::{
+    measure, measure_records, AllocatorRun, JemallocBuild, MeasureOptions, Measurement, Missing,
+    Sample,
+};
 pub use tables::{caveats, chart, notes, summary_table, SUMMARY_COLUMNS};
 
 use serde::{Deserialize, Serialize};
@@ -114,9 +118,16 @@ pub struct ChildReport {
     pub held_source: Option<String>,
     /// Time spent applying events (sampling excluded), in nanoseconds.
     pub replay_ns: u64,
-    /// (event, anonymous resident bytes, allocator in-use bytes, allocator held bytes),
-    /// absolute; the first is the baseline at event 0.
-    pub samples: Vec<(u64, u64, Option<u64>, Option<u64>)>,
+    /// Replay threads (one per trace thread).
+    pub threads: u64,
+    /// Under jemalloc: its build, as JSON (`crate::live::replay::parse_config` reads it).
+    pub jemalloc_config: Option<String>,
+    /// Under jemalloc: large bytes start-up left live in arena 0 before the baseline.
+    pub jemalloc_arena0_large: Option<u64>,
+    /// (event, anonymous resident bytes, allocator in-use bytes, allocator held bytes,
+    /// jemalloc's `stats.active`), absolute; the first is the baseline at event 0.
+    #[allow(clippy::type_complexity)]
+    pub samples: Vec<(u64, u64, Option<u64>, Option<u64>, Option<u64>)>,
 }
 
 /// Why a measurement failed.

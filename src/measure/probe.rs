@@ -242,6 +242,29 @@ impl Figures {
     }
 }
 
+impl Figures {
+    /// jemalloc's `stats.active` as of the last [`Figures::read`] (which refreshed the
+    /// epoch); `None` for the other allocators.
+    pub fn active(&self) -> Option<u64> {
+        let Figures::Jemalloc(mallctl) = *self else {
+            return None;
+        };
+        let mut v: usize = 0;
+        let mut len = std::mem::size_of::<usize>();
+        // SAFETY: stats.active is a size_t.
+        let err = unsafe {
+            mallctl(
+                c"stats.active".as_ptr(),
+                (&mut v as *mut usize).cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        (err == 0).then_some(v as u64)
+    }
+}
+
 /// The allocator library's own version string, where it has one to ask for.
 pub fn version(figures: &Figures) -> Option<String> {
     match figures {

@@ -1,10 +1,11 @@
 //! The parent side: the model beside the trace, the event file, one child per allocator,
 //! their samples turned into deltas over each child's baseline.
 
-use super::child::encode;
+use super::events::encode;
 use super::{Allocator, ChildReport, MeasureError};
 use crate::sim::Arena;
-use crate::trace::Event;
+use crate::sizeclass::AllocatorConfig;
+use crate::trace::{Call, Event, Record};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -33,8 +34,19 @@ pub struct Sample {
     pub in_use: Option<i64>,
     /// The allocator's held figure over its baseline (`None`: not available).
     pub held: Option<i64>,
+    /// jemalloc's `stats.active` over its baseline (`None`: not jemalloc).
+    pub active: Option<i64>,
     /// Bytes the trace's live objects asked for at this event.
     pub requested: u64,
+}
+
+/// What a jemalloc child says of itself, read before the baseline.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct JemallocBuild {
+    pub config: AllocatorConfig,
+    /// Large bytes start-up left live in arena 0 (what the process model starts from:
+    /// [`crate::process::Process::replayer_start`]).
+    pub arena0_large: u64,
 }
 
 /// One allocator's measured replay.
@@ -48,6 +60,9 @@ pub struct AllocatorRun {
     pub held_source: Option<String>,
     pub replay_ns: u64,
     pub events: u64,
+    /// Replay threads (one per trace thread).
+    pub threads: u64,
+    pub jemalloc: Option<JemallocBuild>,
     pub samples: Vec<Sample>,
 }
 
@@ -145,10 +160,23 @@ fn model_side(events: &[Event], every: u64) -> Result<ModelSide, MeasureError> {
     Ok(side)
 }
 
-/// Measures `events` under every allocator of `options`, one child process each, in turn
-/// (so that they do not compete for the machine). A library that is not installed is listed
-/// in [`Measurement::missing`]; a child that fails is an error.
+/// Measures `events` (one thread) under every allocator of `options`: [`measure_records`].
 pub fn measure(events: &[Event], options: &MeasureOptions) -> Result<Measurement, MeasureError> {
+    let records: Vec<Record> = events
+        .iter()
+        .map(|&e| Record::Call(Call::plain(e)))
+        .collect();
+    measure_records(&records, options)
+}
+
+/// Measures `records` under every allocator of `options`, one child process each, in turn
+/// (so that they do not compete for the machine), each trace thread on its own replay
+/// thread in the trace's order. A library that is not installed is listed in
+/// [`Measurement::missing`]; a child that fails is an error.
+pub fn measure_records(
+    records: &[Record],
+    options: &MeasureOptions,
+) -> Result<Measurement, MeasureError> {
     if options.every == 0 {
         return Err(MeasureError::ZeroEvery);
     }
@@ -157,13 +185,21 @@ pub fn measure(events: &[Event], options: &MeasureOptions) -> Result<Measurement
             return Err(MeasureError::Duplicate(a.name().to_string()));
         }
     }
+    let events: Vec<Event> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Call(c) => Some(c.event),
+            _ => None,
+        })
+        .collect();
+    let events = &events[..];
     let model = model_side(events, options.every)?;
     let mut file = tempfile::Builder::new()
         .prefix(".fragsim-measure-")
         .tempfile()
         .map_err(|e| MeasureError::io("temporary event file", e))?;
     let _cleanup = crate::cleanup::remove_on_interrupt(file.path());
-    file.write_all(&encode(events))
+    file.write_all(&encode(records)?)
         .and_then(|()| file.flush())
         .map_err(|e| MeasureError::io("temporary event file", e))?;
     let mut runs = Vec::new();
@@ -229,6 +265,13 @@ fn run_child(
         Some(lib) => command.env("LD_PRELOAD", lib),
         None => command.env_remove("LD_PRELOAD"),
     };
+    // Under jemalloc the replayer's main thread leaves the automatic arenas before `main`
+    // (the process child's start-up constructor, `crate::live::baton`).
+    match allocator {
+        Allocator::Jemalloc => command.env("FRAGSIM_PROCESS_CHILD", "system"),
+        Allocator::Jemalloc531 => command.env("FRAGSIM_PROCESS_CHILD", "linked"),
+        _ => command.env_remove("FRAGSIM_PROCESS_CHILD"),
+    };
     let mut child = command
         .spawn()
         .map_err(|e| fail(format!("cannot start '{}': {e}", exe.display())))?;
@@ -273,7 +316,13 @@ fn to_run(
     // mimalloc is built without statistics: its commit count stays 0).
     let mut report = report;
     for kept in [0, 1] {
-        let figure = |s: &(u64, u64, Option<u64>, Option<u64>)| if kept == 0 { s.2 } else { s.3 };
+        let figure = |s: &(u64, u64, Option<u64>, Option<u64>, Option<u64>)| {
+            if kept == 0 {
+                s.2
+            } else {
+                s.3
+            }
+        };
         if report.samples.iter().all(|s| figure(s).unwrap_or(0) == 0) {
             for s in &mut report.samples {
                 if kept == 0 {
@@ -289,7 +338,15 @@ fn to_run(
             }
         }
     }
-    let (_, r0, u0, h0) = report.samples[0];
+    let jemalloc = match (&report.jemalloc_config, report.jemalloc_arena0_large) {
+        (Some(json), Some(arena0_large)) => Some(JemallocBuild {
+            config: crate::live::replay::parse_config(json)
+                .map_err(|e| fail(&format!("its build: {e:#}")))?,
+            arena0_large,
+        }),
+        _ => None,
+    };
+    let (_, r0, u0, h0, a0) = report.samples[0];
     let delta = |v: Option<u64>, base: Option<u64>| match (v, base) {
         (Some(v), Some(b)) => Some(v as i64 - b as i64),
         _ => None,
@@ -298,11 +355,12 @@ fn to_run(
         .samples
         .iter()
         .zip(points)
-        .map(|(&(event, r, u, h), &(_, requested, _))| Sample {
+        .map(|(&(event, r, u, h, a), &(_, requested, _))| Sample {
             event,
             resident: r as i64 - r0 as i64,
             in_use: delta(u, u0),
             held: delta(h, h0),
+            active: delta(a, a0),
             requested,
         })
         .collect();
@@ -315,6 +373,8 @@ fn to_run(
         held_source: report.held_source,
         replay_ns: report.replay_ns,
         events,
+        threads: report.threads,
+        jemalloc,
         samples,
     })
 }

@@ -67,8 +67,8 @@ pub fn caveats(m: &Measurement) -> Vec<String> {
             "Measured, not modelled: resident bytes are the child's anonymous resident memory (/proc/self/smaps_rollup) over its baseline at event 0, taken after the allocator started and after the replayer's own mmap'd tables ({tables} bytes) were written; sampled every {} events, so a peak between samples can be missed.",
             m.every
         ),
-        "A replay is not the program: no program memory outside the heap (stacks, code, its own mappings), one thread (no other threads' caches or arenas), and each block is written once per page when allocated (a program that leaves pages untouched keeps fewer resident).".into(),
-        "Replay speed is not program speed: time-based purging (jemalloc's decay, 10 s by default) sees the events far faster than the program made them, so memory the program would have returned may still be held here. ns_per_event includes writing each new page.".into(),
+        "A replay is not the program: no program memory outside the heap (stacks, code, its own mappings); one replay thread per trace thread, each with its own caches and arenas as the allocator assigns them, but running one at a time in the recorded order (no two threads ever allocate at once); and each block is written once per page when allocated (a program that leaves pages untouched keeps fewer resident).".into(),
+        "Replay speed is not program speed: time-based purging (jemalloc's decay, 10 s by default) sees the events far faster than the program made them, so memory the program would have returned may still be held here. ns_per_event is the time spent in the calls on their own threads (handing calls from one thread to the next excluded) and includes writing each new page.".into(),
     ]
 }
 
@@ -85,6 +85,11 @@ pub fn notes(m: &Measurement) -> Vec<String> {
             )
         })
         .collect();
+    let threads = m.runs.iter().map(|r| r.threads).max().unwrap_or(1);
+    out.push(format!(
+        "replayed on {threads} thread{} (one per trace thread, in the recorded order)",
+        if threads == 1 { "" } else { "s" }
+    ));
     out.push(format!(
         "model: fragsim's jemalloc {} (one arena, no thread cache) peaks at {} active bytes",
         m.model_label, m.model_peak_active

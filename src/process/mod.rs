@@ -13,11 +13,12 @@ pub mod generate;
 mod model;
 mod options;
 mod tcache;
+pub mod timed;
 
 pub use compare::compare_snapshots;
 pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
-pub use model::{HeldBlock, LiveObject, Process};
-pub use options::{machine_cpus, OptionError, ProcessOptions};
+pub use model::{DecayClock, HeldBlock, LiveObject, Metadata, Process};
+pub use options::{machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions};
 
 use crate::sim::{Arena, BinStats, SimError};
 use crate::trace::ThreadId;
@@ -32,6 +33,8 @@ pub enum ProcessError {
     Option(#[from] OptionError),
     #[error("event {event}: thread {thread} calls after its exit")]
     AfterExit { event: u64, thread: ThreadId },
+    #[error("event {event}: the trace has no times, and decay above 0 ms runs on the trace's clock (record with times, or give dirty_decay_ms and muzzy_decay_ms of 0 or -1)")]
+    NoClock { event: u64 },
     #[error("jemalloc 5.3.1's default cache GC runs on a 10 ms wall clock and is not modelled: give experimental_tcache_gc:false")]
     ClockGc,
 }
@@ -52,6 +55,23 @@ pub struct ProcessStats {
     pub tcache_bytes: u64,
     /// Threads that have called jemalloc and not exited.
     pub threads_live: u64,
+    /// The model's clock at this record (ns since arena 0 was created; 0 without times).
+    pub time_ns: u64,
+    /// Dirty pages over all arenas (`stats.arenas.<i>.pdirty` x page).
+    pub dirty_bytes: u64,
+    /// Muzzy pages (`pmuzzy` x page): purged lazily, not in `stats.resident`.
+    pub muzzy_bytes: u64,
+    /// `stats.retained`: purged extents kept mapped for reuse.
+    pub retained_bytes: u64,
+    /// jemalloc's own metadata resident (`base` pages), as modelled: see
+    /// [`Process::set_metadata`].
+    pub metadata_bytes: u64,
+    /// `stats.resident`: active + dirty + metadata (muzzy pages are not counted, as in
+    /// jemalloc's `pa_shard_stats_merge`).
+    pub resident_bytes: u64,
+    /// `stats.mapped` less metadata: active + dirty + muzzy (retained pages are not mapped in
+    /// jemalloc's sense, `pac_mapped`).
+    pub mapped_bytes: u64,
 }
 
 /// One arena at one event.
@@ -74,6 +94,30 @@ pub struct ProcessSnapshot {
     pub allocated_bytes: u64,
     pub active_bytes: u64,
     pub arenas: Vec<ArenaSnapshot>,
+}
+
+/// Multiplies every time stamp by `factor` (times relative to the first record's), to
+/// stretch a short trace so that decay of a given period has room to act.
+pub fn scale_times(records: &mut [crate::trace::Record], factor: f64) {
+    use crate::trace::Record;
+    let first = records.iter().find_map(|r| match r {
+        Record::Call(c) => c.time_ns,
+        Record::ThreadExit { time_ns, .. } => *time_ns,
+        Record::Site { .. } => None,
+    });
+    let Some(t0) = first else { return };
+    let scale = |t: &mut Option<u64>| {
+        if let Some(v) = t {
+            *v = t0 + ((v.saturating_sub(t0)) as f64 * factor).round() as u64;
+        }
+    };
+    for r in records {
+        match r {
+            Record::Call(c) => scale(&mut c.time_ns),
+            Record::ThreadExit { time_ns, .. } => scale(time_ns),
+            Record::Site { .. } => {}
+        }
+    }
 }
 
 fn snapshot_of(event: u64, arenas: &[Option<Arena>], tcache: &[u64]) -> ProcessSnapshot {
@@ -107,6 +151,15 @@ pub struct ProcessSummary {
     pub final_stats: ProcessStats,
     /// Sum over events of active bytes (for the mean).
     pub active_byte_events: u128,
+    pub peak_resident_bytes: u64,
+    /// The totals at the first event where resident bytes peaked.
+    pub at_resident_peak: ProcessStats,
+    /// Sum over events of resident bytes (the mean per event, for traces without times).
+    pub resident_byte_events: u128,
+    /// Integral of resident bytes over the clock (byte-ns), each value held until the next
+    /// record, and the clock of the first record seen.
+    pub resident_byte_ns: u128,
+    pub first_time_ns: Option<u64>,
 }
 
 impl ProcessSummary {
@@ -118,7 +171,31 @@ impl ProcessSummary {
             self.at_active_peak = *s;
         }
         self.active_byte_events += u128::from(s.active_bytes);
+        if s.resident_bytes > self.peak_resident_bytes {
+            self.peak_resident_bytes = s.resident_bytes;
+            self.at_resident_peak = *s;
+        }
+        self.resident_byte_events += u128::from(s.resident_bytes);
+        if self.first_time_ns.is_some() {
+            let dt = s.time_ns.saturating_sub(self.final_stats.time_ns);
+            self.resident_byte_ns += u128::from(self.final_stats.resident_bytes) * u128::from(dt);
+        } else {
+            self.first_time_ns = Some(s.time_ns);
+        }
         self.final_stats = *s;
+    }
+
+    /// Mean resident bytes over the trace's time (each value weighted by how long it held);
+    /// over events when the trace has no times (or lasts 0 ns).
+    pub fn mean_resident_bytes(&self) -> f64 {
+        let span = self.final_stats.time_ns - self.first_time_ns.unwrap_or(0);
+        if span > 0 {
+            self.resident_byte_ns as f64 / span as f64
+        } else if self.final_stats.events == 0 {
+            0.0
+        } else {
+            self.resident_byte_events as f64 / self.final_stats.events as f64
+        }
     }
 
     /// Mean active bytes over all events.

@@ -5,11 +5,13 @@
 use super::tcache::{CacheInfo, Item, Tcache};
 
 mod cache;
+mod decay;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{Arena, SimError};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Event, Record, ThreadId};
+pub use decay::DecayClock;
 pub use view::{HeldBlock, LiveObject};
 
 const NIL: u32 = u32::MAX;
@@ -33,6 +35,36 @@ const DEAD: Object = Object {
     request: 0,
     align: 0,
 };
+
+/// jemalloc's metadata resident (`base_resident` summed over arenas), modelled as two
+/// constants plus the extent records: arena 0's base at the start (it holds the global
+/// tables: the radix tree of extents, the size-class tables), each further arena's base when
+/// fresh (bins, its first base block), both measured on the live allocator
+/// (`crate::live::decay` reads them in its child), and 128 bytes per extent record at each
+/// arena's high-water mark (`base_alloc_edata`). The radix tree's leaves, which grow with
+/// the address space the heap touches, are not modelled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Metadata {
+    pub base_bytes: u64,
+    pub per_arena_bytes: u64,
+}
+
+impl Metadata {
+    /// Measured here on the linked jemalloc 5.3.1 (4 KiB pages, 8 arenas) in the live
+    /// replayer's child before its first event (`fragsim replay
+    /// data/traces/cpp-threads-map.trace --process --malloc-conf dirty_decay_ms:100 --live
+    /// --honour-clock --runs 1`, its row "metadata resident before the first event"): arena
+    /// 0's metadata resident (1,974,272 bytes; another session read 1,449,984) and a fresh
+    /// arena's (94,208, the same in both). Arena 0's share is mostly global (the radix
+    /// tree's root and first leaves, the size-class tables) and includes what the replayer's
+    /// own allocations registered.
+    pub fn measured_default() -> Metadata {
+        Metadata {
+            base_bytes: 1_974_272,
+            per_arena_bytes: 94_208,
+        }
+    }
+}
 
 /// A trace thread as jemalloc sees it after its first call.
 #[derive(Clone, Debug)]
@@ -65,6 +97,13 @@ pub struct Process {
     minimal_deallocated: Vec<u64>,
     small_max: u64,
     stats: ProcessStats,
+    metadata: Metadata,
+    /// Either decay setting is not -1: arenas decay and threads tick.
+    decay_on: bool,
+    seed: u64,
+    clock: decay::Clock,
+    /// Each thread's decay ticker (made at its first call, a free included).
+    tickers: Vec<Option<crate::sim::decay::Ticker>>,
 }
 
 impl Process {
@@ -79,7 +118,12 @@ impl Process {
         {
             return Err(ProcessError::ClockGc);
         }
-        let arena0 = Arena::new(config)?;
+        let mut arena0 = Arena::new(config)?;
+        let decay_on = options.dirty_decay_ms != -1 || options.muzzy_decay_ms != -1;
+        if decay_on {
+            let seed = crate::sim::decay::mix_seed(0, 0, 1);
+            arena0.set_decay(options.dirty_decay_ms, options.muzzy_decay_ms, 0, seed);
+        }
         let classes = arena0.classes().clone();
         let info = CacheInfo::new(&classes, &options, config.version);
         let narenas = options.narenas_for(cpus);
@@ -109,6 +153,11 @@ impl Process {
             minimal_deallocated: Vec::new(),
             small_max: classes.small_maxclass(),
             stats: ProcessStats::default(),
+            decay_on,
+            metadata: Metadata::default(),
+            seed: 0,
+            clock: decay::Clock::default(),
+            tickers: Vec::new(),
         })
     }
 
@@ -162,6 +211,12 @@ impl Process {
         &self.stats
     }
 
+    /// Sets the metadata model (see [`Metadata`]); the default counts none.
+    pub fn set_metadata(&mut self, m: Metadata) {
+        self.metadata = m;
+        self.refresh_totals();
+    }
+
     fn arena(&self, i: u32) -> &Arena {
         self.arenas[i as usize].as_ref().expect("arena exists")
     }
@@ -179,14 +234,16 @@ impl Process {
     pub fn apply(&mut self, record: &Record) -> Result<(), ProcessError> {
         match record {
             Record::Site { .. } => Ok(()),
-            Record::ThreadExit { thread, .. } => {
+            Record::ThreadExit { thread, time_ns } => {
                 self.stats.events += 1;
+                self.advance_clock(self.stats.events, *time_ns)?;
                 self.thread_exit(*thread);
                 Ok(())
             }
             Record::Call(call) => {
                 self.stats.events += 1;
                 let n = self.stats.events;
+                self.advance_clock(n, call.time_ns)?;
                 let t = call.thread as usize;
                 if self.exited.get(t).copied().unwrap_or(false) {
                     return Err(ProcessError::AfterExit {
@@ -275,6 +332,7 @@ impl Process {
             .ok_or(SimError::FreeOfDeadId { event: n, id })?;
         self.objects[id as usize] = DEAD;
         self.arena_mut(obj.arena).remove(obj.extent);
+        self.tick(t, obj.arena, 1);
         self.stats.live_objects -= 1;
         self.stats.requested_bytes -= obj.request;
         if t >= self.minimal_deallocated.len() {
@@ -287,12 +345,30 @@ impl Process {
 
     fn refresh_totals(&mut self) {
         let (mut alloc, mut active) = (0, 0);
+        let (mut dirty, mut muzzy, mut retained, mut narenas) = (0, 0, 0, 0);
+        let mut edata = 0;
+        let page = self.config.page();
         for a in self.arenas.iter().flatten() {
+            // base_alloc_edata: 128 bytes (EDATA_ALIGNMENT) each, resident page by page.
+            edata += (a.extent_records() * 128).div_ceil(page) * page;
             alloc += a.stats().allocated_bytes;
             active += a.stats().active_bytes;
+            let p = a.page_sets();
+            dirty += p.dirty_bytes;
+            muzzy += p.muzzy_bytes;
+            retained += p.retained_bytes;
+            narenas += 1;
         }
         self.stats.allocated_bytes = alloc;
         self.stats.active_bytes = active;
+        self.stats.dirty_bytes = dirty;
+        self.stats.muzzy_bytes = muzzy;
+        self.stats.retained_bytes = retained;
+        let m = self.metadata;
+        self.stats.metadata_bytes = m.base_bytes + m.per_arena_bytes * (narenas - 1) + edata;
+        self.stats.resident_bytes = active + dirty + self.stats.metadata_bytes;
+        self.stats.mapped_bytes = active + dirty + muzzy;
+        self.stats.time_ns = self.clock.now_ns;
         self.stats.tcache_bytes = self.tcache_bytes.iter().sum();
         self.stats.threads_live = self.threads.iter().flatten().count() as u64;
     }
@@ -327,6 +403,7 @@ impl Process {
             let bytes = self.cache_block_bytes();
             let n = self.stats.events;
             let extent = self.arena_mut(0).place(n, bytes)?;
+            self.tick(t, 0, 1);
             Some(Item { arena: 0, extent })
         } else {
             None
@@ -364,7 +441,7 @@ impl Process {
         if self.nthreads[choose] == 0 || first_null == n {
             return Ok(choose as u32);
         }
-        self.arenas[first_null] = Some(Arena::new(self.config)?);
+        self.arenas[first_null] = Some(self.new_arena(first_null as u32)?);
         Ok(first_null as u32)
     }
 
@@ -373,7 +450,7 @@ impl Process {
         if usize >= self.oversize {
             let h = self.huge.expect("oversize implies a huge arena");
             if self.arenas[h as usize].is_none() {
-                self.arenas[h as usize] = Some(Arena::new(self.config)?);
+                self.arenas[h as usize] = Some(self.new_arena(h)?);
             }
             return Ok(h);
         }
@@ -388,8 +465,10 @@ impl Process {
         if usize <= self.small_max {
             self.arena(0).bin_index(usize)
         } else {
-            self.info.nbins_small
-                + self.info.size[self.info.nbins_small..].partition_point(|&s| s < usize)
+            // With tcache_max below the largest small class no large bin is cached (and
+            // `size` stops before the small bins end): any index >= nhbins says so.
+            let large = self.info.size.get(self.info.nbins_small..).unwrap_or(&[]);
+            self.info.nbins_small + large.partition_point(|&s| s < usize)
         }
     }
 
@@ -422,6 +501,7 @@ impl Process {
             }
             // tcache_alloc_large: one object from the thread's arena, no fill.
             let extent = self.arena_mut(arena).place(n, usize)?;
+            self.tick(t, arena, 1);
             return Ok((arena, extent));
         }
         let arena = if small {
@@ -430,6 +510,7 @@ impl Process {
             self.arena_for(t, usize)?
         };
         let extent = self.arena_mut(arena).place(n, usize)?;
+        self.tick(t, arena, 1);
         Ok((arena, extent))
     }
 
@@ -454,8 +535,13 @@ impl Process {
                 self.flush(t, bin, 0);
             }
             self.arena_mut(block.arena).remove(block.extent);
+            self.tick(t, block.arena, 1);
+            // "Manually trigger decay": arena 0 (the block's), then the thread's arena.
+            self.decay_check(0);
             if self.nthreads[arena as usize] == 0 {
                 self.arena_mut(arena).purge_all();
+            } else {
+                self.decay_check(arena);
             }
         }
         self.threads[t] = None;

@@ -24,6 +24,13 @@ pub struct ProcessOptions {
     pub oversize_threshold: u64,
     /// `opt.experimental_tcache_gc` (5.3.1 only; its default there is true).
     pub experimental_tcache_gc: Option<bool>,
+    /// `opt.dirty_decay_ms`: -1 never purge, 0 purge at once, else over that many ms. The
+    /// model's default is -1 (decay off, deterministic), not jemalloc's 10,000: write
+    /// `dirty_decay_ms:10000` for jemalloc's own default. Decay above 0 needs a trace with
+    /// times (the model runs it on the trace's clock).
+    pub dirty_decay_ms: i64,
+    /// `opt.muzzy_decay_ms` (jemalloc's default 0; the model's -1, as above).
+    pub muzzy_decay_ms: i64,
 }
 
 impl Default for ProcessOptions {
@@ -38,6 +45,8 @@ impl Default for ProcessOptions {
             narenas: None,
             oversize_threshold: 8 << 20,
             experimental_tcache_gc: None,
+            dirty_decay_ms: -1,
+            muzzy_decay_ms: -1,
         }
     }
 }
@@ -118,13 +127,18 @@ impl ProcessOptions {
                     o.oversize_threshold = number(k, v, 0, u64::MAX, "a byte count")?
                 }
                 "dirty_decay_ms" | "muzzy_decay_ms" => {
-                    let ms: i64 = number(k, v, -1, i64::MAX, "milliseconds, or -1")?;
-                    if ms != -1 {
-                        return Err(OptionError::Unsupported {
-                            name: k.into(),
-                            value: v.into(),
-                            why: "decay runs on the wall clock; only -1 (decay off) is modelled",
-                        });
+                    // decay_ms_valid: -1, or 0 ..= NSTIME_SEC_MAX (18,446,744,072 s) x 1000.
+                    let ms: i64 = number(
+                        k,
+                        v,
+                        -1,
+                        18_446_744_072_000,
+                        "milliseconds (0 purges at once), or -1 (never)",
+                    )?;
+                    if k == "dirty_decay_ms" {
+                        o.dirty_decay_ms = ms;
+                    } else {
+                        o.muzzy_decay_ms = ms;
                     }
                 }
                 "experimental_tcache_gc" => o.experimental_tcache_gc = Some(boolean(k, v)?),
@@ -135,7 +149,7 @@ impl ProcessOptions {
     }
 
     /// The options as a `MALLOC_CONF` string for a live child (only what differs from the
-    /// defaults, plus decay off), for `version`.
+    /// defaults, plus both decay settings, which the model's defaults turn off), for `version`.
     pub fn to_conf(&self, version: JemallocVersion) -> String {
         let d = ProcessOptions::default();
         let mut parts = Vec::new();
@@ -182,8 +196,8 @@ impl ProcessOptions {
             // The one deterministic cache GC (the experimental one reads the clock).
             parts.push("experimental_tcache_gc:false".into());
         }
-        parts.push("dirty_decay_ms:-1".into());
-        parts.push("muzzy_decay_ms:-1".into());
+        parts.push(format!("dirty_decay_ms:{}", self.dirty_decay_ms));
+        parts.push(format!("muzzy_decay_ms:{}", self.muzzy_decay_ms));
         parts.join(",")
     }
 
@@ -196,6 +210,18 @@ impl ProcessOptions {
             JemallocVersion::V5_3_1 => 1u64 << (2 + lg_page + 1),
         };
         self.tcache_max.min(limit)
+    }
+
+    /// Whether decay runs on a clock (either setting above 0): the trace needs times.
+    pub fn needs_clock(&self) -> bool {
+        self.dirty_decay_ms > 0 || self.muzzy_decay_ms > 0
+    }
+
+    /// `arena_create_huge_arena` without background threads: a setting above 0 becomes 0
+    /// for the huge arena (purge at once); 0 and -1 stay.
+    pub fn huge_decay_ms(&self) -> (i64, i64) {
+        let f = |ms: i64| if ms > 0 { 0 } else { ms };
+        (f(self.dirty_decay_ms), f(self.muzzy_decay_ms))
     }
 
     /// `malloc_narenas_default`: 4 x CPUs, 1 on one CPU.
@@ -215,4 +241,19 @@ pub fn machine_cpus() -> u32 {
         }
     }
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// This machine's `CLOCK_MONOTONIC_COARSE` resolution in ns (jemalloc's decay clock on
+/// Linux: `nstime_update` reads it when the system has it); 0 if it cannot be read.
+pub fn machine_coarse_clock_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_getres only writes the timespec.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } == 0 {
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    } else {
+        0
+    }
 }

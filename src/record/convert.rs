@@ -2,10 +2,14 @@
 //! addresses -> ids lowest-free-first (the importer valgrind logs use), raw thread ids ->
 //! dense trace threads in order of first appearance, stacks -> the site table.
 
-use super::raw::{RawEvent, RawImage, RawOp, RawProcess, FLAG_NO_UNWINDER, FLAG_STACKS};
+use super::raw::{
+    CursorError, RawEvent, RawImage, RawOp, RawProcess, Stacks, ThreadCursor, FLAG_NO_UNWINDER,
+    FLAG_STACKS,
+};
 use super::symbols::{Modules, Symbolizer};
 use crate::trace::{
-    AddressImporter, Call, Event, Frame, IssueCounts, Record, SiteId, ThreadId, TraceError,
+    AddressImporter, Call, Event, Frame, IssueCounts, ObjectId, Record, SiteId, ThreadId,
+    TraceError,
 };
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -42,9 +46,11 @@ pub struct ConvertSummary {
 
 type Sink<'a> = dyn FnMut(&Record) -> Result<(), TraceError> + 'a;
 
-struct Converter<'a> {
+struct Converter<'a, 'p> {
     file: String,
     sink: &'a mut Sink<'a>,
+    /// Told how many more bytes of events were read, chunk by chunk.
+    progress: &'p mut dyn FnMut(u64),
     importer: AddressImporter,
     base_ns: u64,
     last_ns: u64,
@@ -62,9 +68,21 @@ pub fn convert<'a>(
     file: &str,
     sink: &'a mut Sink<'a>,
 ) -> Result<ConvertSummary, TraceError> {
+    convert_with_progress(process, file, sink, &mut |_| {})
+}
+
+/// As [`convert`], telling `progress` how many more bytes of the file's events
+/// ([`RawProcess::event_bytes`] in all) were read, each time a chunk is read.
+pub fn convert_with_progress<'a>(
+    process: &RawProcess,
+    file: &str,
+    sink: &'a mut Sink<'a>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ConvertSummary, TraceError> {
     let mut c = Converter {
         file: file.to_string(),
         sink,
+        progress,
         importer: AddressImporter::new(),
         base_ns: process.images.first().map_or(0, |i| i.start_ns),
         last_ns: 0,
@@ -79,7 +97,7 @@ pub fn convert<'a>(
     };
     let mut inherited: Option<(ThreadId, Vec<ThreadId>)> = None;
     for image in &process.images {
-        let (exec_thread, live) = c.image(image, inherited.take())?;
+        let (exec_thread, live) = c.image(process, image, inherited.take())?;
         if let Some(t) = exec_thread {
             inherited = Some((t, live));
         }
@@ -107,15 +125,54 @@ fn exhausted(file: &str) -> TraceError {
     }
 }
 
-impl Converter<'_> {
+/// One thread of the image being merged: its cursor, the event due next, and what the
+/// merge learnt about it.
+struct Lane<'a> {
+    tid: u32,
+    slot: u32,
+    cursor: ThreadCursor<'a>,
+    head: Option<RawEvent>,
+    /// Its trace thread, from its first event on.
+    thread: Option<ThreadId>,
+    /// A realloc between its two points: the object it moves (`None`: not live).
+    pending: Option<Option<ObjectId>>,
+    exited: bool,
+}
+
+/// What the events of one image share while they are merged.
+struct ImageState {
+    modules: Modules,
+    stacks_on: bool,
+    stacks: Stacks,
+    site_of: HashMap<(u32, u32), Option<SiteId>>,
+    /// The thread that exec'd into this image: it is the first one seen here.
+    first_thread: Option<ThreadId>,
+}
+
+impl Converter<'_, '_> {
     /// One image; `inherited`: the thread that exec'd into it and the previous image's other
     /// live threads. Returns this image's exec'ing thread (if it exec'd) and its live threads.
-    fn image(
+    ///
+    /// The threads' events are merged by sequence number as they are decoded: the lane with
+    /// the lowest next number runs until its next event passes the second lowest, so the heap
+    /// is touched once per run of a thread's events, not once per event.
+    fn image<'p>(
         &mut self,
-        image: &RawImage,
+        process: &'p RawProcess,
+        image: &'p RawImage,
         inherited: Option<(ThreadId, Vec<ThreadId>)>,
     ) -> Result<(Option<ThreadId>, Vec<ThreadId>), TraceError> {
-        let mut first_thread = None;
+        let mut st = ImageState {
+            modules: image
+                .maps
+                .as_deref()
+                .map(Modules::parse)
+                .unwrap_or_default(),
+            stacks_on: image.flags & FLAG_STACKS != 0,
+            stacks: Stacks::new(),
+            site_of: HashMap::new(),
+            first_thread: None,
+        };
         if let Some((exec_thread, others)) = inherited {
             // The exec released the old address space and ended every other thread.
             let at = self.time(image.start_ns);
@@ -126,90 +183,138 @@ impl Converter<'_> {
             for t in others {
                 self.exit(t, at)?;
             }
-            first_thread = Some(exec_thread);
+            st.first_thread = Some(exec_thread);
         }
-        let modules = image
-            .maps
-            .as_deref()
-            .map(Modules::parse)
-            .unwrap_or_default();
-        let stacks_on = image.flags & FLAG_STACKS != 0;
-        let mut threads: HashMap<u32, ThreadId> = HashMap::new();
-        let mut exited: Vec<ThreadId> = Vec::new();
-        let mut pending: HashMap<u32, Option<u32>> = HashMap::new();
-        let mut site_of: HashMap<(u32, u32), Option<SiteId>> = HashMap::new();
-        let lists: Vec<(u32, u32, &[RawEvent])> = image
+        let clock = image.clock();
+        let mut lanes: Vec<Lane> = image
             .threads
             .iter()
-            .map(|(&tid, t)| (tid, t.slot, t.events.as_slice()))
+            .map(|(&tid, t)| Lane {
+                tid,
+                slot: t.slot,
+                cursor: process.cursor(t, clock),
+                head: None,
+                thread: None,
+                pending: None,
+                exited: false,
+            })
             .collect();
-        let mut heap: BinaryHeap<Reverse<(u64, usize, usize)>> = lists
-            .iter()
-            .enumerate()
-            .filter(|(_, l)| !l.2.is_empty())
-            .map(|(i, l)| Reverse((l.2[0].seq, i, 0)))
-            .collect();
-        while let Some(Reverse((_, li, pos))) = heap.pop() {
-            let (tid, slot, events) = lists[li];
-            if pos + 1 < events.len() {
-                heap.push(Reverse((events[pos + 1].seq, li, pos + 1)));
+        let mut heap = BinaryHeap::new();
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            lane.head = self.next(lane, &mut st.stacks)?;
+            if let Some(e) = lane.head {
+                heap.push(Reverse((e.seq, i)));
             }
-            let ev = events[pos];
-            let thread = *threads.entry(tid).or_insert_with(|| {
-                first_thread.take().unwrap_or_else(|| {
+        }
+        while let Some(Reverse((_, li))) = heap.pop() {
+            let bound = heap.peek().map_or(u64::MAX, |r| r.0 .0);
+            let lane = &mut lanes[li];
+            while let Some(ev) = lane.head.take() {
+                self.event(lane, ev, &mut st)?;
+                lane.head = self.next(lane, &mut st.stacks)?;
+                match lane.head {
+                    Some(e) if e.seq > bound => {
+                        heap.push(Reverse((e.seq, li)));
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let exec_thread = image
+            .exec_tid
+            .and_then(|tid| lanes.iter().find(|l| l.tid == tid))
+            .and_then(|l| l.thread);
+        let live = lanes
+            .iter()
+            .filter(|l| !l.exited)
+            .filter_map(|l| l.thread)
+            .filter(|&t| Some(t) != exec_thread)
+            .collect();
+        Ok((exec_thread, live))
+    }
+
+    fn next(
+        &mut self,
+        lane: &mut Lane,
+        stacks: &mut Stacks,
+    ) -> Result<Option<RawEvent>, TraceError> {
+        let read = lane.cursor.bytes_read;
+        let next = lane.cursor.next_event(stacks);
+        if lane.cursor.bytes_read != read {
+            (self.progress)(lane.cursor.bytes_read - read);
+        }
+        next.map_err(|e| match e {
+            CursorError::Corrupt(at, what) => TraceError::Corrupt {
+                file: self.file.clone(),
+                offset: at as u64,
+                what,
+            },
+            CursorError::Io(source) => TraceError::Io {
+                file: self.file.clone(),
+                source,
+            },
+        })
+    }
+
+    /// One merged event of `lane`.
+    fn event(
+        &mut self,
+        lane: &mut Lane,
+        ev: RawEvent,
+        st: &mut ImageState,
+    ) -> Result<(), TraceError> {
+        let thread = match lane.thread {
+            Some(t) => t,
+            None => {
+                let t = st.first_thread.take().unwrap_or_else(|| {
                     let t = self.next_thread;
                     self.next_thread += 1;
                     t
-                })
-            });
-            let at = self.time(ev.time_ns);
-            let site = if stacks_on && ev.stack != 0 {
-                let key = (slot, ev.stack);
-                match site_of.get(&key) {
-                    Some(&s) => s,
-                    None => {
-                        let s = self.site(image, &modules, key)?;
-                        site_of.insert(key, s);
-                        s
-                    }
-                }
-            } else {
-                None
-            };
-            self.out.clear();
-            match ev.op {
-                RawOp::Alloc { size, align, addr } => {
-                    self.importer
-                        .alloc(addr, size, align, &mut self.out)
-                        .map_err(|_| exhausted(&self.file))?;
-                }
-                RawOp::Free { addr } => {
-                    self.importer.free(addr, &mut self.out);
-                }
-                RawOp::ReallocBegin { old } => {
-                    pending.insert(tid, self.importer.detach(old));
-                }
-                RawOp::ReallocEnd { new, size, .. } => {
-                    let id = pending.remove(&tid).flatten();
-                    self.importer
-                        .attach(id, new, size, &mut self.out)
-                        .map_err(|_| exhausted(&self.file))?;
-                }
-                RawOp::Exit => {
-                    self.exit(thread, at)?;
-                    exited.push(thread);
-                    continue;
+                });
+                lane.thread = Some(t);
+                t
+            }
+        };
+        let at = self.time(ev.time_ns);
+        let site = if st.stacks_on && ev.stack != 0 {
+            let key = (lane.slot, ev.stack);
+            match st.site_of.get(&key) {
+                Some(&s) => s,
+                None => {
+                    let s = self.site(&st.modules, st.stacks.get(&key))?;
+                    st.site_of.insert(key, s);
+                    s
                 }
             }
-            self.emit_calls(thread, at, site)?;
+        } else {
+            None
+        };
+        self.out.clear();
+        match ev.op {
+            RawOp::Alloc { size, align, addr } => {
+                self.importer
+                    .alloc(addr, size, align, &mut self.out)
+                    .map_err(|_| exhausted(&self.file))?;
+            }
+            RawOp::Free { addr } => {
+                self.importer.free(addr, &mut self.out);
+            }
+            RawOp::ReallocBegin { old } => {
+                lane.pending = Some(self.importer.detach(old));
+            }
+            RawOp::ReallocEnd { new, size, .. } => {
+                let id = lane.pending.take().flatten();
+                self.importer
+                    .attach(id, new, size, &mut self.out)
+                    .map_err(|_| exhausted(&self.file))?;
+            }
+            RawOp::Exit => {
+                lane.exited = true;
+                return self.exit(thread, at);
+            }
         }
-        let exec_thread = image.exec_tid.and_then(|tid| threads.get(&tid).copied());
-        let live = threads
-            .values()
-            .copied()
-            .filter(|t| !exited.contains(t) && Some(*t) != exec_thread)
-            .collect();
-        Ok((exec_thread, live))
+        self.emit_calls(thread, at, site)
     }
 
     /// Nanoseconds since the start, never going back (threads read the clock a moment
@@ -271,11 +376,10 @@ impl Converter<'_> {
     /// The trace site of a stack, defined (written) the first time it is seen.
     fn site(
         &mut self,
-        image: &RawImage,
         modules: &Modules,
-        key: (u32, u32),
+        ips: Option<&Vec<u64>>,
     ) -> Result<Option<SiteId>, TraceError> {
-        let Some(ips) = image.stacks.get(&key) else {
+        let Some(ips) = ips else {
             return Ok(None);
         };
         let frames: Vec<Frame> = ips

@@ -1,13 +1,13 @@
 //! Recording a program natively: run it with the preload library (`preload/`, built beside
 //! the fragsim binary as `libfragsim_preload.so`), then convert the raw files it wrote into
-//! traces. [`raw`] reads them, [`convert`] merges and translates, [`sink`] writes.
+//! traces. [`raw`] reads them, [`convert`](mod@convert) merges and translates, [`sink`] writes.
 
 pub mod convert;
 pub mod raw;
 pub mod sink;
 pub mod symbols;
 
-pub use convert::{convert, ConvertSummary};
+pub use convert::{convert, convert_with_progress, ConvertSummary};
 pub use raw::{parse, RawProcess};
 pub use sink::TraceSink;
 
@@ -45,6 +45,9 @@ pub enum RecordError {
 pub struct NativeOptions {
     pub stacks: bool,
     pub follow_forks: bool,
+    /// Time stamps from the TSC (ns resolution, about 25 ns more per call) instead of
+    /// `CLOCK_MONOTONIC_COARSE` (the kernel's tick, 1-4 ms).
+    pub precise_times: bool,
     /// Keep the raw files here instead of a temporary folder (tests, debugging).
     pub raw_dir: Option<PathBuf>,
 }
@@ -102,12 +105,41 @@ pub fn find_program(name: &std::ffi::OsStr) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Where a recording is, for a progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordProgress {
+    /// The program has exited: `total` bytes of raw events are to be converted.
+    Converting { total: u64 },
+    /// That many more bytes were converted.
+    Converted(u64),
+}
+
 /// Runs `command` under the recorder and writes its trace to `out` (children's to
 /// `out.<pid>`). The program's stdin, stdout and stderr are passed through.
+/// `LD_PRELOAD` with the recorder first, before what the user preloads already.
+fn preload_with(preload: PathBuf) -> std::ffi::OsString {
+    let mut var = preload.canonicalize().unwrap_or(preload).into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        var.push(":");
+        var.push(old);
+    }
+    var
+}
+
 pub fn record_native(
     command: &[std::ffi::OsString],
     out: &Path,
     options: &NativeOptions,
+) -> Result<Recorded, RecordError> {
+    record_native_with_progress(command, out, options, &mut |_| {})
+}
+
+/// As [`record_native`], telling `progress` how the conversion goes.
+pub fn record_native_with_progress(
+    command: &[std::ffi::OsString],
+    out: &Path,
+    options: &NativeOptions,
+    progress: &mut dyn FnMut(RecordProgress),
 ) -> Result<Recorded, RecordError> {
     let preload = find_preload()?;
     let program = command
@@ -118,13 +150,13 @@ pub fn record_native(
         return Err(RecordError::ProgramMissing(program));
     }
     let out_dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
     };
     // Beside the output, so a large recording does not fill /tmp.
     let temp = tempfile::Builder::new()
         .prefix(".fragsim-record-")
-        .tempdir_in(&out_dir)
+        .tempdir_in(out_dir)
         .map_err(|source| RecordError::TempDir {
             out: out.to_path_buf(),
             source,
@@ -136,11 +168,7 @@ pub fn record_native(
         source,
     })?;
     let raw_dir = raw_dir.canonicalize().unwrap_or(raw_dir);
-    let mut preload_var = preload.canonicalize().unwrap_or(preload).into_os_string();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
-        preload_var.push(":");
-        preload_var.push(old);
-    }
+    let preload_var = preload_with(preload);
     let mut flags = Vec::new();
     if options.stacks {
         flags.push("stacks");
@@ -148,26 +176,29 @@ pub fn record_native(
     if options.follow_forks {
         flags.push("follow");
     }
+    if options.precise_times {
+        flags.push("tsc");
+    }
     let started = std::time::Instant::now();
-    let mut child = Command::new(&command[0])
-        .args(&command[1..])
-        .env("LD_PRELOAD", preload_var)
-        .env("FRAGSIM_PRELOAD_DIR", &raw_dir)
-        .env("FRAGSIM_PRELOAD_PARENT", std::process::id().to_string())
-        .env("FRAGSIM_PRELOAD_FLAGS", flags.join(","))
-        .spawn()
-        .map_err(|source| RecordError::Spawn {
-            program: program.clone(),
-            source,
-        })?;
+    let mut child = crate::cleanup::GuardedChild::spawn(
+        Command::new(&command[0])
+            .args(&command[1..])
+            .env("LD_PRELOAD", preload_var)
+            .env("FRAGSIM_PRELOAD_DIR", &raw_dir)
+            .env("FRAGSIM_PRELOAD_PARENT", std::process::id().to_string())
+            .env("FRAGSIM_PRELOAD_FLAGS", flags.join(",")),
+    )
+    .map_err(|source| RecordError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
     let pid = child.id() as u64;
-    let stop = crate::cleanup::stop_on_interrupt(child.id());
     let status = child.wait().map_err(|source| RecordError::Spawn {
         program: program.clone(),
         source,
     })?;
     let elapsed = started.elapsed();
-    drop(stop);
+    drop(child);
     let fields = Fields {
         threads: true,
         times: true,
@@ -175,10 +206,21 @@ pub fn record_native(
     };
     let root_raw = raw_dir.join(format!("raw.{pid}"));
     let no_effect = !root_raw.exists();
-    let mut traces = vec![convert_file(&root_raw, out, fields, pid)?];
+    let mut jobs = vec![(pid, root_raw, out.to_path_buf())];
     for (child_pid, raw) in child_raw_files(&raw_dir, pid)? {
         let path = PathBuf::from(format!("{}.{child_pid}", out.display()));
-        traces.push(convert_file(&raw, &path, fields, child_pid)?);
+        jobs.push((child_pid, raw, path));
+    }
+    let parsed = jobs
+        .iter()
+        .map(|(_, raw, _)| parse(raw))
+        .collect::<Result<Vec<_>, _>>()?;
+    progress(RecordProgress::Converting {
+        total: parsed.iter().map(RawProcess::event_bytes).sum(),
+    });
+    let mut traces = Vec::new();
+    for ((pid, raw, path), process) in jobs.iter().zip(&parsed) {
+        traces.push(convert_parsed(process, raw, path, fields, *pid, progress)?);
     }
     Ok(Recorded {
         status,
@@ -206,22 +248,9 @@ fn child_raw_files(dir: &Path, root: u64) -> Result<Vec<(u64, PathBuf)>, RecordE
     Ok(files)
 }
 
-/// Reads and converts one raw file (a missing file is an empty process).
-pub fn read_raw(raw: &Path) -> Result<RawProcess, TraceError> {
-    let name = raw.display().to_string();
-    match std::fs::read(raw) {
-        Ok(bytes) => parse(&bytes, &name),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(RawProcess::default()),
-        Err(e) => Err(TraceError::Io {
-            file: name,
-            source: e,
-        }),
-    }
-}
-
 /// All records of one raw file, in order, with the conversion's summary.
 pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceError> {
-    let process = read_raw(raw)?;
+    let process = parse(raw)?;
     let mut records = Vec::new();
     let mut push = |r: &Record| {
         records.push(r.clone());
@@ -231,16 +260,29 @@ pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceErr
     Ok((records, summary))
 }
 
-fn convert_file(
+/// Converts the raw file `raw` of process `pid` into the trace `out`.
+pub fn convert_file(
     raw: &Path,
     out: &Path,
     fields: Fields,
     pid: u64,
 ) -> Result<RecordedTrace, RecordError> {
-    let process = read_raw(raw)?;
+    convert_parsed(&parse(raw)?, raw, out, fields, pid, &mut |_| {})
+}
+
+fn convert_parsed(
+    process: &RawProcess,
+    raw: &Path,
+    out: &Path,
+    fields: Fields,
+    pid: u64,
+    progress: &mut dyn FnMut(RecordProgress),
+) -> Result<RecordedTrace, RecordError> {
+    let name = raw.display().to_string();
     let mut sink = TraceSink::create(out, fields)?;
     let mut write = |r: &Record| sink.write_record(r);
-    let summary = convert(&process, &raw.display().to_string(), &mut write)?;
+    let mut read = |bytes| progress(RecordProgress::Converted(bytes));
+    let summary = convert_with_progress(process, &name, &mut write, &mut read)?;
     sink.finish()?;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     Ok(RecordedTrace {

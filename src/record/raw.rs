@@ -1,8 +1,13 @@
 //! Reading the native recorder's raw files (the format is documented in
-//! `preload/src/lib.rs`): chunks -> images -> per-thread event lists.
+//! `preload/src/lib.rs`): chunks -> images -> per-thread chunk lists, decoded lazily, one
+//! event at a time, by a [`ThreadCursor`] while the threads are merged (the events of a
+//! recording are never all in memory at once).
 
 use crate::trace::TraceError;
 use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 const MAGIC: u32 = 0x4B43_5346;
 const K_HEADER: u32 = 1;
@@ -52,18 +57,25 @@ pub enum RawOp {
 #[derive(Clone, Copy, Debug)]
 pub struct RawEvent {
     pub seq: u64,
-    /// CLOCK_MONOTONIC ns (TSC stamps are scaled when the image is parsed).
+    /// CLOCK_MONOTONIC ns (TSC stamps are scaled as they are decoded).
     pub time_ns: u64,
     pub op: RawOp,
     /// The stack id in the thread buffer's table (0: none).
     pub stack: u32,
 }
 
-/// One thread of an image: its buffer slot (stack ids are per slot) and its events in order.
+/// One `EVENTS` chunk's payload: `start..end` of the file's bytes.
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    start: usize,
+    end: usize,
+}
+
+/// One thread of an image: its buffer slot (stack ids are per slot) and its chunks in order.
 #[derive(Debug, Default)]
 pub struct RawThread {
     pub slot: u32,
-    pub events: Vec<RawEvent>,
+    chunks: Vec<Chunk>,
 }
 
 /// How an image ended.
@@ -72,6 +84,27 @@ pub struct RawEnd {
     pub dropped_threads: u64,
     pub late_calls: u64,
     pub lost_bytes: u64,
+}
+
+/// Event stamps -> CLOCK_MONOTONIC ns: TSC ticks scaled linearly between the image's
+/// earliest and latest clock pairs (with a single pair, at the nominal 1 tick/ns: only an
+/// image that wrote no events has one); the identity for `CLOCK_MONOTONIC` stamps.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    tsc: bool,
+    first: (u64, u64),
+    per_tick: f64,
+}
+
+impl Clock {
+    #[inline]
+    pub fn ns(&self, stamp: u64) -> u64 {
+        if !self.tsc {
+            return stamp;
+        }
+        let dt = stamp.wrapping_sub(self.first.0) as i64 as f64 * self.per_tick;
+        (self.first.1 as f64 + dt).max(0.0) as u64
+    }
 }
 
 /// One program image of a process (a new one after each exec).
@@ -84,52 +117,45 @@ pub struct RawImage {
     pub fork_seq: u64,
     /// By raw thread id.
     pub threads: BTreeMap<u32, RawThread>,
-    /// (slot, stack id) -> return addresses, innermost first.
-    pub stacks: HashMap<(u32, u32), Vec<u64>>,
     /// The last `/proc/self/maps` written.
     pub maps: Option<String>,
     /// The thread that exec'd into the next image.
     pub exec_tid: Option<u32>,
     pub end: Option<RawEnd>,
     pub signal: Option<u64>,
-    /// (TSC, CLOCK_MONOTONIC ns) read together as each chunk was written.
-    pub clock: Vec<(u64, u64)>,
+    /// The earliest and latest (TSC, CLOCK_MONOTONIC ns) pairs, read together as chunks
+    /// were written.
+    clock_min: (u64, u64),
+    clock_max: (u64, u64),
 }
 
 impl RawImage {
-    /// Event stamps -> CLOCK_MONOTONIC ns: TSC ticks scaled linearly between the image's
-    /// earliest and latest clock pairs (with a single pair, at the nominal 1 tick/ns: only
-    /// an image that wrote no events has one).
-    fn scale_times(&mut self) {
-        if self.flags & FLAG_TSC == 0 {
-            return;
-        }
-        let first = self
-            .clock
-            .iter()
-            .min()
-            .copied()
-            .unwrap_or((0, self.start_ns));
-        let last = self.clock.iter().max().copied().unwrap_or(first);
+    pub fn clock(&self) -> Clock {
+        let (first, last) = (self.clock_min, self.clock_max);
         let ticks = last.0.saturating_sub(first.0);
         let ns = last.1.saturating_sub(first.1);
-        let per_tick = if ticks > 0 {
-            ns as f64 / ticks as f64
-        } else {
-            1.0
-        };
-        for thread in self.threads.values_mut() {
-            for e in &mut thread.events {
-                let dt = (e.time_ns as i128 - first.0 as i128) as f64 * per_tick;
-                e.time_ns = (first.1 as f64 + dt).max(0.0) as u64;
-            }
+        Clock {
+            tsc: self.flags & FLAG_TSC != 0,
+            first,
+            per_tick: if ticks > 0 {
+                ns as f64 / ticks as f64
+            } else {
+                1.0
+            },
         }
+    }
+
+    fn saw_clock(&mut self, pair: (u64, u64)) {
+        self.clock_min = self.clock_min.min(pair);
+        self.clock_max = self.clock_max.max(pair);
     }
 }
 
-/// A whole raw file: the process's images in order.
+/// A whole raw file: the process's images in order, over the open file (events are read
+/// chunk by chunk as they are merged).
 #[derive(Debug, Default)]
 pub struct RawProcess {
+    file: Option<File>,
     pub images: Vec<RawImage>,
 }
 
@@ -151,39 +177,63 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
 }
 
-/// Parses a raw file's bytes (`file` names it in errors). A chunk cut short at the end (the
-/// process was killed while writing) ends the file; the image then has no `END`.
-pub fn parse(bytes: &[u8], file: &str) -> Result<RawProcess, TraceError> {
-    let mut process = RawProcess::default();
+#[inline(always)]
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Opens and indexes the raw file `path` (a missing file is an empty process): chunk headers
+/// only, events are decoded later. A chunk cut short at the end (the process was killed
+/// while writing) ends the file; the image then has no `END`.
+pub fn parse(path: &Path) -> Result<RawProcess, TraceError> {
+    let name = path.display().to_string();
+    let io = |e| TraceError::Io {
+        file: name.clone(),
+        source: e,
+    };
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RawProcess::default()),
+        Err(e) => return Err(io(e)),
+    };
+    let size = file.metadata().map_err(io)?.len() as usize;
+    let mut process = RawProcess {
+        file: None,
+        images: Vec::new(),
+    };
+    let mut header = [0u8; CHUNK_HEADER];
+    let mut payload = Vec::new();
     let mut at = 0;
-    while at + CHUNK_HEADER <= bytes.len() {
-        if u32_at(bytes, at) != MAGIC {
-            return Err(corrupt(file, at, "no chunk magic"));
+    while at + CHUNK_HEADER <= size {
+        file.read_exact_at(&mut header, at as u64).map_err(io)?;
+        let h = &header;
+        if u32_at(h, 0) != MAGIC {
+            return Err(corrupt(&name, at, "no chunk magic"));
         }
-        let kind = u32_at(bytes, at + 4);
-        let slot = u32_at(bytes, at + 8);
-        let tid = u32_at(bytes, at + 12);
-        let len = u64::from_le_bytes(bytes[at + 16..at + 24].try_into().expect("8 bytes"));
-        let tsc = u64::from_le_bytes(bytes[at + 24..at + 32].try_into().expect("8 bytes"));
-        let mono = u64::from_le_bytes(bytes[at + 32..at + 40].try_into().expect("8 bytes"));
+        let kind = u32_at(h, 4);
+        let slot = u32_at(h, 8);
+        let tid = u32_at(h, 12);
+        let len = u64_at(h, 16);
+        let pair = (u64_at(h, 24), u64_at(h, 32));
         let start = at + CHUNK_HEADER;
         let Some(end) = usize::try_from(len).ok().and_then(|l| start.checked_add(l)) else {
-            return Err(corrupt(file, at, "chunk length out of range"));
+            return Err(corrupt(&name, at, "chunk length out of range"));
         };
-        if end > bytes.len() {
+        if end > size {
             break;
         }
-        let payload = &bytes[start..end];
+        if kind != K_EVENTS {
+            payload.resize(end - start, 0);
+            file.read_exact_at(&mut payload, start as u64).map_err(io)?;
+        }
         if kind == K_HEADER {
-            let w: Vec<u64> = words(payload).collect();
+            let w: Vec<u64> = words(&payload).collect();
             if w.len() < 6 || w[0] != 1 {
-                return Err(corrupt(file, at, "bad image header"));
-            }
-            if let Some(done) = process.images.last_mut() {
-                done.scale_times();
+                return Err(corrupt(&name, at, "bad image header"));
             }
             process.images.push(RawImage {
-                clock: vec![(tsc, mono)],
+                clock_min: pair,
+                clock_max: pair,
                 pid: w[1],
                 ppid: w[2],
                 start_ns: w[3],
@@ -193,107 +243,196 @@ pub fn parse(bytes: &[u8], file: &str) -> Result<RawProcess, TraceError> {
             });
         } else {
             let Some(image) = process.images.last_mut() else {
-                return Err(corrupt(file, at, "chunk before the first image header"));
+                return Err(corrupt(&name, at, "chunk before the first image header"));
             };
-            image.clock.push((tsc, mono));
+            image.saw_clock(pair);
             match kind {
-                K_EVENTS => parse_events(image, slot, tid, payload)
-                    .map_err(|what| corrupt(file, start, what))?,
-                K_MAPS => image.maps = Some(String::from_utf8_lossy(payload).into_owned()),
+                K_EVENTS => {
+                    if !len.is_multiple_of(8) {
+                        return Err(corrupt(&name, start, "events not in whole words"));
+                    }
+                    let thread = image.threads.entry(tid).or_insert_with(|| RawThread {
+                        slot,
+                        chunks: Vec::new(),
+                    });
+                    thread.chunks.push(Chunk { start, end });
+                }
+                K_MAPS => image.maps = Some(String::from_utf8_lossy(&payload).into_owned()),
                 K_EXEC => image.exec_tid = Some(tid),
                 K_END => {
-                    let w: Vec<u64> = words(payload).collect();
+                    let w: Vec<u64> = words(&payload).collect();
                     image.end = Some(RawEnd {
                         dropped_threads: w.first().copied().unwrap_or(0),
                         late_calls: w.get(1).copied().unwrap_or(0),
                         lost_bytes: w.get(2).copied().unwrap_or(0),
                     });
                 }
-                K_SIGNAL => image.signal = words(payload).next(),
-                other => return Err(corrupt(file, at, format!("unknown chunk kind {other}"))),
+                K_SIGNAL => image.signal = words(&payload).next(),
+                other => return Err(corrupt(&name, at, format!("unknown chunk kind {other}"))),
             }
         }
         at = end;
     }
-    if let Some(last) = process.images.last_mut() {
-        last.scale_times();
-    }
+    process.file = Some(file);
     Ok(process)
 }
 
-fn parse_events(image: &mut RawImage, slot: u32, tid: u32, payload: &[u8]) -> Result<(), String> {
-    let w: Vec<u64> = words(payload).collect();
-    let thread = image.threads.entry(tid).or_insert_with(|| RawThread {
-        slot,
-        events: Vec::new(),
-    });
-    let mut i = 0;
-    let need = |i: usize, n: usize| {
-        if i + n > w.len() {
-            Err(format!("event cut short ({} of {n} words)", w.len() - i))
-        } else {
-            Ok(())
+impl RawProcess {
+    /// A cursor over the events of `thread` (a thread of one of this file's images).
+    pub fn cursor<'a>(&'a self, thread: &'a RawThread, clock: Clock) -> ThreadCursor<'a> {
+        ThreadCursor {
+            file: self.file.as_ref(),
+            buf: Vec::new(),
+            chunks: &thread.chunks,
+            slot: thread.slot,
+            clock,
+            base: 0,
+            at: 0,
+            end: 0,
+            pending: None,
+            bytes_read: 0,
         }
-    };
-    while i < w.len() {
-        let head = w[i];
-        let kind = head & 0x7f;
-        if kind == E_STACK {
-            let n = (head >> 8) as usize;
-            need(i, 2 + n)?;
-            let id = w[i + 1] as u32;
-            image
-                .stacks
-                .insert((slot, id), w[i + 2..i + 2 + n].to_vec());
-            i += 2 + n;
-            continue;
+    }
+
+    /// The bytes of all images' events (what [`ThreadCursor`]s read in all).
+    pub fn event_bytes(&self) -> u64 {
+        self.images
+            .iter()
+            .flat_map(|i| i.threads.values())
+            .flat_map(|t| &t.chunks)
+            .map(|c| (c.end - c.start) as u64)
+            .sum()
+    }
+}
+
+/// (slot, stack id) -> return addresses, innermost first: filled as the cursors decode
+/// `STACK` events (a stack is always defined before the first call that names it, in the
+/// same slot's stream).
+pub type Stacks = HashMap<(u32, u32), Vec<u64>>;
+
+/// Why a cursor stopped: the file offset and what is wrong there, or a read that failed.
+#[derive(Debug)]
+pub enum CursorError {
+    Corrupt(usize, String),
+    Io(std::io::Error),
+}
+
+/// Decodes one thread's events in order, reading its chunks one at a time.
+pub struct ThreadCursor<'a> {
+    file: Option<&'a File>,
+    /// The current chunk's payload.
+    buf: Vec<u8>,
+    chunks: &'a [Chunk],
+    slot: u32,
+    clock: Clock,
+    /// The file offset of `buf`, for errors.
+    base: usize,
+    /// The position in `buf` and its length.
+    at: usize,
+    end: usize,
+    /// A realloc's second point, due after its first.
+    pending: Option<RawEvent>,
+    /// Bytes of chunks read so far.
+    pub bytes_read: u64,
+}
+
+impl ThreadCursor<'_> {
+    #[inline(always)]
+    fn word(&self, i: usize) -> u64 {
+        u64_at(&self.buf, self.at + 8 * i)
+    }
+
+    /// The next event.
+    pub fn next_event(&mut self, stacks: &mut Stacks) -> Result<Option<RawEvent>, CursorError> {
+        if let Some(e) = self.pending.take() {
+            return Ok(Some(e));
         }
-        let seq = head >> 8;
-        let site = head & HAS_SITE != 0;
-        let body = match kind {
-            E_ALLOC => 3,
-            E_FREE => 1,
-            E_REALLOC => 4,
-            E_EXIT => 0,
-            _ => return Err(format!("unknown event kind {kind}")),
-        };
-        let n = 2 + body + usize::from(site);
-        need(i, n)?;
-        let time_ns = w[i + 1];
-        let b = &w[i + 2..i + n];
-        let stack = if site { b[body] as u32 } else { 0 };
-        let mut push = |seq, op| {
-            thread.events.push(RawEvent {
+        loop {
+            if self.at >= self.end {
+                let (Some((first, rest)), Some(file)) = (self.chunks.split_first(), self.file)
+                else {
+                    return Ok(None);
+                };
+                self.chunks = rest;
+                self.buf.resize(first.end - first.start, 0);
+                file.read_exact_at(&mut self.buf, first.start as u64)
+                    .map_err(CursorError::Io)?;
+                (self.base, self.at, self.end) = (first.start, 0, self.buf.len());
+                self.bytes_read += self.buf.len() as u64;
+                continue;
+            }
+            let left = (self.end - self.at) / 8;
+            let need = |n: usize| {
+                if n > left {
+                    Err(CursorError::Corrupt(
+                        self.base + self.at,
+                        format!("event cut short ({left} of {n} words)"),
+                    ))
+                } else {
+                    Ok(())
+                }
+            };
+            let head = self.word(0);
+            let kind = head & 0x7f;
+            if kind == E_STACK {
+                let n = (head >> 8) as usize;
+                need(2usize.saturating_add(n))?;
+                let id = self.word(1) as u32;
+                let ips = (0..n).map(|i| self.word(2 + i)).collect();
+                stacks.insert((self.slot, id), ips);
+                self.at += 8 * (2 + n);
+                continue;
+            }
+            let site = head & HAS_SITE != 0;
+            let body = match kind {
+                E_ALLOC => 3,
+                E_FREE => 1,
+                E_REALLOC => 4,
+                E_EXIT => 0,
+                _ => {
+                    return Err(CursorError::Corrupt(
+                        self.base + self.at,
+                        format!("unknown event kind {kind}"),
+                    ))
+                }
+            };
+            let n = 2 + body + usize::from(site);
+            need(n)?;
+            let time_ns = self.clock.ns(self.word(1));
+            let stack = if site { self.word(2 + body) as u32 } else { 0 };
+            let event = |seq, op| RawEvent {
                 seq,
                 time_ns,
                 op,
                 stack,
-            })
-        };
-        match kind {
-            E_ALLOC => push(
-                seq,
-                RawOp::Alloc {
-                    size: b[0],
-                    align: b[1],
-                    addr: b[2],
-                },
-            ),
-            E_FREE => push(seq, RawOp::Free { addr: b[0] }),
-            E_REALLOC => {
-                push(seq, RawOp::ReallocBegin { old: b[0] });
-                push(
-                    b[3],
-                    RawOp::ReallocEnd {
-                        old: b[0],
-                        new: b[1],
-                        size: b[2],
+            };
+            let seq = head >> 8;
+            let e = match kind {
+                E_ALLOC => event(
+                    seq,
+                    RawOp::Alloc {
+                        size: self.word(2),
+                        align: self.word(3),
+                        addr: self.word(4),
                     },
-                );
-            }
-            _ => push(seq, RawOp::Exit),
+                ),
+                E_FREE => event(seq, RawOp::Free { addr: self.word(2) }),
+                E_REALLOC => {
+                    let old = self.word(2);
+                    self.pending = Some(event(
+                        self.word(5),
+                        RawOp::ReallocEnd {
+                            old,
+                            new: self.word(3),
+                            size: self.word(4),
+                        },
+                    ));
+                    event(seq, RawOp::ReallocBegin { old })
+                }
+                _ => event(seq, RawOp::Exit),
+            };
+            self.at += 8 * n;
+            return Ok(Some(e));
         }
-        i += n;
     }
-    Ok(())
 }

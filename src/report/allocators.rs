@@ -6,7 +6,9 @@
 use super::{SectionOutput, Written, TIMING_DIR};
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, Markdown, TableFormat};
-use crate::measure::{caveats, chart, measure, notes, summary_table, Allocator, MeasureOptions};
+use crate::measure::{
+    caveats, chart, measure_records, notes, summary_table, Allocator, MeasureOptions,
+};
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -31,21 +33,25 @@ pub fn write_section(dir: &Path, options: &super::ReportOptions) -> Result<Secti
     std::fs::create_dir_all(&charts)
         .with_context(|| format!("cannot create folder '{}'", charts.display()))?;
     let mut files = Vec::new();
-    let mut md = String::from("# Other allocators, measured\n\nEach committed trace replayed live, one child process per allocator (one thread), the allocator loaded with `LD_PRELOAD` from Debian's packages (the linked jemalloc 5.3.1 called directly): `fragsim replay TRACE --measure all`. Resident bytes are measured, not modelled; fragsim's model of jemalloc's active bytes is drawn beside them.\n");
+    let mut md = String::from("# Other allocators, measured\n\nEach committed trace replayed live, one child process per allocator, one replay thread per trace thread in the recorded order (a baton, as the process model's live check), the allocator loaded with `LD_PRELOAD` from Debian's packages (the linked jemalloc 5.3.1 called directly): `fragsim replay TRACE --measure all`. Resident bytes are measured, not modelled; fragsim's model of jemalloc's active bytes is drawn beside them.\n");
     let mut caveat_lines = Vec::new();
     for path in &traces {
         let name = path
             .file_stem()
             .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-        let events = crate::trace::open(path)?
-            .events()
+        let records = crate::trace::open(path)?
+            .records()
             .collect::<Result<Vec<_>, _>>()
             .with_context(|| format!("reading '{}'", path.display()))?;
-        let m = measure(
-            &events,
+        let calls = records
+            .iter()
+            .filter(|r| matches!(r, crate::trace::Record::Call(_)))
+            .count();
+        let m = measure_records(
+            &records,
             &MeasureOptions {
                 allocators: Allocator::ALL.to_vec(),
-                every: crate::sim::replay::default_every(events.len() as u64),
+                every: crate::sim::replay::default_every(calls as u64),
                 exe: exe.clone(),
                 env: Vec::new(),
             },

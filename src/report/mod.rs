@@ -21,6 +21,7 @@
 //! [`Job::section_with`], which hands the value back (the sweeps feed the seed comparison and
 //! the charts; the validation feeds a chart and the exit code).
 
+pub mod advise;
 pub mod allocators;
 pub mod blame;
 pub mod bump_arena;
@@ -29,6 +30,7 @@ mod classes;
 pub mod containers;
 mod figures;
 mod findings;
+pub mod process;
 pub mod programs;
 mod seed;
 mod sweeps;
@@ -39,7 +41,7 @@ pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
 
 use crate::experiments::bump_arena::BumpArenaSpec;
 use crate::experiments::sweep::SweepSpec;
-use crate::export::{write_atomic, Format, Table};
+use crate::export::{write_atomic, Table};
 use crate::validate::ValidateOptions;
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -181,16 +183,13 @@ impl Job<'_> {
 
 /// Writes `table` as `<stem>.csv` and `<stem>.md` into `dir`.
 fn write_table(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<Written>> {
-    let mut written = Vec::new();
-    for format in [Format::Csv, Format::Md] {
-        let file = format!("{stem}.{}", format.extension());
-        write_atomic(&dir.join(&file), format.render(table)?.as_bytes())?;
-        written.push(Written {
+    Ok(crate::export::write_csv_and_markdown(dir, stem, table)?
+        .into_iter()
+        .map(|file| Written {
             file,
             what: what.to_string(),
-        });
-    }
-    Ok(written)
+        })
+        .collect())
 }
 
 /// The subfolder for measured times: they vary from run to run, so they are kept apart from
@@ -240,6 +239,13 @@ pub fn write_report(
         })?;
     }
     if let Some(programs) = &options.programs {
+        job.section("whole process", process::SECTION, |dir| {
+            process::write_section(dir, &programs.traces, options.fragsim_exe.as_deref())
+        })?;
+        job.section("run-time options", advise::SECTION, |dir| {
+            let traces = programs::trace_files(&programs.traces)?;
+            advise::write_section(dir, &traces, options.fragsim_exe.as_deref())
+        })?;
         job.section("waste by call site", blame::SECTION, |dir| {
             blame::write_section(dir, &programs.traces)
         })?;

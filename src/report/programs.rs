@@ -3,7 +3,7 @@
 
 use super::Written;
 use crate::charts::write_chart;
-use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
+use crate::export::{write_atomic, Markdown, Table, TableFormat};
 use crate::live::replay::{replay_compare, LiveOptions};
 use crate::whatif::{
     chart_every, class_table, figures, parse_builds, replay_trace, trace_events, whatif_table,
@@ -59,14 +59,7 @@ fn write_table(
     what: &str,
     files: &mut Vec<Written>,
 ) -> Result<()> {
-    for format in [&Csv as &dyn TableFormat, &Markdown] {
-        let file = format!("{stem}.{}", format.extension());
-        write_atomic(&dir.join(&file), format.render(table)?.as_bytes())?;
-        files.push(Written {
-            file,
-            what: what.to_string(),
-        });
-    }
+    files.extend(super::write_table(dir, stem, table, what)?);
     Ok(())
 }
 

@@ -1,12 +1,14 @@
 //! The arena: objects, bins and slabs on top of the page allocator (jemalloc's `bin.c`,
 //! `arena.c`, `large.c`).
 
+use super::decay::Decay;
 use super::pac::{Pac, Rules, State};
 use super::ph::{Heap, NIL};
 use super::{ArenaStats, BinStats, SimError, Snapshot};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion, PageSizeClasses, SizeClasses};
 use crate::trace::Event;
 
+mod decay;
 mod view;
 pub use view::ExtentView;
 
@@ -53,6 +55,19 @@ pub struct Arena {
     small_max: u64,
     big_requests: std::collections::HashMap<u32, u64>,
     aligns: std::collections::HashMap<u32, u64>,
+    /// Dirty and muzzy decay; `None`: both -1 (never purge but when told to purge all).
+    decay: Option<Box<(Decay, Decay)>>,
+}
+
+/// Bytes of an arena's free page sets at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PageSets {
+    /// Dirty extents (freed, still resident: `pdirty` x page).
+    pub dirty_bytes: u64,
+    /// Muzzy extents (purged lazily: `pmuzzy` x page; not in `stats.resident`).
+    pub muzzy_bytes: u64,
+    /// Retained extents (purged: mapped virtual memory only).
+    pub retained_bytes: u64,
 }
 
 impl Arena {
@@ -144,6 +159,7 @@ impl Arena {
             page: config.page(),
             large_pad,
             classes,
+            decay: None,
         })
     }
 

@@ -2,18 +2,21 @@
 //! that places slabs and large extents, and the statistics jemalloc itself reports.
 //!
 //! Exact under the conditions of the design note (`shared/design/jemalloc-arena.md`): a
-//! fresh arena, no thread cache, decay off, one thread. Deterministic, and independent of
+//! fresh arena, no thread cache, decay off, one thread. With decay on ([`Arena::set_decay`],
+//! [`decay`]) the arena purges on the clock its caller gives: approximate by nature. Deterministic, and independent of
 //! the live allocator (`crate::live` replays the same traces through jemalloc to prove it).
 
 mod arena;
 pub mod compare;
+pub mod decay;
 mod memo;
 mod pac;
 mod ph;
 pub mod replay;
+mod smoothstep;
 pub mod workload;
 
-pub use arena::{Arena, ExtentView};
+pub use arena::{Arena, ExtentView, PageSets};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
 pub use replay::{replay, summary_table, ReplaySummary};
 pub use workload::{random_trace, WorkloadSpec};

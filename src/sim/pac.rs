@@ -18,6 +18,8 @@ const ENUMERATE_MAX: usize = 32;
 pub(crate) enum State {
     Active,
     Dirty,
+    /// Purged lazily (`MADV_FREE`): reusable, not counted in `stats.resident`.
+    Muzzy,
     Retained,
     /// A free record slot.
     Unused,
@@ -102,6 +104,8 @@ struct Eset {
     bitmap: Vec<u64>,
     lru_head: u32,
     lru_tail: u32,
+    /// Bytes of the extents in the set (`ecache_npages_get` x page).
+    bytes: u64,
 }
 
 impl Eset {
@@ -111,6 +115,7 @@ impl Eset {
             bitmap: vec![0; nclasses.div_ceil(64)],
             lru_head: NIL,
             lru_tail: NIL,
+            bytes: 0,
         }
     }
 
@@ -151,7 +156,12 @@ pub(crate) struct Rules {
 pub(crate) struct Pac {
     pub ext: Extents,
     dirty: Eset,
+    muzzy: Eset,
     retained: Eset,
+    /// `pac_may_have_muzzy`: muzzy decay is not 0, so allocations look in the muzzy set.
+    pub may_have_muzzy: bool,
+    /// Dirty decay is 0: every dalloc is purged at once (`arena_handle_deferred_work`).
+    pub purge_immediately: bool,
     psz: PageSizeClasses,
     rules: Rules,
     lg_max_active_fit: u32,
@@ -189,7 +199,10 @@ impl Pac {
         Pac {
             ext: Extents::default(),
             dirty: Eset::new(n),
+            muzzy: Eset::new(n),
             retained: Eset::new(n),
+            may_have_muzzy: false,
+            purge_immediately: false,
             rules,
             lg_max_active_fit: 6,
             large_minclass,
@@ -222,17 +235,34 @@ impl Pac {
     fn eset(&mut self, state: State) -> &mut Eset {
         match state {
             State::Dirty => &mut self.dirty,
+            State::Muzzy => &mut self.muzzy,
             _ => &mut self.retained,
         }
     }
 
+    fn eset_ref(&self, state: State) -> &Eset {
+        match state {
+            State::Dirty => &self.dirty,
+            State::Muzzy => &self.muzzy,
+            _ => &self.retained,
+        }
+    }
+
+    /// Bytes in the dirty, muzzy and retained sets.
+    pub fn set_bytes(&self) -> (u64, u64, u64) {
+        (self.dirty.bytes, self.muzzy.bytes, self.retained.bytes)
+    }
+
     fn eset_insert(&mut self, state: State, id: u32) {
         self.ext.get_mut(id).state = state;
-        let pind = self.extent_index(self.ext.get(id).size);
+        let size = self.ext.get(id).size;
+        let pind = self.extent_index(size);
         let eset = match state {
             State::Dirty => &mut self.dirty,
+            State::Muzzy => &mut self.muzzy,
             _ => &mut self.retained,
         };
+        eset.bytes += size;
         if eset.heaps[pind].is_empty() {
             eset.bitmap[pind / 64] |= 1 << (pind % 64);
         }
@@ -251,11 +281,14 @@ impl Pac {
     }
 
     fn eset_remove(&mut self, state: State, id: u32) {
-        let pind = self.extent_index(self.ext.get(id).size);
+        let size = self.ext.get(id).size;
+        let pind = self.extent_index(size);
         let eset = match state {
             State::Dirty => &mut self.dirty,
+            State::Muzzy => &mut self.muzzy,
             _ => &mut self.retained,
         };
+        eset.bytes -= size;
         let was_min = eset.heaps[pind].root == id;
         eset.heaps[pind].remove(&mut self.ext, id);
         let (prev, next) = (self.ext.get(id).lru_prev, self.ext.get(id).lru_next);
@@ -289,6 +322,7 @@ impl Pac {
                 let ext = &self.ext;
                 let eset = match state {
                     State::Dirty => &self.dirty,
+                    State::Muzzy => &self.muzzy,
                     _ => &self.retained,
                 };
                 eset.heaps[pind_prev].enumerate(ext, ENUMERATE_MAX, |node| {
@@ -313,6 +347,7 @@ impl Pac {
             if ret == NIL || self.ext.key(root) < ret_key {
                 let eset = match state {
                     State::Dirty => &mut self.dirty,
+                    State::Muzzy => &mut self.muzzy,
                     _ => &mut self.retained,
                 };
                 ret = eset.heaps[i].first(&mut self.ext);
@@ -445,10 +480,16 @@ impl Pac {
         (size + mask) & !mask
     }
 
-    /// `pac_alloc_real`: an active extent of `size` bytes.
+    /// `pac_alloc_real`: an active extent of `size` bytes (dirty, then muzzy when muzzy
+    /// decay is not 0, then retained or a new mapping).
     pub fn alloc(&mut self, size: u64) -> Result<u32, OutOfAddressSpace> {
         if let Some(id) = self.recycle(State::Dirty, size) {
             return Ok(id);
+        }
+        if self.may_have_muzzy {
+            if let Some(id) = self.recycle(State::Muzzy, size) {
+                return Ok(id);
+            }
         }
         if self.rules.batch_tail {
             let batched = if size > self.large_maxclass {
@@ -467,13 +508,20 @@ impl Pac {
         self.alloc_retained(size)
     }
 
-    /// `pac_dalloc_impl`: the extent goes to the dirty set.
+    /// `pac_dalloc_impl`: the extent goes to the dirty set; with dirty decay 0,
+    /// `arena_handle_deferred_work` then purges the whole set to retained.
     pub fn dalloc(&mut self, id: u32) {
         self.record_dirty(id);
+        if self.purge_immediately {
+            // arena_decay_dirty(.., all = true): the dirty set only, fully to retained.
+            let all = self.dirty.bytes;
+            self.decay_to_limit(State::Dirty, 0, all, false);
+        }
     }
 
     /// `pac_expand_impl`: grows `id` in place by taking the front of the next extent if it
-    /// is dirty (else retained) and large enough.
+    /// is dirty, muzzy or retained (`ecache_alloc` on each set in turn finds the neighbour
+    /// only in the set it is in) and large enough.
     pub fn expand(&mut self, id: u32, new_size: u64) -> bool {
         let amount = new_size - self.ext.get(id).size;
         let next = self.ext.get(id).map_next;
@@ -481,7 +529,9 @@ impl Pac {
             return false;
         }
         let state = self.ext.get(next).state;
-        if !matches!(state, State::Dirty | State::Retained) || self.ext.get(next).size < amount {
+        if !matches!(state, State::Dirty | State::Muzzy | State::Retained)
+            || self.ext.get(next).size < amount
+        {
             return false;
         }
         self.eset_remove(state, next);
@@ -498,6 +548,11 @@ impl Pac {
         let trail = self.split(id, new_size);
         self.ext.get_mut(trail).state = State::Active;
         self.record_dirty(trail);
+        if self.purge_immediately {
+            // arena_decay_dirty(.., all = true): the dirty set only, fully to retained.
+            let all = self.dirty.bytes;
+            self.decay_to_limit(State::Dirty, 0, all, false);
+        }
     }
 
     /// `extent_record` into the dirty set: large extents merge eagerly with dirty neighbours
@@ -541,67 +596,94 @@ impl Pac {
     }
 
     /// `pac_decay_all` with full decay (a thread left its arena with no threads:
-    /// `tcache_destroy` / `arena_migrate` purge all even with decay off): every dirty extent,
-    /// least recently inserted first, is evicted with delayed coalescing (`ecache_evict`: one
-    /// merge, forward first, and the result goes back to the set's tail), stashed, and then
-    /// recorded as retained in stash order (`pac_decay_stashed` -> `extent_dalloc_wrapper`).
+    /// `tcache_destroy` / `arena_migrate` purge all even with decay off; also dirty decay 0
+    /// after each dalloc): every dirty extent to retained, then every muzzy one.
     pub fn purge_all(&mut self) {
+        let all = self.dirty.bytes;
+        self.decay_to_limit(State::Dirty, 0, all, false);
+        let all = self.muzzy.bytes;
+        self.decay_to_limit(State::Muzzy, 0, all, false);
+    }
+
+    /// `pac_decay_to_limit`: stashes extents of the `from` set (dirty or muzzy), least
+    /// recently inserted first, while the set holds more than `limit` bytes and fewer than
+    /// `max` bytes are stashed (`pac_stash_decayed` / `ecache_evict`: the dirty set coalesces
+    /// lazily, one merge, forward first, the result going back to the set's tail and the scan
+    /// starting over); then records them in stash order (`pac_decay_stashed`): into the muzzy
+    /// set when `to_muzzy` (dirty decay with muzzy decay not 0), else as retained.
+    pub fn decay_to_limit(&mut self, from: State, limit: u64, max: u64, to_muzzy: bool) {
         let mut stash = Vec::new();
-        loop {
-            let id = self.dirty.lru_head;
-            if id == NIL {
+        let mut stashed = 0;
+        let delay_coalesce = from == State::Dirty;
+        while stashed < max {
+            let id = self.eset_ref(from).lru_head;
+            if id == NIL || self.eset_ref(from).bytes <= limit {
                 break;
             }
-            self.eset_remove(State::Dirty, id);
-            let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
-            let next = self.ext.get(id).map_next;
-            if next != NIL
-                && self.ext.get(next).state == State::Dirty
-                && self.ext.get(next).size <= room
-            {
-                self.eset_remove(State::Dirty, next);
-                self.merge(id, next);
-                self.eset_insert(State::Dirty, id);
+            self.eset_remove(from, id);
+            if delay_coalesce && self.coalesce_once(id) {
                 continue;
             }
-            let prev = self.ext.get(id).map_prev;
-            if prev != NIL
-                && self.ext.get(prev).state == State::Dirty
-                && self.ext.get(prev).size <= room
-            {
-                self.eset_remove(State::Dirty, prev);
-                self.merge(prev, id);
-                self.eset_insert(State::Dirty, prev);
-                continue;
-            }
+            stashed += self.ext.get(id).size;
             stash.push(id);
         }
         for id in stash {
-            self.record_retained(id);
+            if to_muzzy {
+                self.record_coalesced(State::Muzzy, id);
+            } else {
+                self.record_coalesced(State::Retained, id);
+            }
         }
     }
 
-    /// `extent_record` into the retained set: merges with retained neighbours until none.
-    fn record_retained(&mut self, mut id: u32) {
+    /// `extent_try_delayed_coalesce` for a dirty extent just taken off the set: one merge
+    /// with a dirty neighbour (forward first), the result back into the set. False when no
+    /// neighbour merges (the extent stays out of the set).
+    fn coalesce_once(&mut self, id: u32) -> bool {
+        let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
+        let next = self.ext.get(id).map_next;
+        if next != NIL
+            && self.ext.get(next).state == State::Dirty
+            && self.ext.get(next).size <= room
+        {
+            self.eset_remove(State::Dirty, next);
+            self.merge(id, next);
+            self.eset_insert(State::Dirty, id);
+            return true;
+        }
+        let prev = self.ext.get(id).map_prev;
+        if prev != NIL
+            && self.ext.get(prev).state == State::Dirty
+            && self.ext.get(prev).size <= room
+        {
+            self.eset_remove(State::Dirty, prev);
+            self.merge(prev, id);
+            self.eset_insert(State::Dirty, prev);
+            return true;
+        }
+        false
+    }
+
+    fn record_retained(&mut self, id: u32) {
+        self.record_coalesced(State::Retained, id);
+    }
+
+    /// `extent_record` into the retained or muzzy set (both coalesce eagerly): merges with
+    /// neighbours in the same set until none.
+    fn record_coalesced(&mut self, state: State, mut id: u32) {
         loop {
             let mut again = false;
             let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
             let next = self.ext.get(id).map_next;
-            if next != NIL
-                && self.ext.get(next).state == State::Retained
-                && self.ext.get(next).size <= room
-            {
-                self.eset_remove(State::Retained, next);
+            if next != NIL && self.ext.get(next).state == state && self.ext.get(next).size <= room {
+                self.eset_remove(state, next);
                 self.merge(id, next);
                 again = true;
             }
             let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
             let prev = self.ext.get(id).map_prev;
-            if prev != NIL
-                && self.ext.get(prev).state == State::Retained
-                && self.ext.get(prev).size <= room
-            {
-                self.eset_remove(State::Retained, prev);
+            if prev != NIL && self.ext.get(prev).state == state && self.ext.get(prev).size <= room {
+                self.eset_remove(state, prev);
                 self.merge(prev, id);
                 id = prev;
                 again = true;
@@ -610,6 +692,6 @@ impl Pac {
                 break;
             }
         }
-        self.eset_insert(State::Retained, id);
+        self.eset_insert(state, id);
     }
 }

@@ -60,7 +60,7 @@ impl ReplaySummary {
 
     /// allocated / requested − 1 at the active peak (0 when nothing was requested).
     pub fn internal_fragmentation(&self) -> f64 {
-        ratio(
+        excess_ratio(
             self.at_active_peak.allocated_bytes,
             self.at_active_peak.requested_bytes,
         )
@@ -68,14 +68,16 @@ impl ReplaySummary {
 
     /// active / allocated − 1 at the active peak.
     pub fn external_fragmentation(&self) -> f64 {
-        ratio(
+        excess_ratio(
             self.at_active_peak.active_bytes,
             self.at_active_peak.allocated_bytes,
         )
     }
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
+/// How much `a` exceeds `b`, as a fraction of `b` (`a / b - 1`; 0 when `b` is 0): the
+/// fragmentation figures of one build and of several.
+pub fn excess_ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0
     } else {

@@ -1,12 +1,12 @@
 //! The handful of build parameters jemalloc derives every size class from.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A jemalloc build, as far as size classes are concerned.
 ///
 /// jemalloc fixes these when it is compiled (`--with-lg-quantum`, `--with-lg-page`,
 /// `--disable-cache-oblivious`); `lg_ngroup` is 2 in every released build (`sc_data_init`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllocatorConfig {
     /// log2 of the quantum, the spacing of the smallest non-tiny classes (default 4: 16 bytes).
     pub lg_quantum: u32,
@@ -30,7 +30,7 @@ pub struct AllocatorConfig {
 }
 
 /// jemalloc releases whose arena behaviour fragsim models.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum JemallocVersion {
     /// 5.3.0 (Debian's `libjemalloc2`): growth starts at the huge-page size.
     #[default]

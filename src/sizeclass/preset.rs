@@ -2,7 +2,6 @@
 
 use super::config::{AllocatorConfig, ConfigError, JemallocVersion};
 use super::table::SizeClasses;
-use clap::builder::PossibleValue;
 use serde::Serialize;
 
 /// A named jemalloc build. The command line's `--preset` values, their help text, and the
@@ -99,15 +98,12 @@ impl Preset {
 
     /// The preset called `name` (or one of its aliases).
     pub fn from_name(name: &str) -> Result<Self, ConfigError> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.name() == name || p.aliases().contains(&name))
-            .ok_or_else(|| ConfigError::UnknownPreset(name.to_string()))
+        crate::choice::find(name).ok_or_else(|| ConfigError::UnknownPreset(name.to_string()))
     }
 
     /// Every preset name, comma-separated (for error messages).
     pub fn names() -> String {
-        Preset::ALL.map(Preset::name).join(", ")
+        crate::choice::names::<Preset>()
     }
 }
 
@@ -146,16 +142,20 @@ impl std::str::FromStr for Preset {
     }
 }
 
-impl clap::ValueEnum for Preset {
-    fn value_variants<'a>() -> &'a [Self] {
+impl crate::choice::Choice for Preset {
+    fn all() -> &'static [Self] {
         &Preset::ALL
     }
 
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(
-            PossibleValue::new(self.name())
-                .help(self.description())
-                .aliases(self.aliases().iter().copied()),
-        )
+    fn name(self) -> &'static str {
+        Preset::name(self)
+    }
+
+    fn aliases(self) -> &'static [&'static str] {
+        Preset::aliases(self)
+    }
+
+    fn help(self) -> &'static str {
+        self.description()
     }
 }

@@ -70,6 +70,16 @@ impl Fields {
     }
 }
 
+/// The state of a [`Flow`] before a record ([`Flow::mark`]).
+#[derive(Clone, Copy, Debug)]
+pub struct FlowMark {
+    threads: u32,
+    thread_exits: u64,
+    time_ns: u64,
+    sites: u32,
+    thread: ThreadId,
+}
+
 /// The running context of a stream and its counts.
 #[derive(Clone, Debug)]
 pub struct Flow {
@@ -146,6 +156,29 @@ impl Flow {
             ));
         }
         Ok(())
+    }
+
+    /// What [`Flow::undo`] needs to take back the records applied after it (cheaper than a
+    /// clone: no allocation per record).
+    pub fn mark(&self) -> FlowMark {
+        FlowMark {
+            threads: self.threads,
+            thread_exits: self.thread_exits,
+            time_ns: self.time_ns,
+            sites: self.sites,
+            thread: self.thread,
+        }
+    }
+
+    /// Back to `mark`, taken before one record (a refused record changes nothing: only a
+    /// thread exit marks a thread exited, and it does so last).
+    pub fn undo(&mut self, mark: FlowMark) {
+        self.exited.truncate(mark.threads as usize);
+        self.threads = mark.threads;
+        self.thread_exits = mark.thread_exits;
+        self.time_ns = mark.time_ns;
+        self.sites = mark.sites;
+        self.thread = mark.thread;
     }
 
     /// Applies a call's context (the object rules are checked apart).

@@ -200,6 +200,20 @@ impl<A: GlobalAlloc> RecordingAllocator<A> {
         Recording { calls, dropped }
     }
 
+    /// An allocation of `layout` by `alloc`, recorded when it succeeds.
+    #[inline(always)]
+    fn recorded_alloc(&self, layout: Layout, alloc: impl FnOnce() -> *mut u8) -> *mut u8 {
+        self.recorded(|| {
+            let p = alloc();
+            let raw = (!p.is_null()).then_some(RawCall::Alloc {
+                addr: p as usize,
+                size: layout.size(),
+                align: layout.align(),
+            });
+            (p, raw)
+        })
+    }
+
     #[inline(always)]
     fn recorded<T>(&self, call: impl FnOnce() -> (T, Option<RawCall>)) -> T {
         if !self.wants() {
@@ -220,28 +234,12 @@ impl<A: GlobalAlloc> RecordingAllocator<A> {
 unsafe impl<A: GlobalAlloc> GlobalAlloc for RecordingAllocator<A> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        self.recorded(|| {
-            let p = self.inner.alloc(layout);
-            let raw = (!p.is_null()).then_some(RawCall::Alloc {
-                addr: p as usize,
-                size: layout.size(),
-                align: layout.align(),
-            });
-            (p, raw)
-        })
+        self.recorded_alloc(layout, || self.inner.alloc(layout))
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        self.recorded(|| {
-            let p = self.inner.alloc_zeroed(layout);
-            let raw = (!p.is_null()).then_some(RawCall::Alloc {
-                addr: p as usize,
-                size: layout.size(),
-                align: layout.align(),
-            });
-            (p, raw)
-        })
+        self.recorded_alloc(layout, || self.inner.alloc_zeroed(layout))
     }
 
     #[inline]

@@ -283,25 +283,8 @@ pub fn import_valgrind<R: BufRead>(
         let Some((pid, body)) = split_prefix(line.trim_end()) else {
             continue;
         };
-        match chosen {
-            None => chosen = Some(pid),
-            Some(p) if p == pid => {}
-            Some(_) if options.pid.is_some() => {
-                summary.other_pids.insert(pid);
-                continue;
-            }
-            Some(p) => {
-                let pids = all_pids(p, pid, &mut input);
-                let list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
-                return Err(TraceError::Input {
-                    file: name.to_string(),
-                    what: format!(
-                        "the log has lines of {} processes (PIDs {}): choose one with --pid",
-                        pids.len(),
-                        list.join(", ")
-                    ),
-                });
-            }
+        if !keep_pid(&mut chosen, pid, options, &mut summary, &mut input, name)? {
+            continue;
         }
         let text = body.trim_start();
         if text.starts_with('=') {
@@ -334,39 +317,13 @@ pub fn import_valgrind<R: BufRead>(
                 Some(Parsed::Result(_)) => parse_result(call.rest).map_err(err)?,
                 _ => None,
             };
-            let issue = match parsed {
-                None => {
-                    summary.other_calls += 1;
-                    if !has_result {
-                        waiting.push_back(Waiting::Nothing);
-                    }
-                    None
-                }
-                Some(Parsed::Free(addr)) => {
-                    summary.calls += 1;
-                    if addr == 0 {
-                        summary.null_frees += 1;
-                        None
-                    } else {
-                        importer.free(addr, &mut out)
-                    }
-                }
-                Some(Parsed::Result(call)) => {
-                    summary.calls += 1;
-                    match result {
-                        Some(result) => {
-                            resolve(&mut importer, &mut summary, call, result, &mut out)
-                                .map_err(err)?
-                        }
-                        // Its result comes later (another thread's call or a valgrind warning
-                        // took the rest of the line).
-                        None => {
-                            waiting.push_back(call);
-                            None
-                        }
-                    }
-                }
+            let mut calls_in = Calls {
+                importer: &mut importer,
+                summary: &mut summary,
+                waiting: &mut waiting,
+                out: &mut out,
             };
+            let issue = calls_in.take(parsed, result, has_result).map_err(err)?;
             finish_call(issue, options, &mut summary, &mut out, &mut sink, &err)?;
         }
     }
@@ -374,6 +331,100 @@ pub fn import_valgrind<R: BufRead>(
         .iter()
         .filter(|w| !matches!(w, Waiting::Nothing))
         .count() as u64;
+    summary.pid = chosen.unwrap_or(0);
+    summary.issues = importer.issues;
+    check_summary(summary, options, name)
+}
+
+/// The import's state a call on a line changes.
+struct Calls<'a> {
+    importer: &'a mut AddressImporter,
+    summary: &'a mut ValgrindSummary,
+    waiting: &'a mut std::collections::VecDeque<Waiting>,
+    out: &'a mut Vec<Event>,
+}
+
+impl Calls<'_> {
+    /// Takes one parsed call (`None`: not an allocation function), its result if on the line.
+    fn take(
+        &mut self,
+        parsed: Option<Parsed>,
+        result: Option<u64>,
+        has_result: bool,
+    ) -> Result<Option<AddressIssue>, String> {
+        Ok(match parsed {
+            None => {
+                self.summary.other_calls += 1;
+                if !has_result {
+                    self.waiting.push_back(Waiting::Nothing);
+                }
+                None
+            }
+            Some(Parsed::Free(addr)) => {
+                self.summary.calls += 1;
+                if addr == 0 {
+                    self.summary.null_frees += 1;
+                    None
+                } else {
+                    self.importer.free(addr, self.out)
+                }
+            }
+            Some(Parsed::Result(call)) => {
+                self.summary.calls += 1;
+                match result {
+                    Some(result) => resolve(self.importer, self.summary, call, result, self.out)?,
+                    // Its result comes later (another thread's call or a valgrind warning
+                    // took the rest of the line).
+                    None => {
+                        self.waiting.push_back(call);
+                        None
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Whether a line of process `pid` belongs to the import: the first process seen (or the
+/// `--pid` given) is chosen; with no `--pid`, a second process is an error naming them all.
+fn keep_pid(
+    chosen: &mut Option<u32>,
+    pid: u32,
+    options: &ValgrindOptions,
+    summary: &mut ValgrindSummary,
+    rest: impl BufRead,
+    name: &str,
+) -> Result<bool, TraceError> {
+    match *chosen {
+        None => *chosen = Some(pid),
+        Some(p) if p == pid => {}
+        Some(_) if options.pid.is_some() => {
+            summary.other_pids.insert(pid);
+            return Ok(false);
+        }
+        Some(p) => {
+            let pids = all_pids(p, pid, rest);
+            let list: Vec<String> = pids.iter().map(|p| p.to_string()).collect();
+            return Err(TraceError::Input {
+                file: name.to_string(),
+                what: format!(
+                    "the log has lines of {} processes (PIDs {}): choose one with --pid",
+                    pids.len(),
+                    list.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(true)
+}
+
+/// The import's end: a log without calls, or (`--strict`) with calls never resolved, is
+/// refused.
+fn check_summary(
+    summary: ValgrindSummary,
+    options: &ValgrindOptions,
+    name: &str,
+) -> Result<ValgrindSummary, TraceError> {
     if summary.calls == 0 {
         return Err(TraceError::Input {
             file: name.to_string(),
@@ -390,8 +441,6 @@ pub fn import_valgrind<R: BufRead>(
             ),
         });
     }
-    summary.pid = chosen.unwrap_or(0);
-    summary.issues = importer.issues;
     Ok(summary)
 }
 

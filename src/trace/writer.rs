@@ -17,7 +17,7 @@ type Finisher<W> = Box<dyn FnOnce(W) -> Result<(), TraceError>>;
 
 /// Streams events into a trace. Memory: a 64 KiB buffer plus the live-object table.
 ///
-/// Every event is checked against the ones before it (see [`Tally`]'s rules: no alloc of a
+/// Every event is checked against the ones before it (see `Tally`'s rules: no alloc of a
 /// live id, no free or realloc of a dead one, a new id at most one past the highest used, sizes
 /// below 2^63), so every finished file is consistent.
 pub struct TraceWriter<W: Write + Seek> {
@@ -113,15 +113,17 @@ impl<W: Write + Seek> TraceWriter<W> {
                 ))),
             };
         }
-        // The context first, so a refused record changes nothing.
-        let mut flow = self.flow.clone();
-        flow.other(record).map_err(|w| self.inconsistent(w))?;
-        if let Record::Call(call) = record {
-            self.tally
-                .apply(&call.event)
-                .map_err(|w| self.inconsistent(w))?;
+        // The context first, taken back if the objects refuse the record: a refused record
+        // changes nothing.
+        let mark = self.flow.mark();
+        let checked = self.flow.other(record).and_then(|()| match record {
+            Record::Call(call) => self.tally.apply(&call.event),
+            _ => Ok(()),
+        });
+        if let Err(w) = checked {
+            self.flow.undo(mark);
+            return Err(self.inconsistent(w));
         }
-        self.flow = flow;
         let start = self.buf.len();
         encode_record(&mut self.buf, record, fields, &mut self.codec);
         if self.buf.len() - start > MAX_SITE_RECORD {

@@ -6,7 +6,6 @@ use crate::layout::{Layout, SplitOrUnified};
 use crate::live::{ArenaUsage, PrivateArena};
 use crate::sizeclass::SizeClasses;
 use anyhow::Result;
-use indicatif::{ProgressBar, ProgressStyle};
 
 /// Real allocations of one F14 layout.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,23 +69,12 @@ fn allocate(layout: &Layout, count: u64) -> Result<(ArenaUsage, ArenaUsage)> {
     Ok((alive?, arena.usage()?))
 }
 
-/// A bar on stderr counting `len` units (`what`), hidden unless `show`.
-pub(super) fn progress_bar(show: bool, len: u64, what: &str) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(len);
-    let template = format!("validate {{bar:40}} {{human_pos}}/{{human_len}} {what} {{elapsed}}");
-    bar.set_style(ProgressStyle::with_template(&template).expect("valid template"));
-    bar
-}
-
 pub(super) fn measure_f14(
     classes: &SizeClasses,
     options: &ValidateOptions,
 ) -> Result<Vec<F14Measurement>> {
     let rows = physical_sweep(classes, &options.sweep)?;
-    let bar = progress_bar(options.progress, rows.len() as u64, "rows");
+    options.progress.start("rows", rows.len() as u64);
     let mut measured = Vec::with_capacity(2 * rows.len());
     for row in &rows {
         for (name, layout, cost) in [
@@ -111,8 +99,8 @@ pub(super) fn measure_f14(
                 calls_ok: alive.mallocs == expected_calls && freed.frees == expected_calls,
             });
         }
-        bar.inc(1);
+        options.progress.advance(1);
     }
-    bar.finish_and_clear();
+    options.progress.finish();
     Ok(measured)
 }

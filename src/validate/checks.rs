@@ -92,13 +92,12 @@ pub(super) fn nallocx_requests(classes: &SizeClasses, options: &ValidateOptions)
     let mut checks = Vec::new();
     let mut listed = 0;
     // Every request up to the bound: on all cores, the model side through the batch lookup.
-    let bar = super::allocations::progress_bar(
-        options.progress,
-        options.exhaustive_up_to.saturating_add(1),
-        "requests",
-    );
-    let all = exhaustive_check(classes, options.exhaustive_up_to, nallocx, |n| bar.inc(n));
-    bar.finish_and_clear();
+    let progress = &options.progress;
+    progress.start("requests", options.exhaustive_up_to.saturating_add(1));
+    let all = exhaustive_check(classes, options.exhaustive_up_to, nallocx, |n| {
+        progress.advance(n)
+    });
+    progress.finish();
     for m in all.first_mismatches.iter().take(LISTED_NALLOCX_MISMATCHES) {
         listed += 1;
         checks.push(Check {

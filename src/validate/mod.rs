@@ -7,9 +7,11 @@
 mod allocations;
 mod checks;
 pub mod exhaustive;
+mod progress;
 mod text;
 
 pub use allocations::F14Measurement;
+pub use progress::{Progress, ProgressObserver};
 pub use text::{validation_markdown, validation_table};
 
 use crate::experiments::sweep::{SizeRange, SweepSpec};
@@ -34,7 +36,8 @@ pub struct ValidateOptions {
     pub bytes_per_row: u64,
     /// ... and at most this many.
     pub max_instances: u64,
-    pub progress: bool,
+    /// Told how far the long steps are (the command line draws a bar).
+    pub progress: Progress,
     /// Random traces replayed through the arena model and the live jemalloc, every event
     /// compared: the fragsim executable that serves the other `disable_large_size_classes`
     /// setting in a child process. `None` skips the replay check.
@@ -62,7 +65,7 @@ impl ValidateOptions {
             },
             bytes_per_row: 16 << 20,
             max_instances: 300,
-            progress: false,
+            progress: Progress::default(),
             replay_exe: None,
             replay_quick: true,
             system_jemalloc: Path::new(DEBIAN_JEMALLOC)

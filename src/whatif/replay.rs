@@ -3,6 +3,7 @@
 
 use super::builds::Build;
 use super::ledger::{Ledger, LedgerError};
+use crate::sim::replay::excess_ratio;
 use crate::sizeclass::{ClassKind, ConfigError, SizeClasses};
 use crate::trace::Event;
 use serde::Serialize;
@@ -93,14 +94,6 @@ impl PeakBreakdown {
     }
 }
 
-fn ratio(a: u64, b: u64) -> f64 {
-    if b == 0 {
-        0.0
-    } else {
-        a as f64 / b as f64 - 1.0
-    }
-}
-
 fn share(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
@@ -167,13 +160,13 @@ impl BuildReplay {
     /// (`crate::sim::replay::ReplaySummary`) defines it; 0 when nothing was requested.
     pub fn internal_fragmentation(&self) -> f64 {
         let p = &self.at_peak;
-        ratio(p.requested + p.rounding, p.requested)
+        excess_ratio(p.requested + p.rounding, p.requested)
     }
 
     /// active / allocated − 1 at the active peak.
     pub fn external_fragmentation(&self) -> f64 {
         let p = &self.at_peak;
-        ratio(p.active, p.requested + p.rounding)
+        excess_ratio(p.active, p.requested + p.rounding)
     }
 
     /// The classes ordered by bytes lost at the active peak, most first (then by class).

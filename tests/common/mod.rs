@@ -34,6 +34,22 @@ pub fn run(args: &[&str]) -> Output {
     fragsim().args(args).output().expect("run fragsim")
 }
 
+/// `run` with extra environment variables.
+pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    fragsim()
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run fragsim")
+}
+
+/// The standard output of a run that must succeed.
+pub fn run_ok(args: &[&str]) -> String {
+    let out = run(args);
+    assert!(out.status.success(), "{args:?}: {}", stderr_of(&out));
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 pub fn stderr_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -48,10 +64,17 @@ pub fn s(path: &Path) -> &str {
 
 /// Exit code 2, one line on stderr naming `names`, no panic.
 pub fn assert_refused(out: &Output, names: &str) {
+    assert_refused_naming(out, &[names]);
+}
+
+/// Exit code 2, one line on stderr naming each of `names`, no panic.
+pub fn assert_refused_naming(out: &Output, names: &[&str]) {
     let stderr = stderr_of(out);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains(names), "should name {names}: {stderr}");
+    for name in names {
+        assert!(stderr.contains(name), "should name {name}: {stderr}");
+    }
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 

@@ -61,7 +61,7 @@ fn check_memory(predictions: &[Prediction]) -> Result<(), InputError> {
 /// run the scenario later, e.g. the report).
 pub fn check_fits_in_memory(spec: &BumpArenaSpec) -> Result<()> {
     spec.validate()?;
-    let classes = SizeClasses::new(LiveBuild::read()?.config()?)?;
+    let classes = SizeClasses::new(LiveBuild::running_config()?)?;
     let (std_header, bump_header) = header_bytes();
     check_memory(&predict(&classes, spec, std_header, bump_header)?)?;
     Ok(())

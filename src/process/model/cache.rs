@@ -38,6 +38,7 @@ impl Process {
             .extend(taken.iter().rev().map(|&extent| Item { arena, extent }));
         b.refilled = true;
         self.tcache_bytes[tc.arena as usize] += size * nfill as u64;
+        self.tick(t, arena, 1);
         Ok(())
     }
 
@@ -47,6 +48,7 @@ impl Process {
         let bin = self.bin_of(obj.usize);
         if !self.cached(t, bin) {
             self.arena_mut(obj.arena).remove(obj.extent);
+            self.tick(t, obj.arena, 1);
             return;
         }
         let max = self.info.ncached_max[bin] as usize;
@@ -87,8 +89,20 @@ impl Process {
         }
         self.tcache_bytes[tc.arena as usize] -= self.info.size[bin] * items.len() as u64;
         let small = bin < self.info.nbins_small;
-        for item in flush_order(items, self.config.version, small) {
+        let order = flush_order(items, self.config.version, small);
+        for item in &order {
             self.arena_mut(item.arena).remove(item.extent);
+        }
+        // One tick per object, per run of objects of one arena (jemalloc's groups).
+        let mut start = 0;
+        while start < order.len() {
+            let arena = order[start].arena;
+            let len = order[start..]
+                .iter()
+                .take_while(|i| i.arena == arena)
+                .count();
+            self.tick(t, arena, len as u32);
+            start += len;
         }
     }
 
@@ -106,14 +120,18 @@ impl Process {
         let large_min = self.small_max + 1;
         let old_small = obj.usize <= self.small_max;
         if old_small && usize <= self.small_max && self.bin_of(usize) == self.bin_of(obj.usize) {
+            self.tick(t, obj.arena, 1);
             return Ok((obj.arena, obj.extent));
         }
         let new = if !old_small && usize >= large_min {
             if self.arena_mut(obj.arena).resize_in_place(obj.extent, usize) {
+                self.tick(t, obj.arena, 1);
                 return Ok((obj.arena, obj.extent));
             }
             let arena = self.arena_for(t, usize)?;
-            (arena, self.arena_mut(arena).place(n, usize)?)
+            let extent = self.arena_mut(arena).place(n, usize)?;
+            self.tick(t, arena, 1);
+            (arena, extent)
         } else {
             self.alloc(n, t, usize, obj.align)?
         };

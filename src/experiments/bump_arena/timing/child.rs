@@ -54,19 +54,10 @@ pub fn run_one(
         .args(["--elements", &elements.to_string()])
         .args(["--runs", &runs.to_string()]);
     // Stopped with the parent if the run is interrupted (Ctrl-C).
-    let output = command
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|child| {
-            let _registration = crate::cleanup::stop_on_interrupt(child.id());
-            child.wait_with_output()
-        })
-        .map_err(|e| TimingError::ChildFailed {
-            what: what.clone(),
-            message: format!("cannot run '{}': {e}", exe.display()),
-        })?;
+    let output = crate::cleanup::output(&mut command).map_err(|e| TimingError::ChildFailed {
+        what: what.clone(),
+        message: format!("cannot run '{}': {e}", exe.display()),
+    })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         return Err(TimingError::ChildFailed {

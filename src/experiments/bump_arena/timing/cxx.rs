@@ -69,19 +69,13 @@ pub fn run_cxx(script: &Path, vectors: u64, elements: u64, runs: usize) -> Resul
         script: script.display().to_string(),
         message,
     };
-    let output = Command::new("bash")
-        .arg(script)
-        .args([vectors.to_string(), elements.to_string(), runs.to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|child| {
-            // Stopped with the parent if the run is interrupted (Ctrl-C).
-            let _registration = crate::cleanup::stop_on_interrupt(child.id());
-            child.wait_with_output()
-        })
-        .map_err(|e| err(format!("cannot run bash: {e}")))?;
+    // Stopped with the parent if the run is interrupted (Ctrl-C).
+    let output = crate::cleanup::output(Command::new("bash").arg(script).args([
+        vectors.to_string(),
+        elements.to_string(),
+        runs.to_string(),
+    ]))
+    .map_err(|e| err(format!("cannot run bash: {e}")))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let last = stderr.lines().last().unwrap_or("no message").to_string();

@@ -25,11 +25,10 @@ pub use summary::{
     Summary,
 };
 
-use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 /// How the vectors are allocated and released, as a user would write it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TimedStrategy {
     /// `Vec<Vec<i32>>`: one malloc and one free per inner vector.
@@ -79,7 +78,7 @@ impl TimedStrategy {
 }
 
 /// jemalloc options that decide where the arena's chunks live and when their pages go back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum JemallocSetting {
     /// jemalloc's defaults: dirty pages decay over 10 s, but requests of 8 MiB and more go to
@@ -94,7 +93,6 @@ pub enum JemallocSetting {
     NoHugeArena,
     /// `oversize_threshold:1073741824`: the huge arena stays, but only for requests of 1 GiB and
     /// more, and arena 0's eager-purge threshold becomes 1 GiB too; every chunk here is smaller.
-    #[value(name = "oversize-1g")]
     #[serde(rename = "oversize-1g")]
     OversizeAboveChunks,
 }
@@ -139,6 +137,53 @@ impl JemallocSetting {
                 info.oversize_threshold == Self::RAISED_THRESHOLD
             }
         }
+    }
+}
+
+impl crate::choice::Choice for TimedStrategy {
+    fn all() -> &'static [Self] {
+        &TimedStrategy::ALL
+    }
+
+    fn name(self) -> &'static str {
+        self.key()
+    }
+
+    fn help(self) -> &'static str {
+        self.describe()
+    }
+}
+
+impl crate::choice::Choice for JemallocSetting {
+    fn all() -> &'static [Self] {
+        &JemallocSetting::ALL
+    }
+
+    fn name(self) -> &'static str {
+        self.key()
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            JemallocSetting::Defaults => "jemalloc's defaults (huge arena for 8 MiB and more)",
+            JemallocSetting::DecayOff => "no decay: freed pages stay mapped",
+            JemallocSetting::NoHugeArena => "oversize_threshold:0: no huge arena",
+            JemallocSetting::OversizeAboveChunks => {
+                "oversize_threshold:1073741824: huge arena only from 1 GiB"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for JemallocSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
+    }
+}
+
+impl std::fmt::Display for TimedStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.key())
     }
 }
 

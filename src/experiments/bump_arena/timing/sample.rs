@@ -2,13 +2,13 @@
 //! faults and jemalloc's per-arena statistics.
 
 use super::{validate, TimedStrategy};
-use anyhow::{Context, Result};
+use crate::live::ctl::{read_isize, read_string, read_u32, read_u64, read_usize, refresh_stats};
+use anyhow::Result;
 use bumpalo::collections::Vec as BumpVec;
 use bumpalo::Bump;
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 use std::time::Instant;
-use tikv_jemalloc_ctl::raw;
 
 /// jemalloc's options as the child saw them, and where the huge arena is.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -67,47 +67,38 @@ pub struct ChildReport {
     pub runs: Vec<RunSample>,
 }
 
-fn ctl<T: Copy>(key: &str) -> Result<T> {
-    let mut name = key.as_bytes().to_vec();
-    name.push(0);
-    // SAFETY: callers pass T matching the key's documented type (man jemalloc, MALLCTL).
-    unsafe { raw::read::<T>(&name) }.with_context(|| format!("mallctl {key}"))
-}
-
 impl JemallocInfo {
     pub fn read() -> Result<Self> {
-        let oversize_threshold = ctl::<usize>("opt.oversize_threshold")? as u64;
-        let narenas_auto = ctl::<u32>("opt.narenas")?;
+        let oversize_threshold = read_usize("opt.oversize_threshold")?;
+        let narenas_auto = read_u32("opt.narenas")?;
         Ok(JemallocInfo {
-            version: tikv_jemalloc_ctl::version::read()
-                .context("mallctl version")?
-                .to_string(),
-            dirty_decay_ms: ctl::<isize>("opt.dirty_decay_ms")? as i64,
-            muzzy_decay_ms: ctl::<isize>("opt.muzzy_decay_ms")? as i64,
+            version: read_string("version")?,
+            dirty_decay_ms: read_isize("opt.dirty_decay_ms")?,
+            muzzy_decay_ms: read_isize("opt.muzzy_decay_ms")?,
             oversize_threshold,
             narenas_auto,
             huge_arena: (oversize_threshold > 0).then_some(narenas_auto),
-            page: ctl::<usize>("arenas.page")? as u64,
+            page: read_usize("arenas.page")?,
         })
     }
 }
 
 /// Statistics of every initialised arena (uninitialised ones refuse the read and are skipped).
 fn arena_pages() -> Result<Vec<ArenaPages>> {
-    tikv_jemalloc_ctl::epoch::advance().context("mallctl epoch")?;
-    let narenas = ctl::<u32>("arenas.narenas")?;
+    refresh_stats()?;
+    let narenas = read_u32("arenas.narenas")?;
     let mut out = Vec::new();
     for i in 0..narenas {
-        let Ok(mapped) = ctl::<usize>(&format!("stats.arenas.{i}.mapped")) else {
+        let Ok(mapped) = read_usize(&format!("stats.arenas.{i}.mapped")) else {
             continue;
         };
         out.push(ArenaPages {
             arena: i,
-            large_allocated: ctl::<usize>(&format!("stats.arenas.{i}.large.allocated"))? as u64,
-            pdirty: ctl::<usize>(&format!("stats.arenas.{i}.pdirty"))? as u64,
-            pmuzzy: ctl::<usize>(&format!("stats.arenas.{i}.pmuzzy"))? as u64,
-            mapped: mapped as u64,
-            dirty_purged: ctl::<u64>(&format!("stats.arenas.{i}.dirty_purged"))?,
+            large_allocated: read_usize(&format!("stats.arenas.{i}.large.allocated"))?,
+            pdirty: read_usize(&format!("stats.arenas.{i}.pdirty"))?,
+            pmuzzy: read_usize(&format!("stats.arenas.{i}.pmuzzy"))?,
+            mapped,
+            dirty_purged: read_u64(&format!("stats.arenas.{i}.dirty_purged"))?,
         });
     }
     Ok(out)

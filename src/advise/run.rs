@@ -1,0 +1,515 @@
+//! The one pass: every setting's process model fed by the engine, its peak, means (active
+//! and resident) and the peak's decomposition.
+
+use super::Setting;
+use crate::engine::{self, Consumer, RunError};
+use crate::process::{DecayClock, Metadata, Process, ProcessError, ProcessSummary};
+use crate::sizeclass::SizeClasses;
+use crate::trace::{Call, Record};
+use serde::Serialize;
+
+/// What the active bytes at the peak hold; the parts add up to the peak exactly:
+/// `requested + rounding + cached + cache_blocks + empty_regions + pad = active`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PeakParts {
+    /// Bytes the program's live objects asked for.
+    pub requested: u64,
+    /// Their usable minus requested bytes (size-class rounding).
+    pub rounding: u64,
+    /// Objects held in thread caches (`stats.arenas.<i>.tcache_bytes`, summed).
+    pub cached: u64,
+    /// The caches' own blocks (pointer stacks), one per thread with a cache, in arena 0.
+    pub cache_blocks: u64,
+    /// Free regions of live slabs, and the tail bytes a slab cannot use: slab pages minus
+    /// the regions in use, from every bin's `curslabs` and `curregs`.
+    pub empty_regions: u64,
+    /// The rest of the active pages: the padding page of each live large extent
+    /// (cache-oblivious builds; cached large objects and cache blocks included).
+    pub pad: u64,
+}
+
+impl PeakParts {
+    pub fn total(&self) -> u64 {
+        self.requested
+            + self.rounding
+            + self.cached
+            + self.cache_blocks
+            + self.empty_regions
+            + self.pad
+    }
+}
+
+/// One setting's replay.
+#[derive(Clone, Debug, Serialize)]
+pub struct SettingResult {
+    pub setting: Setting,
+    /// The automatic arenas it ran with.
+    pub narenas: u32,
+    pub peak_active_bytes: u64,
+    /// The record (calls and thread exits, counted from 1) where active bytes first peaked.
+    pub peak_event: u64,
+    /// Mean active bytes over records (calls and thread exits), as `replay --process`.
+    pub mean_active_bytes: f64,
+    /// Mean over the trace's time (each state weighted by the time to the next record);
+    /// `None` when the trace has no times or they span no time.
+    pub time_mean_active_bytes: Option<f64>,
+    pub at_peak: PeakParts,
+    /// `stats.resident` (active + dirty + metadata) at its highest.
+    pub peak_resident_bytes: u64,
+    /// Mean resident bytes over the trace's time (each state held until the next record, on
+    /// the model's clock); over records when the trace has no times
+    /// ([`ProcessSummary::mean_resident_bytes`], as `replay --process`).
+    pub mean_resident_bytes: f64,
+    pub final_active_bytes: u64,
+    /// Records applied.
+    pub events: u64,
+}
+
+/// Every setting's result, in grid order (the first is the baseline), with the rankings.
+#[derive(Clone, Debug, Serialize)]
+pub struct Advice {
+    /// Records replayed (calls and thread exits).
+    pub events: u64,
+    pub cpus: u32,
+    pub results: Vec<SettingResult>,
+    /// Per result, its place by peak active bytes (1: lowest; ties keep grid order).
+    pub rank_peak: Vec<usize>,
+    /// Per result, its place by mean active bytes over records.
+    pub rank_mean: Vec<usize>,
+    /// Per result, its place by mean resident bytes over the trace's time.
+    pub rank_resident: Vec<usize>,
+    /// Settings not run, with why (decay on the clock, and the trace has no times).
+    pub skipped: Vec<(Setting, String)>,
+}
+
+impl Advice {
+    pub fn defaults(&self) -> &SettingResult {
+        &self.results[0]
+    }
+
+    /// The result lowest by peak and by mean (grid order breaks ties).
+    pub fn best_by_peak(&self) -> usize {
+        position_of_rank(&self.rank_peak)
+    }
+
+    pub fn best_by_mean(&self) -> usize {
+        position_of_rank(&self.rank_mean)
+    }
+
+    pub fn best_by_resident(&self) -> usize {
+        position_of_rank(&self.rank_resident)
+    }
+
+    /// The settings recommended, each with why: the lowest peak, the lowest mean, the
+    /// lowest peak that keeps thread caches on (`tcache:false` trades speed for memory, which
+    /// a replay does not show), and the lowest mean resident over time (decay settings
+    /// compete here; the defaults keep decay off); each only if strictly below the defaults, without repeats
+    /// (the first reason found names a setting that is best in several ways).
+    pub fn recommendations(&self) -> Vec<(usize, &'static str)> {
+        let base = self.defaults();
+        let mut out: Vec<(usize, &'static str)> = Vec::new();
+        let mut add = |i: usize, why: &'static str, beats: bool| {
+            if beats && !out.iter().any(|&(j, _)| j == i) {
+                out.push((i, why));
+            }
+        };
+        let (p, m) = (self.best_by_peak(), self.best_by_mean());
+        let both = p == m;
+        add(
+            p,
+            if both {
+                "lowest peak and lowest mean"
+            } else {
+                "lowest peak"
+            },
+            self.results[p].peak_active_bytes < base.peak_active_bytes,
+        );
+        add(
+            m,
+            "lowest mean",
+            self.results[m].mean_active_bytes < base.mean_active_bytes,
+        );
+        let cached = (0..self.results.len())
+            .filter(|&i| self.results[i].setting.options.tcache)
+            .min_by_key(|&i| self.rank_peak[i]);
+        if let Some(c) = cached {
+            add(
+                c,
+                "lowest peak with thread caches on",
+                self.results[c].peak_active_bytes < base.peak_active_bytes,
+            );
+        }
+        let r = self.best_by_resident();
+        add(
+            r,
+            "lowest mean resident",
+            self.results[r].mean_resident_bytes < base.mean_resident_bytes,
+        );
+        out
+    }
+
+    /// The indices of [`Advice::recommendations`].
+    pub fn recommended(&self) -> Vec<usize> {
+        self.recommendations().into_iter().map(|(i, _)| i).collect()
+    }
+}
+
+fn position_of_rank(ranks: &[usize]) -> usize {
+    ranks.iter().position(|&r| r == 1).unwrap_or(0)
+}
+
+fn ranks_by(values: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    // Stable: equal values keep grid order.
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut rank = vec![0; values.len()];
+    for (place, &i) in order.iter().enumerate() {
+        rank[i] = place + 1;
+    }
+    rank
+}
+
+/// Why a replay stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum AdviseError {
+    #[error("setting '{setting}': {source}")]
+    Model {
+        setting: String,
+        source: ProcessError,
+    },
+    #[error("no settings to compare")]
+    NoSettings,
+    #[error("live check of '{setting}': {message}")]
+    Live { setting: String, message: String },
+}
+
+/// `(size, slab size)` of every bin of a build.
+fn bin_shapes(classes: &SizeClasses) -> Vec<(u64, u64)> {
+    classes
+        .bins()
+        .iter()
+        .map(|c| (c.size, c.slab_size))
+        .collect()
+}
+
+/// One setting as an engine consumer.
+struct SettingRun {
+    model: Process,
+    bins: Vec<(u64, u64)>,
+    block_bytes: u64,
+    summary: ProcessSummary,
+    at_peak: PeakParts,
+    time: TimeMean,
+    /// The model refused a record (to name the setting in the error).
+    failed: bool,
+}
+
+/// The time-weighted mean: the state after each record holds until the next record's time.
+#[derive(Default)]
+struct TimeMean {
+    first: Option<u64>,
+    last: u64,
+    last_active: u64,
+    weighted: u128,
+    /// A record without a time: no time mean.
+    untimed: bool,
+}
+
+impl TimeMean {
+    fn observe(&mut self, time: Option<u64>, active: u64) {
+        let Some(t) = time else {
+            self.untimed = true;
+            return;
+        };
+        match self.first {
+            None => self.first = Some(t),
+            // Threads' clocks may interleave a little out of order: no negative spans.
+            Some(_) => {
+                self.weighted +=
+                    u128::from(self.last_active) * u128::from(t.saturating_sub(self.last));
+            }
+        }
+        self.last = self.last.max(t);
+        self.last_active = active;
+    }
+
+    fn mean(&self) -> Option<f64> {
+        let first = self.first?;
+        (!self.untimed && self.last > first)
+            .then(|| self.weighted as f64 / (self.last - first) as f64)
+    }
+}
+
+impl SettingRun {
+    fn new(setting: &Setting, cpus: u32, clock: DecayClock) -> Result<SettingRun, ProcessError> {
+        let config = setting.config();
+        let classes =
+            SizeClasses::new(config).map_err(|e| crate::sim::SimError::Config(e.to_string()))?;
+        let mut model = Process::new(config, setting.options.clone(), cpus)?;
+        // As `replay --process` sets its model up (`cli::process::model_run`).
+        model.set_decay_clock(clock);
+        model.set_metadata(Metadata::measured_default());
+        let block_bytes = if setting.options.tcache {
+            model.cache_block_bytes()
+        } else {
+            0
+        };
+        Ok(SettingRun {
+            model,
+            bins: bin_shapes(&classes),
+            block_bytes,
+            summary: ProcessSummary::default(),
+            at_peak: PeakParts::default(),
+            time: TimeMean::default(),
+            failed: false,
+        })
+    }
+
+    fn observe(&mut self, time: Option<u64>) {
+        let s = *self.model.stats();
+        let before = self.summary.peak_active_bytes;
+        self.summary.observe(&s);
+        self.time.observe(time, s.active_bytes);
+        if s.active_bytes > before {
+            self.at_peak = self.parts();
+        }
+    }
+
+    /// The decomposition now: requested and cached from the model's totals, cache blocks
+    /// from the live threads, empty regions from every bin's slabs, rounding and padding
+    /// the remainders of allocated and active bytes.
+    fn parts(&self) -> PeakParts {
+        let s = self.model.stats();
+        let snapshot = self.model.snapshot();
+        let mut slab_bytes = 0;
+        let mut region_bytes = 0;
+        for arena in &snapshot.arenas {
+            for (b, &(size, slab)) in arena.bins.iter().zip(&self.bins) {
+                slab_bytes += b.curslabs * slab;
+                region_bytes += b.curregs * size;
+            }
+        }
+        let cache_blocks = s.threads_live * self.block_bytes;
+        let empty_regions = slab_bytes - region_bytes;
+        PeakParts {
+            requested: s.requested_bytes,
+            rounding: s.allocated_bytes - s.requested_bytes - s.tcache_bytes - cache_blocks,
+            cached: s.tcache_bytes,
+            cache_blocks,
+            empty_regions,
+            pad: s.active_bytes - s.allocated_bytes - empty_regions,
+        }
+    }
+
+    fn apply(&mut self, record: &Record, time: Option<u64>) -> Result<(), ProcessError> {
+        if let Err(e) = self.model.apply(record) {
+            self.failed = true;
+            return Err(e);
+        }
+        self.observe(time);
+        Ok(())
+    }
+
+    fn finish(self, setting: Setting) -> SettingResult {
+        SettingResult {
+            narenas: self.model.narenas(),
+            setting,
+            peak_active_bytes: self.summary.peak_active_bytes,
+            peak_event: self.summary.at_active_peak.events,
+            mean_active_bytes: self.summary.mean_active_bytes(),
+            time_mean_active_bytes: self.time.mean(),
+            at_peak: self.at_peak,
+            peak_resident_bytes: self.summary.peak_resident_bytes,
+            mean_resident_bytes: self.summary.mean_resident_bytes(),
+            final_active_bytes: self.summary.final_stats.active_bytes,
+            events: self.summary.final_stats.events,
+        }
+    }
+}
+
+impl Consumer for SettingRun {
+    type Error = ProcessError;
+
+    fn call(&mut self, _index: u64, call: &Call) -> Result<(), ProcessError> {
+        self.apply(&Record::Call(*call), call.time_ns)
+    }
+
+    fn thread_exit_at(
+        &mut self,
+        thread: u32,
+        _index: u64,
+        time_ns: Option<u64>,
+    ) -> Result<(), ProcessError> {
+        self.apply(&Record::ThreadExit { thread, time_ns }, time_ns)
+    }
+}
+
+/// Replays `records` once under every setting (the first is the baseline of `vs_defaults`),
+/// `cpus` CPUs for the default `narenas`, decay read on the trace's times exactly (seed 0).
+pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Advice, AdviseError> {
+    advise_on_clock(records, settings, cpus, DecayClock::default())
+}
+
+/// Whether every call and thread exit has a time (decay above 0 ms needs them).
+fn timed(records: &[Record]) -> bool {
+    records.iter().all(|r| match r {
+        Record::Call(c) => c.time_ns.is_some(),
+        Record::ThreadExit { time_ns, .. } => time_ns.is_some(),
+        Record::Site { .. } => true,
+    })
+}
+
+/// [`advise`] with decay's seed and clock resolution as `replay --process --seed` sets them.
+/// Settings whose decay runs on the clock are skipped when the trace has no times
+/// ([`Advice::skipped`]).
+pub fn advise_on_clock(
+    records: &[Record],
+    settings: &[Setting],
+    cpus: u32,
+    clock: DecayClock,
+) -> Result<Advice, AdviseError> {
+    let mut skipped = Vec::new();
+    let settings: Vec<Setting> = if timed(records) {
+        settings.to_vec()
+    } else {
+        let (kept, off): (Vec<Setting>, Vec<Setting>) =
+            settings.iter().cloned().partition(|s| !s.on_clock());
+        skipped = off
+            .into_iter()
+            .map(|s| {
+                let why = "the trace has no times, and decay above 0 ms runs on the trace's clock";
+                (s, why.to_string())
+            })
+            .collect();
+        kept
+    };
+    if settings.is_empty() {
+        return Err(AdviseError::NoSettings);
+    }
+    let model_error = |i: usize, source| AdviseError::Model {
+        setting: settings[i].label(),
+        source,
+    };
+    let mut runs = settings
+        .iter()
+        .enumerate()
+        .map(|(i, s)| SettingRun::new(s, cpus, clock).map_err(|e| model_error(i, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let input = records
+        .iter()
+        .map(|r| Ok::<_, std::convert::Infallible>(r.clone()));
+    match engine::run(input, &mut runs, &|_| {}) {
+        Ok(_) => {}
+        Err(RunError::Consumer(e)) => {
+            // The engine reports the first error by consumer order; name that setting.
+            let i = runs.iter().position(|r| r.failed).unwrap_or(0);
+            return Err(model_error(i, e));
+        }
+        Err(RunError::Trace(never)) => match never {},
+    }
+    let results: Vec<SettingResult> = runs
+        .into_iter()
+        .zip(&settings)
+        .map(|(r, s)| r.finish(s.clone()))
+        .collect();
+    let peaks: Vec<f64> = results.iter().map(|r| r.peak_active_bytes as f64).collect();
+    let means: Vec<f64> = results.iter().map(|r| r.mean_active_bytes).collect();
+    let resident: Vec<f64> = results.iter().map(|r| r.mean_resident_bytes).collect();
+    Ok(Advice {
+        events: results[0].events,
+        cpus,
+        rank_peak: ranks_by(&peaks),
+        rank_mean: ranks_by(&means),
+        rank_resident: ranks_by(&resident),
+        results,
+        skipped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_keep_grid_order_on_ties() {
+        assert_eq!(ranks_by(&[3.0, 1.0, 3.0, 2.0]), [3, 1, 4, 2]);
+    }
+
+    /// One 64 KiB object allocated then freed (`times`: the records' times, if any), under
+    /// `tcache:false` with decay off, with `dirty_decay_ms:0`, and with `dirty_decay_ms:1000`.
+    fn one_large(text: &str, times: Option<&[u64]>) -> Advice {
+        let mut records = crate::process::records_from_text(text).unwrap();
+        if let Some(times) = times {
+            for (r, &t) in records.iter_mut().zip(times) {
+                if let Record::Call(c) = r {
+                    c.time_ns = Some(t);
+                }
+            }
+        }
+        let grid: Vec<Setting> = [
+            "tcache:false",
+            "tcache:false,dirty_decay_ms:0",
+            "tcache:false,dirty_decay_ms:1000",
+        ]
+        .iter()
+        .map(|c| Setting::new(c, crate::sizeclass::Preset::LINKED).unwrap())
+        .collect();
+        advise(&records, &grid, 2).unwrap()
+    }
+
+    #[test]
+    fn decay_0_leaves_no_dirty_pages_so_resident_is_active_plus_metadata() {
+        // Hand derivation, jemalloc 5.3.1, 4 KiB pages, no thread cache. A 64 KiB request is
+        // large: 65,536 usable plus the cache-oblivious padding page, 69,632 active (17
+        // pages). 5.3.1's `pac_alloc_real` takes from retained (the 2 MiB first mapping) the
+        // least size class at or above 68 KiB, 80 KiB, and leaves the 12 KiB tail dirty.
+        // Metadata: the process model counts 128 bytes per extent record (base_alloc_edata),
+        // whole pages, and no base blocks (`Metadata::measured_default`): a handful of
+        // records, one page, 4,096. Resident = active + dirty + metadata = 69,632 + 12,288 +
+        // 4,096 = 86,016 in both rows. Freed: with decay off the 80 KiB stay dirty, resident
+        // 81,920 + 4,096 = 86,016; with dirty_decay_ms:0 they are purged at once (to
+        // retained, muzzy 0): dirty 0, resident = active 0 + metadata 4,096.
+        let a = one_large("a 0 65536\nf 0\n", None);
+        let (off, zero) = (&a.results[0], &a.results[1]);
+        assert_eq!(
+            (off.peak_active_bytes, zero.peak_active_bytes),
+            (69632, 69632)
+        );
+        assert_eq!(
+            (off.peak_resident_bytes, zero.peak_resident_bytes),
+            (86016, 86016)
+        );
+        // No times: the mean over the two records. Off: 86,016 twice; 0: (86,016 + 4,096) / 2.
+        assert_eq!(off.mean_resident_bytes, 86016.0);
+        assert_eq!(zero.mean_resident_bytes, 45056.0);
+        assert_eq!(a.rank_resident, [2, 1]);
+        assert_eq!(a.recommendations(), [(1, "lowest mean resident")]);
+        // Decay over 1 s needs the trace's clock: skipped, said why.
+        assert_eq!(a.results.len(), 2);
+        assert_eq!(a.skipped.len(), 1);
+        assert!(a.skipped[0].1.contains("no times"), "{:?}", a.skipped);
+
+        // With times (ns): freed at 1,000, a second 64 KiB object at 4,000 takes the same
+        // pages back (from dirty with decay off, from retained with 0): 86,016 again. Over
+        // the 4,000 ns: off holds 86,016 throughout; 0 holds it 1,000 ns, then 4,096 for
+        // 3,000 ns: 21,504 + 3,072 = 24,576.
+        let t = one_large("a 0 65536\nf 0\na 1 65536\n", Some(&[0, 1000, 4000]));
+        assert_eq!(t.results.len(), 3, "the clock row runs on a timed trace");
+        assert!(t.skipped.is_empty());
+        assert_eq!(t.results[0].mean_resident_bytes, 86016.0);
+        assert_eq!(t.results[1].mean_resident_bytes, 24576.0);
+        assert_eq!(t.results[1].peak_resident_bytes, 86016);
+    }
+
+    #[test]
+    fn the_time_mean_weighs_each_state_until_the_next_record() {
+        // 10 bytes for 1 ns, then 30 bytes for 3 ns: (10 + 90) / 4 = 25.
+        let mut t = TimeMean::default();
+        t.observe(Some(100), 10);
+        t.observe(Some(101), 30);
+        t.observe(Some(104), 0);
+        assert_eq!(t.mean(), Some(25.0));
+        t.observe(None, 0);
+        assert_eq!(t.mean(), None);
+    }
+}

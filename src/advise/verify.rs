@@ -1,0 +1,143 @@
+//! The live check of a recommended setting: the same records through the real jemalloc with
+//! that `MALLOC_CONF`, one thread per trace thread in a baton child
+//! ([`crate::live::process::compare_process_live`], as `replay --process --live`), compared
+//! with the model every K events. 5.3.1 settings run on the linked jemalloc, 5.3.0 settings
+//! on Debian's `libjemalloc2` preloaded (as `--system-jemalloc`); other builds have no live
+//! jemalloc here and are not run. Settings whose decay runs on the clock are not exact (jemalloc
+//! decays on the wall clock, its checks randomly spaced): they are not run here but marked
+//! `approximate`, with the command that compares their resident memory live.
+
+use super::{Advice, AdviseError, Setting};
+use crate::live::process::{compare_process_live, ProcessAllocator, ProcessLiveComparison};
+use crate::sizeclass::Preset;
+use crate::trace::Record;
+use std::path::{Path, PathBuf};
+
+/// One live run, predicted beside measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LiveOutcome {
+    /// The jemalloc that ran (`5.3.1`, `5.3.0`).
+    pub version: String,
+    /// The `MALLOC_CONF` the child ran with.
+    pub malloc_conf: String,
+    pub every: u64,
+    pub run: ProcessLiveComparison,
+}
+
+impl LiveOutcome {
+    pub fn passed(&self) -> bool {
+        self.run.comparison.is_exact()
+    }
+}
+
+/// The `live_check` of one setting.
+#[derive(Clone, Debug, serde::Serialize)]
+pub enum LiveCheck {
+    /// Not recommended, `--no-live`, or no live jemalloc runs its build (the reason).
+    NotRun(String),
+    /// Decay on the clock: no exact check exists; how to compare resident live instead.
+    Approximate(String),
+    Ran(LiveOutcome),
+}
+
+impl LiveCheck {
+    /// `pass`, `fail`, `approximate` or `not-run`, as the table's column says it.
+    pub fn word(&self) -> &'static str {
+        match self {
+            LiveCheck::NotRun(_) => "not-run",
+            LiveCheck::Approximate(_) => "approximate",
+            LiveCheck::Ran(o) if o.passed() => "pass",
+            LiveCheck::Ran(_) => "fail",
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        self.word() == "fail"
+    }
+}
+
+/// The jemalloc that runs `setting` live, or why none does here. `debian` is the path of
+/// Debian's 5.3.0 library.
+fn allocator_for(setting: &Setting, debian: &Path) -> Result<ProcessAllocator, String> {
+    let linked = crate::live::replay::Api::linked()
+        .config()
+        .map_err(|e| e.to_string())?;
+    if setting.config() == linked {
+        return Ok(ProcessAllocator::Linked);
+    }
+    if setting.preset == Preset::Default {
+        if debian.is_file() {
+            return Ok(ProcessAllocator::System(debian.to_path_buf()));
+        }
+        return Err(format!(
+            "jemalloc 5.3.0 runs live only with Debian's libjemalloc2 at {}, which is not installed",
+            debian.display()
+        ));
+    }
+    Err(format!(
+        "no live jemalloc runs build '{}' here",
+        setting.preset_name()
+    ))
+}
+
+/// How the live checks run.
+#[derive(Clone, Debug)]
+pub struct LivePlan {
+    /// The fragsim executable (the child is `fragsim __process-live-child`).
+    pub exe: PathBuf,
+    /// Compare every K events (and after the last).
+    pub every: u64,
+    /// Debian's jemalloc 5.3.0 (`crate::validate::DEBIAN_JEMALLOC`).
+    pub debian_jemalloc: PathBuf,
+}
+
+/// Live-checks one setting.
+pub fn verify(
+    records: &[Record],
+    setting: &Setting,
+    cpus: u32,
+    plan: &LivePlan,
+) -> Result<LiveCheck, AdviseError> {
+    if setting.on_clock() {
+        return Ok(LiveCheck::Approximate(format!(
+            "decay on the clock is not exact; compare resident live with: fragsim replay TRACE --process --live --honour-clock --runs 5 --cpus {cpus} --malloc-conf '{}'",
+            setting.exact_conf(cpus)
+        )));
+    }
+    let allocator = match allocator_for(setting, &plan.debian_jemalloc) {
+        Ok(a) => a,
+        Err(why) => return Ok(LiveCheck::NotRun(why)),
+    };
+    let options = setting.options_for(cpus);
+    let run = compare_process_live(&plan.exe, &allocator, records, &options, plan.every, 5)
+        .map_err(|e| AdviseError::Live {
+            setting: setting.label(),
+            message: format!("{e:#}"),
+        })?;
+    Ok(LiveCheck::Ran(LiveOutcome {
+        version: run.version.clone(),
+        malloc_conf: setting.exact_conf(cpus),
+        every: plan.every,
+        run,
+    }))
+}
+
+/// One check per result: the recommended settings run live (one after the other: each child
+/// has one thread per trace thread), the others `not-run`.
+pub fn verify_recommended(
+    records: &[Record],
+    advice: &Advice,
+    plan: Option<&LivePlan>,
+) -> Result<Vec<LiveCheck>, AdviseError> {
+    let recommended = advice.recommended();
+    advice
+        .results
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match plan {
+            None => Ok(LiveCheck::NotRun("--no-live".into())),
+            Some(_) if !recommended.contains(&i) => Ok(LiveCheck::NotRun("not recommended".into())),
+            Some(plan) => verify(records, &r.setting, advice.cpus, plan),
+        })
+        .collect()
+}

@@ -1,0 +1,114 @@
+//! Horizontal grouped bars: one row per category (e.g. a run-time setting, whose label may be
+//! long), one bar per series (e.g. peak and mean active bytes), values in bytes.
+
+use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
+use anyhow::Result;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+#[derive(Clone, Debug)]
+pub struct HorizontalBars {
+    pub name: String,
+    pub title: String,
+    pub x_desc: String,
+    /// Top row first.
+    pub categories: Vec<String>,
+    /// (series label, one value in bytes per category).
+    pub series: Vec<(String, Vec<f64>)>,
+}
+
+/// The unit the largest value reads best in.
+fn unit_of(max: f64) -> (f64, &'static str) {
+    // Labels are whole numbers: KiB up to 10 MiB keeps three or four digits apart.
+    if max >= (10u64 << 30) as f64 {
+        ((1u64 << 30) as f64, "GiB")
+    } else if max >= (10u64 << 20) as f64 {
+        ((1u64 << 20) as f64, "MiB")
+    } else {
+        (1024.0, "KiB")
+    }
+}
+
+impl Chart for HorizontalBars {
+    named_chart!();
+
+    fn size(&self) -> (u32, u32) {
+        (1400, 160 + 48 * self.categories.len().max(1) as u32)
+    }
+
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    where
+        DB::ErrorType: 'static,
+    {
+        let max = self
+            .series
+            .iter()
+            .flat_map(|(_, v)| v.iter().copied())
+            .fold(0.0f64, f64::max)
+            .max(1.0);
+        let (unit, unit_name) = unit_of(max);
+        let right = max / unit * 1.45;
+        let n = self.categories.len();
+        let longest = self.categories.iter().map(|c| c.len()).max().unwrap_or(0) as u32;
+        let mut chart = ChartBuilder::on(area)
+            .caption(self.title(), (FONT, 26))
+            .margin(20)
+            .x_label_area_size(50)
+            .y_label_area_size(40 + 10 * longest)
+            .build_cartesian_2d(0f64..right, 0f64..n.max(1) as f64)
+            .map_err(plot_err)?;
+        let categories = self.categories.clone();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| {
+                // Row i (from the top) is centred on n - i - 0.5.
+                let i = (n as f64 - 0.5 - y).round();
+                if (n as f64 - 0.5 - y - i).abs() < 1e-6 && i >= 0.0 {
+                    categories.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(format!("{}, {unit_name}", self.x_desc))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 20))
+            .draw()
+            .map_err(plot_err)?;
+        let k = self.series.len().max(1) as f64;
+        let height = 0.8 / k;
+        let style = (FONT, 14)
+            .into_font()
+            .into_text_style(area)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (s, (label, values)) in self.series.iter().enumerate() {
+            let color = palette::SERIES[s % palette::SERIES.len()];
+            // Series 0 on top within each row.
+            let y0 = |i: usize| (n - 1 - i) as f64 + 0.9 - height * (s as f64 + 1.0);
+            chart
+                .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                    Rectangle::new(
+                        [(0.0, y0(i)), (v / unit, y0(i) + height * 0.9)],
+                        color.filled(),
+                    )
+                }))
+                .map_err(plot_err)?
+                .label(label.clone())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
+                });
+            chart
+                .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                    Text::new(
+                        format!("{:.0}", v / unit),
+                        (v / unit + right * 0.005, y0(i) + height * 0.45),
+                        style.clone(),
+                    )
+                }))
+                .map_err(plot_err)?;
+        }
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+    }
+}

@@ -1,0 +1,220 @@
+//! `fragsim advise TRACE`: which run-time options would lower the process's memory. Every
+//! option is checked into a [`Plan`] before the trace is read; then one replay under every
+//! setting, the table, the chart, and the live check of the recommended settings.
+
+use super::args::refuse_outputs_over_inputs;
+use crate::advise::{
+    advice_chart, advice_table, advise_on_clock, default_grid, notes, parse_grid,
+    verify_recommended, LiveCheck, LivePlan, Setting,
+};
+use crate::charts::{render_png, render_svg};
+use crate::export::{Format, OutputFile};
+use crate::process::{machine_coarse_clock_ns, machine_cpus, DecayClock};
+use crate::trace::Record;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct AdviseArgs {
+    /// The trace (any form `fragsim replay` reads; threads and times are used).
+    pub trace: PathBuf,
+    /// Settings to compare, one MALLOC_CONF a line, optionally `preset=5.3.0 ` before it,
+    /// `#` comments (default: the built-in grid: tcache, tcache_max, lg_tcache_nslots_mul,
+    /// narenas, oversize_threshold, 5.3.0 vs 5.3.1, dirty_decay_ms 10000/1000/100/0). The
+    /// defaults row (decay off) always comes first. A line naming one decay option runs the
+    /// other at jemalloc's default; decay above 0 ms needs a trace with times (else skipped).
+    #[arg(long, value_name = "FILE")]
+    pub grid: Option<PathBuf>,
+    /// The table format.
+    #[arg(long, value_parser = super::choice::choice::<Format>(), default_value_t = Format::Md)]
+    pub format: Format,
+    /// Write the table to this file (atomically) instead of standard output.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Draw peak and mean active bytes and mean resident bytes per setting into this file
+    /// (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+    /// CPUs for jemalloc's default narenas (4 x CPUs) [default: this machine's].
+    #[arg(long)]
+    pub cpus: Option<u32>,
+    /// Do not check the recommended settings live (their live_check says not-run).
+    #[arg(long)]
+    pub no_live: bool,
+    /// Compare the live check with the model every K events (and after the last) [default: 1].
+    #[arg(long, value_name = "K")]
+    pub every: Option<u64>,
+    /// The seed of the decay model's random numbers (as `replay --process --seed`).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChartKind {
+    Svg,
+    Png,
+}
+
+/// Everything the run needs, checked: nothing is read or written before this exists.
+struct Plan {
+    trace: PathBuf,
+    name: String,
+    settings: Vec<Setting>,
+    format: Format,
+    /// `None`: standard output.
+    out: Option<OutputFile>,
+    chart: Option<(OutputFile, ChartKind)>,
+    cpus: u32,
+    seed: u64,
+    live: Option<LivePlan>,
+}
+
+impl Plan {
+    fn new(args: &AdviseArgs) -> Result<Plan> {
+        if args.cpus == Some(0) {
+            bail!("--cpus 0: give at least one CPU");
+        }
+        if args.every == Some(0) {
+            bail!("--every 0: give a positive number of events");
+        }
+        if args.no_live && args.every.is_some() {
+            bail!("--every sets the live check's comparisons: it takes no --no-live");
+        }
+        let chart_kind = match &args.chart {
+            None => None,
+            Some(path) => Some(match path.extension().and_then(|e| e.to_str()) {
+                Some("svg") => ChartKind::Svg,
+                Some("png") => ChartKind::Png,
+                _ => bail!(
+                    "--chart '{}': give a file ending in .svg or .png",
+                    path.display()
+                ),
+            }),
+        };
+        let mut inputs: Vec<(&str, &Path)> = vec![("the trace", &args.trace)];
+        if let Some(g) = &args.grid {
+            inputs.push(("the grid file", g));
+        }
+        refuse_outputs_over_inputs(
+            &inputs,
+            &[
+                ("--out", args.out.as_deref()),
+                ("--chart", args.chart.as_deref()),
+            ],
+        )?;
+        let settings = match &args.grid {
+            None => default_grid(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read grid file '{}'", path.display()))?;
+                parse_grid(&text).with_context(|| format!("grid file '{}'", path.display()))?
+            }
+        };
+        let out = match &args.out {
+            Some(p) => Some(OutputFile::create(p).with_context(|| "--out".to_string())?),
+            None => None,
+        };
+        let chart = match (&args.chart, chart_kind) {
+            (Some(p), Some(kind)) => Some((
+                OutputFile::create(p).with_context(|| "--chart".to_string())?,
+                kind,
+            )),
+            _ => None,
+        };
+        let live = if args.no_live {
+            None
+        } else {
+            Some(LivePlan {
+                exe: std::env::current_exe().context("the fragsim executable")?,
+                every: args.every.unwrap_or(1),
+                debian_jemalloc: PathBuf::from(crate::validate::DEBIAN_JEMALLOC),
+            })
+        };
+        Ok(Plan {
+            trace: args.trace.clone(),
+            name: args
+                .trace
+                .file_stem()
+                .map_or("trace".into(), |s| s.to_string_lossy().to_string()),
+            settings,
+            format: args.format,
+            out,
+            chart,
+            cpus: args.cpus.unwrap_or_else(machine_cpus),
+            seed: args.seed,
+            live,
+        })
+    }
+}
+
+/// The trace's records without sites (the model has no use for them).
+fn load_records(path: &Path) -> Result<Vec<Record>> {
+    let mut records = Vec::new();
+    for r in crate::trace::open(path)?.records() {
+        let r = r?;
+        if !matches!(r, Record::Site { .. }) {
+            records.push(r);
+        }
+    }
+    Ok(records)
+}
+
+pub fn run(args: AdviseArgs) -> Result<i32> {
+    let plan = Plan::new(&args)?;
+    let records = load_records(&plan.trace)?;
+    // The decay clock as `replay --process` reads it (this machine's coarse clock).
+    let clock = DecayClock {
+        seed: plan.seed,
+        resolution_ns: machine_coarse_clock_ns(),
+        start_ns: 0,
+    };
+    let advice = advise_on_clock(&records, &plan.settings, plan.cpus, clock)?;
+    let live = verify_recommended(&records, &advice, plan.live.as_ref())?;
+    let title = format!(
+        "advise {}: peak and mean active bytes, mean resident bytes, under {} settings (process model)",
+        plan.name,
+        advice.results.len()
+    );
+    let table = advice_table(&advice, &title, &live);
+    let lines = notes(&advice, &live);
+    let mut text = plan.format.render(&table)?;
+    if plan.format == Format::Md {
+        // Markdown carries its notes; CSV and JSON stay machine-readable (notes on stderr).
+        text.push('\n');
+        for l in &lines {
+            text.push_str(&format!("- {l}\n"));
+        }
+    } else {
+        for l in &lines {
+            super::output::print_error(l);
+        }
+    }
+    if let Some((mut file, kind)) = plan.chart {
+        let chart = advice_chart(
+            &advice,
+            "advise",
+            &format!("{}: active and resident bytes per setting", plan.name),
+        );
+        let bytes = match kind {
+            ChartKind::Svg => render_svg(&chart)?.into_bytes(),
+            ChartKind::Png => render_png(&chart)?,
+        };
+        file.write_all(&bytes)
+            .with_context(|| format!("--chart '{}'", file.path().display()))?;
+        file.commit()?;
+    }
+    match plan.out {
+        Some(mut file) => {
+            file.write_all(text.as_bytes())
+                .with_context(|| format!("--out '{}'", file.path().display()))?;
+            file.commit()?;
+        }
+        None => super::output::print_text(&text)?,
+    }
+    if live.iter().any(LiveCheck::failed) {
+        return Ok(1);
+    }
+    Ok(0)
+}

@@ -1,0 +1,364 @@
+//! The live process replay on the trace's clock (`replay --process --live --honour-clock`):
+//! the child sleeps to each event's time (`CLOCK_MONOTONIC`, absolute, from the replay's
+//! start) with the decay options in its `MALLOC_CONF`, and after every snapshot line prints a
+//! decay line: `d ELAPSED_NS RESIDENT MAPPED RETAINED DIRTY MUZZY` (bytes; the replayer's
+//! manual arena subtracted). Before the first event it prints `clock SINCE META0 META_FRESH`:
+//! ns since its constructor (about when jemalloc created arena 0 and started its decay
+//! epoch), arena 0's metadata resident (`stats.arenas.0.resident` less its active and dirty
+//! pages) and a freshly created arena's (a second manual arena made for the purpose).
+//!
+//! The parent ([`live_clock_run`]) runs the child once and returns every checkpoint; the
+//! comparison with the model over seeds is [`crate::live::decay_compare`].
+
+use super::baton::monotonic_ns;
+use super::process::{parse_snapshot, ProcessAllocator};
+use super::replay::{mib, parse_config, read_mib, Api};
+use crate::process::{to_text, ProcessOptions, ProcessSnapshot};
+use crate::sizeclass::AllocatorConfig;
+use crate::trace::Record;
+use anyhow::{bail, ensure, Context, Result};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Sleeps until `CLOCK_MONOTONIC` reads `deadline_ns` (at once if it has passed).
+pub(super) fn sleep_until(deadline_ns: u64) {
+    if monotonic_ns() >= deadline_ns {
+        return;
+    }
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: an absolute sleep on a valid timespec; EINTR just returns early, and the loop
+    // below sleeps again.
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
+}
+
+/// The times file: one ns offset per line.
+pub(super) fn read_times(path: &Path) -> Result<Vec<u64>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read '{}'", path.display()))?;
+    text.lines()
+        .map(|l| {
+            l.trim()
+                .parse::<u64>()
+                .context("bad time in the times file")
+        })
+        .collect()
+}
+
+/// MIBs of one arena's page statistics.
+struct Pages {
+    initialized: Vec<usize>,
+    resident: Vec<usize>,
+    mapped: Vec<usize>,
+    retained: Vec<usize>,
+    pactive: Vec<usize>,
+    pdirty: Vec<usize>,
+    pmuzzy: Vec<usize>,
+}
+
+fn pages_mibs(api: &Api, i: usize) -> Result<Pages> {
+    let at = |name: &str, pos: usize| -> Result<Vec<usize>> {
+        let mut m = mib(api, name)?;
+        m[pos] = i;
+        Ok(m)
+    };
+    Ok(Pages {
+        initialized: at("arena.0.initialized", 1)?,
+        resident: at("stats.arenas.0.resident", 2)?,
+        mapped: at("stats.arenas.0.mapped", 2)?,
+        retained: at("stats.arenas.0.retained", 2)?,
+        pactive: at("stats.arenas.0.pactive", 2)?,
+        pdirty: at("stats.arenas.0.pdirty", 2)?,
+        pmuzzy: at("stats.arenas.0.pmuzzy", 2)?,
+    })
+}
+
+/// Reads the decay line's statistics (after the snapshot's `epoch`).
+pub(super) struct ClockReader {
+    api: Api,
+    page: u64,
+    arenas: Vec<Pages>,
+}
+
+impl ClockReader {
+    /// `manual` is the replayer's arena (left out); `narenas` the automatic ones (the huge
+    /// arena, when on, is index `narenas`). [`ClockReader::header`] gives the clock line's
+    /// metadata figures.
+    pub fn new(api: &Api, manual: usize, narenas: u32) -> Result<ClockReader> {
+        let arenas = (0..=narenas as usize)
+            .filter(|&i| i != manual)
+            .map(|i| pages_mibs(api, i))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ClockReader {
+            api: *api,
+            // SAFETY: arenas.page is a size_t.
+            page: unsafe { api.read::<usize>("arenas.page")? } as u64,
+            arenas,
+        })
+    }
+
+    fn read(&self, m: &[usize]) -> Result<u64> {
+        read_mib(&self.api, m)
+    }
+
+    /// Arena 0's metadata resident now, and a fresh arena's (one made here, kept idle).
+    pub fn header(&self) -> Result<(u64, u64)> {
+        // SAFETY: epoch takes a uint64_t; arenas.create returns an unsigned.
+        let fresh = unsafe {
+            self.api.write("epoch", 1u64)?;
+            self.api.read::<u32>("arenas.create")?
+        };
+        // SAFETY: as above.
+        unsafe { self.api.write("epoch", 1u64)? };
+        let meta = |p: &Pages| -> Result<u64> {
+            let pages = self.read(&p.pactive)? + self.read(&p.pdirty)?;
+            Ok(self.read(&p.resident)?.saturating_sub(pages * self.page))
+        };
+        let fresh = pages_mibs(&self.api, fresh as usize)?;
+        Ok((meta(&self.arenas[0])?, meta(&fresh)?))
+    }
+
+    /// The decay line (statistics as of the last `epoch`).
+    pub fn write_line(&self, out: &mut impl Write, elapsed_ns: u64) -> Result<()> {
+        let mut tot = [0u64; 5];
+        for p in &self.arenas {
+            let mut v = false;
+            let mut len = 1usize;
+            // SAFETY: arena.<i>.initialized is a bool.
+            let err = unsafe {
+                (self.api.bymib)(
+                    p.initialized.as_ptr(),
+                    p.initialized.len(),
+                    (&mut v as *mut bool).cast(),
+                    &mut len,
+                    std::ptr::null_mut(),
+                    0,
+                )
+            };
+            if err != 0 || !v {
+                continue;
+            }
+            tot[0] += self.read(&p.resident)?;
+            tot[1] += self.read(&p.mapped)?;
+            tot[2] += self.read(&p.retained)?;
+            tot[3] += self.read(&p.pdirty)? * self.page;
+            tot[4] += self.read(&p.pmuzzy)? * self.page;
+        }
+        writeln!(
+            out,
+            "d {elapsed_ns} {} {} {} {} {}",
+            tot[0], tot[1], tot[2], tot[3], tot[4]
+        )?;
+        Ok(())
+    }
+}
+
+/// One decay line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LiveDecay {
+    pub elapsed_ns: u64,
+    pub resident_bytes: u64,
+    pub mapped_bytes: u64,
+    pub retained_bytes: u64,
+    pub dirty_bytes: u64,
+    pub muzzy_bytes: u64,
+}
+
+fn parse_decay(line: &str) -> Result<LiveDecay> {
+    let v: Vec<u64> = line
+        .strip_prefix("d ")
+        .with_context(|| format!("bad decay line from the child: '{line}'"))?
+        .split(' ')
+        .map(|t| t.parse::<u64>().context("bad number from the child"))
+        .collect::<Result<_>>()?;
+    let [elapsed_ns, resident_bytes, mapped_bytes, retained_bytes, dirty_bytes, muzzy_bytes] =
+        v[..]
+    else {
+        bail!("bad decay line from the child: '{line}'")
+    };
+    Ok(LiveDecay {
+        elapsed_ns,
+        resident_bytes,
+        mapped_bytes,
+        retained_bytes,
+        dirty_bytes,
+        muzzy_bytes,
+    })
+}
+
+/// One live run on the trace's clock.
+#[derive(Clone, Debug)]
+pub struct LiveClockRun {
+    pub config: AllocatorConfig,
+    pub narenas: u32,
+    /// Large bytes start-up left live in arena 0 (the model's `replayer_start`).
+    pub residue: u64,
+    /// ns between the child's constructor (arena 0's creation) and the first event.
+    pub start_ns: u64,
+    /// Arena 0's metadata resident before the first event, and a fresh arena's.
+    pub metadata0: u64,
+    pub metadata_fresh: u64,
+    /// At every checkpoint: the snapshot (active bytes per arena) and the decay line.
+    pub checkpoints: Vec<(ProcessSnapshot, LiveDecay)>,
+}
+
+/// The child's environment for `options` (decay included) under `allocator`.
+fn child_command(
+    exe: &Path,
+    allocator: &ProcessAllocator,
+    options: &ProcessOptions,
+) -> Result<Command> {
+    let mut command = Command::new(exe);
+    command.arg("__process-live-child");
+    match allocator {
+        ProcessAllocator::Linked => {
+            command.env("FRAGSIM_PROCESS_CHILD", "linked").env(
+                "_RJEM_MALLOC_CONF",
+                options.to_conf(crate::sizeclass::JemallocVersion::V5_3_1),
+            );
+        }
+        ProcessAllocator::System(lib) => {
+            ensure!(lib.is_file(), "no jemalloc library at '{}'", lib.display());
+            command
+                .arg("--system")
+                .env("FRAGSIM_PROCESS_CHILD", "system")
+                .env("LD_PRELOAD", lib)
+                .env(
+                    "MALLOC_CONF",
+                    options.to_conf(crate::sizeclass::JemallocVersion::V5_3_0),
+                );
+        }
+    }
+    Ok(command)
+}
+
+/// Each record's time in ns from the first time stamp (a record without one keeps the
+/// previous record's; times never go back). An error when the trace has no times.
+pub fn relative_times(records: &[Record]) -> Result<Vec<u64>> {
+    let stamp = |r: &Record| match r {
+        Record::Call(c) => c.time_ns,
+        Record::ThreadExit { time_ns, .. } => *time_ns,
+        Record::Site { .. } => None,
+    };
+    let first = records.iter().find_map(stamp).context(
+        "the trace has no times: --honour-clock replays on the trace's clock (record with times)",
+    )?;
+    let mut last = 0u64;
+    Ok(records
+        .iter()
+        .filter(|r| !matches!(r, Record::Site { .. }))
+        .map(|r| {
+            if let Some(t) = stamp(r) {
+                last = last.max(t.saturating_sub(first));
+            }
+            last
+        })
+        .collect())
+}
+
+/// Runs the child once on the trace's clock, reading a checkpoint every `every` events.
+pub fn live_clock_run(
+    exe: &Path,
+    allocator: &ProcessAllocator,
+    records: &[Record],
+    options: &ProcessOptions,
+    every: u64,
+) -> Result<LiveClockRun> {
+    let times = relative_times(records)?;
+    let mut input = tempfile::NamedTempFile::new().context("temporary record file")?;
+    input.write_all(to_text(records).as_bytes())?;
+    input.flush()?;
+    let mut times_file = tempfile::NamedTempFile::new().context("temporary times file")?;
+    let mut text = String::with_capacity(times.len() * 10);
+    for t in &times {
+        text.push_str(&t.to_string());
+        text.push('\n');
+    }
+    times_file.write_all(text.as_bytes())?;
+    times_file.flush()?;
+    let mut command = child_command(exe, allocator, options)?;
+    command
+        .args(["--every", &every.max(1).to_string(), "--times"])
+        .arg(times_file.path())
+        .arg(input.path());
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start '{}'", exe.display()))?;
+    let _registration = crate::cleanup::stop_on_interrupt(child.id());
+    let stdout = child.stdout.take().context("child stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let mut all = Vec::new();
+    for l in lines.by_ref() {
+        all.push(l?);
+    }
+    let status = child.wait()?;
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    if let Some(e) = all.iter().find_map(|l| l.strip_prefix("error ")) {
+        bail!("live process replay: {e}");
+    }
+    ensure!(
+        status.success() && all.len() >= 4,
+        "the live process child failed: {}",
+        err.trim()
+    );
+    let config = parse_config(&all[0])?;
+    let narenas: u32 = all[1]
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("bad child header '{}'", all[1]))?;
+    let base: Vec<u64> = all[2]
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let [residue, small] = base[..] else {
+        bail!("bad child header '{}'", all[2])
+    };
+    ensure!(
+        small == 0,
+        "the live child's start-up left {small} small bytes in arena 0 (not modelled)"
+    );
+    let clock: Vec<u64> = all[3]
+        .strip_prefix("clock ")
+        .with_context(|| format!("bad clock line '{}'", all[3]))?
+        .split(' ')
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let [start_ns, metadata0, metadata_fresh] = clock[..] else {
+        bail!("bad clock line '{}'", all[3])
+    };
+    let mut checkpoints = Vec::new();
+    for pair in all[4..].chunks(2) {
+        let [s, d] = pair else {
+            bail!("the live child's output ends in the middle of a checkpoint")
+        };
+        checkpoints.push((parse_snapshot(s)?, parse_decay(d)?));
+    }
+    Ok(LiveClockRun {
+        config,
+        narenas,
+        residue,
+        start_ns,
+        metadata0,
+        metadata_fresh,
+        checkpoints,
+    })
+}

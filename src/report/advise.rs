@@ -1,0 +1,172 @@
+//! The report's "Run-time options" section: `fragsim advise` on every committed trace that
+//! has threads: the default grid ranked by peak and mean active bytes, the chart, and the live
+//! check of the recommended settings ([`crate::advise`]).
+
+use super::{SectionOutput, Written};
+use crate::advise::{
+    advice_chart, advice_table, advise_on_clock, default_grid, notes, verify_recommended, Advice,
+    LiveCheck, LivePlan, LIMITS,
+};
+use crate::charts::write_chart;
+use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
+use crate::process::DecayClock;
+use crate::trace::Record;
+use anyhow::{Context, Result};
+use std::path::{Path, PathBuf};
+
+/// The heading of this section in the report index.
+pub const SECTION: &str = "Run-time options (advise)";
+
+/// CPUs the report assumes for jemalloc's default `narenas` (4 x CPUs = 8), so that the files
+/// are the same on any machine (`fragsim advise --cpus 2`).
+pub const CPUS: u32 = 2;
+
+/// The live check compares every K events (`fragsim advise --every 100`).
+pub const LIVE_EVERY: u64 = 100;
+
+/// The decay clock the report models: seed 0 and a 4 ms coarse clock (a 250 Hz kernel's
+/// `CLOCK_MONOTONIC_COARSE`), fixed so that the files are the same on any machine.
+pub const CLOCK: DecayClock = DecayClock {
+    seed: 0,
+    resolution_ns: 4_000_000,
+    start_ns: 0,
+};
+
+/// The records of `path` without sites, and whether more than one thread calls.
+fn threaded_records(path: &Path) -> Result<Option<Vec<Record>>> {
+    let mut records = Vec::new();
+    let mut threads = 0u32;
+    for r in crate::trace::open(path)?.records() {
+        let r = r.with_context(|| format!("reading '{}'", path.display()))?;
+        match &r {
+            Record::Site { .. } => continue,
+            Record::Call(c) => threads = threads.max(c.thread + 1),
+            Record::ThreadExit { .. } => {}
+        }
+        records.push(r);
+    }
+    Ok((threads > 1).then_some(records))
+}
+
+/// The ranking by peak, short: one row per setting, lowest peak first.
+fn ranking_table(advice: &Advice, live: &[LiveCheck], title: &str) -> Table {
+    let mut t = Table::new(
+        title,
+        &[
+            "rank_peak",
+            "setting",
+            "peak_active_bytes",
+            "vs_defaults",
+            "mean_active_bytes",
+            "mean_vs_defaults",
+            "rank_mean",
+            "mean_resident_bytes",
+            "rank_resident",
+            "live_check",
+        ],
+    );
+    let mut order: Vec<usize> = (0..advice.results.len()).collect();
+    order.sort_by_key(|&i| advice.rank_peak[i]);
+    let base = advice.defaults();
+    for i in order {
+        let r = &advice.results[i];
+        t.push(vec![
+            (advice.rank_peak[i] as u64).into(),
+            r.setting.label().into(),
+            r.peak_active_bytes.into(),
+            crate::export::Cell::Float(
+                r.peak_active_bytes as f64 / base.peak_active_bytes.max(1) as f64,
+                4,
+            ),
+            crate::export::Cell::Float(r.mean_active_bytes, 0),
+            crate::export::Cell::Float(r.mean_active_bytes / base.mean_active_bytes.max(1.0), 4),
+            (advice.rank_mean[i] as u64).into(),
+            crate::export::Cell::Float(r.mean_resident_bytes, 0),
+            (advice.rank_resident[i] as u64).into(),
+            live.get(i).map_or("not-run", LiveCheck::word).into(),
+        ]);
+    }
+    t
+}
+
+fn write_both(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<Written>> {
+    let mut files = Vec::new();
+    for format in [&Csv as &dyn TableFormat, &Markdown] {
+        let file = format!("{stem}.{}", format.extension());
+        write_atomic(&dir.join(&file), format.render(table)?.as_bytes())?;
+        files.push(Written {
+            file,
+            what: what.to_string(),
+        });
+    }
+    Ok(files)
+}
+
+/// Writes `advise-<trace>.csv/.md` (every column) and `charts/advise-<trace>.png/.svg` for
+/// every threaded trace in `traces`; the ranking and the notes go into the index.
+/// Without `exe` the live checks are not run (the tables say not-run).
+pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Result<SectionOutput> {
+    let plan = exe.map(|exe| LivePlan {
+        exe: exe.to_path_buf(),
+        every: LIVE_EVERY,
+        debian_jemalloc: PathBuf::from(crate::validate::DEBIAN_JEMALLOC),
+    });
+    let mut files = Vec::new();
+    let mut md = format!(
+        "Each committed trace with threads replayed once through the process model under the default grid of run-time options (`fragsim advise TRACE --cpus {CPUS} --every {LIVE_EVERY}`, decay on a 4 ms coarse clock, seed 0), ranked by peak active bytes, with the mean resident bytes over the trace's time and their rank; the recommended settings checked live through the real jemalloc with that MALLOC_CONF at every {LIVE_EVERY} events. The full tables (the peak's decomposition, the exact MALLOC_CONF) are in the files listed above.\n"
+    );
+    for path in traces {
+        let Some(records) = threaded_records(path)? else {
+            continue;
+        };
+        let name = path
+            .file_stem()
+            .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+        let advice = advise_on_clock(&records, &default_grid(), CPUS, CLOCK)
+            .with_context(|| format!("advise '{name}'"))?;
+        let live = verify_recommended(&records, &advice, plan.as_ref())?;
+        let stem = format!("advise-{name}");
+        let table = advice_table(
+            &advice,
+            &format!("advise {name}: peak and mean active bytes, mean resident bytes per setting"),
+            &live,
+        );
+        files.extend(write_both(
+            dir,
+            &stem,
+            &table,
+            &format!("{name}: every setting of the default grid, the peak's parts, the live check"),
+        )?);
+        let chart = advice_chart(
+            &advice,
+            &stem,
+            &format!("{name}: active and resident bytes per run-time setting"),
+        );
+        for p in write_chart(&chart, &dir.join("charts"))? {
+            files.push(Written::at(
+                dir,
+                &p,
+                format!("{name}: peak and mean active bytes, mean resident bytes per setting"),
+            ));
+        }
+        let ranking = ranking_table(
+            &advice,
+            &live,
+            &format!("{name}: settings by peak active bytes"),
+        );
+        md.push_str(&format!("\n{}\n", Markdown.render(&ranking)?));
+        for line in notes(&advice, &live) {
+            if !LIMITS.contains(&line.as_str()) {
+                md.push_str(&format!("- {line}\n"));
+            }
+        }
+    }
+    md.push_str("\nWhat these replays cannot show:\n\n");
+    for line in LIMITS {
+        md.push_str(&format!("- {line}\n"));
+    }
+    Ok(SectionOutput {
+        files,
+        markdown: md,
+    })
+}

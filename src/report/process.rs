@@ -1,0 +1,247 @@
+//! The report's "Whole process" section: every committed trace with threads through the
+//! process model (thread caches, automatic arenas, the huge arena) beside the one-arena
+//! model, per arena at the process's active peak, and the live check of the process model
+//! (the baton replay through the real jemalloc, [`crate::live::process`]) with its counts.
+//! Everything here is deterministic (models, and jemalloc's statistics with decay off), so
+//! the files are committed; the options are fixed (8 automatic arenas, what 4 x 2 CPUs gives)
+//! so that another machine writes the same files.
+
+use super::{write_table, SectionOutput};
+use crate::export::{Cell, Table};
+use crate::live::process::{compare_process_live, ProcessAllocator};
+use crate::live::replay::Api;
+use crate::process::{Process, ProcessOptions};
+use crate::sim::Arena;
+use crate::sizeclass::AllocatorConfig;
+use crate::trace::Record;
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// The heading of this section in the report index.
+pub const SECTION: &str = "Whole process";
+
+/// The options every run here uses (the live child gets the same, decay off).
+pub const CONF: &str = "narenas:8";
+
+/// Snapshots compared every this many records in the live check.
+pub const LIVE_EVERY: u64 = 16;
+
+/// Debian's jemalloc 5.3.0, checked live beside the linked 5.3.1 when installed.
+const DEBIAN_530: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+/// Peak and mean active bytes, over calls (thread exits are not events here).
+#[derive(Default)]
+struct Active {
+    peak: u64,
+    sum: u128,
+    calls: u64,
+}
+
+impl Active {
+    fn observe(&mut self, active: u64) {
+        self.peak = self.peak.max(active);
+        self.sum += u128::from(active);
+        self.calls += 1;
+    }
+
+    fn mean(&self) -> f64 {
+        self.sum as f64 / self.calls.max(1) as f64
+    }
+}
+
+fn records(path: &Path) -> Result<Vec<Record>> {
+    let records = crate::trace::open(path)?
+        .records()
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("reading '{}'", path.display()))?;
+    Ok(records
+        .into_iter()
+        .filter(|r| !matches!(r, Record::Site { .. }))
+        .collect())
+}
+
+fn threads_of(records: &[Record]) -> u32 {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Call(c) => Some(c.thread + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The one-arena model and the process model over `records`: one row of the summary, and
+/// the per-arena rows at the process's active peak.
+fn models(
+    name: &str,
+    records: &[Record],
+    config: AllocatorConfig,
+    summary: &mut Table,
+    per_arena: &mut Table,
+) -> Result<()> {
+    let mut options = ProcessOptions::parse(CONF)?;
+    options.experimental_tcache_gc = Some(false);
+    let mut process = Process::new(config, options, 1)?;
+    let mut arena = Arena::new(config)?;
+    let (mut one, mut whole) = (Active::default(), Active::default());
+    let mut peak = (0u64, process.snapshot(), 0u64);
+    let mut arena_peaks = std::collections::BTreeMap::<u32, u64>::new();
+    for r in records {
+        process.apply(r)?;
+        let Record::Call(c) = r else { continue };
+        arena.apply(c.event)?;
+        one.observe(arena.stats().active_bytes);
+        let s = *process.stats();
+        whole.observe(s.active_bytes);
+        let snapshot = process.snapshot();
+        for a in &snapshot.arenas {
+            let p = arena_peaks.entry(a.index).or_default();
+            *p = (*p).max(a.active_bytes);
+        }
+        if s.active_bytes > peak.0 || whole.calls == 1 {
+            peak = (s.active_bytes, snapshot, s.tcache_bytes);
+        }
+    }
+    summary.push(vec![
+        name.into(),
+        u64::from(threads_of(records)).into(),
+        one.calls.into(),
+        one.peak.into(),
+        Cell::Float(one.mean(), 0),
+        whole.peak.into(),
+        Cell::Float(whole.mean(), 0),
+        Cell::Float(whole.peak as f64 / one.peak.max(1) as f64, 3),
+        peak.2.into(),
+        (arena_peaks.len() as u64).into(),
+    ]);
+    for a in &peak.1.arenas {
+        per_arena.push(vec![
+            name.into(),
+            u64::from(a.index).into(),
+            a.allocated_bytes.into(),
+            a.active_bytes.into(),
+            a.tcache_bytes.into(),
+            arena_peaks.get(&a.index).copied().unwrap_or(0).into(),
+        ]);
+    }
+    Ok(())
+}
+
+/// The live check of `records` under each jemalloc here: one row each.
+fn live(name: &str, records: &[Record], exe: &Path, table: &mut Table) -> Result<()> {
+    let mut allocators = vec![("5.3.1 (linked)", ProcessAllocator::Linked)];
+    if Path::new(DEBIAN_530).is_file() {
+        allocators.push((
+            "5.3.0 (Debian)",
+            ProcessAllocator::System(DEBIAN_530.into()),
+        ));
+    }
+    let options = ProcessOptions::parse(CONF)?;
+    for (label, allocator) in allocators {
+        let r = compare_process_live(exe, &allocator, records, &options, LIVE_EVERY, 5)
+            .with_context(|| format!("live process check of '{name}' under {label}"))?;
+        let c = &r.comparison;
+        table.push(vec![
+            name.into(),
+            label.into(),
+            r.events.into(),
+            c.snapshots.into(),
+            c.values.into(),
+            c.mismatched_values.into(),
+        ]);
+    }
+    Ok(())
+}
+
+/// Writes the section's tables for every trace with threads in `traces`; the live check
+/// needs the fragsim executable (`exe`; `None`: the section says it was not run).
+pub fn write_section(dir: &Path, traces: &Path, exe: Option<&Path>) -> Result<SectionOutput> {
+    let config = Api::linked().config()?;
+    let mut summary = Table::new(
+        format!(
+            "the process model ({CONF}, thread caches on, decay off) beside the one-arena model (no thread cache), jemalloc {}",
+            config.label()
+        ),
+        &[
+            "trace",
+            "threads",
+            "calls",
+            "one_arena_peak_active_bytes",
+            "one_arena_mean_active_bytes",
+            "process_peak_active_bytes",
+            "process_mean_active_bytes",
+            "process_over_one_arena_peak",
+            "tcache_bytes_at_process_peak",
+            "arenas_used",
+        ],
+    );
+    let mut per_arena = Table::new(
+        "per arena at the process model's active peak (fragsim replay TRACE --process --per-arena FILE gives every K events)",
+        &[
+            "trace",
+            "arena",
+            "allocated_bytes",
+            "active_bytes",
+            "tcache_bytes",
+            "arena_peak_active_bytes",
+        ],
+    );
+    let mut checks = Table::new(
+        format!("the process model against the live jemalloc (baton replay, one thread per trace thread, {CONF}, decay off, 5.3.1 with experimental_tcache_gc:false), compared every {LIVE_EVERY} records"),
+        &[
+            "trace",
+            "jemalloc",
+            "records",
+            "snapshots_compared",
+            "values_compared",
+            "values_mismatched",
+        ],
+    );
+    let mut names = Vec::new();
+    for path in super::programs::trace_files(traces)? {
+        let records = records(&path)?;
+        if threads_of(&records) < 2 {
+            continue;
+        }
+        let name = path
+            .file_stem()
+            .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+        models(&name, &records, config, &mut summary, &mut per_arena)?;
+        if let Some(exe) = exe {
+            live(&name, &records, exe, &mut checks)?;
+        }
+        names.push(name);
+    }
+    let mut files = write_table(
+        dir,
+        "process-summary",
+        &summary,
+        "process model vs one-arena model: peak and mean active bytes, thread-cache bytes",
+    )?;
+    files.extend(write_table(
+        dir,
+        "process-per-arena",
+        &per_arena,
+        "per arena at the process model's active peak",
+    )?);
+    let mut md = format!(
+        "Traces with threads ({}) through the process model and the one-arena model; [process-summary.md](process-summary.md), [process-per-arena.md](process-per-arena.md).\n",
+        names.join(", ")
+    );
+    if exe.is_some() {
+        files.extend(write_table(
+            dir,
+            "process-live",
+            &checks,
+            "the process model against the live jemalloc: values compared and mismatched",
+        )?);
+        md.push_str("The live check of the process model, values compared and mismatched: [process-live.md](process-live.md).\n");
+    } else {
+        md.push_str("The live check was not run (it needs the fragsim executable).\n");
+    }
+    Ok(SectionOutput {
+        files,
+        markdown: md,
+    })
+}

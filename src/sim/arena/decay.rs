@@ -1,0 +1,81 @@
+//! Decay in the arena: turning it on, the page sets' sizes, and `arena_decay`'s check.
+
+use super::super::decay::{mix_seed, Decay};
+use super::super::pac::State;
+use super::{Arena, PageSets};
+
+impl Arena {
+    /// Turns decay on (`decay_init` of both states at `now_ns`): `dirty_ms` / `muzzy_ms` as
+    /// jemalloc's `dirty_decay_ms` / `muzzy_decay_ms` (-1 never, 0 at once, else over that
+    /// many milliseconds). `seed` stands for the decay structures' addresses (their jitter).
+    pub fn set_decay(&mut self, dirty_ms: i64, muzzy_ms: i64, now_ns: u64, seed: u64) {
+        self.pac.may_have_muzzy = muzzy_ms != 0;
+        self.pac.purge_immediately = dirty_ms == 0;
+        self.decay = Some(Box::new((
+            Decay::new(dirty_ms, now_ns, mix_seed(seed, 1, 0)),
+            Decay::new(muzzy_ms, now_ns, mix_seed(seed, 2, 0)),
+        )));
+    }
+
+    /// The dirty and muzzy decay states, when decay is on.
+    pub fn decay(&self) -> Option<(&Decay, &Decay)> {
+        self.decay.as_deref().map(|(d, m)| (d, m))
+    }
+
+    /// The most extent records held at once (jemalloc keeps an `edata_t` per extent and
+    /// recycles freed ones, so its arena's metadata grows with this high-water mark).
+    pub fn extent_records(&self) -> u64 {
+        self.pac.ext.v.len() as u64
+    }
+
+    /// Bytes in the dirty, muzzy and retained sets.
+    pub fn page_sets(&self) -> PageSets {
+        let (dirty_bytes, muzzy_bytes, retained_bytes) = self.pac.set_bytes();
+        PageSets {
+            dirty_bytes,
+            muzzy_bytes,
+            retained_bytes,
+        }
+    }
+
+    /// `arena_decay(.., all = false)` at `now_ns`, without background threads: dirty pages,
+    /// then muzzy ones (`pac_maybe_decay_purge`, eagerness "on epoch advance"): decay 0 purges
+    /// the whole set; gradual decay purges the oldest extents down to the smoothstep limit
+    /// when the epoch advanced. Dirty pages go to the muzzy set when muzzy decay is not 0.
+    pub fn decay_check(&mut self, now_ns: u64) {
+        let page = self.page;
+        let Some(d) = self.decay.as_deref_mut() else {
+            return;
+        };
+        let to_muzzy = d.1.ms() != 0;
+        let dirty = self.pac.set_bytes().0;
+        if let Some((limit, max)) = decide(&mut d.0, now_ns, dirty, page) {
+            self.pac.decay_to_limit(State::Dirty, limit, max, to_muzzy);
+        }
+        let muzzy = self.pac.set_bytes().1;
+        // pa_shard_dont_decay_muzzy
+        if muzzy == 0 && d.1.ms() <= 0 {
+            return;
+        }
+        if let Some((limit, max)) = decide(&mut d.1, now_ns, muzzy, page) {
+            self.pac.decay_to_limit(State::Muzzy, limit, max, false);
+        }
+    }
+}
+
+/// `pac_maybe_decay_purge`'s decision for one set of `current` bytes: `(limit, max)` bytes
+/// for `pac_decay_to_limit`, or `None`.
+fn decide(d: &mut Decay, now_ns: u64, current: u64, page: u64) -> Option<(u64, u64)> {
+    match d.ms() {
+        ms if ms < 0 => None,
+        0 => (current > 0).then_some((0, current)),
+        _ => {
+            let pages = current / page;
+            if !d.maybe_advance(now_ns, pages) {
+                return None;
+            }
+            let limit = d.npages_limit();
+            (pages > limit).then(|| (limit * page, (pages - limit) * page))
+        }
+    }
+}

@@ -1,0 +1,468 @@
+//! `fragsim advise`: grid files refused line by line, the default grid on a committed threaded
+//! trace (the defaults' row against `replay --process`, the live check of what it
+//! recommends), decay settings against `replay --process` and skipped without times, and a
+//! hand-derived case.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fragsim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fragsim"))
+}
+
+fn run(args: &[&str]) -> Output {
+    fragsim().args(args).output().expect("fragsim runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn trace(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/traces")
+        .join(name)
+}
+
+/// The CSV as rows of (column -> cell); the exact_malloc_conf column is quoted (commas).
+fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
+    let mut lines = text.lines();
+    let header: Vec<String> = lines
+        .next()
+        .expect("header")
+        .split(',')
+        .map(String::from)
+        .collect();
+    lines
+        .map(|line| {
+            let (plain, quoted) = match line.find('"') {
+                Some(i) => (&line[..i], line[i..].trim_matches('"').to_string()),
+                None => (line, String::new()),
+            };
+            let mut cells: Vec<String> = plain.split(',').map(String::from).collect();
+            if !quoted.is_empty() {
+                cells.pop();
+                cells.push(quoted);
+            }
+            assert_eq!(cells.len(), header.len(), "{line}");
+            header.iter().cloned().zip(cells).collect()
+        })
+        .collect()
+}
+
+fn num(row: &std::collections::HashMap<String, String>, column: &str) -> u64 {
+    row[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{column}: '{}'", row[column]))
+}
+
+#[test]
+fn bad_grid_lines_exit_2_naming_the_line_and_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace("cpp-threads-map.trace");
+    let cases = [
+        (
+            "# fine\ntcache:false\ntcache:maybe\n",
+            "line 3: 'tcache:maybe'",
+        ),
+        ("narenas:0\n", "line 1: 'narenas:0'"),
+        ("dirty_decay_ms:soon\n", "line 1: 'dirty_decay_ms:soon'"),
+        ("preset=9.9 tcache:false\n", "unknown preset '9.9'"),
+        (
+            "\nexperimental_tcache_gc:true\n",
+            "line 2: 'experimental_tcache_gc:true'",
+        ),
+        (
+            "tcache:false\n  tcache:false # again\n",
+            "line 2: 'tcache:false': the same setting as line 1",
+        ),
+    ];
+    for (text, expected) in cases {
+        let grid = dir.path().join("grid");
+        std::fs::write(&grid, text).unwrap();
+        let out = run(&[
+            "advise",
+            t.to_str().unwrap(),
+            "--grid",
+            grid.to_str().unwrap(),
+            "--no-live",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{text}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(expected), "{text}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn bad_options_are_refused_before_any_work() {
+    let t = trace("cpp-threads-map.trace");
+    let t = t.to_str().unwrap();
+    for (args, expected) in [
+        (vec!["--every", "0"], "--every 0"),
+        (vec!["--cpus", "0"], "--cpus 0"),
+        (vec!["--chart", "x.pdf"], "x.pdf"),
+        (vec!["--no-live", "--every", "5"], "--no-live"),
+        (vec!["--out", t], "the trace"),
+    ] {
+        let mut all = vec!["advise", t];
+        all.extend(&args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    // The trace was not touched by the refused --out.
+    assert!(std::fs::metadata(t).unwrap().len() > 1000);
+}
+
+/// `replay --process`'s figure for `statistic` (its own loop over the records, not the engine).
+fn replay_process_figure(t: &str, statistic: &str) -> String {
+    replay_process_figure_with(t, "", statistic)
+}
+
+fn replay_process_figure_with(t: &str, conf: &str, statistic: &str) -> String {
+    let out = run(&[
+        "replay",
+        t,
+        "--process",
+        "--cpus",
+        "2",
+        "--malloc-conf",
+        conf,
+        "--format",
+        "csv",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{statistic},")))
+        .unwrap_or_else(|| panic!("no '{statistic}' in {text}"));
+    line.split(',').nth(1).unwrap().to_string()
+}
+
+#[test]
+fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = trace("cpp-threads-map.trace");
+    let t = t.to_str().unwrap();
+    let csv = dir.path().join("advise.csv");
+    let chart = dir.path().join("advise.svg");
+    let out = run(&[
+        "advise",
+        t,
+        "--format",
+        "csv",
+        "--out",
+        csv.to_str().unwrap(),
+        "--chart",
+        chart.to_str().unwrap(),
+        "--cpus",
+        "2",
+        "--every",
+        "250",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = csv_rows(&std::fs::read_to_string(&csv).unwrap());
+    // Every setting of the default grid (the issue's list), in order, the defaults first
+    // with an empty malloc_conf.
+    let expected = [
+        ("", "5.3.1"),
+        ("tcache:false", "5.3.1"),
+        ("tcache_max:4096", "5.3.1"),
+        ("tcache_max:65536", "5.3.1"),
+        ("lg_tcache_nslots_mul:-1", "5.3.1"),
+        ("lg_tcache_nslots_mul:-2", "5.3.1"),
+        ("narenas:1", "5.3.1"),
+        ("narenas:2", "5.3.1"),
+        ("narenas:4", "5.3.1"),
+        ("narenas:8", "5.3.1"),
+        ("oversize_threshold:0", "5.3.1"),
+        ("oversize_threshold:1073741824", "5.3.1"),
+        ("", "5.3.0"),
+        ("tcache_max:65536", "5.3.0"),
+        ("dirty_decay_ms:10000", "5.3.1"),
+        ("dirty_decay_ms:1000", "5.3.1"),
+        ("dirty_decay_ms:100", "5.3.1"),
+        ("dirty_decay_ms:0", "5.3.1"),
+    ];
+    let got: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["malloc_conf"].as_str(), r["preset"].as_str()))
+        .collect();
+    assert_eq!(got, expected);
+    // The defaults' peak and mean as `replay --process` computes them on its own path.
+    assert_eq!(
+        rows[0]["peak_active_bytes"],
+        replay_process_figure(t, "peak active bytes")
+    );
+    assert_eq!(
+        rows[0]["mean_active_bytes"],
+        replay_process_figure(t, "mean active bytes")
+    );
+    assert_eq!(rows[0]["vs_defaults"], "1.0000");
+    for r in &rows {
+        // The peak's parts add up to it, and a setting without caches has none.
+        let parts: u64 = [
+            "requested_bytes",
+            "rounding_bytes",
+            "empty_region_bytes",
+            "cached_bytes",
+            "cache_block_bytes",
+            "pad_bytes",
+        ]
+        .iter()
+        .map(|c| num(r, c))
+        .sum();
+        assert_eq!(parts, num(r, "peak_active_bytes"), "{r:?}");
+        // Padding is whole pages (one per large extent).
+        assert_eq!(num(r, "pad_bytes") % 4096, 0, "{r:?}");
+        if r["malloc_conf"] == "tcache:false" {
+            assert_eq!(
+                (num(r, "cached_bytes"), num(r, "cache_block_bytes")),
+                (0, 0)
+            );
+        }
+        assert_ne!(r["live_check"], "fail", "{r:?}");
+        // Decay on the clock is never checked exactly; everything else never approximate.
+        let on_clock = r["exact_malloc_conf"].contains("dirty_decay_ms:")
+            && !r["exact_malloc_conf"].contains("dirty_decay_ms:0,")
+            && !r["exact_malloc_conf"].contains("dirty_decay_ms:-1,");
+        if on_clock {
+            assert!(
+                ["approximate", "not-run"].contains(&r["live_check"].as_str()),
+                "{r:?}"
+            );
+        } else {
+            assert_ne!(r["live_check"], "approximate", "{r:?}");
+        }
+        // Resident counts the active pages, plus dirty pages and metadata.
+        assert!(num(r, "peak_resident_bytes") >= num(r, "peak_active_bytes"));
+    }
+    // Decay settings run jemalloc's default muzzy_decay_ms:0 beside what they name.
+    let decay_rows: Vec<&str> = rows[14..]
+        .iter()
+        .map(|r| r["exact_malloc_conf"].as_str())
+        .collect();
+    for (conf, ms) in decay_rows.iter().zip(["10000", "1000", "100", "0"]) {
+        assert!(
+            conf.ends_with(&format!("dirty_decay_ms:{ms},muzzy_decay_ms:0")),
+            "{conf}"
+        );
+    }
+    // What it recommends beats the defaults and passed live, predicted = measured.
+    let checked: Vec<_> = rows.iter().filter(|r| r["live_check"] == "pass").collect();
+    assert!(
+        checked.len() >= 2,
+        "two recommended settings checked: {rows:?}"
+    );
+    for r in checked {
+        assert!(
+            num(r, "peak_active_bytes") < num(&rows[0], "peak_active_bytes")
+                || r["rank_mean"] == "1"
+                || r["rank_resident"] == "1"
+        );
+        assert_eq!(r["live_predicted_peak_bytes"], r["live_peak_active_bytes"]);
+        assert_eq!(
+            r["live_peak_active_bytes"], r["peak_active_bytes"],
+            "the linked child starts clean"
+        );
+    }
+    let best = rows.iter().find(|r| r["rank_peak"] == "1").unwrap();
+    assert_eq!(best["live_check"], "pass");
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("tcache:false"));
+}
+
+#[test]
+fn decay_rows_match_replay_process_and_are_skipped_without_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let grid = dir.path().join("grid");
+    std::fs::write(&grid, "dirty_decay_ms:100\ndirty_decay_ms:0\n").unwrap();
+    let advise_csv = |t: &Path| {
+        let out = run(&[
+            "advise",
+            t.to_str().unwrap(),
+            "--grid",
+            grid.to_str().unwrap(),
+            "--format",
+            "csv",
+            "--cpus",
+            "2",
+            "--no-live",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        (
+            csv_rows(&String::from_utf8_lossy(&out.stdout)),
+            stderr(&out),
+        )
+    };
+    // A trace with times: each row's resident figures are `replay --process`'s with the
+    // same MALLOC_CONF (its own loop over the records; seed 0, this machine's coarse clock).
+    let t = trace("python-threads.trace");
+    let (rows, _) = advise_csv(&t);
+    assert_eq!(rows.len(), 3);
+    for (r, conf) in rows.iter().zip([
+        "",
+        "dirty_decay_ms:100,muzzy_decay_ms:0",
+        "dirty_decay_ms:0,muzzy_decay_ms:0",
+    ]) {
+        let t = t.to_str().unwrap();
+        let figure = |s| -> f64 { replay_process_figure_with(t, conf, s).parse().unwrap() };
+        assert_eq!(
+            num(r, "peak_resident_bytes") as f64,
+            figure("peak resident bytes"),
+            "{conf}"
+        );
+        let mean: f64 = r["mean_resident_bytes"].parse().unwrap();
+        assert_eq!(mean, figure("mean resident bytes over time"), "{conf}");
+    }
+    // Purging at once lowers the mean resident below decay off's (which never purges).
+    let mean = |r: &std::collections::HashMap<String, String>| -> f64 {
+        r["mean_resident_bytes"].parse().unwrap()
+    };
+    assert!(mean(&rows[2]) < mean(&rows[0]));
+    assert_eq!(rows[2]["rank_resident"], "1");
+    // A trace without times: 100 ms needs the clock and is skipped, said so; 0 still runs.
+    let (rows, err) = advise_csv(&trace("sort.trace"));
+    let confs: Vec<&str> = rows.iter().map(|r| r["malloc_conf"].as_str()).collect();
+    assert_eq!(confs, ["", "dirty_decay_ms:0"]);
+    assert!(
+        err.contains("Skipped 5.3.1 dirty_decay_ms:100: the trace has no times"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_thread_cache_saves_the_cache_block_by_hand() {
+    // One thread allocates 16 bytes; jemalloc 5.3.1, 16-byte quantum, 4 KiB pages.
+    //
+    // tcache:false: the object takes a region of one fresh slab of the 16-byte bin (slab =
+    // the least page multiple divisible by 16: one page, 256 regions): active 4096 bytes.
+    //
+    // Defaults: the thread's first call allocates its cache block first, from arena 0:
+    // 16 bytes + 8 per slot, slots = ncached_max per bin = clamp(2 x nregs, 20, 200) for the
+    // 36 small bins (nregs = slab / size, slab = lcm(size, 4096)): nine bins at 200 (8, 16,
+    // 32, 48, 80, 96, 112, 160, 224), four at 128 (64, 192, 320, 448), four at 64 (128, 384,
+    // 640, 896), four at 32 (256, 768, 1280, 1792), fifteen at 20 (512 and up): 2,996; plus
+    // 20 for each of the five large bins up to tcache_max 32 KiB (16..32 KiB): 100. So
+    // 16 + 8 x 3,096 = 24,784 bytes, page aligned -> 28,672 usable (7 pages), plus the
+    // cache-oblivious padding page: 32,768 active. Then the 16-byte bin fills
+    // ncached_max >> 1 = 100 regions from one slab (100 <= 256): 99 stay cached (1,584
+    // bytes), and the slab has 256 - 100 = 156 free regions (2,496 bytes).
+    // Peak 36,864 = 16 + 0 + 2,496 + 1,584 + 28,672 + 4,096; tcache:false lowers it by 32,768.
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("one.txt");
+    std::fs::write(&t, "a 0 16\n").unwrap();
+    let grid = dir.path().join("grid");
+    std::fs::write(&grid, "tcache:false\n").unwrap();
+    let out = run(&[
+        "advise",
+        t.to_str().unwrap(),
+        "--grid",
+        grid.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--cpus",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rows = csv_rows(&String::from_utf8_lossy(&out.stdout));
+    let cols = [
+        "peak_active_bytes",
+        "requested_bytes",
+        "rounding_bytes",
+        "empty_region_bytes",
+        "cached_bytes",
+        "cache_block_bytes",
+        "pad_bytes",
+    ];
+    let figures = |r| cols.map(|c| num(r, c));
+    assert_eq!(figures(&rows[0]), [36864, 16, 0, 2496, 1584, 28672, 4096]);
+    assert_eq!(figures(&rows[1]), [4096, 16, 0, 4080, 0, 0, 0]);
+    assert_eq!(
+        num(&rows[0], "peak_active_bytes") - num(&rows[1], "peak_active_bytes"),
+        32768
+    );
+    // Recommended, and the real jemalloc agrees.
+    assert_eq!(rows[1]["live_check"], "pass");
+    assert_eq!(rows[1]["live_peak_active_bytes"], "4096");
+    assert!(stderr(&out).contains("Recommended (lowest peak and lowest mean): 5.3.1 tcache:false"));
+    assert!(stderr(&out).contains("outside it"), "the limits are said");
+}
+
+/// `sz_sa2u` from the class table alone (an aligned small request takes the least class that
+/// is a multiple of the alignment; large ones the least large class at or above it).
+fn usable(classes: &fragsim::sizeclass::SizeClasses, size: u64, align: u64) -> u64 {
+    let plain = |s: u64| classes.usable_size(s).expect("in range");
+    if align <= 1 {
+        return plain(size);
+    }
+    if size <= classes.small_maxclass() {
+        let u = plain(size.max(1).div_ceil(align) * align);
+        if u < classes.large_minclass() {
+            return u;
+        }
+    }
+    plain(size.max(classes.large_minclass()))
+}
+
+#[test]
+fn the_peaks_rounding_matches_the_live_objects_at_that_event() {
+    use fragsim::advise::{advise, default_grid};
+    use fragsim::trace::{Event, Record};
+    for name in ["cpp-threads-map.trace", "python-threads.trace"] {
+        let records: Vec<Record> = fragsim::trace::open(&trace(name))
+            .unwrap()
+            .records()
+            .map(Result::unwrap)
+            .filter(|r| !matches!(r, Record::Site { .. }))
+            .collect();
+        let advice = advise(&records, &default_grid(), 2).unwrap();
+        for r in &advice.results {
+            let p = r.at_peak;
+            assert_eq!(
+                p.total(),
+                r.peak_active_bytes,
+                "{name} {}",
+                r.setting.label()
+            );
+            // Rounding from the trace alone: the live objects after the peak's record, each
+            // its usable size (from the class table) minus its request.
+            let classes = r.setting.preset.classes();
+            let mut live = std::collections::HashMap::new();
+            for rec in &records[..r.peak_event as usize] {
+                if let Record::Call(c) = rec {
+                    match c.event {
+                        Event::Alloc { id, size, align } => {
+                            live.insert(id, (size, align));
+                        }
+                        Event::Realloc { id, size } => {
+                            let align = live[&id].1;
+                            live.insert(id, (size, align));
+                        }
+                        Event::Free { id } => {
+                            live.remove(&id);
+                        }
+                    }
+                }
+            }
+            let requested: u64 = live.values().map(|&(s, _)| s).sum();
+            let rounding: u64 = live
+                .values()
+                .map(|&(s, a)| usable(&classes, s, a) - s)
+                .sum();
+            assert_eq!(
+                (p.requested, p.rounding),
+                (requested, rounding),
+                "{name} {}",
+                r.setting.label()
+            );
+        }
+    }
+}
