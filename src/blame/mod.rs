@@ -22,6 +22,7 @@
 //! A trace without call sites is charged by size class instead (the usable size).
 
 mod charge;
+mod demangle;
 mod table;
 
 pub use table::{blame_table, folded_lines, BLAME_COLUMNS};
@@ -190,7 +191,17 @@ impl Blame {
     /// A site's frames innermost first joined by `;` (empty for other lines).
     pub fn frames(&self, key: Charge) -> String {
         match key {
-            Charge::Site(s) => self.sites.joined(s).unwrap_or_default(),
+            Charge::Site(s) => self
+                .sites
+                .get(s)
+                .map(|frames| {
+                    frames
+                        .iter()
+                        .map(demangle::readable)
+                        .collect::<Vec<_>>()
+                        .join(";")
+                })
+                .unwrap_or_default(),
             _ => String::new(),
         }
     }
