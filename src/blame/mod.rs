@@ -9,7 +9,8 @@
 //!   that allocated it (for a realloc, the site of the realloc);
 //! - the free regions of a slab (and any tail a slab's regions do not fill) go to the
 //!   holders of its used regions, split by regions held: a site's live objects, the objects
-//!   held in thread caches, the caches' own blocks (see [`charge`] for the remainders);
+//!   held in thread caches, the caches' own blocks (remainders of the integer split go
+//!   to the largest remainders, so every slab is charged exactly: `blame/charge.rs`);
 //! - a large block's padding page (cache-oblivious `large_pad`) goes to its own line;
 //! - objects held in thread caches and the caches' blocks are their own lines.
 //!
@@ -21,6 +22,7 @@
 //! A trace without call sites is charged by size class instead (the usable size).
 
 mod charge;
+mod demangle;
 mod table;
 
 pub use table::{blame_table, folded_lines, BLAME_COLUMNS};
@@ -189,7 +191,17 @@ impl Blame {
     /// A site's frames innermost first joined by `;` (empty for other lines).
     pub fn frames(&self, key: Charge) -> String {
         match key {
-            Charge::Site(s) => self.sites.joined(s).unwrap_or_default(),
+            Charge::Site(s) => self
+                .sites
+                .get(s)
+                .map(|frames| {
+                    frames
+                        .iter()
+                        .map(demangle::readable)
+                        .collect::<Vec<_>>()
+                        .join(";")
+                })
+                .unwrap_or_default(),
             _ => String::new(),
         }
     }

@@ -89,7 +89,7 @@ pub fn folded_lines(blame: &Blame) -> Vec<String> {
                     Some(frames) if !frames.is_empty() => frames
                         .iter()
                         .rev()
-                        .map(|f| folded_frame(&f.to_string()))
+                        .map(|f| folded_frame(&super::demangle::function(f)))
                         .collect::<Vec<_>>()
                         .join(";"),
                     _ => format!("site {s}"),
