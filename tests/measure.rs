@@ -275,6 +275,7 @@ fn a_missing_allocator_is_a_note_naming_its_package() {
         }],
         peak_requested: 0,
         model_label: "5.3.1".into(),
+        model_kind: "one arena, no thread cache".into(),
         model: Vec::new(),
         model_peak_active: 0,
     };
@@ -342,6 +343,8 @@ fn jemalloc_active_under_the_baton_is_the_process_models() {
             .unwrap();
             let run = &m.runs[0];
             assert_eq!(run.threads, 5, "{name}: replay threads");
+            // The chart's model line for a threaded trace is the process model's.
+            assert!(m.model_kind.contains("process model"), "{}", m.model_kind);
             let build = run.jemalloc.expect("a jemalloc child reports its build");
             assert_eq!(build.config.version, version);
             let mut model_options = options.clone();

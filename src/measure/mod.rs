@@ -143,6 +143,8 @@ pub enum MeasureError {
     Duplicate(String),
     #[error("the trace: {0}")]
     Trace(#[from] crate::sim::SimError),
+    #[error("the trace: {0}")]
+    Process(#[from] crate::process::ProcessError),
     #[error("{what}: {source}")]
     Io {
         what: String,

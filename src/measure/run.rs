@@ -3,8 +3,9 @@
 
 use super::events::encode;
 use super::{Allocator, ChildReport, MeasureError};
+use crate::process::{machine_cpus, Process, ProcessOptions};
 use crate::sim::Arena;
-use crate::sizeclass::AllocatorConfig;
+use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Call, Event, Record};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -116,6 +117,8 @@ pub struct Measurement {
     pub peak_requested: u64,
     /// The model's build, e.g. `5.3.1 (16 B quantum, 4 KiB pages, large to pages)`.
     pub model_label: String,
+    /// Which model: one arena, or the process model for a trace with threads.
+    pub model_kind: String,
     /// The model's active bytes at each sample event.
     pub model: Vec<(u64, u64)>,
     /// The model's peak active bytes over every event.
@@ -124,6 +127,8 @@ pub struct Measurement {
 
 struct ModelSide {
     label: String,
+    /// Which model: one arena, or the whole process for a trace with threads.
+    kind: String,
     /// (event, requested, active) at each sample event.
     points: Vec<(u64, u64, u64)>,
     peak_requested: u64,
@@ -131,30 +136,67 @@ struct ModelSide {
 }
 
 /// The trace through the model of the linked jemalloc: checks every event before any child
-/// runs, and gives requested and active bytes at the sample events.
-fn model_side(events: &[Event], every: u64) -> Result<ModelSide, MeasureError> {
+/// runs, and gives requested and active bytes at the sample events (counted in calls, as
+/// the children count them). A trace with threads goes through the process model (thread
+/// caches, arenas for this machine's CPUs, 5.3.1's deterministic cache GC): one arena
+/// would leave out what the threads' caches and arenas hold.
+fn model_side(records: &[Record], every: u64) -> Result<ModelSide, MeasureError> {
     let config = crate::live::replay::Api::linked()
         .config()
         .map_err(|e| MeasureError::child_input(&format!("the linked jemalloc's build: {e:#}")))?;
-    let mut arena = Arena::new(config)?;
-    let last = events.len() as u64;
+    let threaded = records.iter().any(|r| match r {
+        Record::Call(c) => c.thread != 0,
+        Record::ThreadExit { .. } => true,
+        Record::Site { .. } => false,
+    });
+    let calls = records
+        .iter()
+        .filter(|r| matches!(r, Record::Call(_)))
+        .count() as u64;
     let mut side = ModelSide {
         label: config.label(),
+        kind: "one arena, no thread cache".into(),
         points: vec![(0, 0, 0)],
         peak_requested: 0,
         peak_active: 0,
     };
-    for &e in events {
-        arena.apply(e)?;
-        let s = arena.stats();
-        side.peak_requested = side.peak_requested.max(s.requested_bytes);
-        side.peak_active = side.peak_active.max(s.active_bytes);
-        if s.events.is_multiple_of(every) || s.events == last {
-            side.points
-                .push((s.events, s.requested_bytes, s.active_bytes));
+    let mut observe = |n: u64, requested: u64, active: u64| {
+        side.peak_requested = side.peak_requested.max(requested);
+        side.peak_active = side.peak_active.max(active);
+        if n.is_multiple_of(every) || n == calls {
+            side.points.push((n, requested, active));
+        }
+    };
+    if threaded {
+        let options = ProcessOptions {
+            experimental_tcache_gc: (config.version == JemallocVersion::V5_3_1).then_some(false),
+            ..ProcessOptions::default()
+        };
+        let mut process = Process::new(config, options, machine_cpus())?;
+        let mut n = 0;
+        for r in records {
+            process.apply(r)?;
+            if matches!(r, Record::Call(_)) {
+                n += 1;
+                let s = process.stats();
+                observe(n, s.requested_bytes, s.active_bytes);
+            }
+        }
+        side.kind = format!(
+            "the process model: thread caches, {} arenas",
+            process.narenas()
+        );
+    } else {
+        let mut arena = Arena::new(config)?;
+        for r in records {
+            if let Record::Call(c) = r {
+                arena.apply(c.event)?;
+                let s = arena.stats();
+                observe(s.events, s.requested_bytes, s.active_bytes);
+            }
         }
     }
-    if last == 0 {
+    if calls == 0 {
         side.points.push((0, 0, 0));
     }
     Ok(side)
@@ -193,7 +235,7 @@ pub fn measure_records(
         })
         .collect();
     let events = &events[..];
-    let model = model_side(events, options.every)?;
+    let model = model_side(records, options.every)?;
     let mut file = tempfile::Builder::new()
         .prefix(".fragsim-measure-")
         .tempfile()
@@ -231,6 +273,7 @@ pub fn measure_records(
         missing,
         peak_requested: model.peak_requested,
         model_label: model.label,
+        model_kind: model.kind,
         model: model.points.iter().map(|&(e, _, a)| (e, a)).collect(),
         model_peak_active: model.peak_active,
     })

@@ -91,8 +91,8 @@ pub fn notes(m: &Measurement) -> Vec<String> {
         if threads == 1 { "" } else { "s" }
     ));
     out.push(format!(
-        "model: fragsim's jemalloc {} (one arena, no thread cache) peaks at {} active bytes",
-        m.model_label, m.model_peak_active
+        "model: fragsim's jemalloc {} ({}) peaks at {} active bytes",
+        m.model_label, m.model_kind, m.model_peak_active
     ));
     for r in &m.runs {
         out.push(format!(

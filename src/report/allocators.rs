@@ -33,7 +33,7 @@ pub fn write_section(dir: &Path, options: &super::ReportOptions) -> Result<Secti
     std::fs::create_dir_all(&charts)
         .with_context(|| format!("cannot create folder '{}'", charts.display()))?;
     let mut files = Vec::new();
-    let mut md = String::from("# Other allocators, measured\n\nEach committed trace replayed live, one child process per allocator, one replay thread per trace thread in the recorded order (a baton, as the process model's live check), the allocator loaded with `LD_PRELOAD` from Debian's packages (the linked jemalloc 5.3.1 called directly): `fragsim replay TRACE --measure all`. Resident bytes are measured, not modelled; fragsim's model of jemalloc's active bytes is drawn beside them.\n");
+    let mut md = String::from("# Other allocators, measured\n\nEach committed trace replayed live, one child process per allocator, one replay thread per trace thread in the recorded order (a baton, as the process model's live check), the allocator loaded with `LD_PRELOAD` from Debian's packages (the linked jemalloc 5.3.1 called directly): `fragsim replay TRACE --measure all`. Resident bytes are measured, not modelled; fragsim's model of jemalloc's active bytes is drawn beside them (the process model for a trace with threads, the one-arena model otherwise).\n");
     let mut caveat_lines = Vec::new();
     for path in &traces {
         let name = path
