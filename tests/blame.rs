@@ -214,7 +214,11 @@ fn folded_stacks_and_flame_graph_carry_the_waste() {
         "{worker}"
     );
     assert!(
-        worker.rsplit_once(' ').unwrap().0.ends_with(";operator new"),
+        worker
+            .rsplit_once(' ')
+            .unwrap()
+            .0
+            .ends_with(";operator new"),
         "{worker}"
     );
     let svg = std::fs::read_to_string(&svg).unwrap();

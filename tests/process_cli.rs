@@ -140,3 +140,39 @@ fn live_check_from_the_command_line_passes_on_a_threaded_text_trace() {
     );
     assert!(stdout.contains("| values mismatched | 0 |"), "{stdout}");
 }
+
+/// The child runs the cache GC the user names: 5.3.1's clock-driven one (its own default) when
+/// asked for, the deterministic one otherwise; the event-by-event check refuses the clock-driven
+/// one (it cannot be exact) instead of silently running the other.
+#[test]
+fn the_clock_driven_cache_gc_reaches_the_child_and_the_exact_check_refuses_it() {
+    use fragsim::sizeclass::JemallocVersion;
+    let conf = |s: &str| {
+        ProcessOptions::parse(s)
+            .unwrap()
+            .to_conf(JemallocVersion::V5_3_1)
+    };
+    assert!(
+        conf("").contains("experimental_tcache_gc:false"),
+        "{}",
+        conf("")
+    );
+    assert!(conf("experimental_tcache_gc:true").contains("experimental_tcache_gc:true"));
+    let out = fragsim()
+        .args([
+            "replay",
+            "data/traces/cpp-threads-map.trace",
+            "--process",
+            "--live",
+            "--malloc-conf",
+            "experimental_tcache_gc:true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("experimental_tcache_gc:true") && err.contains("--honour-clock"),
+        "{err}"
+    );
+}

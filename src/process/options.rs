@@ -193,8 +193,10 @@ impl ProcessOptions {
             parts.push(format!("oversize_threshold:{}", self.oversize_threshold));
         }
         if version == JemallocVersion::V5_3_1 {
-            // The one deterministic cache GC (the experimental one reads the clock).
-            parts.push("experimental_tcache_gc:false".into());
+            // Unless asked for, the one deterministic cache GC (the experimental one, 5.3.1's
+            // own default, reads the clock); asked for, the child runs it as given.
+            let gc = self.experimental_tcache_gc.unwrap_or(false);
+            parts.push(format!("experimental_tcache_gc:{gc}"));
         }
         parts.push(format!("dirty_decay_ms:{}", self.dirty_decay_ms));
         parts.push(format!("muzzy_decay_ms:{}", self.muzzy_decay_ms));
