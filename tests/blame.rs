@@ -428,7 +428,7 @@ fn bad_at_values_exit_2_naming_the_value() {
 }
 
 #[test]
-fn report_section_blames_the_committed_traces_with_sites_or_threads() {
+fn report_section_blames_every_committed_trace() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("charts")).unwrap();
     let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces");
@@ -445,6 +445,10 @@ fn report_section_blames_the_committed_traces_with_sites_or_threads() {
             .markdown
             .contains(&format!("charts/blame-{name}.svg")));
     }
-    // The single-threaded traces without sites are left to the other sections.
-    assert!(!dir.path().join("blame-sort.csv").exists());
+    // A single-threaded trace without sites is charged by size class.
+    let sort = std::fs::read_to_string(dir.path().join("blame-sort.csv")).unwrap();
+    assert!(
+        sort.lines().nth(1).is_some_and(|l| l.starts_with("class ")),
+        "{sort}"
+    );
 }

@@ -1,5 +1,5 @@
-//! The report's "Run-time options" section: `fragsim advise` on every committed trace that
-//! has threads: the default grid ranked by peak and mean active bytes, the chart, and the live
+//! The report's "Run-time options" section: `fragsim advise` on every committed trace (one
+//! thread or several): the default grid ranked by peak and mean active bytes, the chart, and the live
 //! check of the recommended settings ([`crate::advise`]).
 
 use super::{SectionOutput, Written};
@@ -32,20 +32,16 @@ pub const CLOCK: DecayClock = DecayClock {
     start_ns: 0,
 };
 
-/// The records of `path` without sites, and whether more than one thread calls.
-fn threaded_records(path: &Path) -> Result<Option<Vec<Record>>> {
+/// The records of `path` without sites (the process model does not need them).
+fn call_records(path: &Path) -> Result<Vec<Record>> {
     let mut records = Vec::new();
-    let mut threads = 0u32;
     for r in crate::trace::open(path)?.records() {
         let r = r.with_context(|| format!("reading '{}'", path.display()))?;
-        match &r {
-            Record::Site { .. } => continue,
-            Record::Call(c) => threads = threads.max(c.thread + 1),
-            Record::ThreadExit { .. } => {}
+        if !matches!(r, Record::Site { .. }) {
+            records.push(r);
         }
-        records.push(r);
     }
-    Ok((threads > 1).then_some(records))
+    Ok(records)
 }
 
 /// The ranking by peak, short: one row per setting, lowest peak first.
@@ -103,7 +99,7 @@ fn write_both(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<W
 }
 
 /// Writes `advise-<trace>.csv/.md` (every column) and `charts/advise-<trace>.png/.svg` for
-/// every threaded trace in `traces`; the ranking and the notes go into the index.
+/// every trace in `traces`; the ranking and the notes go into the index.
 /// Without `exe` the live checks are not run (the tables say not-run).
 pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Result<SectionOutput> {
     let plan = exe.map(|exe| LivePlan {
@@ -113,12 +109,10 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
     });
     let mut files = Vec::new();
     let mut md = format!(
-        "Each committed trace with threads replayed once through the process model under the default grid of run-time options (`fragsim advise TRACE --cpus {CPUS} --every {LIVE_EVERY}`, decay on a 4 ms coarse clock, seed 0), ranked by peak active bytes, with the mean resident bytes over the trace's time and their rank; the recommended settings checked live through the real jemalloc with that MALLOC_CONF at every {LIVE_EVERY} events. The full tables (the peak's decomposition, the exact MALLOC_CONF) are in the files listed above.\n"
+        "Each committed trace replayed once through the process model under the default grid of run-time options (`fragsim advise TRACE --cpus {CPUS} --every {LIVE_EVERY}`, decay on a 4 ms coarse clock, seed 0), ranked by peak active bytes, with the mean resident bytes over the trace's time and their rank; the recommended settings checked live through the real jemalloc with that MALLOC_CONF at every {LIVE_EVERY} events. The full tables (the peak's decomposition, the exact MALLOC_CONF) are in the files listed above.\n"
     );
     for path in traces {
-        let Some(records) = threaded_records(path)? else {
-            continue;
-        };
+        let records = call_records(path)?;
         let name = path
             .file_stem()
             .map_or("trace".into(), |s| s.to_string_lossy().to_string());

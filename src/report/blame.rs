@@ -1,5 +1,4 @@
-//! The report's "Waste by call site" section: for each committed trace that has call sites
-//! or threads, the process model's active peak charged to call sites (size classes for a
+//! The report's "Waste by call site" section: for each committed trace, the process model's active peak charged to call sites (size classes for a
 //! trace without sites), its folded stacks and a flame graph of waste.
 
 use super::{SectionOutput, Written};
@@ -23,7 +22,7 @@ pub const TOP_SITES: usize = 10;
 pub const REPORT_CPUS: u32 = 2;
 
 /// Writes `blame-<name>.csv/md`, `blame-<name>.folded` and `charts/blame-<name>.svg` for
-/// every trace of `traces` (a folder) with sites or threads.
+/// every trace of `traces` (a folder); a trace without sites is charged by size class.
 pub fn write_section(dir: &Path, traces: &Path) -> Result<SectionOutput> {
     let mut out = SectionOutput::default();
     let mut md = String::from(
@@ -39,14 +38,6 @@ pub fn write_section(dir: &Path, traces: &Path) -> Result<SectionOutput> {
             .records()
             .collect::<Result<Vec<Record>, _>>()
             .with_context(|| format!("reading '{}'", path.display()))?;
-        let threaded = records.iter().any(|r| match r {
-            Record::Call(c) => c.thread > 0,
-            Record::Site { .. } => true,
-            Record::ThreadExit { .. } => false,
-        });
-        if !threaded {
-            continue;
-        }
         let name = path
             .file_stem()
             .map_or("trace".into(), |s| s.to_string_lossy().to_string());
