@@ -11,7 +11,7 @@
 //! comparison with the model over seeds is [`crate::live::decay_compare`].
 
 use super::baton::monotonic_ns;
-use super::process::{parse_snapshot, ProcessAllocator};
+use super::process::{child_command, parse_snapshot, ProcessAllocator};
 use super::replay::{mib, parse_config, read_mib, Api};
 use crate::process::{to_text, ProcessOptions, ProcessSnapshot};
 use crate::sizeclass::AllocatorConfig;
@@ -19,7 +19,7 @@ use crate::trace::Record;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// Sleeps until `CLOCK_MONOTONIC` reads `deadline_ns` (at once if it has passed).
 pub(super) fn sleep_until(deadline_ns: u64) {
@@ -211,36 +211,6 @@ pub struct LiveClockRun {
     pub metadata_fresh: u64,
     /// At every checkpoint: the snapshot (active bytes per arena) and the decay line.
     pub checkpoints: Vec<(ProcessSnapshot, LiveDecay)>,
-}
-
-/// The child's environment for `options` (decay included) under `allocator`.
-fn child_command(
-    exe: &Path,
-    allocator: &ProcessAllocator,
-    options: &ProcessOptions,
-) -> Result<Command> {
-    let mut command = Command::new(exe);
-    command.arg("__process-live-child");
-    match allocator {
-        ProcessAllocator::Linked => {
-            command.env("FRAGSIM_PROCESS_CHILD", "linked").env(
-                "_RJEM_MALLOC_CONF",
-                options.to_conf(crate::sizeclass::JemallocVersion::V5_3_1),
-            );
-        }
-        ProcessAllocator::System(lib) => {
-            ensure!(lib.is_file(), "no jemalloc library at '{}'", lib.display());
-            command
-                .arg("--system")
-                .env("FRAGSIM_PROCESS_CHILD", "system")
-                .env("LD_PRELOAD", lib)
-                .env(
-                    "MALLOC_CONF",
-                    options.to_conf(crate::sizeclass::JemallocVersion::V5_3_0),
-                );
-        }
-    }
-    Ok(command)
 }
 
 /// Each record's time in ns from the first time stamp (a record without one keeps the

@@ -106,29 +106,10 @@ pub fn compare_process_live(
     let mut input = tempfile::NamedTempFile::new().context("temporary record file")?;
     input.write_all(to_text(records).as_bytes())?;
     input.flush()?;
-    let mut command = Command::new(exe);
+    let mut command = child_command(exe, allocator, options)?;
     command
-        .args(["__process-live-child", "--every", &every.max(1).to_string()])
+        .args(["--every", &every.max(1).to_string()])
         .arg(input.path());
-    match allocator {
-        ProcessAllocator::Linked => {
-            command.env("FRAGSIM_PROCESS_CHILD", "linked").env(
-                "_RJEM_MALLOC_CONF",
-                options.to_conf(crate::sizeclass::JemallocVersion::V5_3_1),
-            );
-        }
-        ProcessAllocator::System(lib) => {
-            ensure!(lib.is_file(), "no jemalloc library at '{}'", lib.display());
-            command
-                .arg("--system")
-                .env("FRAGSIM_PROCESS_CHILD", "system")
-                .env("LD_PRELOAD", lib)
-                .env(
-                    "MALLOC_CONF",
-                    options.to_conf(crate::sizeclass::JemallocVersion::V5_3_0),
-                );
-        }
-    }
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -231,4 +212,35 @@ pub fn compare_process_live(
         peak_active_predicted,
         residue_bytes: residue,
     })
+}
+
+/// The process child under `allocator`, its `MALLOC_CONF` from `options` (decay included):
+/// the caller adds its own arguments.
+pub(super) fn child_command(
+    exe: &Path,
+    allocator: &ProcessAllocator,
+    options: &ProcessOptions,
+) -> Result<Command> {
+    let mut command = Command::new(exe);
+    command.arg("__process-live-child");
+    match allocator {
+        ProcessAllocator::Linked => {
+            command.env("FRAGSIM_PROCESS_CHILD", "linked").env(
+                "_RJEM_MALLOC_CONF",
+                options.to_conf(crate::sizeclass::JemallocVersion::V5_3_1),
+            );
+        }
+        ProcessAllocator::System(lib) => {
+            ensure!(lib.is_file(), "no jemalloc library at '{}'", lib.display());
+            command
+                .arg("--system")
+                .env("FRAGSIM_PROCESS_CHILD", "system")
+                .env("LD_PRELOAD", lib)
+                .env(
+                    "MALLOC_CONF",
+                    options.to_conf(crate::sizeclass::JemallocVersion::V5_3_0),
+                );
+        }
+    }
+    Ok(command)
 }
