@@ -9,6 +9,33 @@ pub fn splitmix64(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// A splitmix64 stream with the draws the generators need (the traces they write are
+/// committed, so the arithmetic of each draw is part of their format: do not change it).
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next_u64(&mut self) -> u64 {
+        splitmix64(&mut self.0)
+    }
+    /// Uniform in [0, 1), 53 bits.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform below `n` (0 for `n` = 0 or 1).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() > 1.0 - p
+    }
+    /// Log-uniform in [lo, hi].
+    pub fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
+        let (a, b) = ((lo.max(1) as f64).ln(), (hi.max(lo + 1) as f64).ln());
+        ((a + self.unit() * (b - a)).exp() as u64).clamp(lo.max(1), hi)
+    }
+}
+
 /// `count` requests spread log-uniformly from 1 byte up to `max`.
 pub fn log_uniform_requests(count: u64, max: u64, seed: u64) -> Vec<u64> {
     let mut state = seed;

@@ -43,28 +43,7 @@ impl Default for ThreadedSpec {
     }
 }
 
-/// SplitMix64 (the same on every platform).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
-        let (a, b) = ((lo.max(1) as f64).ln(), (hi.max(lo + 1) as f64).ln());
-        ((a + self.unit() * (b - a)).exp() as u64).clamp(lo.max(1), hi)
-    }
-}
+use crate::random::SplitMix as Rng;
 
 /// The records `spec` describes (deterministic in `spec.seed`). Thread k (k >= 1) is active
 /// from call `k * events / (2 * threads)` on; with `exits`, it exits after a span of about

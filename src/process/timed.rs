@@ -26,29 +26,7 @@ pub struct TimedSpec {
     pub threads: u32,
 }
 
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    /// A size: mostly small, some up to 16 KiB, a few up to 256 KiB.
-    fn size(&mut self) -> u64 {
-        match self.below(100) {
-            0..=69 => 16 + self.below(500),
-            70..=94 => 1024 + self.below(15 * 1024),
-            _ => 32 * 1024 + self.below(224 * 1024),
-        }
-    }
-}
+use crate::random::SplitMix as Rng;
 
 /// One abstract operation: an allocation of object `obj`, or its free.
 #[derive(Clone, Copy)]
@@ -61,6 +39,15 @@ struct Op {
 }
 
 const MS: u64 = 1_000_000;
+
+/// A size: mostly small, some up to 16 KiB, a few up to 256 KiB.
+fn size(rng: &mut Rng) -> u64 {
+    match rng.below(100) {
+        0..=69 => 16 + rng.below(500),
+        70..=94 => 1024 + rng.below(15 * 1024),
+        _ => 32 * 1024 + rng.below(224 * 1024),
+    }
+}
 
 /// Builds the trace: operations per thread with times, merged in time order, then object ids
 /// given lowest-free-first in that order (the rule every trace keeps).
@@ -104,7 +91,7 @@ pub fn timed_trace(spec: &TimedSpec) -> Vec<Record> {
                         } else {
                             period + rng.below(burst)
                         };
-                        let size = rng.size();
+                        let size = size(&mut rng);
                         pair(&mut ops, new_obj(), th, t, life, size);
                     }
                 }
@@ -129,7 +116,7 @@ pub fn timed_trace(spec: &TimedSpec) -> Vec<Record> {
                     300 * MS + rng.below(100 * MS)
                 };
                 let life = free_at - t;
-                let size = rng.size();
+                let size = size(&mut rng);
                 pair(&mut ops, new_obj(), th, t, life, size);
             }
             // Near silence, 0.45-2.45 s.

@@ -38,30 +38,7 @@ impl Default for WorkloadSpec {
     }
 }
 
-/// SplitMix64: small, fast, and the same on every platform.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 > 1.0 - p
-    }
-    /// Log-uniform in [lo, hi].
-    fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
-        let (a, b) = ((lo.max(1) as f64).ln(), (hi.max(lo + 1) as f64).ln());
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        ((a + u * (b - a)).exp() as u64).clamp(lo.max(1), hi)
-    }
-}
+use crate::random::SplitMix as Rng;
 
 /// The trace `spec` describes (deterministic in `spec.seed`). Sizes above 14 KiB are large
 /// in every default build.
@@ -81,7 +58,7 @@ pub fn random_trace(spec: &WorkloadSpec) -> Vec<Event> {
     };
     while (events.len() as u64) < spec.events {
         let fill = live.len() as f64 / spec.target_live.max(1) as f64;
-        let roll = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let roll = rng.unit();
         if !live.is_empty() && rng.chance(spec.realloc_share) {
             let id = live[rng.below(live.len() as u64) as usize];
             events.push(Event::Realloc {
