@@ -150,7 +150,9 @@ fn model_run(
 ) -> Result<Vec<ModelPoint>> {
     let mut o = options.clone();
     o.narenas = Some(live.narenas);
-    o.experimental_tcache_gc = Some(false);
+    // The cache GC the child runs (`ProcessOptions::to_conf`): 5.3.1's clock-driven one only
+    // when asked for, modelled on the trace's clock (`process/model/gc.rs`).
+    o.experimental_tcache_gc = Some(options.experimental_tcache_gc.unwrap_or(false));
     let mut model = Process::new(live.config, o, 1)?;
     model.set_decay_clock(DecayClock {
         seed,

@@ -35,8 +35,8 @@ pub enum ProcessError {
     AfterExit { event: u64, thread: ThreadId },
     #[error("event {event}: the trace has no times, and decay above 0 ms runs on the trace's clock (record with times, or give dirty_decay_ms and muzzy_decay_ms of 0 or -1)")]
     NoClock { event: u64 },
-    #[error("jemalloc 5.3.1's default cache GC runs on a 10 ms wall clock and is not modelled: give experimental_tcache_gc:false")]
-    ClockGc,
+    #[error("event {event}: the trace has no times, and jemalloc 5.3.1's default cache GC runs on a 10 ms clock (record with times, or give experimental_tcache_gc:false)")]
+    ClockGc { event: u64 },
 }
 
 /// Process-wide running totals, up to date after every record.

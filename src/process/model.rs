@@ -6,10 +6,11 @@ use super::tcache::{CacheInfo, Item, Tcache};
 
 mod cache;
 mod decay;
+mod gc;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{Arena, SimError};
-use crate::sizeclass::{AllocatorConfig, JemallocVersion};
+use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Record, ThreadId};
 pub use decay::DecayClock;
 pub use view::{HeldBlock, LiveObject};
@@ -104,6 +105,8 @@ pub struct Process {
     clock: decay::Clock,
     /// Each thread's decay ticker (made at its first call, a free included).
     tickers: Vec<Option<crate::sim::decay::Ticker>>,
+    /// 5.3.1's clock-driven cache GC (`experimental_tcache_gc`, its default; `model/gc.rs`).
+    clock_gc: bool,
 }
 
 impl Process {
@@ -113,11 +116,7 @@ impl Process {
         options: ProcessOptions,
         cpus: u32,
     ) -> Result<Process, ProcessError> {
-        if config.version == JemallocVersion::V5_3_1
-            && options.experimental_tcache_gc != Some(false)
-        {
-            return Err(ProcessError::ClockGc);
-        }
+        let clock_gc = gc::clock_gc_on(config.version, &options);
         let mut arena0 = Arena::new(config)?;
         let decay_on = options.dirty_decay_ms != -1 || options.muzzy_decay_ms != -1;
         if decay_on {
@@ -158,6 +157,7 @@ impl Process {
             seed: 0,
             clock: decay::Clock::default(),
             tickers: Vec::new(),
+            clock_gc,
         })
     }
 

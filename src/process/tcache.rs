@@ -104,6 +104,9 @@ pub(crate) struct CacheBin {
     /// without the experimental GC).
     pub lg_fill_div: u32,
     pub refilled: bool,
+    /// The fill control's burst offset (5.3.1's clock-driven GC only: the fill divisor is
+    /// `lg_fill_div - burst_offset`; see `model/gc.rs`).
+    pub burst_offset: u32,
 }
 
 /// One thread's cache.
@@ -115,6 +118,11 @@ pub(crate) struct Tcache {
     pub arena: u32,
     /// The cache's own block in arena 0.
     pub block: Item,
+    /// 5.3.1's clock-driven GC (`model/gc.rs`): `last_gc_time` (`None`: zero, so the first
+    /// check passes) and the next small and large bins to visit.
+    pub last_gc_ns: Option<u64>,
+    pub next_gc_bin_small: usize,
+    pub next_gc_bin_large: usize,
 }
 
 impl Tcache {
@@ -129,6 +137,9 @@ impl Tcache {
             next_gc_bin: 0,
             arena,
             block,
+            last_gc_ns: None,
+            next_gc_bin_small: 0,
+            next_gc_bin_large: info.nbins_small,
         }
     }
 }

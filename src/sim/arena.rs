@@ -9,7 +9,9 @@ use crate::sizeclass::{AllocatorConfig, JemallocVersion, PageSizeClasses, SizeCl
 use crate::trace::Event;
 
 mod decay;
+mod fill;
 mod view;
+pub(crate) use fill::SlabPlace;
 pub use view::ExtentView;
 
 /// A bin's slabs: the current one and the non-full heap keyed by (serial number, address).

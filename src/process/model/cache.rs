@@ -17,6 +17,9 @@ impl Process {
     /// `tcache_alloc_small_hard`: `ncached_max >> lg_fill_div` regions, taken exactly as
     /// that many cache-off allocations from the thread's arena; the first ends on top.
     pub(super) fn fill(&mut self, n: u64, t: usize, bin: usize) -> Result<(), ProcessError> {
+        if self.clock_gc {
+            return self.fill_burst(n, t, bin);
+        }
         let arena = self.thread(t).arena;
         let tc = self.threads[t]
             .as_ref()
@@ -83,6 +86,10 @@ impl Process {
             .as_mut()
             .and_then(|th| th.tcache.as_mut())
             .unwrap();
+        if self.clock_gc {
+            // tcache_bin_flush_small: tcache_nfill_small_burst_reset.
+            tc.bins[bin].burst_offset = 0;
+        }
         let items = tc.bins[bin].take_bottom(rem);
         if items.is_empty() {
             return;
@@ -161,6 +168,9 @@ impl Process {
     /// bin per event, round robin; flush 3/4 of what stayed below low water and halve the
     /// next fill, or double it after a refill.
     pub(super) fn gc(&mut self, t: usize) {
+        if self.clock_gc {
+            return self.gc_clock(t);
+        }
         let info = &self.info;
         let Some(tc) = self.threads[t].as_mut().and_then(|th| th.tcache.as_mut()) else {
             return;

@@ -94,6 +94,9 @@ impl Process {
                 Ok(())
             }
             None if self.options.needs_clock() => Err(ProcessError::NoClock { event: n }),
+            None if self.clock_gc && self.clock.origin.is_none() => {
+                Err(ProcessError::ClockGc { event: n })
+            }
             None => Ok(()),
         }
     }
