@@ -5,6 +5,8 @@
 
 use super::decay::{live_clock_run, LiveClockRun};
 use super::process::ProcessAllocator;
+use super::replayed_clock::{replayed_times, restamp, Reported};
+use crate::sizeclass::JemallocVersion;
 use crate::process::{machine_coarse_clock_ns, DecayClock, Metadata, Process, ProcessOptions};
 use crate::trace::Record;
 use anyhow::{ensure, Result};
@@ -185,6 +187,12 @@ fn model_run(
     Ok(out)
 }
 
+/// Whether the model reads the clock the live replay kept (see [`super::replayed_clock`])
+/// rather than the trace's own: for 5.3.1's clock-driven cache GC, asked for.
+pub fn replayed_clock_for(version: JemallocVersion, options: &ProcessOptions) -> bool {
+    version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc == Some(true)
+}
+
 /// Runs `runs` live replays on the trace's clock and `runs` model runs, and compares them at
 /// every `every` events. `exe` is the fragsim executable.
 pub fn compare_on_clock(
@@ -209,10 +217,26 @@ pub fn compare_on_clock(
     }
     let times = super::decay::relative_times(records)?;
     let res = machine_coarse_clock_ns();
+    let replayed = replayed_clock_for(lives[0].config.version, options);
     let models = lives
         .iter()
         .enumerate()
-        .map(|(k, l)| model_run(l, records, options, seed.wrapping_add(k as u64), res, &at))
+        .map(|(k, l)| {
+            let seed = seed.wrapping_add(k as u64);
+            if !replayed {
+                return model_run(l, records, options, seed, res, &at);
+            }
+            let reported: Vec<Reported> = l
+                .checkpoints
+                .iter()
+                .map(|(s, d)| Reported {
+                    event: s.event,
+                    elapsed_ns: d.elapsed_ns,
+                })
+                .collect();
+            let stamped = restamp(records, &replayed_times(&times, &reported));
+            model_run(l, &stamped, options, seed, res, &at)
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut checkpoints = Vec::with_capacity(at.len());
     for (c, &event) in at.iter().enumerate() {

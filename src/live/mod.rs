@@ -9,6 +9,7 @@ pub mod decay;
 pub mod decay_compare;
 pub mod process;
 pub mod relay;
+pub mod replayed_clock;
 pub mod replay;
 
 pub use baton::manual_arena;
