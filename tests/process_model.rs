@@ -154,8 +154,88 @@ fn thread_exit_flushes_the_cache_and_frees_its_block() {
 }
 
 #[test]
-fn the_clock_driven_gc_of_5_3_1_is_refused_not_guessed() {
-    let err = Process::new(Preset::V5_3_1.config(), ProcessOptions::default(), 2).err();
-    assert_eq!(err, Some(ProcessError::ClockGc));
-    assert!(Process::new(Preset::Default.config(), ProcessOptions::default(), 2).is_ok());
+fn the_clock_driven_gc_of_5_3_1_needs_the_trace_times() {
+    // 5.3.1's default cache GC reads a 10 ms clock: without times the model refuses it rather
+    // than guess; 5.3.0 and the deterministic GC need none.
+    let mut p = Process::new(Preset::V5_3_1.config(), ProcessOptions::default(), 2).unwrap();
+    let alloc = call(
+        0,
+        Event::Alloc {
+            id: 0,
+            size: 8,
+            align: 0,
+        },
+    );
+    assert_eq!(p.apply(&alloc), Err(ProcessError::ClockGc { event: 1 }));
+    let mut p = Process::new(Preset::Default.config(), ProcessOptions::default(), 2).unwrap();
+    assert!(p.apply(&alloc).is_ok());
+}
+
+fn at_ms(ms: u64, event: Event) -> Record {
+    Record::Call(Call {
+        event,
+        thread: 0,
+        time_ns: Some(ms * 1_000_000),
+        site: None,
+    })
+}
+
+fn alloc(id: u32, size: u64) -> Event {
+    Event::Alloc { id, size, align: 0 }
+}
+
+/// The 8-byte bin's cached bytes and its regions in use (cached or live) in arena 0.
+fn bin0(p: &Process) -> (u64, u64) {
+    let a0 = &p.snapshot().arenas[0];
+    (a0.tcache_bytes, a0.bins[0].curregs)
+}
+
+#[test]
+fn the_clock_driven_gc_fills_in_bursts_and_flushes_only_after_10_ms() {
+    // jemalloc 5.3.1 defaults (experimental_tcache_gc:true), one thread, the 8-byte bin
+    // (512 regions a slab, ncached_max 200), worked by hand from tcache.c / arena.c of
+    // tikv-jemalloc-sys 0.7.1+5.3.1:
+    let run = |second_gc_ms: u64| {
+        let mut p = Process::new(Preset::V5_3_1.config(), ProcessOptions::default(), 2).unwrap();
+        // Fill (tcache_alloc_small_hard, tcache.c 594-602): nfill = 200 >> (base 1 -
+        // offset 0) = 100, nfill_min = 100/2 + 1 = 51. arena_ptr_array_fill_small (arena.c
+        // 922-925): the fresh slab's 512 free exceed nfill_max, so it takes nfill_min = 51.
+        // One is returned: 50 cached. The burst offset stays 0 (offset + 1 < base fails,
+        // tcache.c 152-157).
+        p.apply(&at_ms(0, alloc(0, 8))).unwrap();
+        assert_eq!(bin0(&p), (50 * 8, 51));
+        // 64 KiB (uncached: tcache_max is 32 KiB) brings thread.allocated to 65,544: a GC
+        // event, and the first passes the gate (last_gc_time starts at zero, tcache.c 814,
+        // 534-543). Bin 0: low water 0 and refilled, base stays 1 (tcache.c 176-181);
+        // nflush = 0, every object is in the current slab, so nremote = 0: nothing flushed
+        // (tcache.c 394, 432-465). Low water becomes 50 (tcache_try_gc_bin, 508).
+        p.apply(&at_ms(0, alloc(1, 65536))).unwrap();
+        assert_eq!(bin0(&p), (50 * 8, 51));
+        // Freeing it 1 ms later is a GC event of thread.deallocated: 1 ms < 10 ms, skipped
+        // (tcache.c 538-541).
+        p.apply(&at_ms(1, Event::Free { id: 1 })).unwrap();
+        assert_eq!(bin0(&p), (50 * 8, 51));
+        // Another 64 KiB: a GC event at `second_gc_ms`.
+        p.apply(&at_ms(second_gc_ms, alloc(2, 65536))).unwrap();
+        p
+    };
+    // At 9 ms the gate still holds: nothing changes.
+    assert_eq!(bin0(&run(9)), (50 * 8, 51));
+    // At 20 ms it passes. Bin 0's low water is 50: base 1 -> 2 (200 >> 1 > 1, tcache.c
+    // 182-188), nflush = 50 - 50/4 = 38, none remote (one slab), so the bottom 38 go back
+    // (tcache.c 394, 469): 12 cached, 13 regions in use.
+    let mut p = run(20);
+    assert_eq!(bin0(&p), (12 * 8, 13));
+    // 12 cached allocations, then a fill: nfill = 200 >> (2 - 0) = 50, nfill_min = 26; the
+    // slab's 499 free exceed 50, so 26 (arena.c 922-925); 25 cached. The offset grows to 1
+    // (0 + 1 < 2).
+    for id in 3..16 {
+        p.apply(&at_ms(20, alloc(id, 8))).unwrap();
+    }
+    assert_eq!(bin0(&p), (25 * 8, 13 + 26));
+    // 25 more, then the burst fill: nfill = 200 >> (2 - 1) = 100, nfill_min = 51.
+    for id in 16..42 {
+        p.apply(&at_ms(20, alloc(id, 8))).unwrap();
+    }
+    assert_eq!(bin0(&p), (50 * 8, 13 + 26 + 51));
 }

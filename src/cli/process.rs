@@ -343,11 +343,11 @@ pub(super) fn model_setup(
     }
     let mut model_options = options.clone();
     let mut note = String::new();
-    if config.version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc != Some(false) {
-        // The experimental GC reads a 10 ms wall clock; the model runs the deterministic one.
+    if config.version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc.is_none() {
+        // Unless asked for, the deterministic GC; asked for, the clock-driven one runs on the
+        // trace's times (process/model/gc.rs), as jemalloc's own default.
         model_options.experimental_tcache_gc = Some(false);
-        note =
-            " (5.3.1's clock-driven cache GC is not modelled: experimental_tcache_gc:false)".into();
+        note = " (5.3.1's deterministic cache GC, experimental_tcache_gc:false; give experimental_tcache_gc:true for its clock-driven default on the trace's times)".into();
     }
     Ok((config, model_options, note))
 }

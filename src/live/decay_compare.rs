@@ -6,8 +6,8 @@
 use super::decay::{live_clock_run, LiveClockRun};
 use super::process::ProcessAllocator;
 use super::replayed_clock::{replayed_times, restamp, Reported};
-use crate::sizeclass::JemallocVersion;
 use crate::process::{machine_coarse_clock_ns, DecayClock, Metadata, Process, ProcessOptions};
+use crate::sizeclass::JemallocVersion;
 use crate::trace::Record;
 use anyhow::{ensure, Result};
 use std::path::Path;

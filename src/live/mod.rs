@@ -9,8 +9,8 @@ pub mod decay;
 pub mod decay_compare;
 pub mod process;
 pub mod relay;
-pub mod replayed_clock;
 pub mod replay;
+pub mod replayed_clock;
 
 pub use baton::manual_arena;
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};

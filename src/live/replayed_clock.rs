@@ -77,11 +77,7 @@ pub fn replayed_times(times: &[u64], at: &[Reported]) -> Vec<u64> {
         t_start = c.elapsed_ns as f64;
         lo = hi;
     }
-    out.extend(
-        times[lo..]
-            .iter()
-            .map(|&t| t.max(t_start.round() as u64)),
-    );
+    out.extend(times[lo..].iter().map(|&t| t.max(t_start.round() as u64)));
     out
 }
 

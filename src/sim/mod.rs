@@ -16,8 +16,8 @@ pub mod replay;
 mod smoothstep;
 pub mod workload;
 
-pub use arena::{Arena, ExtentView, PageSets};
 pub(crate) use arena::SlabPlace;
+pub use arena::{Arena, ExtentView, PageSets};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
 pub use replay::{replay, summary_table, ReplaySummary};
 pub use workload::{random_trace, WorkloadSpec};

@@ -242,9 +242,7 @@ impl Process {
             self.arena_mut(arena).gc_anchor(b)
         };
         let a = self.arena(arena);
-        let (nflush, order) = small_plan(&stack, low_water, arena, anchor, |e| {
-            a.extent_place(e)
-        });
+        let (nflush, order) = small_plan(&stack, low_water, arena, anchor, |e| a.extent_place(e));
         let ncached = stack.len();
         self.tcache_mut(t).bins[b].stack = order.unwrap_or(stack);
         if nflush == 0 {
@@ -262,7 +260,9 @@ impl Process {
         let size = self.info.size[bin];
         let b = &self.tcache_mut(t).bins[bin];
         let nfill = (max >> (b.lg_fill_div - b.burst_offset)).max(1);
-        let taken = self.arena_mut(arena).fill_small(n, bin, nfill / 2 + 1, nfill)?;
+        let taken = self
+            .arena_mut(arena)
+            .fill_small(n, bin, nfill / 2 + 1, nfill)?;
         let tc = self.tcache_mut(t);
         let cache_arena = tc.arena;
         let b = &mut tc.bins[bin];
@@ -275,5 +275,49 @@ impl Process {
         self.tcache_bytes[cache_arena as usize] += size * taken.len() as u64;
         self.tick(t, arena, 1);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn it(arena: u32, extent: u32) -> Item {
+        Item { arena, extent }
+    }
+
+    #[test]
+    fn a_locality_gc_flushes_the_far_objects_from_the_bottom() {
+        // Bottom first: A (slab 5), B (slab 7), C (slab 5), D (another arena's slab 9); the
+        // anchor is slab 5 of arena 0, every slab of arena 0 in one mapping within 2 MiB.
+        // By hand from tcache.c (5.3.1): nflush = 2 - 2/4 = 2 (line 394); far from the
+        // 2 MiB window only D, 1 < 2, so the slab range counts: B and D, nremote = 2
+        // (tcache_gc_small_nremote_get, 274-287); nflush = max(2, 2). The shuffle (290-360)
+        // on head order [D, C, B, A]: D is remote (swap = 0), C local swaps up -> [C, D, B,
+        // A]; then A (past ntop = 2) swaps with head[1] -> [C, A, B, D]. Bottom first: D, B,
+        // A, C, and the flush takes the bottom two, D and B.
+        let stack = [it(0, 5), it(0, 7), it(0, 5), it(1, 9)];
+        let anchor = SlabPlace {
+            slab: 5,
+            sn: 0,
+            offset: 8192,
+            size: 4096,
+        };
+        let place = |e: u32| (0, u64::from(e) * 4096);
+        let (nflush, order) = small_plan(&stack, 2, 0, Some(anchor), place);
+        assert_eq!(nflush, 2);
+        assert_eq!(order, Some(vec![it(1, 9), it(0, 7), it(0, 5), it(0, 5)]));
+        // Slab 7 more than 2 MiB away: the window alone finds two far objects (B, D) and
+        // takes them; low water 0 still flushes them (nflush = nremote).
+        let far = |e: u32| (0, if e == 7 { 8 << 20 } else { 8192 });
+        let (nflush, order) = small_plan(&stack, 0, 0, Some(anchor), far);
+        assert_eq!(nflush, 2);
+        assert_eq!(order.unwrap()[..2], [it(1, 9), it(0, 7)]);
+        // All of the bin to flush (low water 3 of 3: nflush = 3): straight to the flush, no
+        // locality check (line 416).
+        assert_eq!(
+            small_plan(&stack[..3], 3, 0, Some(anchor), place),
+            (3, None)
+        );
     }
 }
