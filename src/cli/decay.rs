@@ -110,6 +110,15 @@ fn error_table(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) 
             Cell::from(c.clock_resolution_ns),
         ),
         (
+            "model clock",
+            if c.replayed_clock {
+                "the live replay's (rebuilt from its checkpoints)"
+            } else {
+                "the trace's times"
+            }
+            .into(),
+        ),
+        (
             "real resident, mean over checkpoints",
             mib(real_mean).into(),
         ),

@@ -71,6 +71,9 @@ pub struct ClockComparison {
     pub events: u64,
     /// `CLOCK_MONOTONIC_COARSE`'s resolution the model read its clock through.
     pub clock_resolution_ns: u64,
+    /// The model read the clock the live replay kept (5.3.1's clock-driven cache GC), rather
+    /// than the trace's own times.
+    pub replayed_clock: bool,
     /// Metadata resident before the first event, mean over runs: arena 0's and a fresh
     /// arena's (the model's constants, see [`crate::process::Metadata`]).
     pub metadata0: f64,
@@ -270,6 +273,7 @@ pub fn compare_on_clock(
         runs,
         events: times.len() as u64,
         clock_resolution_ns: res,
+        replayed_clock: replayed,
         metadata0: lives.iter().map(|l| l.metadata0 as f64).sum::<f64>() / runs as f64,
         metadata_fresh: lives.iter().map(|l| l.metadata_fresh as f64).sum::<f64>() / runs as f64,
         checkpoints,
