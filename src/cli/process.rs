@@ -67,6 +67,49 @@ pub(super) fn load_records(path: &Path) -> Result<Vec<Record>> {
         .collect())
 }
 
+/// The records [`load_records`] gives, streamed: sites dropped, times multiplied by `factor`
+/// from the first timed record on (as `process::scale_times` does to a loaded trace).
+fn stream_records(path: &Path, factor: f64) -> Result<impl Iterator<Item = Result<Record>>> {
+    let mut t0 = None;
+    let mut scale = move |t: &mut Option<u64>| {
+        if let Some(v) = t {
+            let first = *t0.get_or_insert(*v);
+            if factor != 1.0 {
+                *v = first + (v.saturating_sub(first) as f64 * factor).round() as u64;
+            }
+        }
+    };
+    Ok(crate::trace::open(path)?
+        .records()
+        .filter_map(move |r| match r {
+            Ok(Record::Site { .. }) => None,
+            Ok(mut r) => {
+                match &mut r {
+                    Record::Call(c) => scale(&mut c.time_ns),
+                    Record::ThreadExit { time_ns, .. } => scale(time_ns),
+                    Record::Site { .. } => {}
+                }
+                Some(Ok(r))
+            }
+            Err(e) => Some(Err(e.into())),
+        }))
+}
+
+/// The number of records [`load_records`] gives and the threads of their calls, in one
+/// streaming pass.
+fn count_records(path: &Path) -> Result<(u64, u32)> {
+    let (mut n, mut threads) = (0u64, 0u32);
+    for r in crate::trace::open(path)?.records() {
+        match r? {
+            Record::Site { .. } => continue,
+            Record::Call(c) => threads = threads.max(c.thread + 1),
+            Record::ThreadExit { .. } => {}
+        }
+        n += 1;
+    }
+    Ok((n, threads))
+}
+
 pub fn run(args: &ReplayArgs) -> Result<i32> {
     let flags = &args.process;
     let options = ProcessOptions::parse(&flags.malloc_conf)?;
@@ -76,33 +119,36 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     if !(flags.time_scale.is_finite() && flags.time_scale > 0.0) {
         bail!("--time-scale {}: give a positive factor", flags.time_scale);
     }
-    let mut records = load_records(&args.trace)?;
-    if flags.time_scale != 1.0 {
-        crate::process::scale_times(&mut records, flags.time_scale);
-    }
     let name = args
         .trace
         .file_stem()
         .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-    let threads = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Call(c) => Some(c.thread),
-            _ => None,
-        })
-        .max()
-        .map_or(0, |t| t + 1);
-    if args.live && flags.honour_clock {
-        return super::decay::run_live_clock(args, &records, &options, &name);
-    }
     if args.live {
+        let mut records = load_records(&args.trace)?;
+        if flags.time_scale != 1.0 {
+            crate::process::scale_times(&mut records, flags.time_scale);
+        }
+        if flags.honour_clock {
+            return super::decay::run_live_clock(args, &records, &options, &name);
+        }
+        let threads = records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Call(c) => Some(c.thread),
+                _ => None,
+            })
+            .max()
+            .map_or(0, |t| t + 1);
         return run_live(args, &records, &options, &name, threads);
     }
+    // The model alone streams the trace (one counting pass, then one pass per run), so its
+    // memory follows live objects, never the trace's length.
+    let (last, threads) = count_records(&args.trace)?;
     let (config, model_options, note) = model_setup(args, &options)?;
     let cpus = flags.cpus.unwrap_or_else(machine_cpus);
     let every = args
         .every
-        .unwrap_or_else(|| crate::sim::replay::default_every(records.len() as u64));
+        .unwrap_or_else(|| crate::sim::replay::default_every(last));
     let want_rows = flags.per_arena.is_some() || args.timeline.is_some();
     let mut runs = Vec::new();
     for k in 0..flags.runs {
@@ -113,7 +159,8 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         };
         let first = k == 0 && want_rows;
         runs.push(model_run(
-            &records,
+            stream_records(&args.trace, flags.time_scale)?,
+            last,
             config,
             &model_options,
             cpus,
@@ -244,7 +291,8 @@ type Figure<'a> = (&'a str, &'a dyn Fn(&ProcessSummary) -> f64);
 /// narenas and the cache block's size.
 #[allow(clippy::too_many_arguments)]
 fn model_run(
-    records: &[Record],
+    records: impl Iterator<Item = Result<Record>>,
+    last: u64,
     config: crate::sizeclass::AllocatorConfig,
     options: &ProcessOptions,
     cpus: u32,
@@ -283,9 +331,8 @@ fn model_run(
         ],
     );
     let mut summary = ProcessSummary::default();
-    let last = records.len() as u64;
-    for (i, r) in records.iter().enumerate() {
-        model.apply(r)?;
+    for (i, r) in records.enumerate() {
+        model.apply(&r?)?;
         let s = *model.stats();
         summary.observe(&s);
         let n = i as u64 + 1;

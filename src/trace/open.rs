@@ -26,22 +26,38 @@ pub struct OpenedTrace {
     pub kind: TraceKind,
     /// The binary form's header (its counts), `None` for text.
     pub header: Option<TraceHeader>,
-    records: RecordStream,
+    source: Source,
+}
+
+/// Where the records come from: the binary reader is kept as it is until the caller says
+/// whether it wants records or calls only, so [`OpenedTrace::events`] reads the calls straight
+/// off the reader's fast path (no `Record` built and taken apart per call).
+enum Source {
+    Binary(Box<TraceReader<BufReader<File>>>),
+    Records(RecordStream),
 }
 
 impl OpenedTrace {
     /// The calls, in order, with their thread, time and site; thread exits; sites.
     pub fn records(self) -> RecordStream {
-        self.records
+        match self.source {
+            Source::Binary(reader) => Box::new((*reader).records()),
+            Source::Records(records) => records,
+        }
     }
 
     /// The calls only (what a one-thread model replays).
     pub fn events(self) -> EventStream {
-        Box::new(self.records.filter_map(|r| match r {
-            Ok(Record::Call(call)) => Some(Ok(call.event)),
-            Ok(_) => None,
-            Err(e) => Some(Err(e)),
-        }))
+        match self.source {
+            // The reader's own iterator yields the calls and skips the other records, with
+            // the same checks and errors as its records.
+            Source::Binary(reader) => reader,
+            Source::Records(records) => Box::new(records.filter_map(|r| match r {
+                Ok(Record::Call(call)) => Some(Ok(call.event)),
+                Ok(_) => None,
+                Err(e) => Some(Err(e)),
+            })),
+        }
     }
 
     /// The number of calls when the file says it up front (the binary form).
@@ -86,12 +102,12 @@ pub fn open(path: &Path) -> Result<OpenedTrace, TraceError> {
             name,
             kind: TraceKind::Binary,
             header: Some(header),
-            records: Box::new(reader.records()),
+            source: Source::Binary(Box::new(reader)),
         });
     }
     match sniff_text(head) {
         Sniff::Text => Ok(OpenedTrace {
-            records: Box::new(read_text_records(file, &name)),
+            source: Source::Records(Box::new(read_text_records(file, &name))),
             name,
             kind: TraceKind::Text,
             header: None,

@@ -271,14 +271,16 @@ impl<R: Read> TraceReader<R> {
             }
         };
         self.pos += len;
-        let mut flow = self.flow.clone();
-        flow.other(&record)
-            .map_err(|what| TraceError::Inconsistent {
+        // A mark, not a clone of the flow: no allocation per record.
+        let mark = self.flow.mark();
+        if let Err(what) = self.flow.other(&record) {
+            self.flow.undo(mark);
+            return Err(TraceError::Inconsistent {
                 file: self.name.clone(),
                 event: self.events_read,
                 what,
-            })?;
-        self.flow = flow;
+            });
+        }
         match &record {
             Record::Call(call) => {
                 self.check_event(&call.event, start)?;
