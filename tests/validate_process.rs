@@ -74,9 +74,19 @@ fn mappings_are_compared_for_every_arena_but_the_first() {
         ..ProcessSnapshot::default()
     };
     let mut c = Comparison::default();
-    compare_snapshots(&snapshot(4 << 20, 6 << 20), &snapshot(8 << 20, 6 << 20), 5, &mut c);
+    compare_snapshots(
+        &snapshot(4 << 20, 6 << 20),
+        &snapshot(8 << 20, 6 << 20),
+        5,
+        &mut c,
+    );
     assert!(c.is_exact(), "arena 0's mappings are not compared: {c:?}");
-    compare_snapshots(&snapshot(4 << 20, 6 << 20), &snapshot(4 << 20, 8 << 20), 5, &mut c);
+    compare_snapshots(
+        &snapshot(4 << 20, 6 << 20),
+        &snapshot(4 << 20, 8 << 20),
+        5,
+        &mut c,
+    );
     let names: Vec<&str> = c.first.iter().map(|m| m.statistic.as_str()).collect();
     assert_eq!(names, ["arena.1.mapped", "arena.1.retained"]);
 }

@@ -110,10 +110,7 @@ pub fn process_specs() -> Vec<(ThreadedSpec, &'static str)> {
 /// `system_jemalloc`, Debian's 5.3.0, when given), comparing after every event. `exe` is
 /// the fragsim executable (the live child).
 pub fn process_validation(exe: &Path, system_jemalloc: Option<&Path>) -> Result<Vec<ProcessCheck>> {
-    let mut allocators = vec![(
-        "jemalloc 5.3.1 (linked)".to_string(),
-        ProcessAllocator::Linked,
-    )];
+    let mut allocators = vec![("linked jemalloc".to_string(), ProcessAllocator::Linked)];
     if let Some(lib) = system_jemalloc {
         allocators.push((
             format!("system jemalloc {}", lib.display()),
