@@ -17,11 +17,19 @@ fn rows(dir: &Path, file: &str) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn whole_process_section_has_every_threaded_trace_and_no_live_mismatch() {
-    let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces");
+fn whole_process_section_has_every_trace_and_no_live_mismatch() {
+    // The committed traces with threads and one with a single thread (the section reads a
+    // folder; the large one-thread traces would only add time).
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces");
+    let traces = tempfile::tempdir().unwrap();
+    for name in ["c-thread-pool", "cpp-threads-map", "python-threads", "sort"] {
+        let file = format!("{name}.trace");
+        std::fs::copy(data.join(&file), traces.path().join(&file)).unwrap();
+    }
+    let traces = traces.path();
     let out = tempfile::tempdir().unwrap();
     let section =
-        fragsim::report::process::write_section(out.path(), &traces, Some(&exe())).unwrap();
+        fragsim::report::process::write_section(out.path(), traces, Some(&exe())).unwrap();
     let files: Vec<&str> = section.files.iter().map(|w| w.file.as_str()).collect();
     for f in [
         "process-summary.csv",
@@ -32,10 +40,14 @@ fn whole_process_section_has_every_threaded_trace_and_no_live_mismatch() {
     }
     let summary = rows(out.path(), "process-summary.csv");
     let names: Vec<&str> = summary.iter().map(|r| r[0].as_str()).collect();
-    // The two committed recordings with threads, and none of the one-thread traces.
-    assert_eq!(names, ["cpp-threads-map", "python-threads"]);
-    for r in &summary {
-        assert_eq!(r[1], "5", "{r:?}: threads");
+    assert_eq!(
+        names,
+        ["c-thread-pool", "cpp-threads-map", "python-threads", "sort"]
+    );
+    // Threads counted on the recordings (fragsim trace stats, data/traces/README.md).
+    let threads: Vec<&str> = summary.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(threads, ["4", "5", "5", "1"]);
+    for r in summary.iter().filter(|r| r[1] != "1") {
         let one: u64 = r[3].parse().unwrap();
         let whole: u64 = r[5].parse().unwrap();
         // Thread caches and several arenas only add partly used slabs.
@@ -50,10 +62,14 @@ fn whole_process_section_has_every_threaded_trace_and_no_live_mismatch() {
             >= 2
     );
     let live = rows(out.path(), "process-live.csv");
-    assert!(live.len() >= 2, "{live:?}");
+    // Every trace under each jemalloc here (the linked 5.3.1, Debian's 5.3.0 if installed).
+    assert!(live.len() >= 4, "{live:?}");
+    for name in names {
+        assert!(live.iter().any(|r| r[0] == name), "{name}: {live:?}");
+    }
     for r in &live {
         let values: u64 = r[4].parse().unwrap();
-        assert!(values > 1_000_000, "{r:?}");
+        assert!(values > 5_000, "{r:?}");
         assert_eq!(r[5], "0", "{r:?}: mismatches");
     }
 }

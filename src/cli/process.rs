@@ -228,6 +228,10 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
             p.tcache_bytes.into(),
         ),
         (
+            "mapped bytes at the active peak (stats.mapped less metadata)".into(),
+            p.mapped_bytes.into(),
+        ),
+        (
             "mean active bytes".into(),
             Cell::Float(summary.mean_active_bytes(), 1),
         ),
@@ -268,6 +272,10 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         ("final dirty bytes".into(), f.dirty_bytes.into()),
         ("final muzzy bytes".into(), f.muzzy_bytes.into()),
         ("final retained bytes".into(), f.retained_bytes.into()),
+        (
+            "final mapped bytes (stats.mapped less metadata)".into(),
+            f.mapped_bytes.into(),
+        ),
         ("final resident bytes".into(), f.resident_bytes.into()),
     ]);
     for (k, v) in rows {
@@ -328,6 +336,7 @@ fn model_run(
             "dirty_bytes",
             "muzzy_bytes",
             "retained_bytes",
+            "mapped_bytes",
         ],
     );
     let mut summary = ProcessSummary::default();
@@ -359,6 +368,7 @@ fn model_run(
                     s.dirty_bytes,
                     s.muzzy_bytes,
                     s.retained_bytes,
+                    s.mapped_bytes,
                 ]
                 .into_iter()
                 .map(Cell::Int)

@@ -108,6 +108,18 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         v.compared(),
         v.mismatches(),
     )?;
+    for c in &v.process {
+        outln!(
+            "threaded trace seed {} ({} threads, {} arenas) under {}: {} events, {} values compared, {} mismatched",
+            c.spec.seed,
+            c.shape.threads,
+            c.narenas,
+            c.allocator,
+            c.events,
+            c.comparison.values,
+            c.comparison.mismatched_values,
+        )?;
+    }
     if v.passed() {
         Ok(0)
     } else {

@@ -161,6 +161,8 @@ struct ArenaMibs {
     large: Vec<usize>,
     pactive: Vec<usize>,
     tcache: Vec<usize>,
+    mapped: Vec<usize>,
+    retained: Vec<usize>,
     bins: Vec<[Vec<usize>; 3]>,
 }
 
@@ -186,6 +188,8 @@ fn arena_mibs(api: &Api, i: usize, nbins: usize) -> Result<ArenaMibs> {
         large: at("stats.arenas.0.large.allocated", 2)?,
         pactive: at("stats.arenas.0.pactive", 2)?,
         tcache: at("stats.arenas.0.tcache_bytes", 2)?,
+        mapped: at("stats.arenas.0.mapped", 2)?,
+        retained: at("stats.arenas.0.retained", 2)?,
         bins,
     })
 }
@@ -225,6 +229,8 @@ impl Reader {
             allocated_bytes: read_mib(api, &m.small)? + read_mib(api, &m.large)?,
             active_bytes: read_mib(api, &m.pactive)? * self.page,
             tcache_bytes: read_mib(api, &m.tcache)?,
+            mapped_bytes: read_mib(api, &m.mapped)?,
+            retained_bytes: read_mib(api, &m.retained)?,
             bins: m
                 .bins
                 .iter()
@@ -281,11 +287,13 @@ fn write_snapshot(out: &mut impl Write, s: &ProcessSnapshot) -> std::io::Result<
     for a in &s.arenas {
         write!(
             out,
-            " {} {} {} {} {}",
+            " {} {} {} {} {} {} {}",
             a.index,
             a.allocated_bytes,
             a.active_bytes,
             a.tcache_bytes,
+            a.mapped_bytes,
+            a.retained_bytes,
             a.bins.len()
         )?;
         for b in &a.bins {

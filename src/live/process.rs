@@ -48,6 +48,8 @@ pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
             allocated_bytes: next()?,
             active_bytes: next()?,
             tcache_bytes: next()?,
+            mapped_bytes: next()?,
+            retained_bytes: next()?,
             bins: Vec::new(),
         };
         for _ in 0..next()? {

@@ -4,8 +4,8 @@ use super::{ArenaSnapshot, ProcessSnapshot};
 use crate::sim::{Comparison, Mismatch};
 
 /// Compares two snapshots taken at the same event and adds the outcome to `out`: the
-/// totals, then per arena (matched by index) allocated, active and cache bytes and each
-/// bin's counters. An arena on one side only compares as all zeros: the live replayer's
+/// totals, then per arena (matched by index) allocated, active and cache bytes, mapped and
+/// retained bytes (arenas other than 0, on both sides) and each bin's counters. An arena on one side only compares as all zeros: the live replayer's
 /// main thread keeps arena 0 as its internal arena, so a worker's first call may create an
 /// empty arena early for its internal allocations (`arena_choose_hard`, `j = 1`), which a
 /// real process creates at the next thread's first call; which arena a thread uses is
@@ -71,6 +71,23 @@ pub fn compare_snapshots(
             pa.tcache_bytes,
             ma.tcache_bytes,
         );
+        // Mappings where both sides have the arena and it is not arena 0: arena 0's base
+        // holds the radix tree's leaves (placed by the kernel's address choice) and, live,
+        // the replayer's start-up; an arena on one side only is the live replayer's early one.
+        if i > 0 && pa.index == ma.index {
+            check(
+                out,
+                &|| format!("arena.{i}.mapped"),
+                pa.mapped_bytes,
+                ma.mapped_bytes,
+            );
+            check(
+                out,
+                &|| format!("arena.{i}.retained"),
+                pa.retained_bytes,
+                ma.retained_bytes,
+            );
+        }
         let nbins = pa.bins.len().max(ma.bins.len());
         for j in 0..nbins {
             let pb = pa.bins.get(j).copied().unwrap_or_default();

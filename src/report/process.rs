@@ -1,7 +1,8 @@
-//! The report's "Whole process" section: every committed trace with threads through the
-//! process model (thread caches, automatic arenas, the huge arena) beside the one-arena
-//! model, per arena at the process's active peak, and the live check of the process model
-//! (the baton replay through the real jemalloc, [`crate::live::process`]) with its counts.
+//! The report's "Whole process" section: every committed trace (one thread or several)
+//! through the process model (thread caches, automatic arenas, the huge arena) beside the
+//! one-arena model, per arena at the process's active peak, and the live check of the
+//! process model (the baton replay through the real jemalloc, [`crate::live::process`])
+//! with its counts, per trace and jemalloc version.
 //! Everything here is deterministic (models, and jemalloc's statistics with decay off), so
 //! the files are committed; the options are fixed (8 automatic arenas, what 4 x 2 CPUs gives)
 //! so that another machine writes the same files.
@@ -154,7 +155,7 @@ fn live(name: &str, records: &[Record], exe: &Path, table: &mut Table) -> Result
     Ok(())
 }
 
-/// Writes the section's tables for every trace with threads in `traces`; the live check
+/// Writes the section's tables for every trace in `traces`; the live check
 /// needs the fragsim executable (`exe`; `None`: the section says it was not run).
 pub fn write_section(dir: &Path, traces: &Path, exe: Option<&Path>) -> Result<SectionOutput> {
     let config = Api::linked().config()?;
@@ -201,9 +202,6 @@ pub fn write_section(dir: &Path, traces: &Path, exe: Option<&Path>) -> Result<Se
     let mut names = Vec::new();
     for path in super::programs::trace_files(traces)? {
         let records = records(&path)?;
-        if threads_of(&records) < 2 {
-            continue;
-        }
         let name = path
             .file_stem()
             .map_or("trace".into(), |s| s.to_string_lossy().to_string());
@@ -226,7 +224,7 @@ pub fn write_section(dir: &Path, traces: &Path, exe: Option<&Path>) -> Result<Se
         "per arena at the process model's active peak",
     )?);
     let mut md = format!(
-        "Traces with threads ({}) through the process model and the one-arena model; [process-summary.md](process-summary.md), [process-per-arena.md](process-per-arena.md).\n",
+        "Every committed trace ({}) through the process model and the one-arena model; [process-summary.md](process-summary.md), [process-per-arena.md](process-per-arena.md).\n",
         names.join(", ")
     );
     if exe.is_some() {

@@ -7,10 +7,14 @@
 mod allocations;
 mod checks;
 pub mod exhaustive;
+mod process;
 mod progress;
 mod text;
 
 pub use allocations::F14Measurement;
+pub use process::{
+    process_specs, process_validation, process_validation_table, ProcessCheck, TraceShape,
+};
 pub use progress::{Progress, ProgressObserver};
 pub use text::{validation_markdown, validation_table};
 
@@ -38,9 +42,10 @@ pub struct ValidateOptions {
     pub max_instances: u64,
     /// Told how far the long steps are (the command line draws a bar).
     pub progress: Progress,
-    /// Random traces replayed through the arena model and the live jemalloc, every event
+    /// Random traces replayed through the arena model and the live jemalloc, and generated
+    /// threaded traces through the process model and the live baton replay, every event
     /// compared: the fragsim executable that serves the other `disable_large_size_classes`
-    /// setting in a child process. `None` skips the replay check.
+    /// setting and the baton in child processes. `None` skips both replay checks.
     pub replay_exe: Option<PathBuf>,
     /// Short replay traces (seconds) rather than the long ones.
     pub replay_quick: bool,
@@ -123,6 +128,8 @@ pub struct Validation {
     pub f14: Vec<F14Measurement>,
     /// Random traces replayed model vs live (empty when not asked).
     pub replay: Vec<ReplayCheck>,
+    /// Generated threaded traces, process model vs live baton replay (empty when not asked).
+    pub process: Vec<ProcessCheck>,
 }
 
 impl Validation {
@@ -130,7 +137,8 @@ impl Validation {
     pub fn compared(&self) -> u64 {
         let checks: u64 = self.checks.iter().map(|c| c.compared).sum();
         let replay: u64 = self.replay.iter().map(|r| r.comparison.values).sum();
-        checks + F14Measurement::COMPARISONS * self.f14.len() as u64 + replay
+        let process: u64 = self.process.iter().map(|r| r.comparison.values).sum();
+        checks + F14Measurement::COMPARISONS * self.f14.len() as u64 + replay + process
     }
 
     /// Comparisons that disagreed (an F14 row counts once however many of its fields differ).
@@ -141,7 +149,12 @@ impl Validation {
             .iter()
             .map(|r| r.comparison.mismatched_values)
             .sum();
-        checks + self.f14.iter().filter(|m| !m.ok()).count() as u64 + replay
+        let process: u64 = self
+            .process
+            .iter()
+            .map(|r| r.comparison.mismatched_values)
+            .sum();
+        checks + self.f14.iter().filter(|m| !m.ok()).count() as u64 + replay + process
     }
 
     pub fn passed(&self) -> bool {
@@ -172,7 +185,20 @@ impl Validation {
                 )
             })
         });
-        checks.chain(f14).chain(replay).take(n).collect()
+        let process = self.process.iter().flat_map(|r| {
+            r.comparison.first.iter().map(move |m| {
+                format!(
+                    "threaded trace {} seed {}, event {} {}: predicted {}, measured {}",
+                    r.allocator, r.spec.seed, m.event, m.statistic, m.predicted, m.measured
+                )
+            })
+        });
+        checks
+            .chain(f14)
+            .chain(replay)
+            .chain(process)
+            .take(n)
+            .collect()
     }
 }
 
@@ -196,11 +222,16 @@ pub fn validate(options: &ValidateOptions) -> Result<Validation> {
         )?,
         None => Vec::new(),
     };
+    let process = match &options.replay_exe {
+        Some(exe) => process_validation(exe, options.system_jemalloc.as_deref())?,
+        None => Vec::new(),
+    };
     Ok(Validation {
         live,
         model,
         checks,
         f14,
         replay,
+        process,
     })
 }

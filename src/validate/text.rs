@@ -1,5 +1,6 @@
 //! A validation run as a table (predicted beside measured) and as a Markdown report.
 
+use super::process_validation_table;
 use super::Validation;
 use crate::export::{Markdown, Table, TableFormat};
 use crate::live::replay::replay_validation_table;
@@ -96,6 +97,13 @@ pub fn validation_markdown(v: &Validation, command: &str) -> Result<String> {
         let mut replay = replay_validation_table(&v.replay);
         replay.title.clear();
         out.push_str(&Markdown.render(&replay)?);
+    }
+    if !v.process.is_empty() {
+        out.push_str("\n## Generated threaded traces: process model vs live jemalloc\n\n");
+        out.push_str("Each seeded threaded trace (`fragsim::process::threaded_trace`: threads starting one after another, frees of other threads' objects, allocations of 8-20 MiB for the huge arena, thread exits) runs through `fragsim::process` and through a child with one real thread per trace thread, calls in trace order (a baton), thread caches on, decay off (5.3.1 with `experimental_tcache_gc:false`); after every event `stats.allocated`, `stats.active`, per arena allocated, active and `tcache_bytes`, `mapped` and `retained` (every arena but 0, whose base also holds the global radix tree's leaves, placed by the kernel's address choice) and every bin's `curregs`, `curslabs` and `nonfull_slabs` are compared. The trace's shape (threads, cross-thread frees, huge requests, exits) is counted on its records.\n\n");
+        let mut process = process_validation_table(&v.process);
+        process.title.clear();
+        out.push_str(&Markdown.render(&process)?);
     }
     Ok(out)
 }
