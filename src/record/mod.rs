@@ -270,6 +270,22 @@ pub fn convert_file(
     convert_parsed(&parse(raw)?, raw, out, fields, pid, &mut |_| {})
 }
 
+/// Records handed from the converting thread to the writing one at a time.
+const BATCH: usize = 8192;
+/// Batches in flight (a bound, so a slow disk holds the converter back).
+const BATCHES_IN_FLIGHT: usize = 4;
+
+/// What the converting thread tells the writing one.
+enum ToWriter {
+    Records(Vec<Record>),
+    /// Every record is sent: finish the trace. A writer whose channel closes without this
+    /// (the conversion failed) drops its unfinished trace, which leaves nothing behind.
+    Finish,
+}
+
+/// Converts on this thread and writes on another: decoding, merging and the address table
+/// take about half of a conversion's time, the writer's checks, encoding and output the
+/// other half, so on two cores the trace is ready in about half the time.
 fn convert_parsed(
     process: &RawProcess,
     raw: &Path,
@@ -279,11 +295,66 @@ fn convert_parsed(
     progress: &mut dyn FnMut(RecordProgress),
 ) -> Result<RecordedTrace, RecordError> {
     let name = raw.display().to_string();
-    let mut sink = TraceSink::create(out, fields)?;
-    let mut write = |r: &Record| sink.write_record(r);
-    let mut read = |bytes| progress(RecordProgress::Converted(bytes));
-    let summary = convert_with_progress(process, &name, &mut write, &mut read)?;
-    sink.finish()?;
+    let sink = TraceSink::create(out, fields)?;
+    let summary = std::thread::scope(|scope| {
+        let (to_writer, inbox) = std::sync::mpsc::sync_channel::<ToWriter>(BATCHES_IN_FLIGHT);
+        let (give_back, returned) = std::sync::mpsc::channel::<Vec<Record>>();
+        let writer = scope.spawn(move || -> Result<(), TraceError> {
+            let mut sink = sink;
+            for message in inbox {
+                match message {
+                    ToWriter::Records(mut batch) => {
+                        for r in &batch {
+                            sink.write_record(r)?;
+                        }
+                        batch.clear();
+                        // The converter may have finished already: nothing to give back to.
+                        let _ = give_back.send(batch);
+                    }
+                    ToWriter::Finish => return sink.finish(),
+                }
+            }
+            Ok(())
+        });
+        let writer_gone = || TraceError::Output {
+            path: out.to_path_buf(),
+            source: std::io::Error::other("the trace writer stopped"),
+        };
+        let mut batch = Vec::with_capacity(BATCH);
+        let send = |batch: &mut Vec<Record>| {
+            let next = returned
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            let full = std::mem::replace(batch, next);
+            to_writer
+                .send(ToWriter::Records(full))
+                .map_err(|_| writer_gone())
+        };
+        let converted = {
+            let mut write = |r: &Record| {
+                batch.push(r.clone());
+                if batch.len() >= BATCH {
+                    send(&mut batch)?;
+                }
+                Ok(())
+            };
+            let mut read = |bytes| progress(RecordProgress::Converted(bytes));
+            convert_with_progress(process, &name, &mut write, &mut read)
+        };
+        let sent = converted.and_then(|summary| {
+            send(&mut batch)?;
+            to_writer
+                .send(ToWriter::Finish)
+                .map_err(|_| writer_gone())?;
+            Ok(summary)
+        });
+        drop(to_writer);
+        // The writer's own error first: a failed send is only its consequence.
+        let written = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        written.and(sent)
+    })?;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     Ok(RecordedTrace {
         path: out.to_path_buf(),

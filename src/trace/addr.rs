@@ -117,6 +117,15 @@ impl AddressImporter {
         Self::default()
     }
 
+    /// An importer with room for `live` live objects before its table grows (each growth
+    /// rehashes every live address: a few percent of a large recording's conversion).
+    pub fn with_capacity(live: usize) -> Self {
+        AddressImporter {
+            live: HashMap::with_capacity_and_hasher(live, Default::default()),
+            ..Self::default()
+        }
+    }
+
     fn new_object(&mut self, addr: u64) -> Result<ObjectId, IdsExhausted> {
         let id = self.ids.take().ok_or(IdsExhausted)?;
         self.live.insert(addr, id);
@@ -141,10 +150,32 @@ impl AddressImporter {
         align: u64,
         out: &mut Vec<Event>,
     ) -> Result<Option<AddressIssue>, IdsExhausted> {
-        let issue = self.evict(addr, out);
-        let id = self.new_object(addr)?;
-        out.push(Event::Alloc { id, size, align });
-        Ok(issue)
+        // One probe of the table (an evict and then an insert were two, and the table of a
+        // large recording is mostly out of cache).
+        use std::collections::hash_map::Entry;
+        match self.live.entry(addr) {
+            Entry::Vacant(slot) => {
+                let id = self.ids.take().ok_or(IdsExhausted)?;
+                slot.insert(id);
+                out.push(Event::Alloc { id, size, align });
+                Ok(None)
+            }
+            Entry::Occupied(mut slot) => {
+                // The old object is freed first, so its id may be the one handed out again.
+                let old = *slot.get();
+                self.ids.give_back(old);
+                out.push(Event::Free { id: old });
+                let issue = AddressIssue::DuplicateAddress(addr);
+                self.issues.count(issue);
+                let Some(id) = self.ids.take() else {
+                    slot.remove();
+                    return Err(IdsExhausted);
+                };
+                slot.insert(id);
+                out.push(Event::Alloc { id, size, align });
+                Ok(Some(issue))
+            }
+        }
     }
 
     /// A free of `addr` (not null).

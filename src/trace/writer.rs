@@ -13,7 +13,7 @@ const FLUSH_AT: usize = 1 << 16;
 /// The longest site definition a writer accepts (the reader buffers a whole record).
 const MAX_SITE_RECORD: usize = 1 << 17;
 
-type Finisher<W> = Box<dyn FnOnce(W) -> Result<(), TraceError>>;
+type Finisher<W> = Box<dyn FnOnce(W) -> Result<(), TraceError> + Send>;
 
 /// Streams events into a trace. Memory: a 64 KiB buffer plus the live-object table.
 ///
