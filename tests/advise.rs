@@ -3,26 +3,10 @@
 //! recommends), decay settings against `replay --process` and skipped without times, and a
 //! hand-derived case.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn fragsim() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_fragsim"))
-}
-
-fn run(args: &[&str]) -> Output {
-    fragsim().args(args).output().expect("fragsim runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn trace(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data/traces")
-        .join(name)
-}
+use common::{committed_trace, run, stderr_of};
+use std::path::Path;
 
 /// The CSV as rows of (column -> cell); the exact_malloc_conf column is quoted (commas).
 fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
@@ -59,7 +43,7 @@ fn num(row: &std::collections::HashMap<String, String>, column: &str) -> u64 {
 #[test]
 fn bad_grid_lines_exit_2_naming_the_line_and_the_value() {
     let dir = tempfile::tempdir().unwrap();
-    let t = trace("cpp-threads-map.trace");
+    let t = committed_trace("cpp-threads-map.trace");
     let cases = [
         (
             "# fine\ntcache:false\ntcache:maybe\n",
@@ -87,8 +71,8 @@ fn bad_grid_lines_exit_2_naming_the_line_and_the_value() {
             grid.to_str().unwrap(),
             "--no-live",
         ]);
-        assert_eq!(out.status.code(), Some(2), "{text}: {}", stderr(&out));
-        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{text}: {}", stderr_of(&out));
+        let err = stderr_of(&out);
         assert!(err.contains(expected), "{text}: {err}");
         assert_eq!(err.lines().count(), 1, "one line: {err}");
         assert!(out.stdout.is_empty());
@@ -97,7 +81,7 @@ fn bad_grid_lines_exit_2_naming_the_line_and_the_value() {
 
 #[test]
 fn bad_options_are_refused_before_any_work() {
-    let t = trace("cpp-threads-map.trace");
+    let t = committed_trace("cpp-threads-map.trace");
     let t = t.to_str().unwrap();
     for (args, expected) in [
         (vec!["--every", "0"], "--every 0"),
@@ -109,11 +93,11 @@ fn bad_options_are_refused_before_any_work() {
         let mut all = vec!["advise", t];
         all.extend(&args);
         let out = run(&all);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr_of(&out));
         assert!(
-            stderr(&out).contains(expected),
+            stderr_of(&out).contains(expected),
             "{args:?}: {}",
-            stderr(&out)
+            stderr_of(&out)
         );
     }
     // The trace was not touched by the refused --out.
@@ -137,7 +121,7 @@ fn replay_process_figure_with(t: &str, conf: &str, statistic: &str) -> String {
         "--format",
         "csv",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(out.status.success(), "{}", stderr_of(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     let line = text
         .lines()
@@ -149,7 +133,7 @@ fn replay_process_figure_with(t: &str, conf: &str, statistic: &str) -> String {
 #[test]
 fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
     let dir = tempfile::tempdir().unwrap();
-    let t = trace("cpp-threads-map.trace");
+    let t = committed_trace("cpp-threads-map.trace");
     let t = t.to_str().unwrap();
     let csv = dir.path().join("advise.csv");
     let chart = dir.path().join("advise.svg");
@@ -167,7 +151,7 @@ fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
         "--every",
         "250",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let rows = csv_rows(&std::fs::read_to_string(&csv).unwrap());
     // Every setting of the default grid (the list), in order, the defaults first
     // with an empty malloc_conf.
@@ -296,15 +280,15 @@ fn decay_rows_match_replay_process_and_are_skipped_without_times() {
             "2",
             "--no-live",
         ]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
         (
             csv_rows(&String::from_utf8_lossy(&out.stdout)),
-            stderr(&out),
+            stderr_of(&out),
         )
     };
     // A trace with times: each row's resident figures are `replay --process`'s with the
     // same MALLOC_CONF (its own loop over the records; seed 0, this machine's coarse clock).
-    let t = trace("python-threads.trace");
+    let t = committed_trace("python-threads.trace");
     let (rows, _) = advise_csv(&t);
     assert_eq!(rows.len(), 3);
     for (r, conf) in rows.iter().zip([
@@ -329,7 +313,7 @@ fn decay_rows_match_replay_process_and_are_skipped_without_times() {
     assert!(mean(&rows[2]) < mean(&rows[0]));
     assert_eq!(rows[2]["rank_resident"], "1");
     // A trace without times: 100 ms needs the clock and is skipped, said so; 0 still runs.
-    let (rows, err) = advise_csv(&trace("sort.trace"));
+    let (rows, err) = advise_csv(&committed_trace("sort.trace"));
     let confs: Vec<&str> = rows.iter().map(|r| r["malloc_conf"].as_str()).collect();
     assert_eq!(confs, ["", "dirty_decay_ms:0"]);
     assert!(
@@ -371,7 +355,7 @@ fn no_thread_cache_saves_the_cache_block_by_hand() {
         "--cpus",
         "2",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let rows = csv_rows(&String::from_utf8_lossy(&out.stdout));
     let cols = [
         "peak_active_bytes",
@@ -392,8 +376,13 @@ fn no_thread_cache_saves_the_cache_block_by_hand() {
     // Recommended, and the real jemalloc agrees.
     assert_eq!(rows[1]["live_check"], "pass");
     assert_eq!(rows[1]["live_peak_active_bytes"], "4096");
-    assert!(stderr(&out).contains("Recommended (lowest peak and lowest mean): 5.3.1 tcache:false"));
-    assert!(stderr(&out).contains("outside it"), "the limits are said");
+    assert!(
+        stderr_of(&out).contains("Recommended (lowest peak and lowest mean): 5.3.1 tcache:false")
+    );
+    assert!(
+        stderr_of(&out).contains("outside it"),
+        "the limits are said"
+    );
 }
 
 /// `sz_sa2u` from the class table alone (an aligned small request takes the least class that
@@ -417,7 +406,7 @@ fn the_peaks_rounding_matches_the_live_objects_at_that_event() {
     use fragsim::advise::{advise, default_grid};
     use fragsim::trace::{Event, Record};
     for name in ["cpp-threads-map.trace", "python-threads.trace"] {
-        let records: Vec<Record> = fragsim::trace::open(&trace(name))
+        let records: Vec<Record> = fragsim::trace::open(&committed_trace(name))
             .unwrap()
             .records()
             .map(Result::unwrap)

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 /// The trace event type, as `src/trace/mod.rs` defines it (the models emit it).
 #[allow(dead_code)]
 mod trace {
+    pub use super::trace_ids::IdPool;
     pub type ObjectId = u32;
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub enum Event {
@@ -23,6 +24,12 @@ mod trace {
         Realloc { id: ObjectId, size: u64 },
     }
 }
+
+/// The id pool, as `src/trace/ids.rs` defines it (the models' tracer hands out its ids).
+#[path = "../src/trace/ids.rs"]
+#[allow(dead_code)] // the containers use the id pool only
+mod trace_ids;
+use trace::ObjectId;
 
 #[path = "../src/containers"]
 #[allow(dead_code)]

@@ -259,15 +259,7 @@ fn an_output_naming_an_input_is_refused() {
         vec!["replay", t, "--timeline", s(&hard)],
         vec!["replay", t, "--out", s(&soft)],
         vec!["replay", t, "--preset", "default,quantum8", "--timeline", t],
-        vec![
-            "trace",
-            "import",
-            "--from",
-            "text",
-            s(&text),
-            "-o",
-            s(&text),
-        ],
+        import_args("text", &text, &text),
         vec!["trace", "stats", t, "--out", s(&hard)],
     ];
     for args in &cases {
@@ -390,16 +382,7 @@ fn interrupted_record_leaves_no_valgrind_log() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sleep.trace");
     for sig in ["INT", "TERM"] {
-        let args = [
-            "record",
-            "--with",
-            "valgrind",
-            "-o",
-            s(&out),
-            "--",
-            "sleep",
-            "30",
-        ];
+        let args = record_valgrind_args(&out, &["sleep", "30"]);
         interrupt_leaves_nothing(&args, sig, |tmp, _| {
             std::fs::read_dir(tmp)
                 .unwrap()

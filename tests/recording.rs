@@ -13,22 +13,7 @@ fn import_log(dir: &Path, log: &str) -> (std::process::Output, std::path::PathBu
     let path = dir.join("vg.log");
     std::fs::write(&path, log).unwrap();
     let trace = dir.join("vg.trace");
-    let out = run(&[
-        "trace",
-        "import",
-        "--from",
-        "valgrind",
-        s(&path),
-        "-o",
-        s(&trace),
-    ]);
-    (out, trace)
-}
-
-fn dump(trace: &Path) -> String {
-    let out = run(&["trace", "dump", s(trace)]);
-    assert!(out.status.success(), "{}", stderr_of(&out));
-    stdout_of(&out)
+    (import_from("valgrind", &path, &trace), trace)
 }
 
 /// Item 3.2: `record` ends with the program's status, 128 + N for signal N, after writing
@@ -41,17 +26,7 @@ fn record_exits_with_the_programs_status() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.trace");
     for (script, code) in [("exit 7", 7), ("kill -SEGV $$", 128 + 11)] {
-        let out = run(&[
-            "record",
-            "--with",
-            "valgrind",
-            "-o",
-            s(&trace),
-            "--",
-            "sh",
-            "-c",
-            script,
-        ]);
+        let out = record_valgrind(&trace, &["sh", "-c", script]);
         assert_eq!(
             out.status.code(),
             Some(code),
@@ -210,15 +185,7 @@ fn record_warns_when_it_records_a_wrapper() {
     )
     .unwrap();
     let trace = dir.path().join("t.trace");
-    let out = run(&[
-        "record",
-        "--with",
-        "valgrind",
-        "-o",
-        s(&trace),
-        "--",
-        s(&wrapper),
-    ]);
+    let out = record_valgrind(&trace, &[s(&wrapper)]);
     let stderr = stderr_of(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("is a script (#!/bin/sh)"), "{stderr}");

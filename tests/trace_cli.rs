@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{assert_refused_naming, have_valgrind, run, run_env, run_ok, s};
+use common::{
+    assert_refused_naming, dump, have_valgrind, import_from, import_text, record_valgrind, run,
+    run_env, run_ok, s,
+};
 use fragsim::trace::{trace_stats, TraceReader};
 use std::path::PathBuf;
 
@@ -16,17 +19,9 @@ fn text_import_dump_is_identity_and_stats_are_hand_computed() {
     let text = dir.path().join("hand.txt");
     let trace = dir.path().join("hand.trace");
     std::fs::write(&text, HAND).unwrap();
-    run_ok(&[
-        "trace",
-        "import",
-        "--from",
-        "text",
-        s(&text),
-        "-o",
-        s(&trace),
-    ]);
+    import_text(&text, &trace);
     let canonical: String = HAND.lines().skip(1).map(|l| format!("{l}\n")).collect();
-    assert_eq!(run_ok(&["trace", "dump", s(&trace)]), canonical);
+    assert_eq!(dump(&trace), canonical);
 
     // By hand: requested bytes 100, 150, 350 (realloc), 300, 308, 308, 8; live 1, 2, 2, 1, 2,
     // 3, 2. Sizes: 100 in (64,128], 50 in (32,64], 8 in (4,8], 0 alone; realloc 300 in
@@ -118,19 +113,11 @@ fn committed_trace_round_trips_through_text() {
         .into_iter()
         .find(|p| p.ends_with("git-log.trace"))
         .unwrap();
-    let text = run_ok(&["trace", "dump", s(&trace)]);
+    let text = dump(&trace);
     let txt = dir.path().join("t.txt");
     let again = dir.path().join("again.trace");
     std::fs::write(&txt, &text).unwrap();
-    run_ok(&[
-        "trace",
-        "import",
-        "--from",
-        "text",
-        s(&txt),
-        "-o",
-        s(&again),
-    ]);
+    import_text(&txt, &again);
     assert_eq!(
         std::fs::read(&trace).unwrap(),
         std::fs::read(&again).unwrap()
@@ -143,15 +130,7 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     let good = dir.path().join("good.trace");
     let text = dir.path().join("hand.txt");
     std::fs::write(&text, HAND).unwrap();
-    run_ok(&[
-        "trace",
-        "import",
-        "--from",
-        "text",
-        s(&text),
-        "-o",
-        s(&good),
-    ]);
+    import_text(&text, &good);
     let bytes = std::fs::read(&good).unwrap();
 
     let truncated = dir.path().join("truncated.trace");
@@ -179,55 +158,23 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
     let bad_text = dir.path().join("bad.txt");
     std::fs::write(&bad_text, "a 0 8\na 99999999999 8\n").unwrap();
     assert_refused_naming(
-        &run(&[
-            "trace",
-            "import",
-            "--from",
-            "text",
-            s(&bad_text),
-            "-o",
-            s(&out),
-        ]),
+        &import_from("text", &bad_text, &out),
         &["bad.txt", "line 2", "id 99999999999 is out of range"],
     );
     std::fs::write(&bad_text, "a 0 8\na 1 eight\n").unwrap();
     assert_refused_naming(
-        &run(&[
-            "trace",
-            "import",
-            "--from",
-            "text",
-            s(&bad_text),
-            "-o",
-            s(&out),
-        ]),
+        &import_from("text", &bad_text, &out),
         &["bad.txt", "line 2", "size 'eight'"],
     );
     let log = dir.path().join("empty.log");
     std::fs::write(&log, "==1== nothing allocated here\n").unwrap();
     assert_refused_naming(
-        &run(&[
-            "trace",
-            "import",
-            "--from",
-            "valgrind",
-            s(&log),
-            "-o",
-            s(&out),
-        ]),
+        &import_from("valgrind", &log, &out),
         &["empty.log", "no allocation calls"],
     );
     std::fs::write(&log, "--1-- malloc(8) = 0x10\n--1-- malloc(x) = 0x20\n").unwrap();
     assert_refused_naming(
-        &run(&[
-            "trace",
-            "import",
-            "--from",
-            "valgrind",
-            s(&log),
-            "-o",
-            s(&out),
-        ]),
+        &import_from("valgrind", &log, &out),
         &["empty.log", "line 2", "size 'x'"],
     );
     assert!(!out.exists(), "no half-written output");
@@ -239,29 +186,10 @@ fn bad_input_exits_2_with_one_line_and_writes_nothing() {
 
     let unwritable = dir.path().join("no/such/dir/x.trace");
     assert_refused_naming(
-        &run(&[
-            "trace",
-            "import",
-            "--from",
-            "text",
-            s(&text),
-            "-o",
-            s(&unwritable),
-        ]),
+        &import_from("text", &text, &unwritable),
         &["cannot write", "no/such/dir/x.trace"],
     );
-    assert_refused_naming(
-        &run(&[
-            "trace",
-            "import",
-            "--from",
-            "text",
-            s(&text),
-            "-o",
-            s(dir.path()),
-        ]),
-        &["cannot write"],
-    );
+    assert_refused_naming(&import_from("text", &text, dir.path()), &["cannot write"]);
     assert_refused_naming(
         &run(&["trace", "stats", "/no/such.trace"]),
         &["/no/such.trace"],
@@ -290,17 +218,7 @@ fn record_runs_a_program_under_valgrind() {
     }
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("ls.trace");
-    let out = run(&[
-        "record",
-        "--with",
-        "valgrind",
-        "-o",
-        s(&trace),
-        "--",
-        "ls",
-        "-l",
-        "/",
-    ]);
+    let out = record_valgrind(&trace, &["ls", "-l", "/"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -313,15 +231,7 @@ fn record_runs_a_program_under_valgrind() {
     assert!(h.allocs > 10 && h.events >= h.allocs, "{h:?}");
     let missing = dir.path().join("missing.trace");
     assert_refused_naming(
-        &run(&[
-            "record",
-            "--with",
-            "valgrind",
-            "-o",
-            s(&missing),
-            "--",
-            "/no/such/program",
-        ]),
+        &record_valgrind(&missing, &["/no/such/program"]),
         &["program '/no/such/program' not found"],
     );
     assert!(!missing.exists());

@@ -210,15 +210,7 @@ impl Blame {
 /// Replays `records` through the process model up to `spec.at` and charges its active memory.
 /// Records are read twice for the peak (once to find it, once to reach it).
 pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> {
-    let mut sites = SiteTable::new();
-    for r in records {
-        if let Record::Site { id, frames } = r {
-            // The readers check that sites are dense; a gap here is a caller's own records.
-            sites
-                .push(*id, frames.clone())
-                .map_err(|what| BlameError::Inconsistent { event: 0, what })?;
-        }
-    }
+    let sites = site_table(records)?;
     let events = records
         .iter()
         .filter(|r| !matches!(r, Record::Site { .. }))
@@ -290,6 +282,20 @@ pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> 
         sites,
         by_class,
     })
+}
+
+/// The sites `records` define.
+fn site_table(records: &[Record]) -> Result<SiteTable, BlameError> {
+    let mut sites = SiteTable::new();
+    for r in records {
+        if let Record::Site { id, frames } = r {
+            // The readers check that sites are dense; a gap here is a caller's own records.
+            sites
+                .push(*id, frames.clone())
+                .map_err(|what| BlameError::Inconsistent { event: 0, what })?;
+        }
+    }
+    Ok(sites)
 }
 
 /// The first event where the model's active bytes peak.

@@ -59,6 +59,29 @@ fn residual(c: &Comparison) -> i128 {
     c.measured as i128 - c.predicted as i128
 }
 
+/// The x axis of a residual plot: the predictions' log2 span, to whole powers of two.
+fn log2_span(set: &[Comparison]) -> (f64, f64) {
+    let (lo, hi) = set
+        .iter()
+        .map(|c| (c.predicted.max(1) as f64).log2())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        });
+    if lo.is_finite() {
+        (lo.floor(), hi.ceil().max(lo.floor() + 1.0))
+    } else {
+        (0.0, 1.0)
+    }
+}
+
+fn residuals_caption(label: &str, compared: usize, bad: usize, worst: u128) -> String {
+    if bad == 0 {
+        format!("{label}: {compared} compared, measured = predicted for all")
+    } else {
+        format!("{label}: {compared} compared, {bad} differ (largest by {worst} B)")
+    }
+}
+
 fn draw_residuals<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     label: &str,
@@ -70,18 +93,7 @@ where
     DB::ErrorType: 'static,
 {
     let lg = |v: u64| (v.max(1) as f64).log2();
-    // The x axis spans the data, to whole powers of two.
-    let (lo, hi) = set
-        .iter()
-        .map(|c| lg(c.predicted))
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-            (a.min(x), b.max(x))
-        });
-    let (lo, hi) = if lo.is_finite() {
-        (lo.floor(), hi.ceil().max(lo.floor() + 1.0))
-    } else {
-        (0.0, 1.0)
-    };
+    let (lo, hi) = log2_span(set);
     let worst = set
         .iter()
         .map(|c| residual(c).unsigned_abs())
@@ -89,17 +101,7 @@ where
         .unwrap_or(0);
     let bad = set.iter().filter(|c| c.predicted != c.measured).count();
     let span = if worst == 0 { 1.0 } else { worst as f64 * 1.3 };
-    let caption = if bad == 0 {
-        format!(
-            "{label}: {} compared, measured = predicted for all",
-            set.len()
-        )
-    } else {
-        format!(
-            "{label}: {} compared, {bad} differ (largest by {worst} B)",
-            set.len()
-        )
-    };
+    let caption = residuals_caption(label, set.len(), bad, worst);
     let mut chart = ChartBuilder::on(area)
         .caption(caption, (FONT, 20))
         .margin(15)

@@ -95,9 +95,7 @@ impl Container for AbslRawHashSet {
                 self.capacity * 2 + 1
             };
             let id = t.alloc(self.alloc_size(capacity), cpp_new_align(self.slot.align));
-            if let Some(old) = self.table.replace(id) {
-                t.free(old);
-            }
+            t.replace(&mut self.table, id);
             self.capacity = capacity;
         }
         if let Some(node) = self.node {
@@ -107,12 +105,8 @@ impl Container for AbslRawHashSet {
         self.size += 1;
     }
     fn destroy(&mut self, t: &mut Tracer) {
-        for id in self.nodes.drain(..) {
-            t.free(id);
-        }
-        if let Some(id) = self.table.take() {
-            t.free(id);
-        }
+        t.free_all(&mut self.nodes);
+        t.free_slot(&mut self.table);
         self.size = 0;
         self.capacity = 0;
     }

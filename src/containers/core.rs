@@ -3,9 +3,7 @@
 //! This file depends only on [`crate::trace`], so the recording test can compile it (and
 //! `rust_std.rs`) into a test binary that installs its own global allocator.
 
-use crate::trace::{Event, ObjectId};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use crate::trace::{Event, IdPool, ObjectId};
 
 /// Largest alignment accepted for an element (a page).
 pub const MAX_ALIGN: u64 = 4096;
@@ -105,36 +103,55 @@ pub fn round_up(n: u64, align: u64) -> u64 {
 /// Hands out object ids the way a trace does (lowest free id first) and passes each event
 /// to a sink.
 pub struct Tracer<'a> {
-    free: BinaryHeap<Reverse<ObjectId>>,
-    next: ObjectId,
+    ids: IdPool,
     sink: &'a mut dyn FnMut(Event),
 }
 
 impl<'a> Tracer<'a> {
     pub fn new(sink: &'a mut dyn FnMut(Event)) -> Self {
         Tracer {
-            free: BinaryHeap::new(),
-            next: 0,
+            ids: IdPool::new(),
             sink,
         }
     }
 
     /// An allocation of `size` bytes aligned to `align` (0: the allocator's default).
     pub fn alloc(&mut self, size: u64, align: u64) -> ObjectId {
-        let id = match self.free.pop() {
-            Some(Reverse(id)) => id,
-            None => {
-                self.next += 1;
-                self.next - 1
-            }
-        };
+        let id = self.ids.take().expect("fewer than 2^32 live objects");
         (self.sink)(Event::Alloc { id, size, align });
         id
     }
 
     pub fn free(&mut self, id: ObjectId) {
         (self.sink)(Event::Free { id });
-        self.free.push(Reverse(id));
+        self.ids.give_back(id);
+    }
+
+    /// Puts `new` into `slot` and frees what it held (a table replaced after a rehash).
+    pub fn replace(&mut self, slot: &mut Option<ObjectId>, new: ObjectId) {
+        if let Some(old) = slot.replace(new) {
+            self.free(old);
+        }
+    }
+
+    /// Frees what `slot` holds, if anything, and empties it.
+    pub fn free_slot(&mut self, slot: &mut Option<ObjectId>) {
+        if let Some(id) = slot.take() {
+            self.free(id);
+        }
+    }
+
+    /// Frees every id in `ids`, in order, and empties it.
+    pub fn free_all(&mut self, ids: &mut Vec<ObjectId>) {
+        for id in ids.drain(..) {
+            self.free(id);
+        }
+    }
+
+    /// An allocation freed at once (a rehash's transient scratch array).
+    pub fn transient(&mut self, size: u64) {
+        let id = self.alloc(size, 0);
+        self.free(id);
     }
 
     pub fn realloc(&mut self, id: ObjectId, size: u64) {

@@ -183,12 +183,9 @@ impl Container for F14Today {
             let (bytes, align) = self.table_request(chunks, capacity);
             let new = t.alloc(bytes, cpp_new_align(align));
             if self.size > 0 && !(self.chunks == 1 && chunks == 1) && chunks > 256 {
-                let fullness = t.alloc(chunks, 0);
-                t.free(fullness);
+                t.transient(chunks);
             }
-            if let Some(old) = self.table.replace(new) {
-                t.free(old);
-            }
+            t.replace(&mut self.table, new);
             self.chunks = chunks;
             self.capacity = capacity;
         }
@@ -199,12 +196,8 @@ impl Container for F14Today {
         self.size += 1;
     }
     fn destroy(&mut self, t: &mut Tracer) {
-        for id in self.nodes.drain(..) {
-            t.free(id);
-        }
-        if let Some(id) = self.table.take() {
-            t.free(id);
-        }
+        t.free_all(&mut self.nodes);
+        t.free_slot(&mut self.table);
         self.size = 0;
         self.chunks = 1;
         self.capacity = 0;
@@ -308,37 +301,25 @@ impl Container for F14Vector2018 {
                 let values = t.alloc(layout.blocks[1].bytes, cpp_new_align(self.value.align));
                 let chunks = t.alloc(layout.blocks[0].bytes, 0);
                 if transient_fullness {
-                    let f = t.alloc(new_table.chunk_count(), 0);
-                    t.free(f);
+                    t.transient(new_table.chunk_count());
                 }
-                if let Some(old) = self.chunks_id.replace(chunks) {
-                    t.free(old);
-                }
-                if let Some(old) = self.values_id.replace(values) {
-                    t.free(old);
-                }
+                t.replace(&mut self.chunks_id, chunks);
+                t.replace(&mut self.values_id, values);
             } else {
                 let bytes = new_table.unified().blocks[0].bytes;
                 let new = t.alloc(bytes, 0);
                 if transient_fullness {
-                    let f = t.alloc(new_table.chunk_count(), 0);
-                    t.free(f);
+                    t.transient(new_table.chunk_count());
                 }
-                if let Some(old) = self.chunks_id.replace(new) {
-                    t.free(old);
-                }
+                t.replace(&mut self.chunks_id, new);
             }
             self.capacity = capacity;
         }
         self.size += 1;
     }
     fn destroy(&mut self, t: &mut Tracer) {
-        if let Some(id) = self.values_id.take() {
-            t.free(id);
-        }
-        if let Some(id) = self.chunks_id.take() {
-            t.free(id);
-        }
+        t.free_slot(&mut self.values_id);
+        t.free_slot(&mut self.chunks_id);
         self.size = 0;
         self.capacity = 0;
     }

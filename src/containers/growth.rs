@@ -1,6 +1,6 @@
 //! Growing a container model to N elements and pricing every step under a jemalloc build.
 
-use super::core::{round_up, Tracer, TwoArrays};
+use super::core::{round_up, Container, Tracer, TwoArrays};
 use super::spec::ContainerSpec;
 use crate::sizeclass::SizeClasses;
 use crate::trace::Event;
@@ -155,7 +155,39 @@ struct Meter<'c> {
     error: Option<GrowthError>,
 }
 
-impl Meter<'_> {
+impl<'c> Meter<'c> {
+    fn new(classes: &'c SizeClasses) -> Self {
+        Meter {
+            classes,
+            live: Vec::new(),
+            total: Bytes::default(),
+            peak: Bytes::default(),
+            calls: 0,
+            error: None,
+        }
+    }
+
+    /// The step at `elements` (capacity `capacity`): the live bytes and calls so far, and
+    /// what splitting the container's arrays would cost.
+    fn step(
+        &self,
+        container: &dyn Container,
+        elements: u64,
+        capacity: u64,
+    ) -> Result<GrowthStep, GrowthError> {
+        let split = match container.arrays() {
+            Some(a) => Some(SplitCost::of(self.classes, &a)?),
+            None => None,
+        };
+        Ok(GrowthStep {
+            elements,
+            capacity,
+            live: self.total,
+            calls: self.calls,
+            split,
+        })
+    }
+
     fn apply(&mut self, event: &Event) {
         self.calls += 1;
         let (id, new) = match *event {
@@ -199,14 +231,7 @@ pub fn grow(
         return Err(GrowthError::Count(count, limit, spec.kind.name()));
     }
     let mut container = spec.build(count);
-    let meter = std::cell::RefCell::new(Meter {
-        classes,
-        live: Vec::new(),
-        total: Bytes::default(),
-        peak: Bytes::default(),
-        calls: 0,
-        error: None,
-    });
+    let meter = std::cell::RefCell::new(Meter::new(classes));
     let mut forward = |e: Event| {
         meter.borrow_mut().apply(&e);
         sink(e);
@@ -249,17 +274,7 @@ pub fn grow(
             });
         }
         if step {
-            let split = match container.arrays() {
-                Some(a) => Some(SplitCost::of(classes, &a)?),
-                None => None,
-            };
-            steps.push(GrowthStep {
-                elements,
-                capacity,
-                live: m.total,
-                calls: m.calls,
-                split,
-            });
+            steps.push(m.step(container.as_ref(), elements, capacity)?);
         }
     }
     container.destroy(&mut tracer);

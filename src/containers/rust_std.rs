@@ -64,9 +64,7 @@ impl Container for RustVec {
         self.len += 1;
     }
     fn destroy(&mut self, t: &mut Tracer) {
-        if let Some(id) = self.id.take() {
-            t.free(id);
-        }
+        t.free_slot(&mut self.id);
         self.len = 0;
         self.cap = 0;
     }
@@ -157,17 +155,13 @@ impl Container for Hashbrown {
         if self.items == full {
             let buckets = self.capacity_to_buckets((self.items + 1).max(full + 1));
             let id = t.alloc(self.alloc_size(buckets), self.ctrl_align());
-            if let Some(old) = self.id.replace(id) {
-                t.free(old);
-            }
+            t.replace(&mut self.id, id);
             self.buckets = buckets;
         }
         self.items += 1;
     }
     fn destroy(&mut self, t: &mut Tracer) {
-        if let Some(id) = self.id.take() {
-            t.free(id);
-        }
+        t.free_slot(&mut self.id);
         self.items = 0;
         self.buckets = 0;
     }

@@ -246,22 +246,33 @@ pub fn live_clock_run(
     every: u64,
 ) -> Result<LiveClockRun> {
     let times = relative_times(records)?;
-    let mut input = tempfile::NamedTempFile::new().context("temporary record file")?;
-    input.write_all(to_text(records).as_bytes())?;
-    input.flush()?;
-    let mut times_file = tempfile::NamedTempFile::new().context("temporary times file")?;
+    let input = temp_file_with(&to_text(records), "temporary record file")?;
     let mut text = String::with_capacity(times.len() * 10);
     for t in &times {
         text.push_str(&t.to_string());
         text.push('\n');
     }
-    times_file.write_all(text.as_bytes())?;
-    times_file.flush()?;
+    let times_file = temp_file_with(&text, "temporary times file")?;
     let mut command = child_command(exe, allocator, options)?;
     command
         .args(["--every", &every.max(1).to_string(), "--times"])
         .arg(times_file.path())
         .arg(input.path());
+    let all = run_clock_child(exe, &mut command)?;
+    parse_clock_output(&all)
+}
+
+/// A temporary file holding `text` (`what` names it in the error).
+fn temp_file_with(text: &str, what: &'static str) -> Result<tempfile::NamedTempFile> {
+    let mut file = tempfile::NamedTempFile::new().context(what)?;
+    file.write_all(text.as_bytes())?;
+    file.flush()?;
+    Ok(file)
+}
+
+/// Runs the clock child `command` to its end; returns its output lines (at least the four
+/// header lines), or its error line or failure as the error.
+fn run_clock_child(exe: &Path, command: &mut std::process::Command) -> Result<Vec<String>> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -288,6 +299,11 @@ pub fn live_clock_run(
         "the live process child failed: {}",
         err.trim()
     );
+    Ok(all)
+}
+
+/// The clock child's output: its build, header, clock line, then (snapshot, decay) pairs.
+fn parse_clock_output(all: &[String]) -> Result<LiveClockRun> {
     let config = parse_config(&all[0])?;
     let narenas: u32 = all[1]
         .split_whitespace()

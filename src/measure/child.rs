@@ -201,16 +201,9 @@ fn span_end(
     (entries, calls)
 }
 
-/// Replays the event file at `events` through `allocator`, sampling every `every` calls
-/// (and at call 0, the baseline, and after the last).
-pub fn replay(
-    allocator: Allocator,
-    events: &Path,
-    every: u64,
-) -> Result<ChildReport, MeasureError> {
-    let every = every.max(1);
-    let (heap, figures, library) = setup(allocator)?;
-    let jemalloc = jemalloc_build(allocator)?;
+/// Maps the event file at `events`; returns it with its entry and id counts (from its
+/// header), refusing a file shorter than its entries.
+fn open_events(events: &Path) -> Result<(Mapping, usize, usize), MeasureError> {
     let file = Mapping::file(events)?;
     let entries = file.u64_at(0) as usize;
     let ids = file.u64_at(8) as usize;
@@ -219,6 +212,12 @@ pub fn replay(
             "the event file is shorter than its event count",
         ));
     }
+    Ok((file, entries, ids))
+}
+
+/// The trace's threads, its calls (entries that are not thread exits) and the index just
+/// past its last call.
+fn scan_events(file: &Mapping, entries: usize) -> (usize, usize, usize) {
     let mut threads = 0;
     let mut count = 0usize;
     let mut last_call = 0;
@@ -230,6 +229,31 @@ pub fn replay(
             last_call = i + 1;
         }
     }
+    (threads, count, last_call)
+}
+
+/// One allocation kept live, so the allocator's start-up happens before the baseline.
+fn warm_up(heap: &Heap) -> Result<(), MeasureError> {
+    // SAFETY: a plain allocation, never freed.
+    let warm = unsafe { (heap.malloc)(1) };
+    if warm.is_null() {
+        return Err(MeasureError::child_input("the warm-up malloc(1) failed"));
+    }
+    Ok(())
+}
+
+/// Replays the event file at `events` through `allocator`, sampling every `every` calls
+/// (and at call 0, the baseline, and after the last).
+pub fn replay(
+    allocator: Allocator,
+    events: &Path,
+    every: u64,
+) -> Result<ChildReport, MeasureError> {
+    let every = every.max(1);
+    let (heap, figures, library) = setup(allocator)?;
+    let jemalloc = jemalloc_build(allocator)?;
+    let (file, entries, ids) = open_events(events)?;
+    let (threads, count, last_call) = scan_events(&file, entries);
     let samples_len = count / every as usize + 2;
     // One mapping for every table: pointer and size (with log2 alignment in the top byte)
     // per id, then the samples.
@@ -256,11 +280,7 @@ pub fn replay(
     // baseline, and the statistics calls have run once. The workers start before it too
     // (their stacks and thread descriptors are in the baseline); each worker's own cache or
     // arena is made at its first call, as in the program.
-    // SAFETY: a plain allocation, never freed.
-    let warm = unsafe { (heap.malloc)(1) };
-    if warm.is_null() {
-        return Err(MeasureError::child_input("the warm-up malloc(1) failed"));
-    }
+    warm_up(&heap)?;
     // Trace thread 0 (the program's main thread) runs on this main thread, but under jemalloc,
     // where this thread has left the automatic arenas and a worker plays it (as in the
     // process model's live child).

@@ -340,6 +340,24 @@ fn run_child(
     serde_json::from_str(out.trim()).map_err(|e| fail(format!("bad report from the child: {e}")))
 }
 
+/// A figure that is zero at every sample is one the library does not keep (Debian's
+/// mimalloc is built without statistics: its commit count stays 0): it and its source
+/// become `None`.
+fn drop_unkept_figures(report: &mut ChildReport) {
+    if report.samples.iter().all(|s| s.2.unwrap_or(0) == 0) {
+        for s in &mut report.samples {
+            s.2 = None;
+        }
+        report.in_use_source = None;
+    }
+    if report.samples.iter().all(|s| s.3.unwrap_or(0) == 0) {
+        for s in &mut report.samples {
+            s.3 = None;
+        }
+        report.held_source = None;
+    }
+}
+
 fn to_run(
     allocator: Allocator,
     report: ChildReport,
@@ -355,32 +373,8 @@ fn to_run(
     {
         return Err(fail("its samples are not at the expected events"));
     }
-    // A figure that is zero at every sample is one the library does not keep (Debian's
-    // mimalloc is built without statistics: its commit count stays 0).
     let mut report = report;
-    for kept in [0, 1] {
-        let figure = |s: &(u64, u64, Option<u64>, Option<u64>, Option<u64>)| {
-            if kept == 0 {
-                s.2
-            } else {
-                s.3
-            }
-        };
-        if report.samples.iter().all(|s| figure(s).unwrap_or(0) == 0) {
-            for s in &mut report.samples {
-                if kept == 0 {
-                    s.2 = None
-                } else {
-                    s.3 = None
-                }
-            }
-            if kept == 0 {
-                report.in_use_source = None
-            } else {
-                report.held_source = None
-            }
-        }
-    }
+    drop_unkept_figures(&mut report);
     let jemalloc = match (&report.jemalloc_config, report.jemalloc_arena0_large) {
         (Some(json), Some(arena0_large)) => Some(JemallocBuild {
             config: crate::live::replay::parse_config(json)

@@ -1,7 +1,8 @@
 //! Predicted against measured process snapshots: pure data, no allocator involved.
 
 use super::{ArenaSnapshot, ProcessSnapshot};
-use crate::sim::{Comparison, Mismatch};
+use crate::sim::compare::Checker;
+use crate::sim::Comparison;
 
 /// Compares two snapshots taken at the same event and adds the outcome to `out`: the
 /// totals, then per arena (matched by index) allocated, active and cache bytes, mapped and
@@ -18,33 +19,14 @@ pub fn compare_snapshots(
 ) {
     let before = out.mismatched_values;
     out.snapshots += 1;
-    let check = |out: &mut Comparison, name: &dyn Fn() -> String, a: u64, b: u64| {
-        out.values += 1;
-        if a != b {
-            out.mismatched_values += 1;
-            if out.first.len() < keep {
-                out.first.push(Mismatch {
-                    event: p.event,
-                    statistic: name(),
-                    predicted: a,
-                    measured: b,
-                });
-            }
-        }
-    };
-    check(out, &|| "event".into(), p.event, m.event);
-    check(
-        out,
-        &|| "stats.allocated".into(),
+    let mut c = Checker::new(&mut *out, p.event, keep);
+    c.check(|| "event".into(), p.event, m.event);
+    c.check(
+        || "stats.allocated".into(),
         p.allocated_bytes,
         m.allocated_bytes,
     );
-    check(
-        out,
-        &|| "stats.active".into(),
-        p.active_bytes,
-        m.active_bytes,
-    );
+    c.check(|| "stats.active".into(), p.active_bytes, m.active_bytes);
     let empty = ArenaSnapshot::default();
     let mut indices: Vec<u32> = p.arenas.iter().chain(&m.arenas).map(|a| a.index).collect();
     indices.sort_unstable();
@@ -52,69 +34,53 @@ pub fn compare_snapshots(
     for i in indices {
         let pa = p.arenas.iter().find(|a| a.index == i);
         let ma = m.arenas.iter().find(|a| a.index == i);
-        let (pa, ma) = (pa.unwrap_or(&empty), ma.unwrap_or(&empty));
-        check(
-            out,
-            &|| format!("arena.{i}.allocated"),
-            pa.allocated_bytes,
-            ma.allocated_bytes,
-        );
-        check(
-            out,
-            &|| format!("arena.{i}.active"),
-            pa.active_bytes,
-            ma.active_bytes,
-        );
-        check(
-            out,
-            &|| format!("arena.{i}.tcache_bytes"),
-            pa.tcache_bytes,
-            ma.tcache_bytes,
-        );
-        // Mappings where both sides have the arena and it is not arena 0: arena 0's base
-        // holds the radix tree's leaves (placed by the kernel's address choice) and, live,
-        // the replayer's start-up; an arena on one side only is the live replayer's early one.
-        if i > 0 && pa.index == ma.index {
-            check(
-                out,
-                &|| format!("arena.{i}.mapped"),
-                pa.mapped_bytes,
-                ma.mapped_bytes,
-            );
-            check(
-                out,
-                &|| format!("arena.{i}.retained"),
-                pa.retained_bytes,
-                ma.retained_bytes,
-            );
-        }
-        let nbins = pa.bins.len().max(ma.bins.len());
-        for j in 0..nbins {
-            let pb = pa.bins.get(j).copied().unwrap_or_default();
-            let mb = ma.bins.get(j).copied().unwrap_or_default();
-            check(
-                out,
-                &|| format!("arena.{i}.bins.{j}.curregs"),
-                pb.curregs,
-                mb.curregs,
-            );
-            check(
-                out,
-                &|| format!("arena.{i}.bins.{j}.curslabs"),
-                pb.curslabs,
-                mb.curslabs,
-            );
-            check(
-                out,
-                &|| format!("arena.{i}.bins.{j}.nonfull_slabs"),
-                pb.nonfull_slabs,
-                mb.nonfull_slabs,
-            );
-        }
+        compare_arena(&mut c, i, pa.unwrap_or(&empty), ma.unwrap_or(&empty));
     }
     // The event check is bookkeeping, not a statistic.
     out.values -= 1;
     if out.mismatched_values > before {
         out.mismatched_snapshots += 1;
+    }
+}
+
+/// Arena `i`'s allocated, active and cache bytes, its mapped and retained bytes (arenas
+/// other than 0, present on both sides), then each bin's counters (a bin on one
+/// side only compares as all zeros).
+fn compare_arena(c: &mut Checker, i: u32, pa: &ArenaSnapshot, ma: &ArenaSnapshot) {
+    c.check(
+        || format!("arena.{i}.allocated"),
+        pa.allocated_bytes,
+        ma.allocated_bytes,
+    );
+    c.check(
+        || format!("arena.{i}.active"),
+        pa.active_bytes,
+        ma.active_bytes,
+    );
+    c.check(
+        || format!("arena.{i}.tcache_bytes"),
+        pa.tcache_bytes,
+        ma.tcache_bytes,
+    );
+    // Mappings where both sides have the arena and it is not arena 0: arena 0's base holds
+    // the radix tree's leaves (placed by the kernel's address choice) and, live, the
+    // replayer's start-up; an arena on one side only is the live replayer's early one.
+    if i > 0 && pa.index == ma.index {
+        c.check(
+            || format!("arena.{i}.mapped"),
+            pa.mapped_bytes,
+            ma.mapped_bytes,
+        );
+        c.check(
+            || format!("arena.{i}.retained"),
+            pa.retained_bytes,
+            ma.retained_bytes,
+        );
+    }
+    let nbins = pa.bins.len().max(ma.bins.len());
+    for j in 0..nbins {
+        let pb = pa.bins.get(j).copied().unwrap_or_default();
+        let mb = ma.bins.get(j).copied().unwrap_or_default();
+        c.bin(&|| format!("arena.{i}.bins.{j}"), &pb, &mb);
     }
 }

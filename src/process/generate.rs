@@ -2,10 +2,8 @@
 //! start one after another, frees from other threads, more threads than arenas if asked,
 //! allocations of 8 MiB and more (the huge arena), thread exits.
 
-use crate::trace::{Call, Event, ObjectId, Record};
+use crate::trace::{Call, Event, IdPool, ObjectId, Record};
 use serde::Serialize;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// What a generated threaded trace looks like.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -62,8 +60,7 @@ pub fn threaded_trace(spec: &ThreadedSpec) -> Vec<Record> {
     let mut out = Vec::with_capacity(spec.events as usize + threads as usize);
     // (id, owner) of live objects.
     let mut live: Vec<(ObjectId, u32)> = Vec::new();
-    let mut free_ids: BinaryHeap<Reverse<ObjectId>> = BinaryHeap::new();
-    let mut next_id: ObjectId = 0;
+    let mut ids = IdPool::new();
     let mut exited = vec![false; threads as usize];
     let size_of = |rng: &mut Rng| {
         let r = rng.unit();
@@ -98,13 +95,7 @@ pub fn threaded_trace(spec: &ThreadedSpec) -> Vec<Record> {
                 size: size_of(&mut rng),
             }
         } else if live.is_empty() || rng.unit() > fill * 0.5 {
-            let id = match free_ids.pop() {
-                Some(Reverse(id)) => id,
-                None => {
-                    next_id += 1;
-                    next_id - 1
-                }
-            };
+            let id = ids.take().expect("fewer than 2^32 live objects");
             live.push((id, thread));
             Event::Alloc {
                 id,
@@ -112,19 +103,9 @@ pub fn threaded_trace(spec: &ThreadedSpec) -> Vec<Record> {
                 align: 0,
             }
         } else {
-            let cross = rng.unit() < spec.cross_free_share;
-            let own: Vec<usize> = if cross {
-                Vec::new()
-            } else {
-                (0..live.len()).filter(|&i| live[i].1 == thread).collect()
-            };
-            let i = if own.is_empty() {
-                rng.below(live.len() as u64) as usize
-            } else {
-                own[rng.below(own.len() as u64) as usize]
-            };
+            let i = pick_free(&mut rng, &live, thread, spec.cross_free_share);
             let (id, _) = live.swap_remove(i);
-            free_ids.push(Reverse(id));
+            ids.give_back(id);
             Event::Free { id }
         };
         out.push(Record::Call(Call {
@@ -135,6 +116,22 @@ pub fn threaded_trace(spec: &ThreadedSpec) -> Vec<Record> {
         }));
     }
     out
+}
+
+/// Which live object `thread` frees (an index into `live`, of (id, owner) pairs): with
+/// probability `cross_share` any object, else one of its own (any when it has none).
+fn pick_free(rng: &mut Rng, live: &[(ObjectId, u32)], thread: u32, cross_share: f64) -> usize {
+    let cross = rng.unit() < cross_share;
+    let own: Vec<usize> = if cross {
+        Vec::new()
+    } else {
+        (0..live.len()).filter(|&i| live[i].1 == thread).collect()
+    };
+    if own.is_empty() {
+        rng.below(live.len() as u64) as usize
+    } else {
+        own[rng.below(own.len() as u64) as usize]
+    }
 }
 
 /// The records in the text form (`t TID` switches thread, `x` exits it).

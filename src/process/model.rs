@@ -29,6 +29,19 @@ struct Object {
     align: u64,
 }
 
+impl Object {
+    /// A live object at `(arena, extent)`.
+    fn placed((arena, extent): (u32, u32), usize: u64, request: u64, align: u64) -> Object {
+        Object {
+            arena,
+            extent,
+            usize,
+            request,
+            align,
+        }
+    }
+}
+
 const DEAD: Object = Object {
     arena: 0,
     extent: NIL,
@@ -269,17 +282,8 @@ impl Process {
                     return Err(SimError::AllocOfLiveId { event: n, id }.into());
                 }
                 let usize = self.arena(0).usable(n, size, align)?;
-                let (arena, extent) = self.alloc(n, t, usize, align)?;
-                self.set(
-                    id,
-                    Object {
-                        arena,
-                        extent,
-                        usize,
-                        request: size,
-                        align,
-                    },
-                );
+                let placed = self.alloc(n, t, usize, align)?;
+                self.set(id, Object::placed(placed, usize, size, align));
                 self.stats.live_objects += 1;
                 self.stats.requested_bytes += size;
                 self.alloc_event(t, usize);
@@ -299,17 +303,8 @@ impl Process {
                     .live(id)
                     .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
                 let usize = self.arena(0).usable(n, size, obj.align)?;
-                let (arena, extent) = self.realloc(n, t, obj, usize)?;
-                self.set(
-                    id,
-                    Object {
-                        arena,
-                        extent,
-                        usize,
-                        request: size,
-                        align: obj.align,
-                    },
-                );
+                let placed = self.realloc(n, t, obj, usize)?;
+                self.set(id, Object::placed(placed, usize, size, obj.align));
                 self.stats.requested_bytes = self.stats.requested_bytes - obj.request + size;
                 self.alloc_event(t, usize);
                 self.dalloc_event(t, obj.usize);

@@ -53,108 +53,109 @@ fn size(rng: &mut Rng) -> u64 {
 /// given lowest-free-first in that order (the rule every trace keeps).
 pub fn timed_trace(spec: &TimedSpec) -> Vec<Record> {
     let mut rng = Rng(spec.seed);
-    let mut ops = Vec::new();
-    let mut nobj = 0usize;
-    let mut new_obj = || {
-        nobj += 1;
-        nobj - 1
-    };
+    let mut ops = Ops::default();
     let threads = spec.threads.max(1);
-    // A pair: allocate at `t`, free at `t + life`.
-    let pair = |ops: &mut Vec<Op>, obj: usize, thread: u32, t: u64, life: u64, size: u64| {
-        ops.push(Op {
-            time_ns: t,
-            thread,
-            obj,
-            size,
-            alloc: true,
-        });
-        ops.push(Op {
-            time_ns: t + life,
-            thread,
-            obj,
-            size,
-            alloc: false,
-        });
-    };
     match spec.shape {
-        TimedShape::Bursty => {
-            let (period, burst, bursts, per_thread) = (250 * MS, 20 * MS, 12u64, 900u64);
-            for b in 0..bursts {
-                let start = 10 * MS + b * period;
-                for th in 0..threads {
-                    for k in 0..per_thread {
-                        let t = start + k * burst / per_thread + rng.below(20_000);
-                        // Most live until the next burst; a tenth for several.
-                        let life = if rng.below(10) == 0 {
-                            period * (2 + rng.below(3))
-                        } else {
-                            period + rng.below(burst)
-                        };
-                        let size = size(&mut rng);
-                        pair(&mut ops, new_obj(), th, t, life, size);
-                    }
-                }
-                // The trickle: a 40 KiB call pair every 2 ms on one thread.
-                let mut t = start + burst;
-                while t < start + period {
-                    let th = rng.below(u64::from(threads)) as u32;
-                    pair(&mut ops, new_obj(), th, t, 100_000, 40 * 1024);
-                    t += 2 * MS;
-                }
-            }
-        }
-        TimedShape::Idle => {
-            // Working set: 0-300 ms, freed at 300-400 ms (a tenth kept to the end).
-            let n = 5 * 1024 * 1024 / 4096;
-            for k in 0..n {
-                let th = (k % u64::from(threads)) as u32;
-                let t = 5 * MS + k * 295 * MS / n;
-                let free_at = if rng.below(10) == 0 {
-                    2_995 * MS
-                } else {
-                    300 * MS + rng.below(100 * MS)
-                };
-                let life = free_at - t;
-                let size = size(&mut rng);
-                pair(&mut ops, new_obj(), th, t, life, size);
-            }
-            // Near silence, 0.45-2.45 s.
-            let mut t = 450 * MS;
-            while t < 2_450 * MS {
-                pair(&mut ops, new_obj(), 0, t, 50_000, 64 * 1024);
-                t += 20 * MS;
-            }
-            // A short burst at 2.45 s, then silence to 3 s.
-            for k in 0..2_000u64 {
-                let th = (k % u64::from(threads)) as u32;
-                let t = 2_450 * MS + k * 10 * MS / 2_000;
-                let size = 16 + rng.below(2_000);
-                pair(&mut ops, new_obj(), th, t, 5 * MS, size);
-            }
-            pair(&mut ops, new_obj(), 0, 2_990 * MS, 0, 64 * 1024);
-        }
+        TimedShape::Bursty => bursty(&mut ops, &mut rng, threads),
+        TimedShape::Idle => idle(&mut ops, &mut rng, threads),
     }
     // Frees never before their allocation at the same time stamp: allocations sort first.
-    ops.sort_by_key(|o| (o.time_ns, !o.alloc, o.obj));
-    assign_ids(&ops, nobj)
+    ops.ops.sort_by_key(|o| (o.time_ns, !o.alloc, o.obj));
+    assign_ids(&ops.ops, ops.objects)
+}
+
+/// The operations of a trace being built, and how many objects they name.
+#[derive(Default)]
+struct Ops {
+    ops: Vec<Op>,
+    objects: usize,
+}
+
+impl Ops {
+    /// A new object of `size` bytes on `thread`: allocated at `t`, freed at `t + life`.
+    fn pair(&mut self, thread: u32, t: u64, life: u64, size: u64) {
+        let obj = self.objects;
+        self.objects += 1;
+        for (time_ns, alloc) in [(t, true), (t + life, false)] {
+            self.ops.push(Op {
+                time_ns,
+                thread,
+                obj,
+                size,
+                alloc,
+            });
+        }
+    }
+}
+
+/// [`TimedShape::Bursty`].
+fn bursty(ops: &mut Ops, rng: &mut Rng, threads: u32) {
+    let (period, burst, bursts, per_thread) = (250 * MS, 20 * MS, 12u64, 900u64);
+    for b in 0..bursts {
+        let start = 10 * MS + b * period;
+        for th in 0..threads {
+            for k in 0..per_thread {
+                let t = start + k * burst / per_thread + rng.below(20_000);
+                // Most live until the next burst; a tenth for several.
+                let life = if rng.below(10) == 0 {
+                    period * (2 + rng.below(3))
+                } else {
+                    period + rng.below(burst)
+                };
+                let size = size(rng);
+                ops.pair(th, t, life, size);
+            }
+        }
+        // The trickle: a 40 KiB call pair every 2 ms on one thread.
+        let mut t = start + burst;
+        while t < start + period {
+            let th = rng.below(u64::from(threads)) as u32;
+            ops.pair(th, t, 100_000, 40 * 1024);
+            t += 2 * MS;
+        }
+    }
+}
+
+/// [`TimedShape::Idle`].
+fn idle(ops: &mut Ops, rng: &mut Rng, threads: u32) {
+    // Working set: 0-300 ms, freed at 300-400 ms (a tenth kept to the end).
+    let n = 5 * 1024 * 1024 / 4096;
+    for k in 0..n {
+        let th = (k % u64::from(threads)) as u32;
+        let t = 5 * MS + k * 295 * MS / n;
+        let free_at = if rng.below(10) == 0 {
+            2_995 * MS
+        } else {
+            300 * MS + rng.below(100 * MS)
+        };
+        let life = free_at - t;
+        let size = size(rng);
+        ops.pair(th, t, life, size);
+    }
+    // Near silence, 0.45-2.45 s.
+    let mut t = 450 * MS;
+    while t < 2_450 * MS {
+        ops.pair(0, t, 50_000, 64 * 1024);
+        t += 20 * MS;
+    }
+    // A short burst at 2.45 s, then silence to 3 s.
+    for k in 0..2_000u64 {
+        let th = (k % u64::from(threads)) as u32;
+        let t = 2_450 * MS + k * 10 * MS / 2_000;
+        let size = 16 + rng.below(2_000);
+        ops.pair(th, t, 5 * MS, size);
+    }
+    ops.pair(0, 2_990 * MS, 0, 64 * 1024);
 }
 
 /// Lowest-free-first ids in record order.
 fn assign_ids(ops: &[Op], nobj: usize) -> Vec<Record> {
-    let mut free: std::collections::BinaryHeap<std::cmp::Reverse<u32>> = Default::default();
-    let mut next = 0u32;
+    let mut ids = crate::trace::IdPool::new();
     let mut id_of = vec![u32::MAX; nobj];
     let mut out = Vec::with_capacity(ops.len());
     for o in ops {
         let event = if o.alloc {
-            let id = free.pop().map_or_else(
-                || {
-                    next += 1;
-                    next - 1
-                },
-                |r| r.0,
-            );
+            let id = ids.take().expect("fewer than 2^32 live objects");
             id_of[o.obj] = id;
             Event::Alloc {
                 id,
@@ -163,7 +164,7 @@ fn assign_ids(ops: &[Op], nobj: usize) -> Vec<Record> {
             }
         } else {
             let id = id_of[o.obj];
-            free.push(std::cmp::Reverse(id));
+            ids.give_back(id);
             Event::Free { id }
         };
         out.push(Record::Call(Call {

@@ -149,18 +149,7 @@ pub fn record_native_with_progress(
     if find_program(command.first().map_or("".as_ref(), |p| p.as_os_str())).is_none() {
         return Err(RecordError::ProgramMissing(program));
     }
-    let out_dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    // Beside the output, so a large recording does not fill /tmp.
-    let temp = tempfile::Builder::new()
-        .prefix(".fragsim-record-")
-        .tempdir_in(out_dir)
-        .map_err(|source| RecordError::TempDir {
-            out: out.to_path_buf(),
-            source,
-        })?;
+    let temp = temp_dir_beside(out)?;
     let _cleanup = crate::cleanup::remove_on_interrupt(temp.path());
     let raw_dir = options.raw_dir.clone().unwrap_or(temp.path().to_path_buf());
     std::fs::create_dir_all(&raw_dir).map_err(|source| RecordError::TempDir {
@@ -169,16 +158,6 @@ pub fn record_native_with_progress(
     })?;
     let raw_dir = raw_dir.canonicalize().unwrap_or(raw_dir);
     let preload_var = preload_with(preload);
-    let mut flags = Vec::new();
-    if options.stacks {
-        flags.push("stacks");
-    }
-    if options.follow_forks {
-        flags.push("follow");
-    }
-    if options.precise_times {
-        flags.push("tsc");
-    }
     let started = std::time::Instant::now();
     let mut child = crate::cleanup::GuardedChild::spawn(
         Command::new(&command[0])
@@ -186,7 +165,7 @@ pub fn record_native_with_progress(
             .env("LD_PRELOAD", preload_var)
             .env("FRAGSIM_PRELOAD_DIR", &raw_dir)
             .env("FRAGSIM_PRELOAD_PARENT", std::process::id().to_string())
-            .env("FRAGSIM_PRELOAD_FLAGS", flags.join(",")),
+            .env("FRAGSIM_PRELOAD_FLAGS", preload_flags(options)),
     )
     .map_err(|source| RecordError::Spawn {
         program: program.clone(),
@@ -228,6 +207,36 @@ pub fn record_native_with_progress(
         traces,
         no_effect,
     })
+}
+
+/// A temporary folder beside `out`, so a large recording does not fill /tmp.
+fn temp_dir_beside(out: &Path) -> Result<tempfile::TempDir, RecordError> {
+    let out_dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    tempfile::Builder::new()
+        .prefix(".fragsim-record-")
+        .tempdir_in(out_dir)
+        .map_err(|source| RecordError::TempDir {
+            out: out.to_path_buf(),
+            source,
+        })
+}
+
+/// `FRAGSIM_PRELOAD_FLAGS` for `options` (the recorder library reads it).
+fn preload_flags(options: &NativeOptions) -> String {
+    let mut flags = Vec::new();
+    if options.stacks {
+        flags.push("stacks");
+    }
+    if options.follow_forks {
+        flags.push("follow");
+    }
+    if options.precise_times {
+        flags.push("tsc");
+    }
+    flags.join(",")
 }
 
 /// The raw files of processes other than `root`, by pid.

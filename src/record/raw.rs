@@ -182,6 +182,47 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
+/// The image an image-header chunk starts (its clock pair `pair`), or `None` when the
+/// payload is not a version-1 header.
+fn image_from_header(payload: &[u8], pair: (u64, u64)) -> Option<RawImage> {
+    let w: Vec<u64> = words(payload).collect();
+    if w.len() < 6 || w[0] != 1 {
+        return None;
+    }
+    Some(RawImage {
+        clock_min: pair,
+        clock_max: pair,
+        pid: w[1],
+        ppid: w[2],
+        start_ns: w[3],
+        flags: w[4],
+        fork_seq: w[5],
+        ..RawImage::default()
+    })
+}
+
+/// An `END` chunk's counts (missing words are 0).
+fn end_of(payload: &[u8]) -> RawEnd {
+    let w: Vec<u64> = words(payload).collect();
+    RawEnd {
+        dropped_threads: w.first().copied().unwrap_or(0),
+        late_calls: w.get(1).copied().unwrap_or(0),
+        lost_bytes: w.get(2).copied().unwrap_or(0),
+    }
+}
+
+/// Words after the head and the time of an event of `kind` (before its site, if any);
+/// `None` for an unknown kind.
+fn body_words(kind: u64) -> Option<usize> {
+    match kind {
+        E_ALLOC => Some(3),
+        E_FREE => Some(1),
+        E_REALLOC => Some(4),
+        E_EXIT => Some(0),
+        _ => None,
+    }
+}
+
 /// Opens and indexes the raw file `path` (a missing file is an empty process): chunk headers
 /// only, events are decoded later. A chunk cut short at the end (the process was killed
 /// while writing) ends the file; the image then has no `END`.
@@ -227,20 +268,10 @@ pub fn parse(path: &Path) -> Result<RawProcess, TraceError> {
             file.read_exact_at(&mut payload, start as u64).map_err(io)?;
         }
         if kind == K_HEADER {
-            let w: Vec<u64> = words(&payload).collect();
-            if w.len() < 6 || w[0] != 1 {
+            let Some(image) = image_from_header(&payload, pair) else {
                 return Err(corrupt(&name, at, "bad image header"));
-            }
-            process.images.push(RawImage {
-                clock_min: pair,
-                clock_max: pair,
-                pid: w[1],
-                ppid: w[2],
-                start_ns: w[3],
-                flags: w[4],
-                fork_seq: w[5],
-                ..RawImage::default()
-            });
+            };
+            process.images.push(image);
         } else {
             let Some(image) = process.images.last_mut() else {
                 return Err(corrupt(&name, at, "chunk before the first image header"));
@@ -259,14 +290,7 @@ pub fn parse(path: &Path) -> Result<RawProcess, TraceError> {
                 }
                 K_MAPS => image.maps = Some(String::from_utf8_lossy(&payload).into_owned()),
                 K_EXEC => image.exec_tid = Some(tid),
-                K_END => {
-                    let w: Vec<u64> = words(&payload).collect();
-                    image.end = Some(RawEnd {
-                        dropped_threads: w.first().copied().unwrap_or(0),
-                        late_calls: w.get(1).copied().unwrap_or(0),
-                        lost_bytes: w.get(2).copied().unwrap_or(0),
-                    });
-                }
+                K_END => image.end = Some(end_of(&payload)),
                 K_SIGNAL => image.signal = words(&payload).next(),
                 other => return Err(corrupt(&name, at, format!("unknown chunk kind {other}"))),
             }
@@ -393,6 +417,20 @@ impl ThreadCursor<'_> {
         u64_at(&self.buf, self.at + 8 * i)
     }
 
+    /// Reads the next chunk into `buf`; false when there is none.
+    fn read_next_chunk(&mut self) -> Result<bool, CursorError> {
+        let (Some((first, rest)), Some(file)) = (self.chunks.split_first(), self.file) else {
+            return Ok(false);
+        };
+        self.chunks = rest;
+        self.buf.resize(first.end - first.start, 0);
+        file.read_exact_at(&mut self.buf, first.start as u64)
+            .map_err(CursorError::Io)?;
+        (self.base, self.at, self.end) = (first.start, 0, self.buf.len());
+        self.bytes_read += self.buf.len() as u64;
+        Ok(true)
+    }
+
     /// The next event.
     pub fn next_event(&mut self, stacks: &mut Stacks) -> Result<Option<RawEvent>, CursorError> {
         if let Some(e) = self.pending.take() {
@@ -400,16 +438,9 @@ impl ThreadCursor<'_> {
         }
         loop {
             if self.at >= self.end {
-                let (Some((first, rest)), Some(file)) = (self.chunks.split_first(), self.file)
-                else {
+                if !self.read_next_chunk()? {
                     return Ok(None);
-                };
-                self.chunks = rest;
-                self.buf.resize(first.end - first.start, 0);
-                file.read_exact_at(&mut self.buf, first.start as u64)
-                    .map_err(CursorError::Io)?;
-                (self.base, self.at, self.end) = (first.start, 0, self.buf.len());
-                self.bytes_read += self.buf.len() as u64;
+                }
                 continue;
             }
             let left = (self.end - self.at) / 8;
@@ -435,17 +466,11 @@ impl ThreadCursor<'_> {
                 continue;
             }
             let site = head & HAS_SITE != 0;
-            let body = match kind {
-                E_ALLOC => 3,
-                E_FREE => 1,
-                E_REALLOC => 4,
-                E_EXIT => 0,
-                _ => {
-                    return Err(CursorError::Corrupt(
-                        self.base + self.at,
-                        format!("unknown event kind {kind}"),
-                    ))
-                }
+            let Some(body) = body_words(kind) else {
+                return Err(CursorError::Corrupt(
+                    self.base + self.at,
+                    format!("unknown event kind {kind}"),
+                ));
             };
             let n = 2 + body + usize::from(site);
             need(n)?;

@@ -7,13 +7,35 @@ use super::{SectionOutput, Written, TIMING_DIR};
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, Markdown, TableFormat};
 use crate::measure::{
-    caveats, chart, measure_records, notes, summary_table, Allocator, MeasureOptions,
+    caveats, chart, measure_records, notes, summary_table, Allocator, MeasureOptions, Measurement,
 };
 use anyhow::{Context, Result};
 use std::path::Path;
 
 /// The heading of this section in the report index.
 pub const SECTION: &str = "Other allocators";
+
+/// Every allocator's measured replay of the trace at `path` (named `name`).
+fn measure_trace(path: &Path, name: &str, exe: &Path) -> Result<Measurement> {
+    let records = crate::trace::open(path)?
+        .records()
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("reading '{}'", path.display()))?;
+    let calls = records
+        .iter()
+        .filter(|r| matches!(r, crate::trace::Record::Call(_)))
+        .count();
+    measure_records(
+        &records,
+        &MeasureOptions {
+            allocators: Allocator::ALL.to_vec(),
+            every: crate::sim::replay::default_every(calls as u64),
+            exe: exe.to_path_buf(),
+            env: Vec::new(),
+        },
+    )
+    .with_context(|| format!("measuring '{name}'"))
+}
 
 /// Measures every trace of the report's trace folder; without the fragsim executable (the
 /// children) the section says it was not run.
@@ -39,24 +61,7 @@ pub fn write_section(dir: &Path, options: &super::ReportOptions) -> Result<Secti
         let name = path
             .file_stem()
             .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-        let records = crate::trace::open(path)?
-            .records()
-            .collect::<Result<Vec<_>, _>>()
-            .with_context(|| format!("reading '{}'", path.display()))?;
-        let calls = records
-            .iter()
-            .filter(|r| matches!(r, crate::trace::Record::Call(_)))
-            .count();
-        let m = measure_records(
-            &records,
-            &MeasureOptions {
-                allocators: Allocator::ALL.to_vec(),
-                every: crate::sim::replay::default_every(calls as u64),
-                exe: exe.clone(),
-                env: Vec::new(),
-            },
-        )
-        .with_context(|| format!("measuring '{name}'"))?;
+        let m = measure_trace(path, &name, exe)?;
         let table = summary_table(&m, &format!("{name}: {} events", m.events));
         let stem = format!("allocators-{name}");
         let csv = out.join(format!("{stem}.csv"));

@@ -94,11 +94,6 @@ pub fn seed_vs_physical_markdown(
     default_rows: &[PhysicalRow],
 ) -> Result<String> {
     let one_chunk = F14_DESIRED_PER_CHUNK;
-    let at_one_chunk = |size: u64| {
-        default_rows
-            .iter()
-            .find(|r| r.table.value_size == size && r.table.capacity == one_chunk)
-    };
     let max_cap = default_rows
         .iter()
         .map(|r| r.table.capacity)
@@ -127,6 +122,35 @@ pub fn seed_vs_physical_markdown(
         ..table.clone()
     })?);
     out.push_str("\n## Why they differ\n\n");
+    out.push_str(&worked_example(seed, default_rows, &within));
+    let trimmed: Vec<String> = F14Vector::capacity_steps(one_chunk)
+        .into_iter()
+        .filter(|&c| c < one_chunk)
+        .map(|c| c.to_string())
+        .collect();
+    let size_effect = if constant {
+        format!("Under jemalloc 5.3.0's classes the exact ratio is the same at every capacity from {one_chunk} values up (min = max in every row): each doubling of the table doubles both blocks, and each doubling of the classes has the same {} classes at twice the size, so the rounding repeats exactly; only the trimmed single chunk of {} values differs.", number_word(default.config().ngroup()), trimmed.join(" and "))
+    } else {
+        "The exact ratio moves with the table size (compare the min and max columns), which the seed's single number per value size hides.".to_string()
+    };
+    let small = 24;
+    out.push_str(&format!(
+        "The seed's classes are also not the default x86-64 build's: its figures need an {q_seed} B quantum ({small}-byte values stay {} B, where a {q_default} B quantum rounds them to {} B). {size_effect} In jemalloc 5.3.1, as tikv-jemalloc-sys ships it, large requests are rounded to whole pages rather than to a size class, and for large tables both layouts then cost almost the same (the last column).\n",
+        q8.usable_size(small).unwrap_or(0),
+        default.usable_size(small).unwrap_or(0),
+    ));
+    Ok(out)
+}
+
+/// The paragraph on why the seed's figures differ, worked through 48-byte values in one
+/// chunk; `within` is how closely the seed's model is reproduced.
+fn worked_example(seed: &[SeedRow], default_rows: &[PhysicalRow], within: &str) -> String {
+    let one_chunk = F14_DESIRED_PER_CHUNK;
+    let at_one_chunk = |size: u64| {
+        default_rows
+            .iter()
+            .find(|r| r.table.value_size == size && r.table.capacity == one_chunk)
+    };
     // The worked example: 48-byte values, one chunk.
     let size = 48;
     let printed = seed
@@ -151,26 +175,9 @@ pub fn seed_vs_physical_markdown(
     };
     let rows = seed.len();
     let chunk = F14_CHUNK_BYTES;
-    out.push_str(&format!(
+    format!(
         "The seed's figures are not the bytes of one table. Its model, which we reproduce to within {within} on all {rows} rows, charges each value its own size class ({one_chunk} x cls(s) per chunk) where the real value array is one allocation rounded once (cls({one_chunk} x s)), and it adds a term lambda x u = (2 ln 2 - 1)({chunk} + {one_chunk} s) to both sides, which is the expected slack of a table whose load factor is uniform on (1/2, 1]: it averages over how full tables are. The physical model prices the allocations a table actually makes. For {size}-byte values at {one_chunk} values, the split layout asks for {chunks} B of chunks and {values} B of values and gets {b48} B; the unified block of {unified_raw} B rounds to {unified} B and gets {a48} B: a ratio of {r48:.4}, against the seed's {printed:.4}.\n\n"
-    ));
-    let trimmed: Vec<String> = F14Vector::capacity_steps(one_chunk)
-        .into_iter()
-        .filter(|&c| c < one_chunk)
-        .map(|c| c.to_string())
-        .collect();
-    let size_effect = if constant {
-        format!("Under jemalloc 5.3.0's classes the exact ratio is the same at every capacity from {one_chunk} values up (min = max in every row): each doubling of the table doubles both blocks, and each doubling of the classes has the same {} classes at twice the size, so the rounding repeats exactly; only the trimmed single chunk of {} values differs.", number_word(default.config().ngroup()), trimmed.join(" and "))
-    } else {
-        "The exact ratio moves with the table size (compare the min and max columns), which the seed's single number per value size hides.".to_string()
-    };
-    let small = 24;
-    out.push_str(&format!(
-        "The seed's classes are also not the default x86-64 build's: its figures need an {q_seed} B quantum ({small}-byte values stay {} B, where a {q_default} B quantum rounds them to {} B). {size_effect} In jemalloc 5.3.1, as tikv-jemalloc-sys ships it, large requests are rounded to whole pages rather than to a size class, and for large tables both layouts then cost almost the same (the last column).\n",
-        q8.usable_size(small).unwrap_or(0),
-        default.usable_size(small).unwrap_or(0),
-    ));
-    Ok(out)
+    )
 }
 
 /// Small counts as words, as the prose reads them.

@@ -155,11 +155,10 @@ fn live(name: &str, records: &[Record], exe: &Path, table: &mut Table) -> Result
     Ok(())
 }
 
-/// Writes the section's tables for every trace in `traces`; the live check
-/// needs the fragsim executable (`exe`; `None`: the section says it was not run).
-pub fn write_section(dir: &Path, traces: &Path, exe: Option<&Path>) -> Result<SectionOutput> {
-    let config = Api::linked().config()?;
-    let mut summary = Table::new(
+/// The section's three tables, empty: the models side by side, per arena at the peak, and
+/// the live check.
+fn section_tables(config: &AllocatorConfig) -> (Table, Table, Table) {
+    let summary = Table::new(
         format!(
             "the process model ({CONF}, thread caches on, decay off) beside the one-arena model (no thread cache), jemalloc {}",
             config.label()
@@ -177,7 +176,7 @@ pub fn write_section(dir: &Path, traces: &Path, exe: Option<&Path>) -> Result<Se
             "arenas_used",
         ],
     );
-    let mut per_arena = Table::new(
+    let per_arena = Table::new(
         "per arena at the process model's active peak (fragsim replay TRACE --process --per-arena FILE gives every K events)",
         &[
             "trace",
@@ -188,7 +187,7 @@ pub fn write_section(dir: &Path, traces: &Path, exe: Option<&Path>) -> Result<Se
             "arena_peak_active_bytes",
         ],
     );
-    let mut checks = Table::new(
+    let checks = Table::new(
         format!("the process model against the live jemalloc (baton replay, one thread per trace thread, {CONF}, decay off, 5.3.1 with experimental_tcache_gc:false), compared every {LIVE_EVERY} records"),
         &[
             "trace",
@@ -199,6 +198,14 @@ pub fn write_section(dir: &Path, traces: &Path, exe: Option<&Path>) -> Result<Se
             "values_mismatched",
         ],
     );
+    (summary, per_arena, checks)
+}
+
+/// Writes the section's tables for every trace in `traces`; the live check
+/// needs the fragsim executable (`exe`; `None`: the section says it was not run).
+pub fn write_section(dir: &Path, traces: &Path, exe: Option<&Path>) -> Result<SectionOutput> {
+    let config = Api::linked().config()?;
+    let (mut summary, mut per_arena, mut checks) = section_tables(&config);
     let mut names = Vec::new();
     for path in super::programs::trace_files(traces)? {
         let records = records(&path)?;

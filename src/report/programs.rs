@@ -81,6 +81,31 @@ pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Writte
         anyhow::bail!("no builds replayed for '{name}'");
     };
     let mut files = Vec::new();
+    let (whatif, top) = write_program_tables(dir, program, first, &mut files)?;
+    let chart_files = write_program_charts(dir, &charts, program, first)?;
+    let mut md = program_markdown(program, first, &whatif, &top)?;
+    for (paths, what) in &chart_files {
+        if let Some(png) = paths.iter().find(|p| p.ends_with(".png")) {
+            let svg = png.trim_end_matches(".png").to_string() + ".svg";
+            md.push_str(&format!("![{what}]({png})\n\n{what} ([SVG]({svg}))\n\n"));
+        }
+        files.extend(paths.iter().map(|p| Written {
+            file: p.clone(),
+            what: what.clone(),
+        }));
+    }
+    Ok((files, md))
+}
+
+/// Writes the what-if and per-class tables of one program; returns the what-if table and
+/// the top classes (for the Markdown).
+fn write_program_tables(
+    dir: &Path,
+    program: &ProgramReplays,
+    first: &BuildReplay,
+    files: &mut Vec<Written>,
+) -> Result<(Table, Table)> {
+    let name = &program.name;
     let stem = format!("programs-{name}");
     let whatif = whatif_table(
         &format!("{name}: peaks under each jemalloc build"),
@@ -91,7 +116,7 @@ pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Writte
         &format!("{stem}-whatif"),
         &whatif,
         &format!("{name}: peak requested, allocated and active bytes per build, with the shares of rounding and slab fragmentation"),
-        &mut files,
+        files,
     )?;
     let classes_title = format!(
         "{name}: size classes by bytes lost at the active peak, build {}",
@@ -105,18 +130,30 @@ pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Writte
             "{name}: every size class the trace used, build {}",
             first.build
         ),
-        &mut files,
+        files,
     )?;
     let top = class_table(
         &format!("{classes_title} (top {TOP_CLASSES})"),
         first,
         Some(TOP_CLASSES),
     );
+    Ok((whatif, top))
+}
 
+/// Writes one program's three charts into `charts`; returns each one's files (relative to
+/// `dir`) and what it shows.
+fn write_program_charts(
+    dir: &Path,
+    charts: &Path,
+    program: &ProgramReplays,
+    first: &BuildReplay,
+) -> Result<Vec<(Vec<String>, String)>> {
+    let name = &program.name;
+    let stem = format!("programs-{name}");
     let mut chart_files = Vec::new();
     let timeline = figures::timeline_chart(&format!("{stem}-timeline"), name, first);
     chart_files.push((
-        relative(dir, write_chart(&timeline, &charts)?),
+        relative(dir, write_chart(&timeline, charts)?),
         format!(
             "{name}: requested, allocated and active bytes over the trace, build {}",
             first.build
@@ -124,18 +161,29 @@ pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Writte
     ));
     let bars = figures::whatif_chart(&format!("{stem}-whatif"), name, &program.replays);
     chart_files.push((
-        relative(dir, write_chart(&bars, &charts)?),
+        relative(dir, write_chart(&bars, charts)?),
         format!("{name}: peak active bytes per build: requested, rounding, empty slab regions, large padding"),
     ));
     let loss = figures::class_loss_chart(&format!("{stem}-class-loss"), name, first, TOP_CLASSES);
     chart_files.push((
-        relative(dir, write_chart(&loss, &charts)?),
+        relative(dir, write_chart(&loss, charts)?),
         format!(
             "{name}: the {TOP_CLASSES} size classes losing the most bytes, build {}",
             first.build
         ),
     ));
+    Ok(chart_files)
+}
 
+/// One program's Markdown up to its charts: the heading, the what-if table, the top
+/// classes and the live check.
+fn program_markdown(
+    program: &ProgramReplays,
+    first: &BuildReplay,
+    whatif: &Table,
+    top: &Table,
+) -> Result<String> {
+    let name = &program.name;
     let mut md = format!("### {name}\n\n");
     md.push_str(&format!(
         "{} events. Peaks are maxima over every event. At the event where active bytes peak: \
@@ -150,13 +198,13 @@ pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Writte
         title: String::new(),
         ..table.clone()
     };
-    md.push_str(&Markdown.render(&untitled(&whatif))?);
+    md.push_str(&Markdown.render(&untitled(whatif))?);
     md.push_str(&format!(
         "\nThe {TOP_CLASSES} size classes losing the most bytes at the active peak, build {} \
          ([all classes](programs-{name}-classes.md)):\n\n",
         first.build
     ));
-    md.push_str(&Markdown.render(&untitled(&top))?);
+    md.push_str(&Markdown.render(&untitled(top))?);
     md.push('\n');
     md.push_str(&match &program.live {
         Some(live) => format!(
@@ -167,17 +215,7 @@ pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Writte
         ),
         None => "Live check: not run for this report.\n\n".to_string(),
     });
-    for (paths, what) in &chart_files {
-        if let Some(png) = paths.iter().find(|p| p.ends_with(".png")) {
-            let svg = png.trim_end_matches(".png").to_string() + ".svg";
-            md.push_str(&format!("![{what}]({png})\n\n{what} ([SVG]({svg}))\n\n"));
-        }
-        files.extend(paths.iter().map(|p| Written {
-            file: p.clone(),
-            what: what.clone(),
-        }));
-    }
-    Ok((files, md))
+    Ok(md)
 }
 
 /// Writes every program's files and `programs.md` (the whole section) into `dir`.

@@ -50,17 +50,6 @@ impl Comparison {
 /// (or the reverse) count as a mismatch of the statistic `event`.
 pub fn compare(predicted: &[Snapshot], measured: &[Snapshot], keep: usize) -> Comparison {
     let mut out = Comparison::default();
-    let note = |out: &mut Comparison, event, statistic: String, p: u64, m: u64| {
-        out.mismatched_values += 1;
-        if out.first.len() < keep {
-            out.first.push(Mismatch {
-                event,
-                statistic,
-                predicted: p,
-                measured: m,
-            });
-        }
-    };
     let n = predicted.len().max(measured.len());
     for i in 0..n {
         let (p, m) = match (predicted.get(i), measured.get(i)) {
@@ -71,61 +60,29 @@ pub fn compare(predicted: &[Snapshot], measured: &[Snapshot], keep: usize) -> Co
                 out.snapshots += 1;
                 out.values += 1;
                 out.mismatched_snapshots += 1;
-                note(&mut out, pe.max(me), "event".into(), pe, me);
+                Checker::new(&mut out, pe.max(me), keep).note("event".into(), pe, me);
                 continue;
             }
         };
         out.snapshots += 1;
         let before = out.mismatched_values;
-        out.values += 1;
-        if p.event != m.event {
-            note(&mut out, p.event, "event".into(), p.event, m.event);
-        }
-        let check = |out: &mut Comparison, name: &dyn Fn() -> String, a: u64, b: u64| {
-            out.values += 1;
-            if a != b {
-                note(out, p.event, name(), a, b);
-            }
-        };
-        check(
-            &mut out,
-            &|| "allocated_bytes".into(),
+        let mut c = Checker::new(&mut out, p.event, keep);
+        c.check(|| "event".into(), p.event, m.event);
+        c.check(
+            || "allocated_bytes".into(),
             p.allocated_bytes,
             m.allocated_bytes,
         );
-        check(
-            &mut out,
-            &|| "active_bytes".into(),
-            p.active_bytes,
-            m.active_bytes,
-        );
+        c.check(|| "active_bytes".into(), p.active_bytes, m.active_bytes);
         if p.bins.len() != m.bins.len() {
-            check(
-                &mut out,
-                &|| "bin_count".into(),
+            c.check(
+                || "bin_count".into(),
                 p.bins.len() as u64,
                 m.bins.len() as u64,
             );
         }
         for (j, (pb, mb)) in p.bins.iter().zip(&m.bins).enumerate() {
-            check(
-                &mut out,
-                &|| format!("bins.{j}.curregs"),
-                pb.curregs,
-                mb.curregs,
-            );
-            check(
-                &mut out,
-                &|| format!("bins.{j}.curslabs"),
-                pb.curslabs,
-                mb.curslabs,
-            );
-            check(
-                &mut out,
-                &|| format!("bins.{j}.nonfull_slabs"),
-                pb.nonfull_slabs,
-                mb.nonfull_slabs,
-            );
+            c.bin(&|| format!("bins.{j}"), pb, mb);
         }
         out.values -= 1; // the event check above is bookkeeping, not a statistic
         if out.mismatched_values > before {
@@ -133,6 +90,52 @@ pub fn compare(predicted: &[Snapshot], measured: &[Snapshot], keep: usize) -> Co
         }
     }
     out
+}
+
+/// Counts the values compared at one event into a [`Comparison`], keeping the first
+/// `keep` mismatches (their names built only then).
+pub struct Checker<'a> {
+    out: &'a mut Comparison,
+    event: u64,
+    keep: usize,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(out: &'a mut Comparison, event: u64, keep: usize) -> Self {
+        Checker { out, event, keep }
+    }
+
+    /// One value compared.
+    pub fn check(&mut self, name: impl FnOnce() -> String, predicted: u64, measured: u64) {
+        self.out.values += 1;
+        if predicted != measured {
+            self.note(name(), predicted, measured);
+        }
+    }
+
+    /// One mismatch (not counted as a value compared).
+    pub fn note(&mut self, statistic: String, predicted: u64, measured: u64) {
+        self.out.mismatched_values += 1;
+        if self.out.first.len() < self.keep {
+            self.out.first.push(Mismatch {
+                event: self.event,
+                statistic,
+                predicted,
+                measured,
+            });
+        }
+    }
+
+    /// A bin's three counters, named `<prefix>.curregs` and so on.
+    pub fn bin(&mut self, prefix: &dyn Fn() -> String, p: &BinStats, m: &BinStats) {
+        self.check(|| format!("{}.curregs", prefix()), p.curregs, m.curregs);
+        self.check(|| format!("{}.curslabs", prefix()), p.curslabs, m.curslabs);
+        self.check(
+            || format!("{}.nonfull_slabs", prefix()),
+            p.nonfull_slabs,
+            m.nonfull_slabs,
+        );
+    }
 }
 
 #[cfg(test)]

@@ -253,29 +253,36 @@ impl Pac {
         (self.dirty.bytes, self.muzzy.bytes, self.retained.bytes)
     }
 
-    fn eset_insert(&mut self, state: State, id: u32) {
-        self.ext.get_mut(id).state = state;
-        let size = self.ext.get(id).size;
-        let pind = self.extent_index(size);
+    /// The set for `state` with the extents, borrowed apart (the set's heaps link extents).
+    #[inline]
+    fn eset_with_extents(&mut self, state: State) -> (&mut Eset, &mut Extents) {
         let eset = match state {
             State::Dirty => &mut self.dirty,
             State::Muzzy => &mut self.muzzy,
             _ => &mut self.retained,
         };
+        (eset, &mut self.ext)
+    }
+
+    fn eset_insert(&mut self, state: State, id: u32) {
+        self.ext.get_mut(id).state = state;
+        let size = self.ext.get(id).size;
+        let pind = self.extent_index(size);
+        let (eset, ext) = self.eset_with_extents(state);
         eset.bytes += size;
         if eset.heaps[pind].is_empty() {
             eset.bitmap[pind / 64] |= 1 << (pind % 64);
         }
-        eset.heaps[pind].insert(&mut self.ext, id);
+        eset.heaps[pind].insert(ext, id);
         // edata_list_inactive_append(&eset->lru, edata)
         let tail = eset.lru_tail;
         eset.lru_tail = id;
         if tail == NIL {
             eset.lru_head = id;
         } else {
-            self.ext.get_mut(tail).lru_next = id;
+            ext.get_mut(tail).lru_next = id;
         }
-        let e = self.ext.get_mut(id);
+        let e = ext.get_mut(id);
         e.lru_prev = tail;
         e.lru_next = NIL;
     }
@@ -283,32 +290,28 @@ impl Pac {
     fn eset_remove(&mut self, state: State, id: u32) {
         let size = self.ext.get(id).size;
         let pind = self.extent_index(size);
-        let eset = match state {
-            State::Dirty => &mut self.dirty,
-            State::Muzzy => &mut self.muzzy,
-            _ => &mut self.retained,
-        };
+        let (eset, ext) = self.eset_with_extents(state);
         eset.bytes -= size;
         let was_min = eset.heaps[pind].root == id;
-        eset.heaps[pind].remove(&mut self.ext, id);
-        let (prev, next) = (self.ext.get(id).lru_prev, self.ext.get(id).lru_next);
+        eset.heaps[pind].remove(ext, id);
+        let (prev, next) = (ext.get(id).lru_prev, ext.get(id).lru_next);
         if prev == NIL {
             eset.lru_head = next;
         } else {
-            self.ext.get_mut(prev).lru_next = next;
+            ext.get_mut(prev).lru_next = next;
         }
         if next == NIL {
             eset.lru_tail = prev;
         } else {
-            self.ext.get_mut(next).lru_prev = prev;
+            ext.get_mut(next).lru_prev = prev;
         }
         if eset.heaps[pind].is_empty() {
             eset.bitmap[pind / 64] &= !(1 << (pind % 64));
         } else if was_min {
             // eset_remove refreshes its cached minimum with edata_heap_first.
-            eset.heaps[pind].first(&mut self.ext);
+            eset.heaps[pind].first(ext);
         }
-        self.ext.get_mut(id).state = State::Active;
+        ext.get_mut(id).state = State::Active;
     }
 
     /// `eset_first_fit` (alignment of one page, not exact-only).
@@ -568,24 +571,11 @@ impl Pac {
                 self.large_maxclass
             };
             loop {
-                let cur = self.ext.get(id).size;
-                let room = max_size.saturating_sub(cur);
-                let next = self.ext.get(id).map_next;
-                if next != NIL
-                    && self.ext.get(next).state == State::Dirty
-                    && self.ext.get(next).size <= room
-                {
-                    self.eset_remove(State::Dirty, next);
-                    self.merge(id, next);
+                let room = max_size.saturating_sub(self.ext.get(id).size);
+                if self.absorb_next(State::Dirty, id, room) {
                     continue;
                 }
-                let prev = self.ext.get(id).map_prev;
-                if prev != NIL
-                    && self.ext.get(prev).state == State::Dirty
-                    && self.ext.get(prev).size <= room
-                {
-                    self.eset_remove(State::Dirty, prev);
-                    self.merge(prev, id);
+                if let Some(prev) = self.absorb_prev(State::Dirty, id, room) {
                     id = prev;
                     continue;
                 }
@@ -641,27 +631,39 @@ impl Pac {
     /// neighbour merges (the extent stays out of the set).
     fn coalesce_once(&mut self, id: u32) -> bool {
         let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
+        let merged = if self.absorb_next(State::Dirty, id, room) {
+            id
+        } else if let Some(prev) = self.absorb_prev(State::Dirty, id, room) {
+            prev
+        } else {
+            return false;
+        };
+        self.eset_insert(State::Dirty, merged);
+        true
+    }
+
+    /// Merges `id` with the extent after it in address order when that one is in `state`'s
+    /// set and no larger than `room` (taking it off the set). True when merged (`id` grew).
+    fn absorb_next(&mut self, state: State, id: u32, room: u64) -> bool {
         let next = self.ext.get(id).map_next;
-        if next != NIL
-            && self.ext.get(next).state == State::Dirty
-            && self.ext.get(next).size <= room
-        {
-            self.eset_remove(State::Dirty, next);
-            self.merge(id, next);
-            self.eset_insert(State::Dirty, id);
-            return true;
+        if next == NIL || self.ext.get(next).state != state || self.ext.get(next).size > room {
+            return false;
         }
+        self.eset_remove(state, next);
+        self.merge(id, next);
+        true
+    }
+
+    /// [`Self::absorb_next`] for the extent before `id`: the merged extent keeps that
+    /// one's id, which is returned.
+    fn absorb_prev(&mut self, state: State, id: u32, room: u64) -> Option<u32> {
         let prev = self.ext.get(id).map_prev;
-        if prev != NIL
-            && self.ext.get(prev).state == State::Dirty
-            && self.ext.get(prev).size <= room
-        {
-            self.eset_remove(State::Dirty, prev);
-            self.merge(prev, id);
-            self.eset_insert(State::Dirty, prev);
-            return true;
+        if prev == NIL || self.ext.get(prev).state != state || self.ext.get(prev).size > room {
+            return None;
         }
-        false
+        self.eset_remove(state, prev);
+        self.merge(prev, id);
+        Some(prev)
     }
 
     fn record_retained(&mut self, id: u32) {
@@ -672,23 +674,14 @@ impl Pac {
     /// neighbours in the same set until none.
     fn record_coalesced(&mut self, state: State, mut id: u32) {
         loop {
-            let mut again = false;
             let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
-            let next = self.ext.get(id).map_next;
-            if next != NIL && self.ext.get(next).state == state && self.ext.get(next).size <= room {
-                self.eset_remove(state, next);
-                self.merge(id, next);
-                again = true;
-            }
+            let grew = self.absorb_next(state, id, room);
             let room = self.large_maxclass.saturating_sub(self.ext.get(id).size);
-            let prev = self.ext.get(id).map_prev;
-            if prev != NIL && self.ext.get(prev).state == state && self.ext.get(prev).size <= room {
-                self.eset_remove(state, prev);
-                self.merge(prev, id);
+            let merged_prev = self.absorb_prev(state, id, room);
+            if let Some(prev) = merged_prev {
                 id = prev;
-                again = true;
             }
-            if !again {
+            if !grew && merged_prev.is_none() {
                 break;
             }
         }

@@ -228,27 +228,11 @@ impl Heap {
             self.root = phn;
             return;
         }
-        if less(n, phn, self.root) {
-            n.link_mut(phn).lchild = self.root;
-            n.link_mut(self.root).prev = phn;
-            self.root = phn;
-            self.auxcount = 0;
+        if !self.push_after_root(n, phn) {
             return;
         }
-        let root_next = n.link(self.root).next;
-        n.link_mut(phn).next = root_next;
-        if root_next != NIL {
-            n.link_mut(root_next).prev = phn;
-        }
-        n.link_mut(phn).prev = self.root;
-        n.link_mut(self.root).next = phn;
         self.auxcount += 1;
-        let nmerges = self.auxcount.trailing_zeros();
-        for _ in 0..nmerges {
-            if self.try_aux_merge_pair(n) {
-                break;
-            }
-        }
+        self.aux_merges(n, self.auxcount.trailing_zeros());
     }
 
     /// 5.3.0's `ph_insert`: the aux count is bumped before the push and the merges after it
@@ -259,28 +243,45 @@ impl Heap {
         if self.root == NIL {
             self.root = phn;
         } else {
-            if less(n, phn, self.root) {
-                n.link_mut(phn).lchild = self.root;
-                n.link_mut(self.root).prev = phn;
-                self.root = phn;
-                self.auxcount = 0;
+            // The count is bumped before the push in 5.3.0; the push does not read it.
+            if !self.push_after_root(n, phn) {
                 return;
             }
             self.auxcount += 1;
-            let root_next = n.link(self.root).next;
-            n.link_mut(phn).next = root_next;
-            if root_next != NIL {
-                n.link_mut(root_next).prev = phn;
-            }
-            n.link_mut(phn).prev = self.root;
-            n.link_mut(self.root).next = phn;
         }
         if self.auxcount > 1 {
-            let nmerges = (self.auxcount - 1).trailing_zeros();
-            for _ in 0..nmerges {
-                if self.try_aux_merge_pair(n) {
-                    break;
-                }
+            self.aux_merges(n, (self.auxcount - 1).trailing_zeros());
+        }
+    }
+
+    /// The common part of `ph_insert` on a non-empty heap: `phn` less than the root becomes
+    /// the root (the old root its child, the aux list emptied: false); otherwise it goes
+    /// onto the aux list right after the root (true).
+    #[inline]
+    fn push_after_root<N: Nodes>(&mut self, n: &mut N, phn: u32) -> bool {
+        if less(n, phn, self.root) {
+            n.link_mut(phn).lchild = self.root;
+            n.link_mut(self.root).prev = phn;
+            self.root = phn;
+            self.auxcount = 0;
+            return false;
+        }
+        let root_next = n.link(self.root).next;
+        n.link_mut(phn).next = root_next;
+        if root_next != NIL {
+            n.link_mut(root_next).prev = phn;
+        }
+        n.link_mut(phn).prev = self.root;
+        n.link_mut(self.root).next = phn;
+        true
+    }
+
+    /// Up to `nmerges` pairwise merges at the front of the aux list (fewer when it runs out).
+    #[inline]
+    fn aux_merges<N: Nodes>(&mut self, n: &mut N, nmerges: u32) {
+        for _ in 0..nmerges {
+            if self.try_aux_merge_pair(n) {
+                break;
             }
         }
     }

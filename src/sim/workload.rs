@@ -2,10 +2,8 @@
 //! order, reallocs that grow and shrink, some aligned requests. Ids are recycled lowest
 //! first, as in recorded traces.
 
-use crate::trace::{Event, ObjectId};
+use crate::trace::{Event, IdPool, ObjectId};
 use serde::Serialize;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// What a random trace looks like.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -46,8 +44,7 @@ pub fn random_trace(spec: &WorkloadSpec) -> Vec<Event> {
     let mut rng = Rng(spec.seed);
     let mut events = Vec::with_capacity(spec.events as usize);
     let mut live: Vec<ObjectId> = Vec::new();
-    let mut free_ids: BinaryHeap<Reverse<ObjectId>> = BinaryHeap::new();
-    let mut next_id: ObjectId = 0;
+    let mut ids = IdPool::new();
     let small_max = 14 << 10;
     let size_of = |rng: &mut Rng| {
         if rng.chance(spec.large_share) {
@@ -66,13 +63,7 @@ pub fn random_trace(spec: &WorkloadSpec) -> Vec<Event> {
                 size: size_of(&mut rng),
             });
         } else if live.is_empty() || roll > fill * 0.5 {
-            let id = match free_ids.pop() {
-                Some(Reverse(id)) => id,
-                None => {
-                    next_id += 1;
-                    next_id - 1
-                }
-            };
+            let id = ids.take().expect("fewer than 2^32 live objects");
             let align = if rng.chance(spec.aligned_share) {
                 16 << rng.below(9)
             } else {
@@ -87,7 +78,7 @@ pub fn random_trace(spec: &WorkloadSpec) -> Vec<Event> {
         } else {
             let i = rng.below(live.len() as u64) as usize;
             let id = live.swap_remove(i);
-            free_ids.push(Reverse(id));
+            ids.give_back(id);
             events.push(Event::Free { id });
         }
     }

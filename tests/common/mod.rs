@@ -89,17 +89,48 @@ pub fn text_trace(dir: &Path) -> PathBuf {
 pub fn binary_trace(dir: &Path) -> PathBuf {
     let text = text_trace(dir);
     let path = dir.join("small.trace");
-    let out = run(&[
-        "trace",
-        "import",
-        "--from",
-        "text",
-        s(&text),
-        "-o",
-        s(&path),
-    ]);
-    assert!(out.status.success(), "{}", stderr_of(&out));
+    import_text(&text, &path);
     path
+}
+
+/// The arguments of `fragsim trace import --from FROM INPUT -o TRACE`.
+pub fn import_args<'a>(from: &'a str, input: &'a Path, trace: &'a Path) -> Vec<&'a str> {
+    vec!["trace", "import", "--from", from, s(input), "-o", s(trace)]
+}
+
+/// `fragsim trace import --from FROM INPUT -o TRACE` (its outcome, good or bad).
+pub fn import_from(from: &str, input: &Path, trace: &Path) -> Output {
+    run(&import_args(from, input, trace))
+}
+
+/// Imports the text trace `text` into `trace`, which must succeed.
+pub fn import_text(text: &Path, trace: &Path) {
+    let out = import_from("text", text, trace);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+}
+
+/// `fragsim trace dump TRACE`, which must succeed.
+pub fn dump(trace: &Path) -> String {
+    run_ok(&["trace", "dump", s(trace)])
+}
+
+/// The arguments of `fragsim record --with valgrind -o TRACE -- PROGRAM...`.
+pub fn record_valgrind_args<'a>(trace: &'a Path, program: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["record", "--with", "valgrind", "-o", s(trace), "--"];
+    args.extend_from_slice(program);
+    args
+}
+
+/// `fragsim record --with valgrind -o TRACE -- PROGRAM...` (its outcome).
+pub fn record_valgrind(trace: &Path, program: &[&str]) -> Output {
+    run(&record_valgrind_args(trace, program))
+}
+
+/// A trace committed under `data/traces/`.
+pub fn committed_trace(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/traces")
+        .join(name)
 }
 
 /// The binary trace format's magic, the first bytes of every binary trace.

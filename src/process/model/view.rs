@@ -2,7 +2,7 @@
 //! (`crate::blame`): every live object with the arena and extent that hold it, every object
 //! held in a thread cache, every cache's own block.
 
-use super::{Process, NIL};
+use super::{Process, Tcache, NIL};
 use crate::sim::Arena;
 
 /// A live object: its id, where it is (arena and slab or large extent there), its usable and
@@ -42,12 +42,7 @@ impl Process {
 
     /// Every object held in a thread cache (freed by the program, not yet returned).
     pub fn cached_blocks(&self) -> Vec<HeldBlock> {
-        let caches = self
-            .threads
-            .iter()
-            .flatten()
-            .filter_map(|t| t.tcache.as_ref());
-        caches
+        self.live_tcaches()
             .flat_map(|tc| tc.bins.iter().flat_map(|b| b.stack.iter()))
             .map(|i| HeldBlock {
                 arena: i.arena,
@@ -58,12 +53,7 @@ impl Process {
 
     /// The block of every live thread cache (in arena 0).
     pub fn cache_blocks(&self) -> Vec<HeldBlock> {
-        let caches = self
-            .threads
-            .iter()
-            .flatten()
-            .filter_map(|t| t.tcache.as_ref());
-        caches
+        self.live_tcaches()
             .map(|tc| HeldBlock {
                 arena: tc.block.arena,
                 extent: tc.block.extent,
@@ -79,5 +69,13 @@ impl Process {
     /// Arena slots (existing or not): valid indices for [`Process::arena_at`].
     pub fn arena_slots(&self) -> u32 {
         self.arenas.len() as u32
+    }
+
+    /// The thread cache of every live thread that has one.
+    fn live_tcaches(&self) -> impl Iterator<Item = &Tcache> + '_ {
+        self.threads
+            .iter()
+            .flatten()
+            .filter_map(|t| t.tcache.as_ref())
     }
 }
