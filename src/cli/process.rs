@@ -4,7 +4,7 @@
 use super::replay::ReplayArgs;
 use crate::export::{write_atomic, Cell, Csv, Table, TableFormat};
 use crate::live::process::{compare_process_live, ProcessAllocator};
-use crate::live::replay::Api;
+use crate::live::Api;
 use crate::process::{machine_cpus, DecayClock, Process, ProcessOptions, ProcessSummary};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::Record;
@@ -102,7 +102,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     let cpus = flags.cpus.unwrap_or_else(machine_cpus);
     let every = args
         .every
-        .unwrap_or_else(|| crate::sim::replay::default_every(records.len() as u64));
+        .unwrap_or_else(|| crate::sim::arena_replay::default_every(records.len() as u64));
     let want_rows = flags.per_arena.is_some() || args.timeline.is_some();
     let mut runs = Vec::new();
     for k in 0..flags.runs {

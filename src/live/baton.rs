@@ -5,7 +5,7 @@
 //! See [`crate::live::process`] for why it is built this way.
 
 use super::relay::{Baton, Step, Work};
-use super::replay::{mib, read_mib, Api};
+use super::arena_replay::{mib, read_mib, Api};
 use crate::process::{ArenaSnapshot, ProcessSnapshot};
 use crate::sim::BinStats;
 use crate::trace::{Event, Record};
@@ -40,13 +40,13 @@ extern "C" fn child_constructor() {
             return;
         }
         CONSTRUCTOR_NS.store(monotonic_ns(), Ordering::SeqCst);
-        let mallctl: super::replay::MallctlFn = if *which == b's' as libc::c_char {
+        let mallctl: super::arena_replay::MallctlFn = if *which == b's' as libc::c_char {
             let p = libc::dlsym(libc::RTLD_DEFAULT, c"mallctl".as_ptr());
             if p.is_null() {
                 MANUAL_ARENA.store(-1, Ordering::SeqCst);
                 return;
             }
-            std::mem::transmute::<*mut c_void, super::replay::MallctlFn>(p)
+            std::mem::transmute::<*mut c_void, super::arena_replay::MallctlFn>(p)
         } else {
             tikv_jemalloc_sys::mallctl
         };

@@ -12,7 +12,7 @@
 
 use super::baton::monotonic_ns;
 use super::process::{child_command, parse_snapshot, ProcessAllocator};
-use super::replay::{mib, parse_config, read_mib, Api};
+use super::arena_replay::{mib, parse_config, read_mib, Api};
 use crate::process::{to_text, ProcessOptions, ProcessSnapshot};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Record;

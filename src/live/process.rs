@@ -15,7 +15,7 @@
 //! arena's share subtracted.
 
 pub use super::baton::{run_process_child, serve_process_child};
-use super::replay::parse_config;
+use super::arena_replay::parse_config;
 use crate::process::{
     compare_snapshots, to_text, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot,
 };

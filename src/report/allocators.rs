@@ -51,7 +51,7 @@ pub fn write_section(dir: &Path, options: &super::ReportOptions) -> Result<Secti
             &records,
             &MeasureOptions {
                 allocators: Allocator::ALL.to_vec(),
-                every: crate::sim::replay::default_every(calls as u64),
+                every: crate::sim::arena_replay::default_every(calls as u64),
                 exe: exe.clone(),
                 env: Vec::new(),
             },

@@ -7,18 +7,18 @@
 //! the live allocator (`crate::live` replays the same traces through jemalloc to prove it).
 
 mod arena;
+pub mod arena_replay;
 pub mod compare;
 pub mod decay;
 mod memo;
 mod pac;
 mod ph;
-pub mod replay;
 mod smoothstep;
 pub mod workload;
 
 pub use arena::{Arena, ExtentView, PageSets};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
-pub use replay::{replay, summary_table, ReplaySummary};
+pub use arena_replay::{summary_table, ArenaRun, ReplaySummary};
 pub use workload::{random_trace, WorkloadSpec};
 
 use serde::Serialize;
