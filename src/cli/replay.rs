@@ -1,9 +1,11 @@
 //! `fragsim replay`: a trace through the arena model (and, with --live, the real jemalloc).
 
 use super::{AllocatorArgs, OutputArgs};
-use crate::export::{write_atomic, Csv, Table, TableFormat};
 use crate::engine::{self, RunError};
-use crate::live::arena_replay::{compare_builds, replay_compare, serve_child, LiveAllocator, LiveOptions};
+use crate::export::{write_atomic, Csv, Table, TableFormat};
+use crate::live::arena_replay::{
+    compare_builds, replay_compare, serve_child, LiveAllocator, LiveOptions,
+};
 use crate::live::Api;
 use crate::sim::arena_replay::{default_every, timeline_row};
 use crate::sim::{summary_table, ArenaRun};
@@ -169,7 +171,10 @@ fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
         replay_one(config, opened.records(), every, on_row)?
     } else {
         let records = opened.records().collect::<Result<Vec<_>, _>>()?;
-        let calls = records.iter().filter(|r| matches!(r, Record::Call(_))).count();
+        let calls = records
+            .iter()
+            .filter(|r| matches!(r, Record::Call(_)))
+            .count();
         let every = args.every.unwrap_or_else(|| default_every(calls as u64));
         replay_one(config, records.into_iter().map(Ok), every, on_row)?
     };
@@ -352,7 +357,11 @@ fn run_live_builds(args: &ReplayArgs) -> Result<i32> {
         child_exe: Some(std::env::current_exe().context("the fragsim executable")?),
         keep: 5,
     };
-    let named: Vec<_> = builds.iter().map(|b| b.name.clone()).zip(allocators).collect();
+    let named: Vec<_> = builds
+        .iter()
+        .map(|b| b.name.clone())
+        .zip(allocators)
+        .collect();
     let results = compare_builds(args.trace.as_path(), &named, &options)?;
     let mut mismatches = Vec::new();
     for (build, result) in builds.iter().zip(&results) {

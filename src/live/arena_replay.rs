@@ -302,11 +302,9 @@ impl ArenaTrace<'_> {
     {
         Ok(match self {
             ArenaTrace::File(path) => Box::new(crate::trace::open(path)?.records()),
-            ArenaTrace::Events(events) => Box::new(
-                events
-                    .iter()
-                    .map(|&e| Ok(Record::Call(Call::plain(e)))),
-            ),
+            ArenaTrace::Events(events) => {
+                Box::new(events.iter().map(|&e| Ok(Record::Call(Call::plain(e)))))
+            }
         })
     }
 
@@ -464,7 +462,10 @@ impl ArenaCompare {
 
     fn start(place: Place, input: Option<&ChildTrace>, options: &LiveOptions) -> Result<Self> {
         let (config, measured) = match place {
-            Place::InProcess => (Api::linked().config()?, Measured::InProcess(LiveArena::new()?)),
+            Place::InProcess => (
+                Api::linked().config()?,
+                Measured::InProcess(LiveArena::new()?),
+            ),
             Place::Child(how) => {
                 let exe = options.child_exe.as_deref().context(
                     "this live replay runs in a child process and needs the fragsim executable",
@@ -578,7 +579,9 @@ pub fn serve_child(path: &Path, every: u64, api: Api, out: &mut impl Write) -> R
     let mut calls = 0u64;
     for event in events {
         // An error line ends the replay; the parent reports it where it reads it.
-        let applied = event.map_err(anyhow::Error::from).and_then(|e| live.apply(e));
+        let applied = event
+            .map_err(anyhow::Error::from)
+            .and_then(|e| live.apply(e));
         if let Err(err) = applied {
             writeln!(out, "error {err:#}")?;
             out.flush()?;
@@ -597,7 +600,11 @@ pub fn serve_child(path: &Path, every: u64, api: Api, out: &mut impl Write) -> R
 }
 
 fn write_snapshot(out: &mut impl Write, s: &Snapshot) -> std::io::Result<()> {
-    write!(out, "s {} {} {}", s.event, s.allocated_bytes, s.active_bytes)?;
+    write!(
+        out,
+        "s {} {} {}",
+        s.event, s.allocated_bytes, s.active_bytes
+    )?;
     for b in &s.bins {
         write!(out, " {} {} {}", b.curregs, b.curslabs, b.nonfull_slabs)?;
     }

@@ -17,8 +17,8 @@ mod smoothstep;
 pub mod workload;
 
 pub use arena::{Arena, ExtentView, PageSets};
-pub use compare::{compare, Comparison, Mismatch, Snapshot};
 pub use arena_replay::{summary_table, ArenaRun, ReplaySummary};
+pub use compare::{compare, Comparison, Mismatch, Snapshot};
 pub use workload::{random_trace, WorkloadSpec};
 
 use serde::Serialize;
