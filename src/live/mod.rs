@@ -2,6 +2,7 @@
 //! one, `nallocx`. Nothing here decides anything; [`crate::validate`] compares the model
 //! with what these read.
 
+mod arena_child;
 pub mod arena_replay;
 mod baton;
 mod build;
