@@ -2,7 +2,7 @@
 //! (no statistics read on either side: the cost of applying events).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use fragsim::live::replay::{Api, LiveArena};
+use fragsim::live::arena_replay::{Api, LiveArena};
 use fragsim::sim::{random_trace, Arena, WorkloadSpec};
 use std::hint::black_box;
 

@@ -350,8 +350,8 @@ fn interrupt_leaves_nothing(args: &[&str], sig: &str, started: impl Fn(&Path, u3
 }
 
 /// Item 1.4: an interrupted live replay in a child process (`--disable-large-size-classes
-/// false`) removes the event file it wrote for the child (before: 116 MB left each time;
-/// also what `cargo test` left behind when it interrupted a report).
+/// false`) leaves nothing in the temporary folder and no child (before: a 116 MB event file
+/// left each time; since issue 19 the child opens the trace itself and nothing is written).
 #[test]
 fn interrupted_live_replay_leaves_no_temporary_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -366,9 +366,7 @@ fn interrupted_live_replay_leaves_no_temporary_file() {
             "--every",
             "1",
         ];
-        interrupt_leaves_nothing(&args, sig, |tmp, id| {
-            !names_in(tmp).is_empty() && !children_of(id).is_empty()
-        });
+        interrupt_leaves_nothing(&args, sig, |_, id| !children_of(id).is_empty());
     }
 }
 

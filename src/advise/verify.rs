@@ -59,7 +59,7 @@ impl LiveCheck {
 /// The jemalloc that runs `setting` live, or why none does here. `debian` is the path of
 /// Debian's 5.3.0 library.
 fn allocator_for(setting: &Setting, debian: &Path) -> Result<ProcessAllocator, String> {
-    let linked = crate::live::replay::Api::linked()
+    let linked = crate::live::arena_replay::Api::linked()
         .config()
         .map_err(|e| e.to_string())?;
     if setting.config() == linked {

@@ -6,14 +6,14 @@ use super::replay::ReplayArgs;
 use crate::charts::{render_png, ResidentBand, ResidentPoint};
 use crate::export::{write_atomic, Cell, Csv, Table, TableFormat};
 use crate::live::decay_compare::{compare_on_clock, ClockComparison, ErrorSummary};
-use crate::live::process::ProcessAllocator;
+use crate::live::process::{ProcessAllocator, ProcessTrace};
 use crate::process::ProcessOptions;
 use crate::trace::Record;
 use anyhow::{bail, Context, Result};
 
 pub fn run_live_clock(
     args: &ReplayArgs,
-    records: &[Record],
+    trace: ProcessTrace<'_>,
     options: &ProcessOptions,
     name: &str,
 ) -> Result<i32> {
@@ -32,7 +32,8 @@ pub fn run_live_clock(
         None => ProcessAllocator::Linked,
     };
     let exe = std::env::current_exe().context("the fragsim executable")?;
-    let calls = records
+    let calls = trace
+        .records()
         .iter()
         .filter(|r| !matches!(r, Record::Site { .. }))
         .count() as u64;
@@ -41,7 +42,7 @@ pub fn run_live_clock(
     let c = compare_on_clock(
         &exe,
         &allocator,
-        records,
+        trace,
         &options,
         every,
         flags.runs as usize,

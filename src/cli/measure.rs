@@ -7,7 +7,7 @@ use crate::export::Format;
 use crate::measure::{
     caveats, chart, measure_records, notes, summary_table, Allocator, MeasureOptions,
 };
-use crate::sim::replay::default_every;
+use crate::sim::arena_replay::default_every;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;

@@ -2,10 +2,16 @@
 //! huge arenas, threads), and with `--live` the baton replay in a child beside it.
 
 use super::replay::ReplayArgs;
+use crate::engine::{self, RunError};
 use crate::export::{write_atomic, Cell, Csv, Table, TableFormat};
-use crate::live::process::{compare_process_live, ProcessAllocator};
-use crate::live::replay::Api;
-use crate::process::{machine_cpus, DecayClock, Process, ProcessOptions, ProcessSummary};
+use crate::live::process::{
+    compare_process_live, ProcessAllocator, ProcessChildOptions, ProcessTrace,
+};
+use crate::live::Api;
+use crate::process::{
+    machine_cpus, DecayClock, ProcessOptions, ProcessRows, ProcessRun, ProcessRunResult,
+    ProcessSummary,
+};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::Record;
 use anyhow::{bail, Context, Result};
@@ -128,91 +134,132 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         if flags.time_scale != 1.0 {
             crate::process::scale_times(&mut records, flags.time_scale);
         }
+        // The child reads the trace itself, scaled as `records` were.
+        let trace = ProcessTrace::File {
+            path: &args.trace,
+            records: &records,
+            time_scale: flags.time_scale,
+        };
         if flags.honour_clock {
-            return super::decay::run_live_clock(args, &records, &options, &name);
+            return super::decay::run_live_clock(args, trace, &options, &name);
         }
-        let threads = records
-            .iter()
-            .filter_map(|r| match r {
-                Record::Call(c) => Some(c.thread),
-                _ => None,
-            })
-            .max()
-            .map_or(0, |t| t + 1);
-        return run_live(args, &records, &options, &name, threads);
+        return run_live(args, trace, &options, &name);
     }
-    // The model alone streams the trace (one counting pass, then one pass per run), so its
+    // The model alone streams the trace (one counting pass, then one engine pass), so its
     // memory follows live objects, never the trace's length.
     let (last, threads) = count_records(&args.trace)?;
     let (config, model_options, note) = model_setup(args, &options)?;
-    let cpus = flags.cpus.unwrap_or_else(machine_cpus);
-    let every = args
-        .every
-        .unwrap_or_else(|| crate::sim::replay::default_every(last));
-    let want_rows = flags.per_arena.is_some() || args.timeline.is_some();
-    let mut runs = Vec::new();
-    for k in 0..flags.runs {
-        let clock = DecayClock {
-            seed: flags.seed.wrapping_add(k),
-            resolution_ns: coarse_clock_ns(),
-            start_ns: 0,
-        };
-        let first = k == 0 && want_rows;
-        runs.push(model_run(
-            stream_records(&args.trace, flags.time_scale)?,
-            last,
-            config,
-            &model_options,
-            cpus,
-            clock,
-            every,
-            first,
-            &name,
-        )?);
+    let records = stream_records(&args.trace, flags.time_scale)?;
+    let runs = model_runs(args, records, last, config, &model_options, &name)?;
+    let first = &runs[0];
+    if let Some(rows) = &first.rows {
+        if let Some(path) = &flags.per_arena {
+            write_atomic(path, Csv.render(&rows.per_arena)?.as_bytes())?;
+        }
+        if let Some(path) = &args.timeline {
+            write_atomic(path, Csv.render(&rows.timeline)?.as_bytes())?;
+        }
     }
-    let (summary, per_arena, timeline, narenas, block) = &runs[0];
-    if let Some(path) = &flags.per_arena {
-        write_atomic(path, Csv.render(per_arena)?.as_bytes())?;
-    }
-    if let Some(path) = &args.timeline {
-        write_atomic(path, Csv.render(timeline)?.as_bytes())?;
-    }
-    let mode = if threads > 1 {
+    let title = format!(
+        "replay of {name}: {}, {}, {} arenas{}{note}",
+        mode(threads),
+        config.label(),
+        first.narenas,
+        decay_note(&options, flags)
+    );
+    args.output.emit(&summary_table(title, threads, &runs))?;
+    Ok(0)
+}
+
+/// The trace's threads (the highest thread id + 1; 0 for an empty trace).
+fn thread_count(records: &[Record]) -> u32 {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Call(c) => Some(c.thread),
+            _ => None,
+        })
+        .max()
+        .map_or(0, |t| t + 1)
+}
+
+fn mode(threads: u32) -> String {
+    if threads > 1 {
         format!("process model, {threads} threads")
     } else {
         "process model, one thread".into()
-    };
-    let decay = if options.needs_clock() || options.dirty_decay_ms == 0 {
-        format!(
-            ", dirty_decay_ms:{} muzzy_decay_ms:{}, seed {}{}",
-            options.dirty_decay_ms,
-            options.muzzy_decay_ms,
-            flags.seed,
-            if flags.runs > 1 {
-                format!(" (+{} more)", flags.runs - 1)
-            } else {
-                String::new()
-            }
-        )
-    } else {
-        String::new()
-    };
-    let mut t = Table::new(
-        format!(
-            "replay of {name}: {mode}, {}, {narenas} arenas{decay}{note}",
-            config.label(),
-        ),
-        &["statistic", "value"],
-    );
+    }
+}
+
+/// The title's decay settings and seeds, when decay runs (or purges at once).
+fn decay_note(options: &ProcessOptions, flags: &ProcessFlags) -> String {
+    if !(options.needs_clock() || options.dirty_decay_ms == 0) {
+        return String::new();
+    }
+    format!(
+        ", dirty_decay_ms:{} muzzy_decay_ms:{}, seed {}{}",
+        options.dirty_decay_ms,
+        options.muzzy_decay_ms,
+        flags.seed,
+        if flags.runs > 1 {
+            format!(" (+{} more)", flags.runs - 1)
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The model runs over seeds `seed..seed+runs`, one engine pass (a consumer per seed, in
+/// parallel); the first fills the per-arena and timeline rows when they are asked for.
+fn model_runs(
+    args: &ReplayArgs,
+    records: impl Iterator<Item = Result<Record>>,
+    last: u64,
+    config: AllocatorConfig,
+    options: &ProcessOptions,
+    name: &str,
+) -> Result<Vec<ProcessRunResult>> {
+    let flags = &args.process;
+    let cpus = flags.cpus.unwrap_or_else(machine_cpus);
+    let every = args
+        .every
+        .unwrap_or_else(|| crate::sim::arena_replay::default_every(last));
+    let want_rows = flags.per_arena.is_some() || args.timeline.is_some();
+    let mut runs = (0..flags.runs)
+        .map(|k| {
+            let clock = DecayClock {
+                seed: flags.seed.wrapping_add(k),
+                resolution_ns: coarse_clock_ns(),
+                start_ns: 0,
+            };
+            let rows = (k == 0 && want_rows).then(|| ProcessRows::new(name));
+            ProcessRun::new(config, options, cpus, clock, every, rows)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    engine::run(records, &mut runs, &|_| {}).map_err(|e| match e {
+        RunError::Trace(e) => e,
+        RunError::Consumer(e) => e.into(),
+    })?;
+    Ok(runs.into_iter().map(ProcessRun::finish).collect())
+}
+
+/// The summary table: the first run's figures, resident memory over every run's seed.
+fn summary_table(title: String, threads: u32, runs: &[ProcessRunResult]) -> Table {
+    let first = &runs[0];
+    let summary = &first.summary;
+    let mut t = Table::new(title, &["statistic", "value"]);
     let p = &summary.at_active_peak;
     let mut rows: Vec<(String, Cell)> = vec![
         ("events".into(), summary.final_stats.events.into()),
         ("threads".into(), u64::from(threads).into()),
         (
             "automatic arenas (narenas)".into(),
-            u64::from(*narenas).into(),
+            u64::from(first.narenas).into(),
         ),
-        ("thread cache block bytes".into(), (*block).into()),
+        (
+            "thread cache block bytes".into(),
+            first.cache_block_bytes.into(),
+        ),
         (
             "peak requested bytes".into(),
             summary.peak_requested_bytes.into(),
@@ -236,34 +283,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
             Cell::Float(summary.mean_active_bytes(), 1),
         ),
     ];
-    let spread = |f: &dyn Fn(&ProcessSummary) -> f64| -> (f64, f64, f64) {
-        let v: Vec<f64> = runs.iter().map(|r| f(&r.0)).collect();
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (min, mean, max)
-    };
-    let resident: [Figure; 2] = [
-        ("peak resident bytes", &|s| s.peak_resident_bytes as f64),
-        ("mean resident bytes over time", &|s| {
-            s.mean_resident_bytes()
-        }),
-    ];
-    for (label, f) in resident {
-        if runs.len() > 1 {
-            let (min, mean, max) = spread(f);
-            rows.push((
-                format!("{label} (mean of {} seeds)", runs.len()),
-                Cell::Float(mean, 1),
-            ));
-            rows.push((
-                format!("{label} (min-max over seeds)"),
-                format!("{min:.0}-{max:.0}").into(),
-            ));
-        } else {
-            rows.push((label.into(), Cell::Float(f(summary), 1)));
-        }
-    }
+    rows.extend(resident_rows(runs));
     let f = &summary.final_stats;
     rows.extend([
         ("final allocated bytes".into(), f.allocated_bytes.into()),
@@ -281,8 +301,41 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     for (k, v) in rows {
         t.push(vec![k.into(), v]);
     }
-    args.output.emit(&t)?;
-    Ok(0)
+    t
+}
+
+/// Resident memory: the one run's, or the mean and range over the seeds' runs.
+fn resident_rows(runs: &[ProcessRunResult]) -> Vec<(String, Cell)> {
+    let spread = |f: &dyn Fn(&ProcessSummary) -> f64| -> (f64, f64, f64) {
+        let v: Vec<f64> = runs.iter().map(|r| f(&r.summary)).collect();
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (min, mean, max)
+    };
+    let resident: [Figure; 2] = [
+        ("peak resident bytes", &|s| s.peak_resident_bytes as f64),
+        ("mean resident bytes over time", &|s| {
+            s.mean_resident_bytes()
+        }),
+    ];
+    let mut rows = Vec::new();
+    for (label, f) in resident {
+        if runs.len() > 1 {
+            let (min, mean, max) = spread(f);
+            rows.push((
+                format!("{label} (mean of {} seeds)", runs.len()),
+                Cell::Float(mean, 1),
+            ));
+            rows.push((
+                format!("{label} (min-max over seeds)"),
+                format!("{min:.0}-{max:.0}").into(),
+            ));
+        } else {
+            rows.push((label.into(), Cell::Float(f(&runs[0].summary), 1)));
+        }
+    }
+    rows
 }
 
 /// This machine's `CLOCK_MONOTONIC_COARSE` resolution (what jemalloc's decay reads).
@@ -290,100 +343,8 @@ pub(super) fn coarse_clock_ns() -> u64 {
     crate::process::machine_coarse_clock_ns()
 }
 
-type ModelRun = (ProcessSummary, Table, Table, u32, u64);
-
 /// A summary row: its label and how to read it off a run's summary.
 type Figure<'a> = (&'a str, &'a dyn Fn(&ProcessSummary) -> f64);
-
-/// One model replay: its summary, the per-arena and timeline tables (filled when `rows`),
-/// narenas and the cache block's size.
-#[allow(clippy::too_many_arguments)]
-fn model_run(
-    records: impl Iterator<Item = Result<Record>>,
-    last: u64,
-    config: crate::sizeclass::AllocatorConfig,
-    options: &ProcessOptions,
-    cpus: u32,
-    clock: DecayClock,
-    every: u64,
-    rows: bool,
-    name: &str,
-) -> Result<ModelRun> {
-    let mut model = Process::new(config, options.clone(), cpus)?;
-    model.set_decay_clock(clock);
-    model.set_metadata(crate::process::Metadata::measured_default());
-    let mut per_arena = Table::new(
-        format!("per arena, {name}"),
-        &[
-            "event",
-            "arena",
-            "allocated_bytes",
-            "active_bytes",
-            "tcache_bytes",
-        ],
-    );
-    let mut timeline = Table::new(
-        format!("process timeline of {name}"),
-        &[
-            "event",
-            "live_objects",
-            "requested_bytes",
-            "allocated_bytes",
-            "active_bytes",
-            "tcache_bytes",
-            "time_ns",
-            "resident_bytes",
-            "dirty_bytes",
-            "muzzy_bytes",
-            "retained_bytes",
-            "mapped_bytes",
-        ],
-    );
-    let mut summary = ProcessSummary::default();
-    for (i, r) in records.enumerate() {
-        model.apply(&r?)?;
-        let s = *model.stats();
-        summary.observe(&s);
-        let n = i as u64 + 1;
-        if rows && (n.is_multiple_of(every) || n == last) {
-            for a in model.snapshot().arenas {
-                per_arena.push(vec![
-                    n.into(),
-                    u64::from(a.index).into(),
-                    a.allocated_bytes.into(),
-                    a.active_bytes.into(),
-                    a.tcache_bytes.into(),
-                ]);
-            }
-            timeline.push(
-                [
-                    n,
-                    s.live_objects,
-                    s.requested_bytes,
-                    s.allocated_bytes,
-                    s.active_bytes,
-                    s.tcache_bytes,
-                    s.time_ns,
-                    s.resident_bytes,
-                    s.dirty_bytes,
-                    s.muzzy_bytes,
-                    s.retained_bytes,
-                    s.mapped_bytes,
-                ]
-                .into_iter()
-                .map(Cell::Int)
-                .collect(),
-            );
-        }
-    }
-    Ok((
-        summary,
-        per_arena,
-        timeline,
-        model.narenas(),
-        model.cache_block_bytes(),
-    ))
-}
 
 /// The build and options the process model runs with (also `--blame`'s): the build flags or
 /// the linked jemalloc's, and 5.3.1's deterministic cache GC; `note` says when it was forced.
@@ -411,10 +372,9 @@ pub(super) fn model_setup(
 
 fn run_live(
     args: &ReplayArgs,
-    records: &[Record],
+    trace: ProcessTrace<'_>,
     options: &ProcessOptions,
     name: &str,
-    threads: u32,
 ) -> Result<i32> {
     if args.allocator.explicit_config()?.is_some() || args.disable_large_size_classes.is_some() {
         bail!("--process --live models the live jemalloc's own build: drop --preset and the build flags");
@@ -431,7 +391,8 @@ fn run_live(
     };
     let exe = std::env::current_exe().context("the fragsim executable")?;
     let every = args.every.unwrap_or(1);
-    let r = compare_process_live(&exe, &allocator, records, &options, every, 5)?;
+    let threads = thread_count(trace.records());
+    let r = compare_process_live(&exe, &allocator, trace, &options, every, 5)?;
     let c = &r.comparison;
     super::replay::emit_comparison(&args.output, format!(
             "{name}: process model vs live jemalloc {} ({} threads, {} arenas, baton replay), every {every} events",
@@ -447,18 +408,23 @@ pub struct ChildArgs {
     /// Drive the unprefixed jemalloc preloaded into this process.
     #[arg(long)]
     pub system: bool,
-    /// Replay on the clock: one time (ns from the first record) per record, one a line.
+    /// Replay on the trace's clock (each call at its time from the first).
     #[arg(long)]
-    pub times: Option<PathBuf>,
-    pub records: PathBuf,
+    pub on_clock: bool,
+    /// Multiply the trace's times by this factor (as the parent did).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// The trace (any form `trace::open` reads).
+    pub trace: PathBuf,
 }
 
 pub fn run_child(args: ChildArgs) -> Result<i32> {
-    crate::live::process::run_process_child(
-        &args.records,
-        args.every,
-        args.system,
-        args.times.as_deref(),
-    )?;
+    crate::live::process::run_process_child(&ProcessChildOptions {
+        trace: args.trace,
+        every: args.every,
+        system: args.system,
+        on_clock: args.on_clock,
+        time_scale: args.time_scale,
+    })?;
     Ok(0)
 }

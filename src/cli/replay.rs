@@ -1,12 +1,16 @@
 //! `fragsim replay`: a trace through the arena model (and, with --live, the real jemalloc).
 
 use super::{AllocatorArgs, OutputArgs};
+use crate::engine::{self, RunError};
 use crate::export::{write_atomic, Csv, Table, TableFormat};
-use crate::live::replay::{replay_compare, serve_child, Api, LiveAllocator, LiveOptions};
-use crate::sim::replay::{default_every, timeline_row};
-use crate::sim::{replay, summary_table};
-use crate::sizeclass::{build_name, build_title};
-use crate::trace::Event;
+use crate::live::arena_replay::{
+    compare_builds, replay_compare, serve_child, LiveAllocator, LiveOptions,
+};
+use crate::live::Api;
+use crate::sim::arena_replay::{default_every, timeline_row};
+use crate::sim::{summary_table, ArenaRun};
+use crate::sizeclass::{build_name, build_title, AllocatorConfig};
+use crate::trace::{Record, TraceError};
 use crate::whatif::timeline_columns;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -49,18 +53,46 @@ pub struct ReplayArgs {
     pub blame: super::blame::BlameFlags,
 }
 
-/// Reads a whole trace into memory (any form [`crate::trace::open`] reads).
-pub fn load_trace(path: &Path) -> Result<Vec<Event>> {
-    Ok(crate::trace::open(path)?
-        .events()
-        .collect::<Result<Vec<_>, _>>()?)
+pub fn run(args: ReplayArgs) -> Result<i32> {
+    refuse_options(&args)?;
+    if args.blame.blame {
+        return super::blame::run(&args);
+    }
+    if args.process.process {
+        return super::process::run(&args);
+    }
+    if args.measure.wanted() {
+        return super::measure::run(&args);
+    }
+    if args.live && args.allocator.preset.len() > 1 {
+        return run_live_builds(&args);
+    }
+    if super::whatif::wanted(&args.allocator, &args.whatif) {
+        if args.live || args.disable_large_size_classes.is_some() {
+            bail!("--live and --disable-large-size-classes take one build, not a --preset list or --by-class/--charts");
+        }
+        let builds = super::whatif::builds_from(&args.allocator)?;
+        return super::whatif::run(
+            &args.trace,
+            &builds,
+            &args.whatif,
+            &args.output,
+            args.every,
+            args.timeline.as_deref(),
+        );
+    }
+    let name = trace_name(&args.trace);
+    if args.live {
+        return run_live(&args, &name);
+    }
+    run_model(&args, &name)
 }
 
-pub fn run(args: ReplayArgs) -> Result<i32> {
+/// Options that do not apply are refused, not ignored; outputs never overwrite the trace.
+fn refuse_options(args: &ReplayArgs) -> Result<()> {
     if args.every == Some(0) {
         bail!("--every 0: give a positive number of events");
     }
-    // Options that do not apply are refused, not ignored.
     if args.whatif.top.is_some()
         && !args.whatif.by_class
         && args.whatif.charts.is_none()
@@ -103,40 +135,18 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
             ("--chart", args.process.chart.as_deref()),
         ],
     )?;
-    if args.blame.blame {
-        return super::blame::run(&args);
-    }
-    if args.process.process {
-        return super::process::run(&args);
-    }
-    if args.measure.wanted() {
-        return super::measure::run(&args);
-    }
-    if args.live && args.allocator.preset.len() > 1 {
-        return run_live_builds(&args);
-    }
-    if super::whatif::wanted(&args.allocator, &args.whatif) {
-        if args.live || args.disable_large_size_classes.is_some() {
-            bail!("--live and --disable-large-size-classes take one build, not a --preset list or --by-class/--charts");
-        }
-        let builds = super::whatif::builds_from(&args.allocator)?;
-        return super::whatif::run(
-            &args.trace,
-            &builds,
-            &args.whatif,
-            &args.output,
-            args.every,
-            args.timeline.as_deref(),
-        );
-    }
-    let name = args
-        .trace
+    Ok(())
+}
+
+/// The trace's file stem, the name tables and titles use.
+fn trace_name(trace: &Path) -> String {
+    trace
         .file_stem()
-        .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-    if args.live {
-        let events = load_trace(&args.trace)?;
-        return run_live(&args, &events, &name);
-    }
+        .map_or("trace".into(), |s| s.to_string_lossy().to_string())
+}
+
+/// One build through the model, one engine pass: the summary, and the timeline if asked.
+fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
     // The default is the linked jemalloc's build, as for every command.
     let mut config = args.allocator.config()?;
     if let Some(v) = args.disable_large_size_classes {
@@ -147,7 +157,7 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
         format!("timeline of {name}, {}", build_title(&config)),
         &timeline_columns(),
     );
-    let mut on_row = |s: &crate::sim::ArenaStats| {
+    let on_row = |s: &crate::sim::ArenaStats| {
         if args.timeline.is_some() {
             let mut row = vec![build.as_str().into()];
             row.extend(timeline_row(s));
@@ -158,25 +168,15 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     let opened = crate::trace::open(&args.trace)?;
     let summary = if let Some(count) = opened.events_hint() {
         let every = args.every.unwrap_or_else(|| default_every(count));
-        let mut read_error = None;
-        let events = opened.events().map_while(|r| match r {
-            Ok(e) => Some(e),
-            Err(e) => {
-                read_error = Some(e);
-                None
-            }
-        });
-        let summary = replay(config, events, every, &mut on_row)?;
-        if let Some(e) = read_error {
-            return Err(e.into());
-        }
-        summary
+        replay_one(config, opened.records(), every, on_row)?
     } else {
-        let events = opened.events().collect::<Result<Vec<_>, _>>()?;
-        let every = args
-            .every
-            .unwrap_or_else(|| default_every(events.len() as u64));
-        replay(config, events, every, &mut on_row)?
+        let records = opened.records().collect::<Result<Vec<_>, _>>()?;
+        let calls = records
+            .iter()
+            .filter(|r| matches!(r, Record::Call(_)))
+            .count();
+        let every = args.every.unwrap_or_else(|| default_every(calls as u64));
+        replay_one(config, records.into_iter().map(Ok), every, on_row)?
     };
     if let Some(path) = &args.timeline {
         write_atomic(path, Csv.render(&timeline)?.as_bytes())?;
@@ -189,7 +189,23 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
+/// `records` through one [`ArenaRun`] driven by the engine.
+fn replay_one(
+    config: AllocatorConfig,
+    records: impl IntoIterator<Item = Result<Record, TraceError>>,
+    every: u64,
+    on_row: impl FnMut(&crate::sim::ArenaStats) + Send,
+) -> Result<crate::sim::ReplaySummary> {
+    let mut run = [ArenaRun::new(config, every, on_row)?];
+    engine::run(records, &mut run, &|_| {}).map_err(|e| match e {
+        RunError::Trace(e) => anyhow::Error::from(e),
+        RunError::Consumer(e) => e.into(),
+    })?;
+    let [run] = run;
+    Ok(run.finish())
+}
+
+fn run_live(args: &ReplayArgs, name: &str) -> Result<i32> {
     let allocator = match (&args.system_jemalloc, args.disable_large_size_classes) {
         (Some(_), Some(_)) => {
             bail!("--disable-large-size-classes cannot be set for a system jemalloc")
@@ -213,7 +229,7 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
         }
         check_build_flags(args, &linked)?;
     }
-    let result = replay_compare(events, &options)?;
+    let result = replay_compare(args.trace.as_path(), &options)?;
     check_build_flags(args, &result.config)?;
     let c = &result.comparison;
     emit_comparison(
@@ -320,11 +336,7 @@ fn run_live_builds(args: &ReplayArgs) -> Result<i32> {
         .iter()
         .map(|b| live_allocator_for(b, &linked))
         .collect::<Result<Vec<_>>>()?;
-    let events = load_trace(&args.trace)?;
-    let name = args
-        .trace
-        .file_stem()
-        .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+    let name = trace_name(&args.trace);
     let every = args.every.unwrap_or(1);
     let mut table = Table::new(
         format!(
@@ -339,16 +351,20 @@ fn run_live_builds(args: &ReplayArgs) -> Result<i32> {
             "values_mismatched",
         ],
     );
+    let options = LiveOptions {
+        every,
+        allocator: LiveAllocator::Linked,
+        child_exe: Some(std::env::current_exe().context("the fragsim executable")?),
+        keep: 5,
+    };
+    let named: Vec<_> = builds
+        .iter()
+        .map(|b| b.name.clone())
+        .zip(allocators)
+        .collect();
+    let results = compare_builds(args.trace.as_path(), &named, &options)?;
     let mut mismatches = Vec::new();
-    for (build, allocator) in builds.iter().zip(allocators) {
-        let options = LiveOptions {
-            every,
-            allocator,
-            child_exe: Some(std::env::current_exe().context("the fragsim executable")?),
-            keep: 5,
-        };
-        let result =
-            replay_compare(&events, &options).with_context(|| format!("build '{}'", build.name))?;
+    for (build, result) in builds.iter().zip(&results) {
         if result.config != build.config {
             bail!(
                 "build '{}': the live allocator turned out to be {}",
@@ -396,7 +412,7 @@ fn check_build_flags(args: &ReplayArgs, live: &crate::sizeclass::AllocatorConfig
     Ok(())
 }
 
-/// Hidden: the child side of a live replay (events from FILE, snapshots to stdout).
+/// Hidden: the child side of a live replay (the trace file opened here, snapshots to stdout).
 #[derive(Args, Debug)]
 pub struct ChildArgs {
     /// Compare every K events.
@@ -405,12 +421,11 @@ pub struct ChildArgs {
     /// Drive the unprefixed jemalloc preloaded into this process, not the linked one.
     #[arg(long)]
     pub system: bool,
-    pub events: PathBuf,
+    /// The trace (any form `trace::open` reads).
+    pub trace: PathBuf,
 }
 
 pub fn run_child(args: ChildArgs) -> Result<i32> {
-    let file = std::fs::File::open(&args.events)
-        .with_context(|| format!("cannot open '{}'", args.events.display()))?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let api = if args.system {
@@ -418,6 +433,6 @@ pub fn run_child(args: ChildArgs) -> Result<i32> {
     } else {
         Api::linked()
     };
-    serve_child(file, args.every, api, &mut out)?;
+    serve_child(&args.trace, args.every, api, &mut out)?;
     Ok(0)
 }

@@ -205,7 +205,7 @@ pub fn run(
     let every = match (every, timeline.is_some(), args.charts.is_some()) {
         (Some(k), _, _) => Some(k),
         (None, false, false) => None,
-        (None, true, _) => Some(crate::sim::replay::default_every(events)),
+        (None, true, _) => Some(crate::sim::arena_replay::default_every(events)),
         (None, false, true) => Some(crate::whatif::chart_every(events)),
     };
     let progress = Progress::new(events * builds.len() as u64);

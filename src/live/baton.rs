@@ -4,15 +4,14 @@
 //! reader.
 //! See [`crate::live::process`] for why it is built this way.
 
+use super::arena_replay::{mib, read_mib, Api};
 use super::relay::{Baton, Step, Work};
-use super::replay::{mib, read_mib, Api};
 use crate::process::{ArenaSnapshot, ProcessSnapshot};
 use crate::sim::BinStats;
 use crate::trace::{Event, Record};
 use anyhow::{ensure, Context, Result};
 use std::ffi::c_void;
 use std::io::{BufWriter, Write};
-use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// Set by the constructor: the manual arena's index + 1 (0: not run), or a negative error.
@@ -40,13 +39,13 @@ extern "C" fn child_constructor() {
             return;
         }
         CONSTRUCTOR_NS.store(monotonic_ns(), Ordering::SeqCst);
-        let mallctl: super::replay::MallctlFn = if *which == b's' as libc::c_char {
+        let mallctl: super::arena_replay::MallctlFn = if *which == b's' as libc::c_char {
             let p = libc::dlsym(libc::RTLD_DEFAULT, c"mallctl".as_ptr());
             if p.is_null() {
                 MANUAL_ARENA.store(-1, Ordering::SeqCst);
                 return;
             }
-            std::mem::transmute::<*mut c_void, super::replay::MallctlFn>(p)
+            std::mem::transmute::<*mut c_void, super::arena_replay::MallctlFn>(p)
         } else {
             tikv_jemalloc_sys::mallctl
         };
@@ -364,12 +363,12 @@ fn ops_of(records: &[Record]) -> Result<(Vec<Op>, usize, usize)> {
     Ok((ops, live.len(), threads))
 }
 
-/// The child's side: replays `records` (text form) on one pthread per trace thread and
-/// prints a header (the build as JSON, then `narenas N`) and a snapshot every `every` events.
+/// The child's side: replays `records` on one pthread per trace thread and prints a header
+/// (the build as JSON, then `narenas N`, then `baseline`) and a snapshot every `every` events.
 /// With `times` (one per op, ns from the first), each op waits for its time and every
 /// snapshot line is followed by a decay line (`crate::live::decay`).
 pub fn serve_process_child(
-    text: &str,
+    records: &[Record],
     every: u64,
     api: Api,
     times: Option<&[u64]>,
@@ -389,59 +388,83 @@ pub fn serve_process_child(
     };
     writeln!(out, "{}", serde_json::to_string(&config)?)?;
     writeln!(out, "narenas {narenas} oversize {oversize}")?;
-    // What start-up left live in arena 0 (the model starts from it).
-    {
-        let a0 = arena_mibs(&api, 0, 0)?;
-        // SAFETY: writing epoch takes a uint64_t.
-        unsafe { api.write("epoch", 1u64)? };
-        writeln!(
-            out,
-            "baseline {} {}",
-            read_mib(&api, &a0.large)?,
-            read_mib(&api, &a0.small)?
-        )?;
+    write_baseline(&api, out)?;
+    let (ops, nids, nthreads) = ops_of(records)?;
+    if let Some(times) = times {
+        ensure!(
+            times.len() == ops.len(),
+            "{} times for {} records",
+            times.len(),
+            ops.len()
+        );
     }
-    let records = crate::process::records_from_text(text)?;
-    let (ops, nids, nthreads) = ops_of(&records)?;
-    // Automatic arenas and the huge one (index narenas).
-    // (Without a huge arena the manual one takes index narenas: skip it.)
-    let arenas = (0..=narenas)
-        .filter(|&i| i as usize != manual)
-        .map(|i| Ok((i, arena_mibs(&api, i as usize, nbins)?)))
-        .collect::<Result<Vec<_>>>()?;
-    let reader = Reader {
-        api,
-        epoch: mib(&api, "epoch")?,
-        allocated: mib(&api, "stats.allocated")?,
-        active: mib(&api, "stats.active")?,
-        arenas,
-        manual: arena_mibs(&api, manual, nbins)?,
-        page: config.page(),
-    };
+    let reader = Reader::new(api, manual, narenas, nbins, config.page())?;
     let work = ProcessWork {
         api,
         ops,
         ptrs: (0..nids).map(|_| AtomicU64::new(0)).collect(),
     };
-    let mut baton = Baton::start(&work, nthreads)?;
+    let clock = match times {
+        Some(times) => Some((
+            times,
+            super::decay::ClockReader::new(&api, manual, narenas)?,
+        )),
+        None => None,
+    };
+    replay_spans(&work, nthreads, every, &reader, clock, out)
+}
+
+/// What start-up left live in arena 0 (the model starts from it): `baseline LARGE SMALL`.
+fn write_baseline(api: &Api, out: &mut impl Write) -> Result<()> {
+    let a0 = arena_mibs(api, 0, 0)?;
+    // SAFETY: writing epoch takes a uint64_t.
+    unsafe { api.write("epoch", 1u64)? };
+    writeln!(
+        out,
+        "baseline {} {}",
+        read_mib(api, &a0.large)?,
+        read_mib(api, &a0.small)?
+    )?;
+    Ok(())
+}
+
+impl Reader {
+    /// The automatic arenas and the huge one (index `narenas`); without a huge arena the
+    /// manual one takes index `narenas`: skipped.
+    fn new(api: Api, manual: usize, narenas: u32, nbins: usize, page: u64) -> Result<Self> {
+        let arenas = (0..=narenas)
+            .filter(|&i| i as usize != manual)
+            .map(|i| Ok((i, arena_mibs(&api, i as usize, nbins)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Reader {
+            api,
+            epoch: mib(&api, "epoch")?,
+            allocated: mib(&api, "stats.allocated")?,
+            active: mib(&api, "stats.active")?,
+            arenas,
+            manual: arena_mibs(&api, manual, nbins)?,
+            page,
+        })
+    }
+}
+
+/// Runs the ops span by span on the baton (one call at a time at its time when `clock` is
+/// given), a snapshot line after each span (and a decay line on the clock).
+fn replay_spans(
+    work: &ProcessWork,
+    nthreads: usize,
+    every: u64,
+    reader: &Reader,
+    clock: Option<(&[u64], super::decay::ClockReader)>,
+    out: &mut impl Write,
+) -> Result<()> {
+    let mut baton = Baton::start(work, nthreads)?;
     let step = |i: usize| Step {
         thread: work.ops[i].thread as usize,
         exit: work.ops[i].kind == OP_EXIT,
     };
-    if let Some(times) = times {
-        ensure!(
-            times.len() == work.ops.len(),
-            "{} times for {} records",
-            times.len(),
-            work.ops.len()
-        );
-    }
-    let clock = match times {
-        Some(_) => Some(super::decay::ClockReader::new(&api, manual, narenas)?),
-        None => None,
-    };
     let meta = match &clock {
-        Some(c) => Some(c.header()?),
+        Some((_, c)) => Some(c.header()?),
         None => None,
     };
     let start = monotonic_ns();
@@ -454,9 +477,9 @@ pub fn serve_process_child(
     let mut from = 0;
     while from < last {
         let to = (from / every + 1).saturating_mul(every).min(last);
-        let ran = match times {
+        let ran = match &clock {
             // On the trace's clock: one call at a time, each at its time.
-            Some(times) => (from..to).try_for_each(|i| {
+            Some((times, _)) => (from..to).try_for_each(|i| {
                 super::decay::sleep_until(start + times[i]);
                 baton.run_span(i, i + 1, step)
             }),
@@ -468,7 +491,7 @@ pub fn serve_process_child(
             return Ok(());
         }
         write_snapshot(out, &reader.snapshot(to as u64)?)?;
-        if let Some(c) = &clock {
+        if let Some((_, c)) = &clock {
             c.write_line(out, monotonic_ns() - start)?;
         }
         from = to;
@@ -477,28 +500,42 @@ pub fn serve_process_child(
     Ok(())
 }
 
-/// Writes the child's output to stdout (buffered) and leaves at once: workers still
-/// parked are not woken (their caches would flush at exit, after the comparison).
-pub fn run_process_child(
-    path: &Path,
-    every: u64,
-    system: bool,
-    times: Option<&Path>,
-) -> Result<()> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read '{}'", path.display()))?;
-    let times = match times {
-        Some(p) => Some(super::decay::read_times(p)?),
-        None => None,
+/// What the process child is asked for (`fragsim __process-live-child`'s arguments).
+#[derive(Clone, Debug)]
+pub struct ProcessChildOptions {
+    /// The trace it opens itself.
+    pub trace: std::path::PathBuf,
+    pub every: u64,
+    /// Drive the unprefixed jemalloc preloaded into the process, not the linked one.
+    pub system: bool,
+    /// Replay on the trace's clock (each call at its time from the first).
+    pub on_clock: bool,
+    /// Multiply the trace's times by this ([`crate::process::scale_times`]).
+    pub time_scale: f64,
+}
+
+/// Reads the trace, writes the child's output to stdout (buffered) and leaves at once:
+/// workers still parked are not woken (their caches would flush at exit, after the
+/// comparison).
+pub fn run_process_child(options: &ProcessChildOptions) -> Result<()> {
+    let mut records = crate::trace::read_all(&options.trace)?;
+    records.retain(|r| !matches!(r, Record::Site { .. }));
+    if options.time_scale != 1.0 {
+        crate::process::scale_times(&mut records, options.time_scale);
+    }
+    let times = match options.on_clock {
+        true => Some(super::decay::relative_times(&records)?),
+        false => None,
     };
-    let api = if system {
+    let api = if options.system {
         Api::system()?
     } else {
         Api::linked()
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    if let Err(e) = serve_process_child(&text, every, api, times.as_deref(), &mut out) {
+    let served = serve_process_child(&records, options.every, api, times.as_deref(), &mut out);
+    if let Err(e) = served {
         writeln!(out, "error {e:#}")?;
     }
     out.flush()?;

@@ -10,14 +10,14 @@
 //! The parent ([`live_clock_run`]) runs the child once and returns every checkpoint; the
 //! comparison with the model over seeds is [`crate::live::decay_compare`].
 
+use super::arena_replay::{mib, read_mib, Api};
 use super::baton::monotonic_ns;
-use super::process::{child_command, parse_snapshot, ProcessAllocator};
-use super::replay::{mib, parse_config, read_mib, Api};
-use crate::process::{to_text, ProcessOptions, ProcessSnapshot};
+use super::process::{child_command, parse_header, parse_snapshot, ProcessAllocator, ProcessTrace};
+use crate::process::{ProcessOptions, ProcessSnapshot};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Record;
 use anyhow::{bail, ensure, Context, Result};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -41,19 +41,6 @@ pub(super) fn sleep_until(deadline_ns: u64) {
         )
     } == libc::EINTR
     {}
-}
-
-/// The times file: one ns offset per line.
-pub(super) fn read_times(path: &Path) -> Result<Vec<u64>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read '{}'", path.display()))?;
-    text.lines()
-        .map(|l| {
-            l.trim()
-                .parse::<u64>()
-                .context("bad time in the times file")
-        })
-        .collect()
 }
 
 /// MIBs of one arena's page statistics.
@@ -241,87 +228,36 @@ pub fn relative_times(records: &[Record]) -> Result<Vec<u64>> {
 pub fn live_clock_run(
     exe: &Path,
     allocator: &ProcessAllocator,
-    records: &[Record],
+    trace: ProcessTrace<'_>,
     options: &ProcessOptions,
     every: u64,
 ) -> Result<LiveClockRun> {
-    let times = relative_times(records)?;
-    let input = temp_file_with(&to_text(records), "temporary record file")?;
-    let mut text = String::with_capacity(times.len() * 10);
-    for t in &times {
-        text.push_str(&t.to_string());
-        text.push('\n');
-    }
-    let times_file = temp_file_with(&text, "temporary times file")?;
+    // The child computes the same times from the records it reads (`relative_times`).
+    relative_times(trace.records())?;
+    let input = trace.child_args()?;
     let mut command = child_command(exe, allocator, options)?;
-    command
-        .args(["--every", &every.max(1).to_string(), "--times"])
-        .arg(times_file.path())
-        .arg(input.path());
-    let all = run_clock_child(exe, &mut command)?;
-    parse_clock_output(&all)
-}
-
-/// A temporary file holding `text` (`what` names it in the error).
-fn temp_file_with(text: &str, what: &'static str) -> Result<tempfile::NamedTempFile> {
-    let mut file = tempfile::NamedTempFile::new().context(what)?;
-    file.write_all(text.as_bytes())?;
-    file.flush()?;
-    Ok(file)
-}
-
-/// Runs the clock child `command` to its end; returns its output lines (at least the four
-/// header lines), or its error line or failure as the error.
-fn run_clock_child(exe: &Path, command: &mut std::process::Command) -> Result<Vec<String>> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start '{}'", exe.display()))?;
-    let _registration = crate::cleanup::stop_on_interrupt(child.id());
-    let stdout = child.stdout.take().context("child stdout")?;
-    let mut lines = BufReader::new(stdout).lines();
-    let mut all = Vec::new();
-    for l in lines.by_ref() {
-        all.push(l?);
-    }
-    let status = child.wait()?;
-    let mut err = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
+    command.args(["--every", &every.max(1).to_string(), "--on-clock"]);
+    input.add_to(&mut command);
+    // Stopped with the parent if the run is interrupted (Ctrl-C).
+    let child = crate::cleanup::GuardedChild::spawn(
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .with_context(|| format!("cannot start '{}'", exe.display()))?;
+    let output = child.wait_with_output()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let all: Vec<&str> = text.lines().collect();
     if let Some(e) = all.iter().find_map(|l| l.strip_prefix("error ")) {
         bail!("live process replay: {e}");
     }
     ensure!(
-        status.success() && all.len() >= 4,
+        output.status.success() && all.len() >= 4,
         "the live process child failed: {}",
-        err.trim()
+        String::from_utf8_lossy(&output.stderr).trim()
     );
-    Ok(all)
-}
-
-/// The clock child's output: its build, header, clock line, then (snapshot, decay) pairs.
-fn parse_clock_output(all: &[String]) -> Result<LiveClockRun> {
-    let config = parse_config(&all[0])?;
-    let narenas: u32 = all[1]
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .with_context(|| format!("bad child header '{}'", all[1]))?;
-    let base: Vec<u64> = all[2]
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    let [residue, small] = base[..] else {
-        bail!("bad child header '{}'", all[2])
-    };
-    ensure!(
-        small == 0,
-        "the live child's start-up left {small} small bytes in arena 0 (not modelled)"
-    );
+    let header = parse_header(all[0], all[1], all[2])?;
     let clock: Vec<u64> = all[3]
         .strip_prefix("clock ")
         .with_context(|| format!("bad clock line '{}'", all[3]))?
@@ -339,9 +275,9 @@ fn parse_clock_output(all: &[String]) -> Result<LiveClockRun> {
         checkpoints.push((parse_snapshot(s)?, parse_decay(d)?));
     }
     Ok(LiveClockRun {
-        config,
-        narenas,
-        residue,
+        config: header.config,
+        narenas: header.narenas,
+        residue: header.residue,
         start_ns,
         metadata0,
         metadata_fresh,

@@ -4,7 +4,7 @@
 //! mean over seeds, and its error against the real mean beside the real spread.
 
 use super::decay::{live_clock_run, LiveClockRun};
-use super::process::ProcessAllocator;
+use super::process::{ProcessAllocator, ProcessTrace};
 use super::replayed_clock::{replayed_times, restamp, Reported};
 use crate::process::{machine_coarse_clock_ns, DecayClock, Metadata, Process, ProcessOptions};
 use crate::sizeclass::JemallocVersion;
@@ -198,18 +198,20 @@ pub fn replayed_clock_for(version: JemallocVersion, options: &ProcessOptions) ->
 
 /// Runs `runs` live replays on the trace's clock and `runs` model runs, and compares them at
 /// every `every` events. `exe` is the fragsim executable.
-pub fn compare_on_clock(
+pub fn compare_on_clock<'a>(
     exe: &Path,
     allocator: &ProcessAllocator,
-    records: &[Record],
+    trace: impl Into<ProcessTrace<'a>>,
     options: &ProcessOptions,
     every: u64,
     runs: usize,
     seed: u64,
 ) -> Result<ClockComparison> {
     ensure!(runs > 0, "no runs asked for");
+    let trace = trace.into();
+    let records = trace.records();
     let lives = (0..runs)
-        .map(|_| live_clock_run(exe, allocator, records, options, every))
+        .map(|_| live_clock_run(exe, allocator, trace, options, every))
         .collect::<Result<Vec<_>>>()?;
     let at: Vec<u64> = lives[0].checkpoints.iter().map(|c| c.0.event).collect();
     for l in &lives {

@@ -2,6 +2,8 @@
 //! one, `nallocx`. Nothing here decides anything; [`crate::validate`] compares the model
 //! with what these read.
 
+mod arena_child;
+pub mod arena_replay;
 mod baton;
 mod build;
 pub mod ctl;
@@ -9,7 +11,6 @@ pub mod decay;
 pub mod decay_compare;
 pub mod process;
 pub mod relay;
-pub mod replay;
 pub mod replayed_clock;
 
 pub use baton::manual_arena;
@@ -17,3 +18,7 @@ pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
 pub use ctl::{
     in_private_arena, nallocx, read_isize, refresh_stats, Api, ArenaUsage, PrivateArena,
 };
+
+/// The module's former name (`live::replay`), for callers outside the crate.
+#[doc(hidden)]
+pub use arena_replay as replay;

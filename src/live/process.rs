@@ -14,15 +14,15 @@
 //! nothing but the trace's calls. `stats.allocated`/`stats.active` are read and the manual
 //! arena's share subtracted.
 
-pub use super::baton::{run_process_child, serve_process_child};
-use super::replay::parse_config;
-use crate::process::{
-    compare_snapshots, to_text, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot,
-};
+use super::arena_replay::parse_config;
+pub use super::baton::{run_process_child, serve_process_child, ProcessChildOptions};
+use crate::engine::{self, Consumer, RunError};
+use crate::process::{compare_snapshots, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot};
 use crate::sim::{BinStats, Comparison};
-use crate::trace::Record;
+use crate::sizeclass::AllocatorConfig;
+use crate::trace::{Call, Fields, Record, TraceError};
 use anyhow::{bail, ensure, Context, Result};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -89,12 +89,114 @@ pub struct ProcessLiveComparison {
     pub residue_bytes: u64,
 }
 
-/// Replays `records` through the process model and a live child side by side, comparing
-/// every `every` events and after the last. `exe` is the fragsim executable.
-pub fn compare_process_live(
+/// The trace of a live process replay: the records this process models, and what the child
+/// opens to replay them (it reads the trace file itself).
+#[derive(Clone, Copy, Debug)]
+pub enum ProcessTrace<'a> {
+    /// `records` as read from the trace at `path` (calls and exits; sites may be dropped),
+    /// their times multiplied by `time_scale` ([`crate::process::scale_times`], which the child
+    /// applies too).
+    File {
+        path: &'a Path,
+        records: &'a [Record],
+        time_scale: f64,
+    },
+    /// Records in memory (a generated trace): the child gets them as a binary trace written
+    /// once to a temporary folder, removed on success, failure and interrupt.
+    Records(&'a [Record]),
+}
+
+impl<'a> From<&'a [Record]> for ProcessTrace<'a> {
+    fn from(records: &'a [Record]) -> Self {
+        ProcessTrace::Records(records)
+    }
+}
+
+impl<'a> From<&'a Vec<Record>> for ProcessTrace<'a> {
+    fn from(records: &'a Vec<Record>) -> Self {
+        ProcessTrace::Records(records)
+    }
+}
+
+impl<'a> ProcessTrace<'a> {
+    pub fn records(&self) -> &'a [Record] {
+        match *self {
+            ProcessTrace::File { records, .. } | ProcessTrace::Records(records) => records,
+        }
+    }
+
+    /// The child's trace arguments (`--time-scale F` and the path), and the temporary folder
+    /// to keep until it exits.
+    pub(super) fn child_args(&self) -> Result<ChildTrace> {
+        match *self {
+            ProcessTrace::File {
+                path, time_scale, ..
+            } => Ok(ChildTrace {
+                path: path.to_path_buf(),
+                time_scale,
+                _temporary: None,
+            }),
+            ProcessTrace::Records(records) => {
+                let dir = tempfile::tempdir().context("temporary folder for the child's trace")?;
+                // An interrupt exits without running destructors: remove the folder then too.
+                let registration = crate::cleanup::remove_on_interrupt(dir.path());
+                let path = dir.path().join("records.trace");
+                write_without_sites(&path, records)?;
+                Ok(ChildTrace {
+                    path,
+                    time_scale: 1.0,
+                    _temporary: Some((dir, registration)),
+                })
+            }
+        }
+    }
+}
+
+/// The trace a process child reads: its path, the time scale it applies, and the temporary
+/// folder holding it if it is one.
+pub(super) struct ChildTrace {
+    path: std::path::PathBuf,
+    time_scale: f64,
+    _temporary: Option<(tempfile::TempDir, crate::cleanup::Registration)>,
+}
+
+impl ChildTrace {
+    /// Adds the trace to the child's command line.
+    pub(super) fn add_to(&self, command: &mut Command) {
+        if self.time_scale != 1.0 {
+            command.args(["--time-scale", &self.time_scale.to_string()]);
+        }
+        command.arg(&self.path);
+    }
+}
+
+/// `records` as a binary trace with their threads and times (the child has no use for sites,
+/// whose definitions the caller may have dropped).
+fn write_without_sites(path: &Path, records: &[Record]) -> Result<()> {
+    let calls = records.iter().filter(|r| !matches!(r, Record::Site { .. }));
+    let fields = calls.clone().fold(Fields::NONE, |f, r| {
+        let g = Fields::of(r);
+        Fields {
+            threads: f.threads || g.threads,
+            times: f.times || g.times,
+            sites: false,
+        }
+    });
+    let unsited = calls.map(|r| match r {
+        Record::Call(c) => Ok(Record::Call(Call { site: None, ..*c })),
+        other => Ok(other.clone()),
+    });
+    crate::trace::write_records(path, fields, unsited)?;
+    Ok(())
+}
+
+/// Replays the trace through the process model and a live child side by side (the model an
+/// engine consumer reading the child's snapshots), comparing every `every` events and after
+/// the last. `exe` is the fragsim executable.
+pub fn compare_process_live<'a>(
     exe: &Path,
     allocator: &ProcessAllocator,
-    records: &[Record],
+    trace: impl Into<ProcessTrace<'a>>,
     options: &ProcessOptions,
     every: u64,
     keep: usize,
@@ -105,59 +207,93 @@ pub fn compare_process_live(
         options.experimental_tcache_gc != Some(true),
         "experimental_tcache_gc:true runs on a 10 ms wall clock and cannot be compared event by event: compare it on the trace's clock with --honour-clock"
     );
-    let mut input = tempfile::NamedTempFile::new().context("temporary record file")?;
-    input.write_all(to_text(records).as_bytes())?;
-    input.flush()?;
+    let trace = trace.into();
+    let input = trace.child_args()?;
     let mut command = child_command(exe, allocator, options)?;
-    command
-        .args(["--every", &every.max(1).to_string()])
-        .arg(input.path());
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot start '{}'", exe.display()))?;
-    let _registration = crate::cleanup::stop_on_interrupt(child.id());
+    command.args(["--every", &every.max(1).to_string()]);
+    input.add_to(&mut command);
+    // Stopped with the parent if the run is interrupted (Ctrl-C).
+    let mut child = crate::cleanup::GuardedChild::spawn(
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .with_context(|| format!("cannot start '{}'", exe.display()))?;
     let stdout = child.stdout.take().context("child stdout")?;
     let mut lines = BufReader::new(stdout).lines();
-    let mut header = || -> Result<String> {
+    let header = match read_header(&mut lines) {
+        Ok(header) => header,
+        Err(e) => {
+            let err = stderr_of(&mut child);
+            let _ = child.wait();
+            bail!("{e}: {}", err.trim());
+        }
+    };
+    let mut run = [ProcessCompare::new(&header, options, lines, every, keep)?];
+    let records = trace
+        .records()
+        .iter()
+        .filter(|r| !matches!(r, Record::Site { .. }))
+        .map(|r| Ok::<_, TraceError>(r.clone()));
+    engine::run(records, &mut run, &|_| {}).map_err(|e| match e {
+        RunError::Trace(e) => anyhow::Error::from(e),
+        RunError::Consumer(e) => e,
+    })?;
+    let [mut run] = run;
+    run.finish()?;
+    let status = child.wait()?;
+    if !status.success() {
+        let err = stderr_of(&mut child);
+        bail!("the live process child failed: {}", err.trim());
+    }
+    Ok(run.result(&header))
+}
+
+fn stderr_of(child: &mut std::process::Child) -> String {
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    err
+}
+
+/// The process child's header: its build, `narenas`, and what its start-up left in arena 0.
+pub(super) struct ChildHeader {
+    pub config: AllocatorConfig,
+    pub narenas: u32,
+    /// Large bytes start-up left live in arena 0 (the model's `replayer_start`).
+    pub residue: u64,
+}
+
+type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
+/// Reads and checks the header's three lines (`error ...` if the child refused the trace).
+pub(super) fn read_header(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+) -> Result<ChildHeader> {
+    let mut next = || -> Result<String> {
         match lines.next() {
             Some(l) => Ok(l?),
             None => bail!("the live process child printed nothing"),
         }
     };
-    let first = header();
-    let second = header();
-    let third = header();
-    let (first, second, third) = match (first, second, third) {
-        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
-        (a, b, c) => {
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            let _ = child.wait();
-            let e = a.err().or(b.err()).or(c.err());
-            bail!(
-                "{}: {}",
-                e.map_or(String::new(), |e| e.to_string()),
-                err.trim()
-            );
-        }
-    };
+    let (first, second, third) = (next(), next(), next());
+    let (first, second, third) = (first?, second?, third?);
+    parse_header(&first, &second, &third)
+}
+
+/// The header from its three lines.
+pub(super) fn parse_header(first: &str, second: &str, third: &str) -> Result<ChildHeader> {
     if let Some(err) = first.strip_prefix("error ") {
         bail!("live process replay: {err}");
     }
-    let config = parse_config(&first)?;
+    let config = parse_config(first)?;
     let narenas: u32 = second
         .split_whitespace()
         .nth(1)
         .and_then(|n| n.parse().ok())
         .with_context(|| format!("bad child header '{second}'"))?;
-    let mut model_options = options.clone();
-    model_options.narenas = Some(narenas);
-    model_options.experimental_tcache_gc = Some(false);
     let base: Vec<u64> = third
         .split_whitespace()
         .skip(1)
@@ -170,50 +306,107 @@ pub fn compare_process_live(
         small == 0,
         "the live child's start-up left {small} small bytes in arena 0 (not modelled)"
     );
-    let mut model = Process::new(config, model_options, 1)?;
-    model.replayer_start(residue)?;
-    let mut comparison = Comparison::default();
-    let calls: Vec<&Record> = records
-        .iter()
-        .filter(|r| !matches!(r, Record::Site { .. }))
-        .collect();
-    let last = calls.len() as u64;
-    let mut threads = 0;
-    let (mut peak_active_predicted, mut peak_active_measured) = (0, 0);
-    for (i, r) in calls.iter().enumerate() {
-        if let Record::Call(c) = r {
-            threads = threads.max(c.thread as usize + 1);
-        }
-        model.apply(r)?;
-        let n = i as u64 + 1;
-        if n.is_multiple_of(every.max(1)) || n == last {
-            let line = lines
-                .next()
-                .context("the live process child stopped early")??;
-            let (predicted, measured) = (model.snapshot(), parse_snapshot(&line)?);
-            peak_active_predicted = peak_active_predicted.max(predicted.active_bytes);
-            peak_active_measured = peak_active_measured.max(measured.active_bytes);
-            compare_snapshots(&predicted, &measured, keep, &mut comparison);
-        }
-    }
-    let status = child.wait()?;
-    if !status.success() {
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        bail!("the live process child failed: {}", err.trim());
-    }
-    Ok(ProcessLiveComparison {
-        version: config.version.as_str().to_string(),
+    Ok(ChildHeader {
+        config,
         narenas,
-        threads,
-        events: last,
-        comparison,
-        peak_active_measured,
-        peak_active_predicted,
-        residue_bytes: residue,
+        residue,
     })
+}
+
+/// The process model beside the live child, compared at every `every`-th record (calls and
+/// thread exits) and after the last: one engine consumer.
+struct ProcessCompare {
+    model: Process,
+    lines: Lines,
+    every: u64,
+    keep: usize,
+    records: u64,
+    threads: usize,
+    comparison: Comparison,
+    peak_active_predicted: u64,
+    peak_active_measured: u64,
+}
+
+impl Consumer for ProcessCompare {
+    type Error = anyhow::Error;
+
+    fn call(&mut self, _index: u64, call: &Call) -> Result<()> {
+        self.threads = self.threads.max(call.thread as usize + 1);
+        self.step(&Record::Call(*call))
+    }
+
+    fn thread_exit_at(&mut self, thread: u32, _index: u64, time_ns: Option<u64>) -> Result<()> {
+        self.step(&Record::ThreadExit { thread, time_ns })
+    }
+}
+
+impl ProcessCompare {
+    fn new(
+        header: &ChildHeader,
+        options: &ProcessOptions,
+        lines: Lines,
+        every: u64,
+        keep: usize,
+    ) -> Result<Self> {
+        let mut model_options = options.clone();
+        model_options.narenas = Some(header.narenas);
+        model_options.experimental_tcache_gc = Some(false);
+        let mut model = Process::new(header.config, model_options, 1)?;
+        model.replayer_start(header.residue)?;
+        Ok(ProcessCompare {
+            model,
+            lines,
+            every: every.max(1),
+            keep,
+            records: 0,
+            threads: 0,
+            comparison: Comparison::default(),
+            peak_active_predicted: 0,
+            peak_active_measured: 0,
+        })
+    }
+
+    fn step(&mut self, record: &Record) -> Result<()> {
+        self.model.apply(record)?;
+        self.records += 1;
+        if self.records.is_multiple_of(self.every) {
+            self.compare()?;
+        }
+        Ok(())
+    }
+
+    fn compare(&mut self) -> Result<()> {
+        let line = self
+            .lines
+            .next()
+            .context("the live process child stopped early")??;
+        let (predicted, measured) = (self.model.snapshot(), parse_snapshot(&line)?);
+        self.peak_active_predicted = self.peak_active_predicted.max(predicted.active_bytes);
+        self.peak_active_measured = self.peak_active_measured.max(measured.active_bytes);
+        compare_snapshots(&predicted, &measured, self.keep, &mut self.comparison);
+        Ok(())
+    }
+
+    /// The comparison after the last record, if it fell between two.
+    fn finish(&mut self) -> Result<()> {
+        if !self.records.is_multiple_of(self.every) {
+            self.compare()?;
+        }
+        Ok(())
+    }
+
+    fn result(self, header: &ChildHeader) -> ProcessLiveComparison {
+        ProcessLiveComparison {
+            version: header.config.version.as_str().to_string(),
+            narenas: header.narenas,
+            threads: self.threads,
+            events: self.records,
+            comparison: self.comparison,
+            peak_active_measured: self.peak_active_measured,
+            peak_active_predicted: self.peak_active_predicted,
+            residue_bytes: header.residue,
+        }
+    }
 }
 
 /// The process child under `allocator`, its `MALLOC_CONF` from `options` (decay included):

@@ -327,7 +327,7 @@ pub fn replay(
 /// Under jemalloc: its build (as the process child prints it) and the large bytes start-up
 /// left live in arena 0 (the process model starts from them), read before the baseline.
 fn jemalloc_build(allocator: Allocator) -> Result<Option<(String, u64)>, MeasureError> {
-    use crate::live::replay::Api;
+    use crate::live::arena_replay::Api;
     let api = match allocator {
         Allocator::Jemalloc531 => Api::linked(),
         Allocator::Jemalloc => {

@@ -141,7 +141,7 @@ struct ModelSide {
 /// caches, arenas for this machine's CPUs, 5.3.1's deterministic cache GC): one arena
 /// would leave out what the threads' caches and arenas hold.
 fn model_side(records: &[Record], every: u64) -> Result<ModelSide, MeasureError> {
-    let config = crate::live::replay::Api::linked()
+    let config = crate::live::arena_replay::Api::linked()
         .config()
         .map_err(|e| MeasureError::child_input(&format!("the linked jemalloc's build: {e:#}")))?;
     let threaded = records.iter().any(|r| match r {
@@ -377,7 +377,7 @@ fn to_run(
     drop_unkept_figures(&mut report);
     let jemalloc = match (&report.jemalloc_config, report.jemalloc_arena0_large) {
         (Some(json), Some(arena0_large)) => Some(JemallocBuild {
-            config: crate::live::replay::parse_config(json)
+            config: crate::live::arena_replay::parse_config(json)
                 .map_err(|e| fail(&format!("its build: {e:#}")))?,
             arena0_large,
         }),

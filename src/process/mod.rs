@@ -16,11 +16,13 @@ mod model;
 mod options;
 mod tcache;
 pub mod timed;
+pub mod trace_run;
 
 pub use compare::compare_snapshots;
 pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
 pub use model::{DecayClock, HeldBlock, LiveObject, Metadata, Process};
 pub use options::{machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions};
+pub use trace_run::{ProcessRows, ProcessRun, ProcessRunResult};
 
 use crate::sim::{Arena, BinStats, SimError};
 use crate::trace::ThreadId;

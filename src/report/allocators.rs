@@ -29,7 +29,7 @@ fn measure_trace(path: &Path, name: &str, exe: &Path) -> Result<Measurement> {
         &records,
         &MeasureOptions {
             allocators: Allocator::ALL.to_vec(),
-            every: crate::sim::replay::default_every(calls as u64),
+            every: crate::sim::arena_replay::default_every(calls as u64),
             exe: exe.to_path_buf(),
             env: Vec::new(),
         },

@@ -9,8 +9,8 @@
 
 use super::{write_table, SectionOutput};
 use crate::export::{Cell, Table};
+use crate::live::arena_replay::Api;
 use crate::live::process::{compare_process_live, ProcessAllocator};
-use crate::live::replay::Api;
 use crate::process::{Process, ProcessOptions};
 use crate::sim::Arena;
 use crate::sizeclass::AllocatorConfig;

@@ -4,7 +4,7 @@
 use super::Written;
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Markdown, Table, TableFormat};
-use crate::live::replay::{replay_compare, LiveOptions};
+use crate::live::arena_replay::{replay_compare, LiveOptions};
 use crate::whatif::{
     chart_every, class_table, figures, parse_builds, replay_trace, trace_events, whatif_table,
     Build, BuildReplay, ReplayOptions, REPORT_BUILDS,
@@ -308,14 +308,11 @@ pub fn replay_program(path: &Path, options: &ProgramsOptions) -> Result<ProgramR
 
 /// The model against the live jemalloc on the trace at `path`.
 pub fn live_check(path: &Path, events: u64, options: &LiveOptions) -> Result<LiveCheck> {
-    let events_list = crate::trace::open(path)?
-        .events()
-        .collect::<Result<Vec<_>, _>>()?;
     let options = LiveOptions {
         every: events.div_ceil(LIVE_SNAPSHOTS).max(1),
         ..options.clone()
     };
-    let result = replay_compare(&events_list, &options)
+    let result = replay_compare(path, &options)
         .with_context(|| format!("live check of '{}'", path.display()))?;
     Ok(LiveCheck {
         build: result.config.label(),

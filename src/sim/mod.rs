@@ -7,19 +7,19 @@
 //! the live allocator (`crate::live` replays the same traces through jemalloc to prove it).
 
 mod arena;
+pub mod arena_replay;
 pub mod compare;
 pub mod decay;
 mod memo;
 mod pac;
 mod ph;
-pub mod replay;
 mod smoothstep;
 pub mod workload;
 
 pub(crate) use arena::SlabPlace;
 pub use arena::{Arena, ExtentView, PageSets};
+pub use arena_replay::{summary_table, ArenaRun, ReplaySummary};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
-pub use replay::{replay, summary_table, ReplaySummary};
 pub use workload::{random_trace, WorkloadSpec};
 
 use serde::Serialize;

@@ -19,7 +19,7 @@ pub use progress::{Progress, ProgressObserver};
 pub use text::{validation_markdown, validation_table};
 
 use crate::experiments::sweep::{SizeRange, SweepSpec};
-use crate::live::replay::{replay_validation, ReplayCheck};
+use crate::live::arena_replay::{replay_validation, ReplayCheck};
 use crate::live::LiveBuild;
 use crate::sizeclass::{AllocatorConfig, SizeClasses};
 use anyhow::Result;

@@ -3,7 +3,7 @@
 use super::process_validation_table;
 use super::Validation;
 use crate::export::{Markdown, Table, TableFormat};
-use crate::live::replay::replay_validation_table;
+use crate::live::arena_replay::replay_validation_table;
 use anyhow::Result;
 
 /// All checks as one table: predicted beside measured.

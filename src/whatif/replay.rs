@@ -3,7 +3,7 @@
 
 use super::builds::Build;
 use super::ledger::{Ledger, LedgerError};
-use crate::sim::replay::excess_ratio;
+use crate::sim::arena_replay::excess_ratio;
 use crate::sizeclass::{ClassKind, ConfigError, SizeClasses};
 use crate::trace::Event;
 use serde::Serialize;
@@ -157,7 +157,7 @@ pub struct BuildReplay {
 
 impl BuildReplay {
     /// allocated / requested − 1 at the active peak, as `fragsim replay` for one build
-    /// (`crate::sim::replay::ReplaySummary`) defines it; 0 when nothing was requested.
+    /// (`crate::sim::arena_replay::ReplaySummary`) defines it; 0 when nothing was requested.
     pub fn internal_fragmentation(&self) -> f64 {
         let p = &self.at_peak;
         excess_ratio(p.requested + p.rounding, p.requested)

@@ -123,9 +123,9 @@ pub fn timeline_table(title: &str, replays: &[BuildReplay]) -> Table {
 }
 
 /// The timeline's columns, whatever the flags: the build, then
-/// [`crate::sim::replay::TIMELINE_COLUMNS`].
+/// [`crate::sim::arena_replay::TIMELINE_COLUMNS`].
 pub fn timeline_columns() -> Vec<&'static str> {
     let mut columns = vec!["build"];
-    columns.extend_from_slice(crate::sim::replay::TIMELINE_COLUMNS);
+    columns.extend_from_slice(crate::sim::arena_replay::TIMELINE_COLUMNS);
     columns
 }

@@ -1,9 +1,11 @@
-//! Replaying a whole trace through the model: the summary users read and the timeline rows.
+//! A whole trace through the one-arena model under one build (`fragsim replay TRACE`): the
+//! engine consumer, the summary users read and the timeline rows.
 
 use super::{Arena, ArenaStats, SimError};
+use crate::engine::Consumer;
 use crate::export::{Cell, Table};
 use crate::sizeclass::AllocatorConfig;
-use crate::trace::Event;
+use crate::trace::Call;
 use serde::Serialize;
 
 /// The columns of a timeline row, in order (the first five are fixed by the CLI's contract).
@@ -90,31 +92,50 @@ pub fn default_every(events: u64) -> u64 {
     (events / 1000).max(1)
 }
 
-/// Replays `events` through a fresh model of `config`; `on_row` sees the statistics every
-/// `every` events and after the last one. Streams: memory follows live objects, not events.
-pub fn replay(
-    config: AllocatorConfig,
-    events: impl IntoIterator<Item = Event>,
+/// One build's replay as an [`engine`](crate::engine) consumer: a fresh model of the build,
+/// its peaks after every call, and `on_row` given the statistics every `every` calls and
+/// after the last ([`ArenaRun::finish`]). Streams: memory follows live objects, not calls.
+pub struct ArenaRun<F> {
+    arena: Arena,
+    summary: ReplaySummary,
     every: u64,
-    mut on_row: impl FnMut(&ArenaStats),
-) -> Result<ReplaySummary, SimError> {
-    let mut arena = Arena::new(config)?;
-    let mut summary = ReplaySummary::default();
-    let every = every.max(1);
-    for e in events {
-        arena.apply(e)?;
-        let s = arena.stats();
-        summary.observe(s);
-        if s.events.is_multiple_of(every) {
-            on_row(s);
+    on_row: F,
+}
+
+impl<F: FnMut(&ArenaStats) + Send> ArenaRun<F> {
+    pub fn new(config: AllocatorConfig, every: u64, on_row: F) -> Result<Self, SimError> {
+        Ok(ArenaRun {
+            arena: Arena::new(config)?,
+            summary: ReplaySummary::default(),
+            every: every.max(1),
+            on_row,
+        })
+    }
+
+    /// The summary, once the engine has fed every call (the last row given if not yet).
+    pub fn finish(mut self) -> ReplaySummary {
+        let last = *self.arena.stats();
+        self.summary.final_stats = last;
+        if !last.events.is_multiple_of(self.every) {
+            (self.on_row)(&last);
         }
+        self.summary
     }
-    let last = arena.stats();
-    summary.final_stats = *last;
-    if !last.events.is_multiple_of(every) {
-        on_row(last);
+}
+
+impl<F: FnMut(&ArenaStats) + Send> Consumer for ArenaRun<F> {
+    type Error = SimError;
+
+    #[inline]
+    fn call(&mut self, _index: u64, call: &Call) -> Result<(), SimError> {
+        self.arena.apply(call.event)?;
+        let s = self.arena.stats();
+        self.summary.observe(s);
+        if s.events.is_multiple_of(self.every) {
+            (self.on_row)(s);
+        }
+        Ok(())
     }
-    Ok(summary)
 }
 
 /// The summary as a two-column table (statistic, value).

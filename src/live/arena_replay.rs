@@ -3,18 +3,22 @@
 //! ([`crate::sim::Arena`]) at the same events.
 //!
 //! `opt.disable_large_size_classes` can only be set when jemalloc starts, so a replay for the
-//! other setting runs in a child process (`fragsim __replay-live-child`) started with
-//! `_RJEM_MALLOC_CONF`; the child streams its snapshots back as text lines.
+//! other setting runs in a child process (`fragsim __replay-live-child TRACE`) started with
+//! `_RJEM_MALLOC_CONF`; the child opens the trace file itself and streams its snapshots back
+//! as text lines. Either way the comparison is an engine consumer ([`replay_compare`],
+//! [`compare_builds`]: one pass for any number of builds).
 
+pub(crate) use super::arena_child::parse_config;
+pub use super::arena_child::serve_child;
+use super::arena_child::{ChildAllocator, ChildReplay};
 use super::ctl::read_bool;
+use crate::engine::{self, Consumer, RunError};
 use crate::sim::{compare, Arena, ArenaStats, BinStats, Comparison, Snapshot};
 use crate::sizeclass::AllocatorConfig;
-use crate::trace::Event;
+use crate::trace::{Call, Event, Record, TraceError};
 use anyhow::{bail, ensure, Context, Result};
 use std::ffi::c_void;
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use tikv_jemalloc_sys as sys;
 
 pub use super::ctl::Api;
@@ -200,6 +204,10 @@ impl LiveArena {
     }
 }
 
+// SAFETY: the pointers are this arena's own allocations, used by one thread at a time (the
+// owner's); jemalloc frees a pointer of an explicit arena from any thread.
+unsafe impl Send for LiveArena {}
+
 impl Drop for LiveArena {
     fn drop(&mut self) {
         for p in self.ptrs.drain(..) {
@@ -259,54 +267,248 @@ pub struct LiveComparison {
     pub final_stats: ArenaStats,
 }
 
-fn is_snapshot_event(event: u64, every: u64, last: u64) -> bool {
-    event.is_multiple_of(every.max(1)) || event == last
+/// The trace of a live replay: a file (a child opens it itself; this process reads it through
+/// the engine), or events in memory (a random trace: a child gets them as a binary trace,
+/// written once to a temporary folder removed on success, failure and interrupt).
+#[derive(Clone, Copy, Debug)]
+pub enum ArenaTrace<'a> {
+    File(&'a Path),
+    Events(&'a [Event]),
 }
 
-/// Replays `events` through the model and the live jemalloc side by side and compares
-/// them every `options.every` events.
-pub fn replay_compare(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
-    let linked = read_bool("opt.disable_large_size_classes").unwrap_or(false);
-    let child = |how: ChildAllocator| -> Result<LiveComparison> {
-        let exe = options
-            .child_exe
-            .as_deref()
-            .context("this live replay runs in a child process and needs the fragsim executable")?;
-        compare_in_child(exe, how, events, options)
-    };
-    match &options.allocator {
-        LiveAllocator::Linked => compare_in_process(events, options),
-        LiveAllocator::LinkedWith(v) if *v == linked => compare_in_process(events, options),
-        LiveAllocator::LinkedWith(v) => child(ChildAllocator::Linked(*v)),
-        LiveAllocator::System(lib) => child(ChildAllocator::System(lib.clone())),
+impl<'a> From<&'a Path> for ArenaTrace<'a> {
+    fn from(path: &'a Path) -> Self {
+        ArenaTrace::File(path)
     }
 }
 
-enum ChildAllocator {
-    Linked(bool),
-    System(std::path::PathBuf),
+impl<'a> From<&'a [Event]> for ArenaTrace<'a> {
+    fn from(events: &'a [Event]) -> Self {
+        ArenaTrace::Events(events)
+    }
 }
 
-fn compare_in_process(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
-    let config = Api::linked().config()?;
-    let mut model = Arena::new(config)?;
-    let mut live = LiveArena::new()?;
-    let last = events.len() as u64;
-    let mut tally = Tally::new(options.keep);
-    for (i, &e) in events.iter().enumerate() {
-        model.apply(e)?;
-        live.apply(e)?;
-        let n = i as u64 + 1;
-        if is_snapshot_event(n, options.every, last) {
-            tally.push(model.snapshot(), live.snapshot()?);
+impl<'a> From<&'a Vec<Event>> for ArenaTrace<'a> {
+    fn from(events: &'a Vec<Event>) -> Self {
+        ArenaTrace::Events(events)
+    }
+}
+
+impl ArenaTrace<'_> {
+    /// The trace's records (a file is opened here, so a bad one is refused before any child
+    /// starts).
+    fn records<'b>(self) -> Result<Box<dyn Iterator<Item = Result<Record, TraceError>> + 'b>>
+    where
+        Self: 'b,
+    {
+        Ok(match self {
+            ArenaTrace::File(path) => Box::new(crate::trace::open(path)?.records()),
+            ArenaTrace::Events(events) => {
+                Box::new(events.iter().map(|&e| Ok(Record::Call(Call::plain(e)))))
+            }
+        })
+    }
+
+    /// The trace file a child opens: the caller's, or the events written to a temporary one.
+    fn for_child(self) -> Result<ChildTrace> {
+        match self {
+            ArenaTrace::File(path) => Ok(ChildTrace {
+                path: path.to_path_buf(),
+                _temporary: None,
+            }),
+            ArenaTrace::Events(events) => {
+                let dir = tempfile::tempdir().context("temporary folder for the child's trace")?;
+                // An interrupt exits without running destructors: remove the folder then too.
+                let registration = crate::cleanup::remove_on_interrupt(dir.path());
+                let path = dir.path().join("events.trace");
+                crate::trace::write_trace(&path, events.iter().map(|&e| Ok(e)))?;
+                Ok(ChildTrace {
+                    path,
+                    _temporary: Some((dir, registration)),
+                })
+            }
         }
     }
-    let total = tally.finish();
-    Ok(LiveComparison {
-        config,
-        comparison: total,
-        final_stats: *model.stats(),
-    })
+}
+
+/// The trace file a child reads, and the temporary folder holding it if it is one.
+struct ChildTrace {
+    path: std::path::PathBuf,
+    _temporary: Option<(tempfile::TempDir, crate::cleanup::Registration)>,
+}
+
+/// Replays the trace through the model and the live jemalloc side by side (one engine pass)
+/// and compares them every `options.every` events.
+pub fn replay_compare<'a>(
+    trace: impl Into<ArenaTrace<'a>>,
+    options: &LiveOptions,
+) -> Result<LiveComparison> {
+    let one = [(None, options.allocator.clone())];
+    let mut all = compare_all(trace.into(), &one, options)?;
+    Ok(all.remove(0))
+}
+
+/// [`replay_compare`] for several builds at once, each `(name, live allocator)`: one engine
+/// pass, one consumer per build (in parallel), the results in order; an error names its
+/// build.
+pub fn compare_builds<'a>(
+    trace: impl Into<ArenaTrace<'a>>,
+    builds: &[(String, LiveAllocator)],
+    options: &LiveOptions,
+) -> Result<Vec<LiveComparison>> {
+    let named: Vec<_> = builds
+        .iter()
+        .map(|(name, a)| (Some(name.as_str()), a.clone()))
+        .collect();
+    compare_all(trace.into(), &named, options)
+}
+
+fn compare_all(
+    trace: ArenaTrace<'_>,
+    builds: &[(Option<&str>, LiveAllocator)],
+    options: &LiveOptions,
+) -> Result<Vec<LiveComparison>> {
+    let records = trace.records()?;
+    let linked = read_bool("opt.disable_large_size_classes").unwrap_or(false);
+    let places: Vec<Place> = builds.iter().map(|(_, a)| Place::of(a, linked)).collect();
+    let input = match places.iter().any(|p| !matches!(p, Place::InProcess)) {
+        true => Some(trace.for_child()?),
+        false => None,
+    };
+    let mut runs = Vec::with_capacity(builds.len());
+    for (place, (name, _)) in places.into_iter().zip(builds) {
+        let label = name.map(|n| format!("build '{n}'"));
+        let mut run =
+            ArenaCompare::start(place, input.as_ref(), options).map_err(|e| labelled(e, &label))?;
+        run.label = label;
+        runs.push(run);
+    }
+    engine::run(records, &mut runs, &|_| {}).map_err(|e| match e {
+        RunError::Trace(e) => anyhow::Error::from(e),
+        RunError::Consumer(e) => e,
+    })?;
+    runs.into_iter().map(ArenaCompare::finish).collect()
+}
+
+fn labelled(e: anyhow::Error, label: &Option<String>) -> anyhow::Error {
+    match label {
+        Some(l) => e.context(l.clone()),
+        None => e,
+    }
+}
+
+/// Where a live replay runs.
+enum Place {
+    InProcess,
+    Child(ChildAllocator),
+}
+
+impl Place {
+    /// `linked`: this process's `disable_large_size_classes`.
+    fn of(allocator: &LiveAllocator, linked: bool) -> Place {
+        match allocator {
+            LiveAllocator::Linked => Place::InProcess,
+            LiveAllocator::LinkedWith(v) if *v == linked => Place::InProcess,
+            LiveAllocator::LinkedWith(v) => Place::Child(ChildAllocator::Linked(*v)),
+            LiveAllocator::System(lib) => Place::Child(ChildAllocator::System(lib.clone())),
+        }
+    }
+}
+
+/// Where the measured statistics come from: a private arena of this process, or the snapshot
+/// lines of a child replaying the same trace.
+enum Measured {
+    InProcess(LiveArena),
+    Child(ChildReplay),
+}
+
+/// The model beside the live allocator, compared every `every` calls and after the last: one
+/// engine consumer.
+struct ArenaCompare {
+    config: AllocatorConfig,
+    model: Arena,
+    measured: Measured,
+    tally: Tally,
+    every: u64,
+    calls: u64,
+    /// What an error names (`build 'NAME'`) when several builds run at once.
+    label: Option<String>,
+}
+
+impl Consumer for ArenaCompare {
+    type Error = anyhow::Error;
+
+    fn call(&mut self, _index: u64, call: &Call) -> Result<()> {
+        self.step(call).map_err(|e| labelled(e, &self.label))
+    }
+}
+
+impl ArenaCompare {
+    fn step(&mut self, call: &Call) -> Result<()> {
+        self.model.apply(call.event)?;
+        if let Measured::InProcess(live) = &mut self.measured {
+            live.apply(call.event)?;
+        }
+        self.calls += 1;
+        if self.calls.is_multiple_of(self.every) {
+            self.compare()?;
+        }
+        Ok(())
+    }
+
+    fn start(place: Place, input: Option<&ChildTrace>, options: &LiveOptions) -> Result<Self> {
+        let (config, measured) = match place {
+            Place::InProcess => (
+                Api::linked().config()?,
+                Measured::InProcess(LiveArena::new()?),
+            ),
+            Place::Child(how) => {
+                let exe = options.child_exe.as_deref().context(
+                    "this live replay runs in a child process and needs the fragsim executable",
+                )?;
+                let input = input.context("the child's trace")?;
+                let (config, child) = ChildReplay::start(exe, &how, &input.path, options.every)?;
+                (config, Measured::Child(child))
+            }
+        };
+        Ok(ArenaCompare {
+            config,
+            model: Arena::new(config)?,
+            measured,
+            tally: Tally::new(options.keep),
+            every: options.every.max(1),
+            calls: 0,
+            label: None,
+        })
+    }
+
+    fn compare(&mut self) -> Result<()> {
+        let measured = match &mut self.measured {
+            Measured::InProcess(live) => live.snapshot()?,
+            Measured::Child(child) => child.snapshot()?,
+        };
+        self.tally.push(self.model.snapshot(), measured);
+        Ok(())
+    }
+
+    fn finish(self) -> Result<LiveComparison> {
+        let label = self.label.clone();
+        self.end().map_err(|e| labelled(e, &label))
+    }
+
+    fn end(mut self) -> Result<LiveComparison> {
+        if !self.calls.is_multiple_of(self.every) {
+            self.compare()?;
+        }
+        if let Measured::Child(child) = self.measured {
+            child.wait()?;
+        }
+        Ok(LiveComparison {
+            config: self.config,
+            comparison: self.tally.finish(),
+            final_stats: *self.model.stats(),
+        })
+    }
 }
 
 /// Snapshots compared in batches as they arrive, so memory stays bounded on long traces.
@@ -360,226 +562,6 @@ fn merge(total: &mut Comparison, part: Comparison, keep: usize) {
             total.first.push(m);
         }
     }
-}
-
-/// Writes events in the child's input format: one line each, `a id size align`,
-/// `f id`, `r id size`.
-fn write_events(events: &[Event], out: &mut impl Write) -> std::io::Result<()> {
-    for e in events {
-        match *e {
-            Event::Alloc { id, size, align } => writeln!(out, "a {id} {size} {align}")?,
-            Event::Free { id } => writeln!(out, "f {id}")?,
-            Event::Realloc { id, size } => writeln!(out, "r {id} {size}")?,
-        }
-    }
-    Ok(())
-}
-
-/// Parses events in the child's line format (blank lines and `#` comments skipped); errors
-/// name the line.
-pub fn parse_events(text: &str) -> Result<Vec<Event>> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|(i, l)| parse_event(l).with_context(|| format!("line {}", i + 1)))
-        .collect()
-}
-
-fn parse_event(line: &str) -> Result<Event> {
-    let f: Vec<&str> = line.split_whitespace().collect();
-    let num = |i: usize| -> Result<u64> {
-        f.get(i)
-            .context("short line")?
-            .parse()
-            .with_context(|| format!("bad number in '{line}'"))
-    };
-    Ok(match f.first().copied() {
-        Some("a") => Event::Alloc {
-            id: num(1)? as u32,
-            size: num(2)?,
-            align: num(3)?,
-        },
-        Some("f") => Event::Free { id: num(1)? as u32 },
-        Some("r") => Event::Realloc {
-            id: num(1)? as u32,
-            size: num(2)?,
-        },
-        _ => bail!("bad event line '{line}'"),
-    })
-}
-
-/// The child's side: reads events (the format of `write_events`) from `input`, replays
-/// them in a private arena, and prints the build, then one line per snapshot.
-pub fn serve_child(input: impl Read, every: u64, api: Api, out: &mut impl Write) -> Result<()> {
-    let config = api.config()?;
-    writeln!(out, "{}", serde_json::to_string(&config)?)?;
-    let events = BufReader::new(input)
-        .lines()
-        .map(|l| parse_event(&l?))
-        .collect::<Result<Vec<_>>>()?;
-    let mut live = LiveArena::with_api(api)?;
-    let last = events.len() as u64;
-    for (i, e) in events.into_iter().enumerate() {
-        if let Err(err) = live.apply(e) {
-            writeln!(out, "error {err:#}")?;
-            return Ok(());
-        }
-        let n = i as u64 + 1;
-        if is_snapshot_event(n, every, last) {
-            let s = live.snapshot()?;
-            write!(
-                out,
-                "s {} {} {}",
-                s.event, s.allocated_bytes, s.active_bytes
-            )?;
-            for b in &s.bins {
-                write!(out, " {} {} {}", b.curregs, b.curslabs, b.nonfull_slabs)?;
-            }
-            writeln!(out)?;
-        }
-    }
-    out.flush()?;
-    Ok(())
-}
-
-fn parse_snapshot(line: &str) -> Result<Snapshot> {
-    if let Some(err) = line.strip_prefix("error ") {
-        bail!("live replay: {err}");
-    }
-    let nums = line
-        .strip_prefix("s ")
-        .with_context(|| format!("bad snapshot line from the child: '{line}'"))?
-        .split(' ')
-        .map(|t| t.parse::<u64>().context("bad number from the child"))
-        .collect::<Result<Vec<_>>>()?;
-    ensure!(
-        nums.len() >= 3 && (nums.len() - 3) % 3 == 0,
-        "bad snapshot line"
-    );
-    Ok(Snapshot {
-        event: nums[0],
-        allocated_bytes: nums[1],
-        active_bytes: nums[2],
-        bins: nums[3..]
-            .chunks(3)
-            .map(|c| BinStats {
-                curregs: c[0],
-                curslabs: c[1],
-                nonfull_slabs: c[2],
-            })
-            .collect(),
-    })
-}
-
-/// The live-replay child's command line for `how`, reading `events`; and the
-/// `disable_large_size_classes` its jemalloc must report (`None`: a system jemalloc, which
-/// has its own).
-fn child_command(
-    exe: &Path,
-    how: &ChildAllocator,
-    events: &Path,
-    every: u64,
-) -> Result<(Command, Option<bool>)> {
-    let mut command = Command::new(exe);
-    command
-        .args(["__replay-live-child", "--every", &every.max(1).to_string()])
-        .arg(events);
-    let expect_rounding = match how {
-        ChildAllocator::Linked(v) => {
-            command.env(
-                "_RJEM_MALLOC_CONF",
-                format!("disable_large_size_classes:{v},dirty_decay_ms:-1,muzzy_decay_ms:-1"),
-            );
-            Some(*v)
-        }
-        ChildAllocator::System(lib) => {
-            ensure!(lib.is_file(), "no jemalloc library at '{}'", lib.display());
-            command
-                .arg("--system")
-                .env("LD_PRELOAD", lib)
-                .env("MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1");
-            None
-        }
-    };
-    Ok((command, expect_rounding))
-}
-
-fn compare_in_child(
-    exe: &Path,
-    how: ChildAllocator,
-    events: &[Event],
-    options: &LiveOptions,
-) -> Result<LiveComparison> {
-    let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
-    // An interrupt exits without running destructors: remove the event file then too.
-    let _remove_input = crate::cleanup::remove_on_interrupt(input.path());
-    {
-        let mut w = BufWriter::new(input.as_file_mut());
-        write_events(events, &mut w)?;
-        w.flush()?;
-    }
-    let (mut command, expect_rounding) = child_command(exe, &how, input.path(), options.every)?;
-    // Stopped with the parent if the run is interrupted (Ctrl-C).
-    let mut child = crate::cleanup::GuardedChild::spawn(
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped()),
-    )
-    .with_context(|| format!("cannot start '{}'", exe.display()))?;
-    let stdout = child.stdout.take().context("child stdout")?;
-    let mut lines = BufReader::new(stdout).lines();
-    let header = match lines.next() {
-        Some(line) => line?,
-        None => {
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            let _ = child.wait();
-            bail!("the live replay child printed nothing: {}", err.trim());
-        }
-    };
-    let config: AllocatorConfig = parse_config(&header)?;
-    if let Some(v) = expect_rounding {
-        ensure!(
-            config.large_page_rounding == v,
-            "the child's jemalloc ignored disable_large_size_classes:{v} (this build has no such option?)"
-        );
-    }
-    let mut model = Arena::new(config)?;
-    let last = events.len() as u64;
-    let mut tally = Tally::new(options.keep);
-    for (i, &e) in events.iter().enumerate() {
-        model.apply(e)?;
-        let n = i as u64 + 1;
-        if is_snapshot_event(n, options.every, last) {
-            let line = lines.next().context("the child stopped early")??;
-            tally.push(model.snapshot(), parse_snapshot(&line)?);
-        }
-    }
-    let total = tally.finish();
-    let status = child.wait()?;
-    if !status.success() {
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        bail!("the live replay child failed: {}", err.trim());
-    }
-    Ok(LiveComparison {
-        config,
-        comparison: total,
-        final_stats: *model.stats(),
-    })
-}
-
-/// The child's header: the build as JSON (`AllocatorConfig`'s serialised form, written from
-/// the child's [`Api::config`]), checked as any build is.
-pub(crate) fn parse_config(line: &str) -> Result<AllocatorConfig> {
-    let config: AllocatorConfig = serde_json::from_str(line).context("child header")?;
-    config.validate()?;
-    Ok(config)
 }
 
 /// One random trace replayed model-versus-live, for `fragsim validate` and the report.
