@@ -14,6 +14,7 @@ mod layout;
 mod measure;
 pub mod output;
 mod process;
+mod progress;
 mod project;
 mod record;
 mod record_native;

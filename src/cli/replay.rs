@@ -1,10 +1,11 @@
 //! `fragsim replay`: a trace through the arena model (and, with --live, the real jemalloc).
 
 use super::{AllocatorArgs, OutputArgs};
-use crate::export::{write_atomic, Csv, Table, TableFormat};
-use crate::live::replay::{replay_compare, serve_child, Api, LiveAllocator, LiveOptions};
+use crate::export::{write_atomic, Csv, Record, Table, TableFormat};
+use super::progress::replay_compare;
+use crate::live::replay::{default_live_every, serve_child, Api, LiveAllocator, LiveOptions};
 use crate::sim::replay::{default_every, timeline_row};
-use crate::sim::{replay, summary_table};
+use crate::sim::{replay, summary_record};
 use crate::sizeclass::{build_name, build_title};
 use crate::trace::Event;
 use crate::whatif::timeline_columns;
@@ -24,7 +25,9 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub disable_large_size_classes: Option<bool>,
     /// Timeline rows (and, with --live, comparisons) every K events; always after the last.
-    /// Default: about 1,000 timeline rows; every event under --live.
+    /// Default: about 1,000 timeline rows; under --live every event up to 10,000 events, then
+    /// about 10,000 comparisons, at most 100 events apart (a few seconds per million events;
+    /// --every 1 compares every event).
     #[arg(long, allow_negative_numbers = true)]
     pub every: Option<u64>,
     /// Write the timeline CSV here.
@@ -181,11 +184,12 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     if let Some(path) = &args.timeline {
         write_atomic(path, Csv.render(&timeline)?.as_bytes())?;
     }
-    let table = summary_table(
+    let record = summary_record(
         &summary,
         &format!("replay of {name} on the model of {}", build_title(&config)),
+        &build,
     );
-    args.output.emit(&table)?;
+    args.output.emit_record(&record)?;
     Ok(0)
 }
 
@@ -199,7 +203,9 @@ fn run_live(args: &ReplayArgs, events: &[Event], name: &str) -> Result<i32> {
         (None, None) => LiveAllocator::Linked,
     };
     let options = LiveOptions {
-        every: args.every.unwrap_or(1),
+        every: args
+            .every
+            .unwrap_or_else(|| default_live_every(events.len() as u64)),
         allocator,
         child_exe: Some(std::env::current_exe().context("the fragsim executable")?),
         keep: 5,
@@ -236,27 +242,7 @@ pub(super) fn emit_comparison(
     events: u64,
     c: &crate::sim::Comparison,
 ) -> Result<i32> {
-    let mut table = Table::new(title, &["statistic", "value"]);
-    for (k, v) in [
-        ("events", events),
-        ("snapshots compared", c.snapshots),
-        ("values compared", c.values),
-        ("snapshots mismatched", c.mismatched_snapshots),
-        ("values mismatched", c.mismatched_values),
-    ] {
-        table.push(vec![k.into(), v.into()]);
-    }
-    for m in &c.first {
-        table.push(vec![
-            format!(
-                "mismatch at event {}: {} (predicted, measured)",
-                m.event, m.statistic
-            )
-            .into(),
-            format!("{}, {}", m.predicted, m.measured).into(),
-        ]);
-    }
-    output.emit(&table)?;
+    output.emit_record(&comparison_record(title, events, c))?;
     if c.is_exact() {
         Ok(0)
     } else {
@@ -268,6 +254,34 @@ pub(super) fn emit_comparison(
         }
         Ok(1)
     }
+}
+
+/// A live comparison's named fields; the first mismatches in one text field.
+fn comparison_record(title: String, events: u64, c: &crate::sim::Comparison) -> Record {
+    let mut r = Record::new(title);
+    r.field("events", "events", events)
+        .field("snapshots_compared", "snapshots compared", c.snapshots)
+        .field("values_compared", "values compared", c.values)
+        .field(
+            "snapshots_mismatched",
+            "snapshots mismatched",
+            c.mismatched_snapshots,
+        )
+        .field("values_mismatched", "values mismatched", c.mismatched_values);
+    if !c.first.is_empty() {
+        let first: Vec<String> = c
+            .first
+            .iter()
+            .map(|m| {
+                format!(
+                    "event {} {}: predicted {}, measured {}",
+                    m.event, m.statistic, m.predicted, m.measured
+                )
+            })
+            .collect();
+        r.field("first_mismatches", "first mismatches", first.join("; "));
+    }
+    r
 }
 
 /// The live allocator that runs `build`'s model, or why none on this machine does: the
@@ -325,7 +339,9 @@ fn run_live_builds(args: &ReplayArgs) -> Result<i32> {
         .trace
         .file_stem()
         .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-    let every = args.every.unwrap_or(1);
+    let every = args
+        .every
+        .unwrap_or_else(|| default_live_every(events.len() as u64));
     let mut table = Table::new(
         format!(
             "{name}: each build's model vs the live jemalloc that runs it, every {every} events"

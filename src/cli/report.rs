@@ -68,6 +68,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
         options.validate = ValidateOptions::full();
     }
     options.validate.progress = super::validate::progress_bar();
+    options.bump_arena_progress = super::progress::later_bar("bump-arena");
     options.bump_arena.vectors = args.arena_vectors;
     options.bump_arena_runs = args.arena_runs;
     options.fragsim_exe = std::env::current_exe().ok();

@@ -6,6 +6,7 @@
 //! other setting runs in a child process (`fragsim __replay-live-child`) started with
 //! `_RJEM_MALLOC_CONF`; the child streams its snapshots back as text lines.
 
+use crate::progress::Progress;
 use super::ctl::read_bool;
 use crate::sim::{compare, Arena, ArenaStats, BinStats, Comparison, Snapshot};
 use crate::sizeclass::AllocatorConfig;
@@ -249,6 +250,24 @@ impl Default for LiveOptions {
     }
 }
 
+/// Comparisons a live replay makes by default on a long trace: each reads jemalloc's
+/// statistics (about 230 µs measured on `python-dict.trace`, against under 1 µs an event), so
+/// a long trace is compared at evenly spaced events.
+pub const DEFAULT_LIVE_COMPARISONS: u64 = 10_000;
+
+/// The widest default spacing: a comparison at least every 100 events, so a long trace is
+/// still checked closely (and costs seconds per million events).
+pub const MAX_DEFAULT_LIVE_EVERY: u64 = 100;
+
+/// The default spacing of a live comparison of `events` events: every event up to
+/// [`DEFAULT_LIVE_COMPARISONS`] events, then about that many comparisons, at most
+/// [`MAX_DEFAULT_LIVE_EVERY`] events apart.
+pub fn default_live_every(events: u64) -> u64 {
+    events
+        .div_ceil(DEFAULT_LIVE_COMPARISONS)
+        .clamp(1, MAX_DEFAULT_LIVE_EVERY)
+}
+
 /// A model-versus-live run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LiveComparison {
@@ -266,17 +285,42 @@ fn is_snapshot_event(event: u64, every: u64, last: u64) -> bool {
 /// Replays `events` through the model and the live jemalloc side by side and compares
 /// them every `options.every` events.
 pub fn replay_compare(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
+    replay_compare_with(events, options, &Progress::default())
+}
+
+/// [`replay_compare`], telling `progress` of the events replayed (one step, "events").
+pub fn replay_compare_with(
+    events: &[Event],
+    options: &LiveOptions,
+    progress: &Progress,
+) -> Result<LiveComparison> {
+    progress.start("events", events.len() as u64);
+    let result = replay_compare_inner(events, options, progress);
+    progress.finish();
+    result
+}
+
+/// Events between two progress reports: often enough for a bar, rare enough to cost nothing.
+const PROGRESS_STEP: u64 = 1 << 14;
+
+fn replay_compare_inner(
+    events: &[Event],
+    options: &LiveOptions,
+    progress: &Progress,
+) -> Result<LiveComparison> {
     let linked = read_bool("opt.disable_large_size_classes").unwrap_or(false);
     let child = |how: ChildAllocator| -> Result<LiveComparison> {
         let exe = options
             .child_exe
             .as_deref()
             .context("this live replay runs in a child process and needs the fragsim executable")?;
-        compare_in_child(exe, how, events, options)
+        compare_in_child(exe, how, events, options, progress)
     };
     match &options.allocator {
-        LiveAllocator::Linked => compare_in_process(events, options),
-        LiveAllocator::LinkedWith(v) if *v == linked => compare_in_process(events, options),
+        LiveAllocator::Linked => compare_in_process(events, options, progress),
+        LiveAllocator::LinkedWith(v) if *v == linked => {
+            compare_in_process(events, options, progress)
+        }
         LiveAllocator::LinkedWith(v) => child(ChildAllocator::Linked(*v)),
         LiveAllocator::System(lib) => child(ChildAllocator::System(lib.clone())),
     }
@@ -287,7 +331,11 @@ enum ChildAllocator {
     System(std::path::PathBuf),
 }
 
-fn compare_in_process(events: &[Event], options: &LiveOptions) -> Result<LiveComparison> {
+fn compare_in_process(
+    events: &[Event],
+    options: &LiveOptions,
+    progress: &Progress,
+) -> Result<LiveComparison> {
     let config = Api::linked().config()?;
     let mut model = Arena::new(config)?;
     let mut live = LiveArena::new()?;
@@ -300,7 +348,11 @@ fn compare_in_process(events: &[Event], options: &LiveOptions) -> Result<LiveCom
         if is_snapshot_event(n, options.every, last) {
             tally.push(model.snapshot(), live.snapshot()?);
         }
+        if n.is_multiple_of(PROGRESS_STEP) {
+            progress.advance(PROGRESS_STEP);
+        }
     }
+    progress.advance(last % PROGRESS_STEP);
     let total = tally.finish();
     Ok(LiveComparison {
         config,
@@ -509,6 +561,7 @@ fn compare_in_child(
     how: ChildAllocator,
     events: &[Event],
     options: &LiveOptions,
+    progress: &Progress,
 ) -> Result<LiveComparison> {
     let mut input = tempfile::NamedTempFile::new().context("temporary event file")?;
     // An interrupt exits without running destructors: remove the event file then too.
@@ -557,7 +610,11 @@ fn compare_in_child(
             let line = lines.next().context("the child stopped early")??;
             tally.push(model.snapshot(), parse_snapshot(&line)?);
         }
+        if n.is_multiple_of(PROGRESS_STEP) {
+            progress.advance(PROGRESS_STEP);
+        }
     }
+    progress.advance(last % PROGRESS_STEP);
     let total = tally.finish();
     let status = child.wait()?;
     if !status.success() {

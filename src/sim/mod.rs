@@ -18,7 +18,7 @@ pub mod workload;
 
 pub use arena::{Arena, ExtentView, PageSets};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
-pub use replay::{replay, summary_table, ReplaySummary};
+pub use replay::{replay, summary_record, ReplaySummary};
 pub use workload::{random_trace, WorkloadSpec};
 
 use serde::Serialize;

@@ -7,11 +7,10 @@
 mod allocations;
 mod checks;
 pub mod exhaustive;
-mod progress;
 mod text;
 
 pub use allocations::F14Measurement;
-pub use progress::{Progress, ProgressObserver};
+pub use crate::progress::{Progress, ProgressObserver};
 pub use text::{validation_markdown, validation_table};
 
 use crate::experiments::sweep::{SizeRange, SweepSpec};
