@@ -60,6 +60,10 @@ pub struct ValidateArgs {
     /// Skip replaying random traces through the arena model and the live jemalloc.
     #[arg(long)]
     no_replay: bool,
+    /// Print every check as a table in this format (csv, md, json: `{title, columns, rows}`)
+    /// instead of the one-line summary.
+    #[arg(long, value_parser = super::choice::choice::<crate::export::Format>())]
+    format: Option<crate::export::Format>,
     /// Check this model instead of the one derived from the live build (to see a mismatch).
     #[command(flatten)]
     allocator: AllocatorArgs,
@@ -101,13 +105,24 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         write_atomic(&dir.join(format!("{stem}.csv")), csv.as_bytes())?;
         written = format!(" ({})", md_path.display());
     }
-    outln!(
-        "validated model {} against jemalloc {}: {} comparisons, {} mismatches{written}",
-        crate::sizeclass::build_title(&v.model),
-        v.live.version,
-        v.compared(),
-        v.mismatches(),
-    )?;
+    if let Some(format) = args.format {
+        let mut table = validation_table(&v);
+        table.title = format!(
+            "{}: {} comparisons, {} mismatches",
+            table.title,
+            v.compared(),
+            v.mismatches()
+        );
+        super::output::print_text(&format.render(&table)?)?;
+    } else {
+        outln!(
+            "validated model {} against jemalloc {}: {} comparisons, {} mismatches{written}",
+            crate::sizeclass::build_title(&v.model),
+            v.live.version,
+            v.compared(),
+            v.mismatches(),
+        )?;
+    }
     if v.passed() {
         Ok(0)
     } else {
