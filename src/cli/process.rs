@@ -373,9 +373,9 @@ fn run_live(
         None => ProcessAllocator::Linked,
     };
     let exe = std::env::current_exe().context("the fragsim executable")?;
-    let every = args.every.unwrap_or_else(|| {
-        crate::live::replay::default_live_every(records.len() as u64)
-    });
+    let every = args
+        .every
+        .unwrap_or_else(|| crate::live::replay::default_live_every(records.len() as u64));
     let r = compare_process_live(&exe, &allocator, records, &options, every, 5)?;
     let c = &r.comparison;
     super::replay::emit_comparison(&args.output, format!(

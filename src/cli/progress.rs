@@ -30,8 +30,7 @@ impl ProgressObserver for LaterBar {
         if let Ok(style) = ProgressStyle::with_template(&template) {
             bar.set_style(style);
         }
-        *self.state.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((bar, Instant::now(), false));
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Some((bar, Instant::now(), false));
     }
 
     fn advance(&self, n: u64) {

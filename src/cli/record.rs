@@ -104,7 +104,11 @@ fn record_valgrind(
             .arg("--trace-malloc=yes")
             .arg(format!(
                 "--trace-children={}",
-                if args.native.follow_forks { "yes" } else { "no" }
+                if args.native.follow_forks {
+                    "yes"
+                } else {
+                    "no"
+                }
             ))
             .arg(format!("--log-file={}", log_arg.display()))
             .args(&args.command),
@@ -192,8 +196,12 @@ fn import_children(args: &RecordArgs, log_dir: &Path, root: u32) -> Result<()> {
             strict: args.strict,
         };
         let name = format!("valgrind's log of PID {child}");
-        let (header, summary) =
-            import_valgrind_file(BufReader::with_capacity(1 << 16, file), &name, &options, out)?;
+        let (header, summary) = import_valgrind_file(
+            BufReader::with_capacity(1 << 16, file),
+            &name,
+            &options,
+            out,
+        )?;
         super::output::print_error(&format!(
             "child {child}: {}",
             import_note(&name, &path, &header, &summary)

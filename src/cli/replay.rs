@@ -1,8 +1,8 @@
 //! `fragsim replay`: a trace through the arena model (and, with --live, the real jemalloc).
 
+use super::progress::replay_compare;
 use super::{AllocatorArgs, OutputArgs};
 use crate::export::{write_atomic, Csv, Record, Table, TableFormat};
-use super::progress::replay_compare;
 use crate::live::replay::{default_live_every, serve_child, Api, LiveAllocator, LiveOptions};
 use crate::sim::replay::{default_every, timeline_row};
 use crate::sim::{replay, summary_record};
@@ -267,7 +267,11 @@ fn comparison_record(title: String, events: u64, c: &crate::sim::Comparison) -> 
             "snapshots mismatched",
             c.mismatched_snapshots,
         )
-        .field("values_mismatched", "values mismatched", c.mismatched_values);
+        .field(
+            "values_mismatched",
+            "values mismatched",
+            c.mismatched_values,
+        );
     if !c.first.is_empty() {
         let first: Vec<String> = c
             .first

@@ -6,8 +6,8 @@
 //! other setting runs in a child process (`fragsim __replay-live-child`) started with
 //! `_RJEM_MALLOC_CONF`; the child streams its snapshots back as text lines.
 
-use crate::progress::Progress;
 use super::ctl::read_bool;
+use crate::progress::Progress;
 use crate::sim::{compare, Arena, ArenaStats, BinStats, Comparison, Snapshot};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Event;

@@ -9,8 +9,8 @@ mod checks;
 pub mod exhaustive;
 mod text;
 
-pub use allocations::F14Measurement;
 pub use crate::progress::{Progress, ProgressObserver};
+pub use allocations::F14Measurement;
 pub use text::{validation_markdown, validation_table};
 
 use crate::experiments::sweep::{SizeRange, SweepSpec};
