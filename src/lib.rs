@@ -22,6 +22,7 @@ pub mod layout;
 pub mod live;
 pub mod measure;
 pub mod process;
+pub mod progress;
 pub mod random;
 pub mod record;
 pub mod report;

@@ -1,12 +1,13 @@
 //! Issue 18, section 5: output conventions. `-` is standard output for every output option, a
-//! timeline never shares standard output with the summary, a closed pipe exits 141, and
-//! options that do not apply are refused.
+//! timeline never shares standard output with the summary, a closed pipe exits 141, options
+//! that do not apply are refused, JSON has one shape, a typo is not pointed to an internal
+//! command, the seed script is found at run time; and section 4: long live replays.
 
 mod common;
 
 use common::*;
 use std::io::Read;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 /// A committed trace with 3.6 M events: its dump and timeline are far larger than a pipe.
 const BIG_TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/traces/python-dict.trace");
@@ -155,4 +156,161 @@ fn negative_counts_get_a_clear_message() {
             stderr_of(&out)
         );
     }
+}
+
+/// Item 5.1: the single-build replay summary is one row of named fields in JSON (before:
+/// `{"statistic": "peak active bytes", "value": ...}` rows), in the table shape of every
+/// command. Golden values of the hand-written trace by hand: 5 events; its largest moment is
+/// 40 + 100 requested bytes live (after the realloc), the last event frees everything.
+#[test]
+fn a_single_build_summary_is_named_fields_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = binary_trace(dir.path());
+    let json = run_json(&["replay", s(&trace), "--format", "json"]);
+    assert!(
+        json["title"].is_string() && json["columns"].is_array(),
+        "{json}"
+    );
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{json}");
+    let row = &rows[0];
+    assert_eq!(row["build"], "5.3.1", "{json}");
+    assert_eq!(row["events"], 5, "{json}");
+    assert_eq!(row["peak_requested_bytes"], 140, "{json}");
+    assert_eq!(row["final_live_objects"], 0, "{json}");
+    assert!(row["peak_active_bytes"].is_u64(), "{json}");
+    assert!(row.get("statistic").is_none(), "{json}");
+}
+
+/// Item 5.1: `bump-arena` takes `--format` as every command does (before: only `--json`,
+/// another shape), and JSON is `{title, columns, rows}`.
+#[test]
+fn bump_arena_takes_format() {
+    let args = ["bump-arena", "--vectors", "1000", "--runs", "1", "--format"];
+    let json = run_json(&[&args[..], &["json"]].concat());
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{json}");
+    for row in rows {
+        assert_eq!(row["predicted_usable"], row["measured_usable"], "{json}");
+    }
+    let csv = run_ok(&[&args[..], &["csv"]].concat());
+    assert!(csv.starts_with("strategy,ideal_bytes,"), "{csv}");
+}
+
+/// Item 5.1: `validate --format json` prints every check in the one table shape (before:
+/// refused, an unknown option).
+#[test]
+fn validate_takes_format_json() {
+    let json = run_json(&["validate", "--no-replay", "--format", "json"]);
+    assert!(
+        json["title"].as_str().unwrap().contains("0 mismatches"),
+        "{json}"
+    );
+    let rows = json["rows"].as_array().unwrap();
+    assert!(rows.len() > 100, "{}", rows.len());
+    assert!(rows.iter().all(|r| r["status"] == "ok"), "{json}");
+}
+
+/// Item 5.4: `containers --count` above every container's limit is refused as `container`'s
+/// is, before any growth (before: a billion-element growth started).
+#[test]
+fn containers_count_is_refused_like_containers() {
+    let limit = run(&["container", "vec", "--key", "8", "--count", "1000000000"]);
+    assert_refused_naming(&limit, &["--count 1000000000", "must be between 1 and"]);
+    for count in ["1000000000", "0"] {
+        let out = run(&["containers", "--key", "8", "--count", count]);
+        assert_refused_naming(
+            &out,
+            &[
+                &format!("--count {count}"),
+                "must be between 1 and 100000000",
+            ],
+        );
+    }
+}
+
+/// Item 5.5: a missing seed script is a one-line error before any work, and the default is
+/// found at run time (before: a path baked in at build time, failing after 30 s): a copy of
+/// the binary outside any clone, run outside one, stops at once naming the script.
+#[test]
+fn a_missing_seed_script_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let given = run(&[
+        "report",
+        "--out",
+        s(&out_dir),
+        "--seed-script",
+        "/no/such.sh",
+    ]);
+    assert_refused(&given, "/no/such.sh");
+    assert!(!out_dir.exists());
+    let exe = dir.path().join("fragsim");
+    std::fs::copy(env!("CARGO_BIN_EXE_fragsim"), &exe).unwrap();
+    let moved = Command::new(&exe)
+        .args(["report", "--out", s(&out_dir)])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_refused_naming(&moved, &["scripts/seed-pmr.sh", "--no-cxx"]);
+    assert!(!out_dir.exists());
+}
+
+/// Item 5.5: a misspelt subcommand is never pointed to an internal child command (before:
+/// "similar subcommands exist: 'arena', '__replay-live-child', 'replay'").
+#[test]
+fn a_misspelt_subcommand_is_not_pointed_to_hidden_commands() {
+    for typo in ["replya", "__replay-live-chld", "__measure-chil"] {
+        let out = run(&[typo]);
+        assert_refused(&out, &format!("unrecognized subcommand '{typo}'"));
+        let stderr = stderr_of(&out);
+        let tip = stderr.split_once("; ").map_or("", |(_, tip)| tip);
+        assert!(!tip.contains("'__"), "{typo}: {stderr}");
+    }
+    assert!(stderr_of(&run(&["replya"])).contains("'replay'"));
+}
+
+/// A committed trace of 202,993 events (`trace stats`), longer than the live default's
+/// 10,000 comparisons.
+const LIVE_TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/traces/python-dict.trace");
+
+/// Item 4: a long live replay is compared at spaced events by default (before: every event,
+/// minutes for millions of events); `--every 1` stays. By hand: ceil(202,993 / 10,000) = 21,
+/// so 9,666 multiples of 21 plus the last event (202,993 = 21 x 9,666 + 7).
+#[test]
+fn a_long_live_replay_is_compared_at_spaced_events_by_default() {
+    let json = run_json(&["replay", LIVE_TRACE, "--live", "--format", "json"]);
+    assert!(
+        json["title"].as_str().unwrap().contains("every 21 events"),
+        "{json}"
+    );
+    let row = &json["rows"][0];
+    assert_eq!(row["events"], 202_993, "{json}");
+    assert_eq!(row["snapshots_compared"], 9_667, "{json}");
+    assert_eq!(row["values_mismatched"], 0, "{json}");
+    let help = run_ok(&["replay", "--help"]);
+    assert!(help.contains("--every 1"), "{help}");
+}
+
+/// Item 4: on a terminal a live replay longer than a second shows its progress (before:
+/// nothing for minutes); off a terminal nothing is drawn.
+#[test]
+fn a_long_live_replay_shows_progress_on_a_terminal() {
+    let args = [
+        "replay",
+        LIVE_TRACE,
+        "--live",
+        "--every",
+        "10",
+        "--out",
+        "/dev/null",
+    ];
+    let Some(terminal) = run_on_terminal(&args) else {
+        return;
+    };
+    assert!(terminal.contains("live replay"), "{terminal}");
+    assert!(terminal.contains("202,993 events"), "{terminal}");
+    let plain = run(&args);
+    assert!(plain.status.success());
+    assert!(plain.stderr.is_empty(), "{}", stderr_of(&plain));
 }

@@ -77,7 +77,7 @@ fn every_command_defaults_to_the_linked_build() {
             .unwrap();
         row.get("value").unwrap_or_else(|| &row[column]).to_string()
     };
-    let plain = peak(&["replay", t, "--format", "json"], "peak active bytes");
+    let plain = peak(&["replay", t, "--format", "json"], "peak_active_bytes");
     let charts = dir.path().join("charts");
     let with_charts = peak(
         &["replay", t, "--charts", s(&charts), "--format", "json"],
@@ -85,7 +85,7 @@ fn every_command_defaults_to_the_linked_build() {
     );
     let linked = peak(
         &["replay", t, "--preset", "5.3.1", "--format", "json"],
-        "peak active bytes",
+        "peak_active_bytes",
     );
     assert_eq!(plain, with_charts);
     assert_eq!(plain, linked);

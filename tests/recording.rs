@@ -220,3 +220,51 @@ fn record_passes_arguments_that_are_not_utf8() {
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert_eq!(out.stdout, b"\xff\xfe");
 }
+
+/// Item 3.1 (the message and the option agree): the warning about children names
+/// `record --follow-forks`, and that option, under valgrind too, writes each child's calls
+/// into `TRACE.<pid>` (before: ignored under `--with valgrind`, no child trace written).
+#[test]
+fn valgrind_follow_forks_writes_one_trace_per_process() {
+    if !have_valgrind() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let record = |trace: &Path, follow: bool| {
+        let mut command = fragsim();
+        command.args(["record", "--with", "valgrind", "-o", s(trace)]);
+        if follow {
+            command.arg("--follow-forks");
+        }
+        let out = command
+            .args(["--", "sh", "-c", "(x=$(echo 2)); true"])
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        stderr_of(&out)
+    };
+    let plain = record(&dir.path().join("plain.trace"), false);
+    assert!(plain.contains("record with --follow-forks"), "{plain}");
+    let trace = dir.path().join("t.trace");
+    let stderr = record(&trace, true);
+    let children: Vec<String> = names_in(dir.path())
+        .into_iter()
+        .filter(|n| {
+            n.strip_prefix("t.trace.")
+                .is_some_and(|pid| pid.parse::<u32>().is_ok())
+        })
+        .collect();
+    assert!(!children.is_empty(), "{stderr}");
+    for child in &children {
+        let pid = child.strip_prefix("t.trace.").unwrap();
+        assert!(
+            stderr.contains(&format!("child {pid}: imported")),
+            "{stderr}"
+        );
+        let bytes = std::fs::read(dir.path().join(child)).unwrap();
+        assert!(bytes.starts_with(TRACE_MAGIC), "{child}");
+        run_ok(&["trace", "stats", s(&dir.path().join(child))]);
+    }
+    assert!(!stderr.contains("its children (PIDs"), "{stderr}");
+}

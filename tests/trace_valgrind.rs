@@ -136,7 +136,7 @@ fn several_processes_need_a_pid_choice() {
     let err = import(log, ValgrindOptions::default()).unwrap_err();
     assert_eq!(
         err,
-        "'log': the log has lines of 3 processes (PIDs 10, 11, 12): choose one with --pid"
+        "'log': the log has lines of 3 processes (PIDs 10, 11, 12): choose one with --pid (`fragsim record --follow-forks` records one trace per process)"
     );
     let (events, s) = import(
         log,

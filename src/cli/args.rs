@@ -91,6 +91,12 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
+    /// Writes a summary: named fields (one JSON object, one CSV row), a table of sentences in
+    /// Markdown.
+    pub fn emit_record(&self, record: &crate::export::Record) -> Result<()> {
+        self.emit(&record.table_for(self.format))
+    }
+
     pub fn emit(&self, table: &Table) -> Result<()> {
         let text = self.format.render(table)?;
         match &self.out {

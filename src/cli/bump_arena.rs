@@ -7,12 +7,12 @@ use crate::experiments::bump_arena::timing::{
 use crate::experiments::bump_arena::{
     bump_arena_table, run_scenario, BumpArenaResult, BumpArenaSpec,
 };
-use crate::export::TableFormat;
+use crate::export::{Format, TableFormat};
 use crate::outln;
 use crate::report::bump_arena::write_files;
 use anyhow::Result;
 use clap::Args;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct BumpArenaArgs {
@@ -33,13 +33,14 @@ pub struct BumpArenaArgs {
     /// Only predict; run nothing.
     #[arg(long)]
     model_only: bool,
-    /// Print the result as JSON instead of a table.
-    #[arg(long, conflicts_with = "out")]
-    json: bool,
+    /// The table format (as every command's `--format`); --timing prints Markdown only (its
+    /// runs as JSON go to --timing-json).
+    #[arg(long, value_parser = super::choice::choice::<Format>(), default_value_t = Format::Md)]
+    format: Format,
     /// Measure the time fairly: each jemalloc setting x strategy in its own child process,
     /// cold (first build) and warm (later builds) apart, with page faults and jemalloc's
     /// statistics, beside the seed's C++ program (i32 elements only).
-    #[arg(long, conflicts_with_all = ["model_only", "json"])]
+    #[arg(long, conflicts_with = "model_only")]
     timing: bool,
     /// With --timing: the jemalloc settings to run.
     #[arg(long, value_parser = super::choice::choice::<JemallocSetting>(), value_delimiter = ',', default_values_t = JemallocSetting::ALL.to_vec())]
@@ -50,9 +51,11 @@ pub struct BumpArenaArgs {
     /// With --timing: skip the seed's C++ program.
     #[arg(long)]
     no_cxx: bool,
-    /// With --timing: the script that builds and runs the seed's C++ program.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/seed-pmr.sh"))]
-    seed_script: PathBuf,
+    /// With --timing: the script that builds and runs the seed's C++ program [default:
+    /// scripts/seed-pmr.sh of the fragsim project around the current folder, else around the
+    /// executable].
+    #[arg(long, requires = "timing", conflicts_with = "no_cxx")]
+    seed_script: Option<PathBuf>,
     /// With --timing: also write every run (Rust children and C++) as JSON to this file.
     #[arg(long)]
     timing_json: Option<PathBuf>,
@@ -85,25 +88,39 @@ pub fn run(args: BumpArenaArgs) -> Result<i32> {
     // Everything that can be refused is refused before the measurement.
     spec.validate()?;
     let model = args.allocator.explicit_config()?;
-    super::args::refuse_outputs_over_inputs(
-        &[("--seed-script", &args.seed_script)],
-        &[("--timing-json", args.timing_json.as_deref())],
-    )?;
+    if args.timing && args.format != Format::Md {
+        anyhow::bail!(
+            "--format {} does not apply to --timing (its tables are Markdown; --timing-json FILE writes every run as JSON)",
+            args.format
+        );
+    }
+    // Found and checked before the measurement.
+    let script = if args.timing && !args.no_cxx {
+        Some(super::project::seed_script(args.seed_script.as_deref())?)
+    } else {
+        None
+    };
+    if let Some(script) = &script {
+        super::args::refuse_outputs_over_inputs(
+            &[("--seed-script", script)],
+            &[("--timing-json", args.timing_json.as_deref())],
+        )?;
+    }
     if let Some(dir) = &args.out {
         super::args::prepare_folder(dir)?;
     }
     if args.timing {
-        return timing(&args, spec);
+        return timing(&args, spec, script.as_deref());
     }
     let result = run_scenario(spec, args.runs, args.model_only, model)?;
-    if args.json {
-        outln!("{}", serde_json::to_string(&result)?)?;
-        return Ok(mismatch_code(&result));
-    }
     let mut table = bump_arena_table(&result);
-    table.title.clear();
-    let mut text = crate::export::Markdown.render(&table)?;
-    if !result.measurements.is_empty() {
+    // Markdown for a reader: the title and the ratios as lines around the table; CSV and
+    // JSON the table whole (JSON's one shape for every command: {title, columns, rows}).
+    if args.format == Format::Md {
+        table.title.clear();
+    }
+    let mut text = args.format.render(&table)?;
+    if args.format == Format::Md && !result.measurements.is_empty() {
         text.push('\n');
         for (what, ours, seed) in result.ratios() {
             text.push_str(&format!("{what}: {ours:.3} (seed: about {seed:.1})\n"));
@@ -124,7 +141,7 @@ fn command_line() -> String {
 }
 
 /// `--timing`: the child processes, the C++ program, the tables; with --out, the files.
-fn timing(args: &BumpArenaArgs, spec: BumpArenaSpec) -> Result<i32> {
+fn timing(args: &BumpArenaArgs, spec: BumpArenaSpec, script: Option<&Path>) -> Result<i32> {
     if spec.elem_bytes != 4 {
         anyhow::bail!(
             "bad element size {} for --timing: the timing run builds i32 vectors (--elem-bytes 4)",
@@ -137,7 +154,6 @@ fn timing(args: &BumpArenaArgs, spec: BumpArenaSpec) -> Result<i32> {
     options.runs = args.runs;
     options.settings = args.settings.clone();
     options.strategies = args.strategies.clone();
-    let script = (!args.no_cxx).then_some(args.seed_script.as_path());
     let run = measure_all(&options, script, &mut |setting, report| {
         print_error(&format!(
             "measured {} / {}",

@@ -5,7 +5,7 @@ use super::{AllocatorArgs, OutputArgs};
 use crate::containers::compare::compare_containers;
 use crate::containers::section::write_charts;
 use crate::containers::tables::{comparison_table, split_steps_table, verdict_table};
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -43,6 +43,7 @@ pub fn run(args: ContainersArgs) -> Result<i32> {
     let classes = args.allocator.classes()?;
     let key = args.elements.key()?;
     let value = args.elements.value()?;
+    check_count(args.count, key, value, args.elements.order())?;
     let runs = compare_containers(key, value, args.count, args.elements.order(), &classes)?;
     let what = match value {
         Some(v) => format!("key {key}, value {v}"),
@@ -66,4 +67,24 @@ pub fn run(args: ContainersArgs) -> Result<i32> {
     }
     args.output.emit(&table)?;
     Ok(0)
+}
+
+/// The count refused before any growth, in `container`'s words: above the largest limit of
+/// the containers compared none of them would grow (those with a lower limit, the B-tree's,
+/// are left out of the table above theirs).
+fn check_count(
+    count: u64,
+    key: crate::containers::ElementType,
+    value: Option<crate::containers::ElementType>,
+    order: crate::containers::KeyOrder,
+) -> Result<()> {
+    let max = crate::containers::compare::comparable_specs(key, value, order)
+        .iter()
+        .map(|spec| spec.kind.max_count())
+        .max()
+        .unwrap_or(crate::containers::growth::MAX_COUNT);
+    if count == 0 || count > max {
+        bail!("--count {count} must be between 1 and {max} for containers");
+    }
+    Ok(())
 }

@@ -14,6 +14,8 @@ mod layout;
 mod measure;
 pub mod output;
 mod process;
+mod progress;
+mod project;
 mod record;
 mod record_native;
 mod replay;
@@ -83,11 +85,21 @@ enum Command {
     Completions(completions::CompletionsArgs),
 }
 
+/// The internal child commands' names, never offered to a user as a suggestion.
+fn hidden_subcommands() -> Vec<String> {
+    use clap::CommandFactory;
+    Cli::command()
+        .get_subcommands()
+        .filter(|c| c.is_hide_set())
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(err) => return output::clap_exit(&err),
+        Err(err) => return output::clap_exit(&err, &hidden_subcommands()),
     };
     // The process child starts no thread of its own (an interrupt handler's thread would
     // take an automatic arena before the trace's threads).

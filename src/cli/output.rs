@@ -88,9 +88,16 @@ pub fn one_line(err: &anyhow::Error) -> String {
 }
 
 /// Prints clap's message whole (it names the missing argument and suggests fixes for typos)
-/// and returns its exit code: 0 for help and version, 2 for bad arguments.
-pub fn clap_exit(err: &clap::Error) -> i32 {
+/// and returns its exit code: 0 for help and version, 2 for bad arguments. A misspelt
+/// subcommand is never pointed to one of `hidden` (the internal child commands).
+pub fn clap_exit(err: &clap::Error, hidden: &[String]) -> i32 {
     use clap::error::ErrorKind;
+    if err.kind() == ErrorKind::InvalidSubcommand {
+        if let Some(line) = unknown_subcommand(err, hidden) {
+            print_error(&line);
+            return 2;
+        }
+    }
     let text = err.render().to_string();
     match err.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
@@ -109,6 +116,35 @@ pub fn clap_exit(err: &clap::Error) -> i32 {
             2
         }
     }
+}
+
+/// clap's "unrecognized subcommand" message with the suggestions that are not hidden
+/// commands (clap suggests those too), or `None` when clap gave no subcommand name.
+fn unknown_subcommand(err: &clap::Error, hidden: &[String]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(given)) = err.get(ContextKind::InvalidSubcommand) else {
+        return None;
+    };
+    let suggested: Vec<&String> = match err.get(ContextKind::SuggestedSubcommand) {
+        Some(ContextValue::Strings(names)) => names.iter().collect(),
+        Some(ContextValue::String(name)) => vec![name],
+        _ => Vec::new(),
+    };
+    let shown: Vec<String> = suggested
+        .into_iter()
+        .filter(|name| !hidden.contains(name))
+        .map(|name| format!("'{name}'"))
+        .collect();
+    let mut line = format!("error: unrecognized subcommand '{given}'");
+    match shown.as_slice() {
+        [] => line.push_str("; see 'fragsim --help'"),
+        [one] => line.push_str(&format!("; tip: a similar subcommand exists: {one}")),
+        many => line.push_str(&format!(
+            "; tip: some similar subcommands exist: {}",
+            many.join(", ")
+        )),
+    }
+    Some(line)
 }
 
 /// clap's message on one line, everything it says before the usage: "error: the following

@@ -390,7 +390,9 @@ fn run_live(
         None => ProcessAllocator::Linked,
     };
     let exe = std::env::current_exe().context("the fragsim executable")?;
-    let every = args.every.unwrap_or(1);
+    let every = args.every.unwrap_or_else(|| {
+        crate::live::arena_replay::default_live_every(trace.records().len() as u64)
+    });
     let threads = thread_count(trace.records());
     let r = compare_process_live(&exe, &allocator, trace, &options, every, 5)?;
     let c = &r.comparison;

@@ -91,12 +91,26 @@ fn record_valgrind(
         .tempdir()
         .context("cannot create a temporary directory")?;
     let _remove_log = crate::cleanup::remove_on_interrupt(log_dir.path());
-    let log = log_dir.path().join("valgrind.log");
+    // Following children, one log per process (`%p`): an exec'd child would truncate a
+    // shared log, and processes would interleave within a line.
+    let log_arg = if args.native.follow_forks {
+        log_dir.path().join("valgrind.%p.log")
+    } else {
+        log_dir.path().join("valgrind.log")
+    };
     // The program's own stdin/stdout/stderr pass through; valgrind's output goes to the log.
     let mut child = crate::cleanup::GuardedChild::spawn(
         Command::new(valgrind)
             .arg("--trace-malloc=yes")
-            .arg(format!("--log-file={}", log.display()))
+            .arg(format!(
+                "--trace-children={}",
+                if args.native.follow_forks {
+                    "yes"
+                } else {
+                    "no"
+                }
+            ))
+            .arg(format!("--log-file={}", log_arg.display()))
             .args(&args.command),
     )
     .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
@@ -107,6 +121,11 @@ fn record_valgrind(
         .wait()
         .with_context(|| format!("cannot wait for '{}'", valgrind.display()))?;
     drop(child);
+    let log = if args.native.follow_forks {
+        log_dir.path().join(format!("valgrind.{pid}.log"))
+    } else {
+        log_arg
+    };
     if let Some(out) = keep_log {
         copy_log(&log, out)?;
     }
@@ -139,7 +158,12 @@ fn record_valgrind(
         Err(err) => return Err(err),
     };
     super::output::print_error(&import_note(&name, &args.out, &header, &summary));
-    warn_about(args, &summary, pid, program, log_dir);
+    if args.native.follow_forks {
+        import_children(args, log_dir.path(), pid)?;
+    } else {
+        warn_about_children(args, &summary, pid, log_dir);
+    }
+    warn_about_few_calls(&summary, program, args.native.follow_forks);
     let code = exit_status_code(status);
     if code != 0 {
         super::output::print_error(&format!(
@@ -149,32 +173,74 @@ fn record_valgrind(
     Ok(code)
 }
 
-/// The warnings of a valgrind recording: children left in the log (which is then kept),
-/// too few calls for a real program.
-fn warn_about(
+/// `--follow-forks` under valgrind: each other process's log (`valgrind.<pid>.log`) into
+/// `OUT.<pid>`, as the native recorder names them.
+fn import_children(args: &RecordArgs, log_dir: &Path, root: u32) -> Result<()> {
+    let mut children: Vec<(u32, PathBuf)> = std::fs::read_dir(log_dir)
+        .context("valgrind's logs")?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let pid = name.strip_prefix("valgrind.")?.strip_suffix(".log")?;
+            let pid: u32 = pid.parse().ok()?;
+            (pid != root).then(|| (pid, e.path()))
+        })
+        .collect();
+    children.sort();
+    for (child, log) in children {
+        let path = PathBuf::from(format!("{}.{child}", args.out.display()));
+        let out = super::trace::create_trace(&path)?;
+        let file = std::fs::File::open(&log).context("valgrind's log")?;
+        let options = ValgrindOptions {
+            pid: Some(child),
+            strict: args.strict,
+        };
+        let name = format!("valgrind's log of PID {child}");
+        let (header, summary) = import_valgrind_file(
+            BufReader::with_capacity(1 << 16, file),
+            &name,
+            &options,
+            out,
+        )?;
+        super::output::print_error(&format!(
+            "child {child}: {}",
+            import_note(&name, &path, &header, &summary)
+        ));
+    }
+    Ok(())
+}
+
+/// Children left in the log (which is then kept): how to record or import them.
+fn warn_about_children(
     args: &RecordArgs,
     summary: &ValgrindSummary,
     pid: u32,
-    program: &str,
     log_dir: tempfile::TempDir,
 ) {
-    if !summary.other_pids.is_empty() {
-        let others: Vec<String> = summary.other_pids.iter().map(u32::to_string).collect();
-        let log = match &args.keep_log {
-            Some(path) => path.clone(),
-            None => log_dir.keep().join("valgrind.log"),
-        };
-        super::output::print_error(&format!(
-            "warning: the trace holds PID {pid} only; its children (PIDs {}) are in the log kept at '{}': `fragsim trace import --from valgrind --pid PID '{}' -o OUT`",
-            others.join(", "),
-            log.display(),
-            log.display()
-        ));
+    if summary.other_pids.is_empty() {
+        return;
     }
+    let others: Vec<String> = summary.other_pids.iter().map(u32::to_string).collect();
+    let log = match &args.keep_log {
+        Some(path) => path.clone(),
+        None => log_dir.keep().join("valgrind.log"),
+    };
+    super::output::print_error(&format!(
+        "warning: the trace holds PID {pid} only; its children (PIDs {}) are in the log kept at '{}': record with --follow-forks for one trace per process ({}.<pid>), or `fragsim trace import --from valgrind --pid PID '{}' -o OUT`",
+        others.join(", "),
+        log.display(),
+        args.out.display(),
+        log.display()
+    ));
+}
+
+/// Too few calls for a real program: a wrapper that execs it, most likely.
+fn warn_about_few_calls(summary: &ValgrindSummary, program: &str, following: bool) {
     if summary.calls < FEW_CALLS {
         super::output::print_error(&format!(
-            "warning: only {} allocation calls recorded: if '{program}' starts the real program with exec (a shell wrapper such as pyenv's shim), record that program instead",
-            summary.calls
+            "warning: only {} allocation calls recorded: if '{program}' starts the real program with exec (a shell wrapper such as pyenv's shim), record that program instead{}",
+            summary.calls,
+            if following { "" } else { ", or record with --follow-forks" }
         ));
     }
 }

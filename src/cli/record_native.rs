@@ -22,9 +22,10 @@ pub struct NativeArgs {
     /// Record each allocation's call stack (native recorder; libunwind).
     #[arg(long)]
     stacks: bool,
-    /// Record child processes too, each into TRACE.<pid> (native recorder).
+    /// Record child processes too, each into TRACE.<pid> (both recorders; under valgrind with
+    /// --trace-children=yes, so programs the children exec are recorded as well).
     #[arg(long)]
-    follow_forks: bool,
+    pub(super) follow_forks: bool,
     /// Time each call with the TSC (nanoseconds; slower) instead of the kernel's coarse
     /// clock (1-4 ms steps; native recorder).
     #[arg(long)]

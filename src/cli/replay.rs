@@ -1,14 +1,15 @@
 //! `fragsim replay`: a trace through the arena model (and, with --live, the real jemalloc).
 
+use super::progress::replay_compare;
 use super::{AllocatorArgs, OutputArgs};
 use crate::engine::{self, RunError};
 use crate::export::{write_atomic, Csv, Table, TableFormat};
 use crate::live::arena_replay::{
-    compare_builds, replay_compare, serve_child, LiveAllocator, LiveOptions,
+    compare_builds, default_live_every, serve_child, LiveAllocator, LiveOptions,
 };
 use crate::live::Api;
 use crate::sim::arena_replay::{default_every, timeline_row};
-use crate::sim::{summary_table, ArenaRun};
+use crate::sim::{summary_record, ArenaRun};
 use crate::sizeclass::{build_name, build_title, AllocatorConfig};
 use crate::trace::{Record, TraceError};
 use crate::whatif::timeline_columns;
@@ -28,7 +29,9 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub disable_large_size_classes: Option<bool>,
     /// Timeline rows (and, with --live, comparisons) every K events; always after the last.
-    /// Default: about 1,000 timeline rows; every event under --live.
+    /// Default: about 1,000 timeline rows; under --live every event up to 10,000 events, then
+    /// about 10,000 comparisons, at most 100 events apart (a few seconds per million events;
+    /// --every 1 compares every event).
     #[arg(long, allow_negative_numbers = true)]
     pub every: Option<u64>,
     /// Write the timeline CSV here.
@@ -145,6 +148,15 @@ fn trace_name(trace: &Path) -> String {
         .map_or("trace".into(), |s| s.to_string_lossy().to_string())
 }
 
+/// The trace's calls: its header's count, else one pass over it (a text trace).
+fn trace_calls(trace: &Path) -> Result<u64> {
+    let opened = crate::trace::open(trace)?;
+    Ok(match opened.events_hint() {
+        Some(n) => n,
+        None => opened.events().count() as u64,
+    })
+}
+
 /// One build through the model, one engine pass: the summary, and the timeline if asked.
 fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
     // The default is the linked jemalloc's build, as for every command.
@@ -181,11 +193,12 @@ fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
     if let Some(path) = &args.timeline {
         write_atomic(path, Csv.render(&timeline)?.as_bytes())?;
     }
-    let table = summary_table(
+    let record = summary_record(
         &summary,
         &format!("replay of {name} on the model of {}", build_title(&config)),
+        &build,
     );
-    args.output.emit(&table)?;
+    args.output.emit_record(&record)?;
     Ok(0)
 }
 
@@ -214,8 +227,9 @@ fn run_live(args: &ReplayArgs, name: &str) -> Result<i32> {
         (None, Some(v)) => LiveAllocator::LinkedWith(v),
         (None, None) => LiveAllocator::Linked,
     };
+    let calls = trace_calls(&args.trace)?;
     let options = LiveOptions {
-        every: args.every.unwrap_or(1),
+        every: args.every.unwrap_or_else(|| default_live_every(calls)),
         allocator,
         child_exe: Some(std::env::current_exe().context("the fragsim executable")?),
         keep: 5,
@@ -252,27 +266,7 @@ pub(super) fn emit_comparison(
     events: u64,
     c: &crate::sim::Comparison,
 ) -> Result<i32> {
-    let mut table = Table::new(title, &["statistic", "value"]);
-    for (k, v) in [
-        ("events", events),
-        ("snapshots compared", c.snapshots),
-        ("values compared", c.values),
-        ("snapshots mismatched", c.mismatched_snapshots),
-        ("values mismatched", c.mismatched_values),
-    ] {
-        table.push(vec![k.into(), v.into()]);
-    }
-    for m in &c.first {
-        table.push(vec![
-            format!(
-                "mismatch at event {}: {} (predicted, measured)",
-                m.event, m.statistic
-            )
-            .into(),
-            format!("{}, {}", m.predicted, m.measured).into(),
-        ]);
-    }
-    output.emit(&table)?;
+    output.emit_record(&comparison_record(title, events, c))?;
     if c.is_exact() {
         Ok(0)
     } else {
@@ -284,6 +278,42 @@ pub(super) fn emit_comparison(
         }
         Ok(1)
     }
+}
+
+/// A live comparison's named fields; the first mismatches in one text field.
+fn comparison_record(
+    title: String,
+    events: u64,
+    c: &crate::sim::Comparison,
+) -> crate::export::Record {
+    let mut r = crate::export::Record::new(title);
+    r.field("events", "events", events)
+        .field("snapshots_compared", "snapshots compared", c.snapshots)
+        .field("values_compared", "values compared", c.values)
+        .field(
+            "snapshots_mismatched",
+            "snapshots mismatched",
+            c.mismatched_snapshots,
+        )
+        .field(
+            "values_mismatched",
+            "values mismatched",
+            c.mismatched_values,
+        );
+    if !c.first.is_empty() {
+        let first: Vec<String> = c
+            .first
+            .iter()
+            .map(|m| {
+                format!(
+                    "event {} {}: predicted {}, measured {}",
+                    m.event, m.statistic, m.predicted, m.measured
+                )
+            })
+            .collect();
+        r.field("first_mismatches", "first mismatches", first.join("; "));
+    }
+    r
 }
 
 /// The live allocator that runs `build`'s model, or why none on this machine does: the
@@ -337,7 +367,8 @@ fn run_live_builds(args: &ReplayArgs) -> Result<i32> {
         .map(|b| live_allocator_for(b, &linked))
         .collect::<Result<Vec<_>>>()?;
     let name = trace_name(&args.trace);
-    let every = args.every.unwrap_or(1);
+    let calls = trace_calls(&args.trace)?;
+    let every = args.every.unwrap_or_else(|| default_live_every(calls));
     let mut table = Table::new(
         format!(
             "{name}: each build's model vs the live jemalloc that runs it, every {every} events"

@@ -29,25 +29,19 @@ pub struct ReportArgs {
     #[arg(long)]
     no_cxx: bool,
     /// The script that builds and runs the seed's C++ program (skipped with a message where
-    /// g++ is missing).
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/seed-pmr.sh"))]
-    seed_script: PathBuf,
+    /// g++ is missing) [default: scripts/seed-pmr.sh of the fragsim project around the
+    /// current folder, else around the executable; checked before any work].
+    #[arg(long, conflicts_with = "no_cxx")]
+    seed_script: Option<PathBuf>,
 }
 
 /// The manifest a report folder holds: the files the report wrote (a folder without one is
 /// not a report, and is refused unless empty).
 pub const REPORT_MANIFEST: &str = ".fragsim-report";
 
-/// `reports/` of the fragsim project around `start`: the nearest folder upwards whose
-/// Cargo.toml names the package fragsim.
+/// `reports/` of the fragsim project around `start`.
 fn project_reports(start: &Path) -> Option<PathBuf> {
-    start.ancestors().find_map(|dir| {
-        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
-        manifest
-            .lines()
-            .any(|l| l.replace(' ', "") == "name=\"fragsim\"")
-            .then(|| dir.join("reports"))
-    })
+    super::project::project_root(start).map(|root| root.join("reports"))
 }
 
 pub fn run(args: ReportArgs) -> Result<i32> {
@@ -63,11 +57,18 @@ pub fn run(args: ReportArgs) -> Result<i32> {
             })?
         }
     };
+    // A missing script fails now, not after the first sections' work.
+    let seed_script = if args.no_cxx {
+        None
+    } else {
+        Some(super::project::seed_script(args.seed_script.as_deref())?)
+    };
     let mut options = ReportOptions::new(out.clone());
     if args.full {
         options.validate = ValidateOptions::full();
     }
     options.validate.progress = super::validate::progress_bar();
+    options.bump_arena_progress = super::progress::later_bar("bump-arena");
     options.bump_arena.vectors = args.arena_vectors;
     options.bump_arena_runs = args.arena_runs;
     options.fragsim_exe = std::env::current_exe().ok();
@@ -77,9 +78,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     check_fits_in_memory(&options.bump_arena)?;
     let staged = StagedDir::owned(&out, REPORT_MANIFEST)?;
     options.out = staged.path().to_path_buf();
-    if !args.no_cxx {
-        options.seed_script = Some(args.seed_script.clone());
-    }
+    options.seed_script = seed_script;
     let start = std::time::Instant::now();
     let summary = write_report(&options, &mut |step| {
         outln!(

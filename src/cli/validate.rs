@@ -60,6 +60,10 @@ pub struct ValidateArgs {
     /// Skip replaying random traces through the arena model and the live jemalloc.
     #[arg(long)]
     no_replay: bool,
+    /// Print every check as a table in this format (csv, md, json: `{title, columns, rows}`)
+    /// instead of the one-line summary.
+    #[arg(long, value_parser = super::choice::choice::<crate::export::Format>())]
+    format: Option<crate::export::Format>,
     /// Check this model instead of the one derived from the live build (to see a mismatch).
     #[command(flatten)]
     allocator: AllocatorArgs,
@@ -101,24 +105,39 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         write_atomic(&dir.join(format!("{stem}.csv")), csv.as_bytes())?;
         written = format!(" ({})", md_path.display());
     }
-    outln!(
-        "validated model {} against jemalloc {}: {} comparisons, {} mismatches{written}",
-        crate::sizeclass::build_title(&v.model),
-        v.live.version,
-        v.compared(),
-        v.mismatches(),
-    )?;
-    for c in &v.process {
+    if let Some(format) = args.format {
+        let mut table = validation_table(&v);
+        table.title = format!(
+            "{}: {} comparisons, {} mismatches",
+            table.title,
+            v.compared(),
+            v.mismatches()
+        );
+        super::output::print_text(&format.render(&table)?)?;
+        if !v.process.is_empty() {
+            let process = crate::validate::process_validation_table(&v.process);
+            super::output::print_text(&format.render(&process)?)?;
+        }
+    } else {
         outln!(
-            "threaded trace seed {} ({} threads, {} arenas) under {}: {} events, {} values compared, {} mismatched",
-            c.spec.seed,
-            c.shape.threads,
-            c.narenas,
-            c.allocator,
-            c.events,
-            c.comparison.values,
-            c.comparison.mismatched_values,
+            "validated model {} against jemalloc {}: {} comparisons, {} mismatches{written}",
+            crate::sizeclass::build_title(&v.model),
+            v.live.version,
+            v.compared(),
+            v.mismatches(),
         )?;
+        for c in &v.process {
+            outln!(
+                "threaded trace seed {} ({} threads, {} arenas) under {}: {} events, {} values compared, {} mismatched",
+                c.spec.seed,
+                c.shape.threads,
+                c.narenas,
+                c.allocator,
+                c.events,
+                c.comparison.values,
+                c.comparison.mismatched_values,
+            )?;
+        }
     }
     if v.passed() {
         Ok(0)

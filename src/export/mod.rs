@@ -6,6 +6,7 @@ mod csv;
 mod json;
 mod manifest;
 mod markdown;
+mod record;
 mod staging;
 mod target;
 
@@ -15,6 +16,7 @@ pub use self::atomic::{write_atomic, WriteError};
 pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::markdown::Markdown;
+pub use self::record::Record;
 pub use self::staging::StagedDir;
 pub use self::target::{same_file, OutputFile};
 

@@ -95,21 +95,38 @@ pub fn write_files(
 /// The scenario: memory in this process, time in child processes (when the executable is
 /// known) with the seed's C++ program beside it (when its script is given).
 pub(super) fn write_section(dir: &Path, options: &super::ReportOptions) -> Result<SectionOutput> {
-    let result = run_scenario(options.bump_arena, options.bump_arena_runs, false, None)?;
-    let timing = match &options.fragsim_exe {
-        Some(exe) if result.spec.elem_bytes == 4 => Some(measure_all(
-            &MatrixOptions::all(
-                exe,
-                result.spec.vectors,
-                result.spec.elements,
-                // A reused arena grows in builds 2 and 3: 6 builds keep the warm median steady.
-                options.bump_arena_runs.max(6),
-            ),
+    let progress = &options.bump_arena_progress;
+    let exe = options.fragsim_exe.as_deref();
+    let timed = exe.is_some() && options.bump_arena.elem_bytes == 4;
+    // A reused arena grows in builds 2 and 3: 6 builds keep the warm median steady.
+    let matrix = exe.map(|exe| {
+        MatrixOptions::all(
+            exe,
+            options.bump_arena.vectors,
+            options.bump_arena.elements,
+            options.bump_arena_runs.max(6),
+        )
+    });
+    // Steps: the in-process scenario, each timing child, the C++ program.
+    let children = matrix
+        .as_ref()
+        .filter(|_| timed)
+        .map_or(0, |m| m.settings.len() * m.strategies.len());
+    let cxx = usize::from(timed && options.seed_script.is_some());
+    progress.start("steps", (1 + children + cxx) as u64);
+    let result = run_scenario(options.bump_arena, options.bump_arena_runs, false, None);
+    progress.advance(1);
+    let timing = match (result.is_ok() && timed, &matrix) {
+        (true, Some(matrix)) => Some(measure_all(
+            matrix,
             options.seed_script.as_deref(),
-            &mut |_, _| {},
-        )?),
+            &mut |_, _| progress.advance(1),
+        )),
         _ => None,
     };
+    progress.finish();
+    let result = result?;
+    let timing = timing.transpose()?;
     let paths = write_files(&result, timing.as_ref(), dir, STEM, "fragsim report")?;
     Ok(index_entries(&paths, dir))
 }

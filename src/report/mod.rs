@@ -64,6 +64,8 @@ pub struct ReportOptions {
     pub programs: Option<programs::ProgramsOptions>,
     /// `scripts/seed-pmr.sh`, to run the seed's C++ program beside the timing. `None` skips it.
     pub seed_script: Option<PathBuf>,
+    /// Told of the bump-arena step's progress (its timing children take about 30 s).
+    pub bump_arena_progress: crate::progress::Progress,
 }
 
 impl ReportOptions {
@@ -79,6 +81,7 @@ impl ReportOptions {
                 "CARGO_MANIFEST_DIR"
             )))),
             seed_script: None,
+            bump_arena_progress: crate::progress::Progress::default(),
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{Arena, ArenaStats, SimError};
 use crate::engine::Consumer;
-use crate::export::{Cell, Table};
+use crate::export::{Cell, Record};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Call;
 use serde::Serialize;
@@ -138,36 +138,54 @@ impl<F: FnMut(&ArenaStats) + Send> Consumer for ArenaRun<F> {
     }
 }
 
-/// The summary as a two-column table (statistic, value).
-pub fn summary_table(summary: &ReplaySummary, title: &str) -> Table {
-    let mut t = Table::new(title, &["statistic", "value"]);
+/// The summary as named fields (`build` is the build's name, as `--preset` takes it).
+pub fn summary_record(summary: &ReplaySummary, title: &str, build: &str) -> Record {
+    let mut r = Record::new(title);
     let f = &summary.final_stats;
     let p = &summary.at_active_peak;
-    let rows: Vec<(&str, Cell)> = vec![
-        ("events", f.events.into()),
-        ("peak requested bytes", summary.peak_requested_bytes.into()),
-        ("peak allocated bytes", summary.peak_allocated_bytes.into()),
-        ("peak active bytes", summary.peak_active_bytes.into()),
-        ("event of the active peak", p.events.into()),
-        (
+    r.field("build", "build", build)
+        .field("events", "events", f.events)
+        .field(
+            "peak_requested_bytes",
+            "peak requested bytes",
+            summary.peak_requested_bytes,
+        )
+        .field(
+            "peak_allocated_bytes",
+            "peak allocated bytes",
+            summary.peak_allocated_bytes,
+        )
+        .field(
+            "peak_active_bytes",
+            "peak active bytes",
+            summary.peak_active_bytes,
+        )
+        .field("peak_event", "event of the active peak", p.events)
+        .field(
+            "internal_fragmentation",
             "internal fragmentation at the active peak (allocated/requested - 1)",
             Cell::Float(summary.internal_fragmentation(), 4),
-        ),
-        (
+        )
+        .field(
+            "external_fragmentation",
             "external fragmentation at the active peak (active/allocated - 1)",
             Cell::Float(summary.external_fragmentation(), 4),
-        ),
-        ("final live objects", f.live_objects.into()),
-        ("final requested bytes", f.requested_bytes.into()),
-        ("final allocated bytes", f.allocated_bytes.into()),
-        ("final active bytes", f.active_bytes.into()),
-        ("slabs created", f.slabs_created.into()),
-        ("slabs released", f.slabs_released.into()),
-        ("mappings", f.mappings.into()),
-        ("mapped bytes", f.mapped_bytes.into()),
-    ];
-    for (name, value) in rows {
-        t.push(vec![name.into(), value]);
-    }
-    t
+        )
+        .field("final_live_objects", "final live objects", f.live_objects)
+        .field(
+            "final_requested_bytes",
+            "final requested bytes",
+            f.requested_bytes,
+        )
+        .field(
+            "final_allocated_bytes",
+            "final allocated bytes",
+            f.allocated_bytes,
+        )
+        .field("final_active_bytes", "final active bytes", f.active_bytes)
+        .field("slabs_created", "slabs created", f.slabs_created)
+        .field("slabs_released", "slabs released", f.slabs_released)
+        .field("mappings", "mappings", f.mappings)
+        .field("mapped_bytes", "mapped bytes", f.mapped_bytes);
+    r
 }

@@ -18,7 +18,7 @@ pub mod workload;
 
 pub(crate) use arena::SlabPlace;
 pub use arena::{Arena, ExtentView, PageSets};
-pub use arena_replay::{summary_table, ArenaRun, ReplaySummary};
+pub use arena_replay::{summary_record, ArenaRun, ReplaySummary};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
 pub use workload::{random_trace, WorkloadSpec};
 

@@ -408,7 +408,7 @@ fn keep_pid(
             return Err(TraceError::Input {
                 file: name.to_string(),
                 what: format!(
-                    "the log has lines of {} processes (PIDs {}): choose one with --pid",
+                    "the log has lines of {} processes (PIDs {}): choose one with --pid (`fragsim record --follow-forks` records one trace per process)",
                     pids.len(),
                     list.join(", ")
                 ),

@@ -8,14 +8,13 @@ mod allocations;
 mod checks;
 pub mod exhaustive;
 mod process;
-mod progress;
 mod text;
 
+pub use crate::progress::{Progress, ProgressObserver};
 pub use allocations::F14Measurement;
 pub use process::{
     process_specs, process_validation, process_validation_table, ProcessCheck, TraceShape,
 };
-pub use progress::{Progress, ProgressObserver};
 pub use text::{validation_markdown, validation_table};
 
 use crate::experiments::sweep::{SizeRange, SweepSpec};

@@ -250,3 +250,33 @@ pub fn have_valgrind() -> bool {
     }
     found
 }
+
+/// The JSON a run that must succeed prints on standard output.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let text = run_ok(args);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?}: {e}: {text}"))
+}
+
+/// Standard error (and output) of `fragsim ARGS` run on a pseudo-terminal (util-linux
+/// `script`), or `None` with a message where `script` is missing.
+pub fn run_on_terminal(args: &[&str]) -> Option<String> {
+    build_preload();
+    let mut line = String::from(env!("CARGO_BIN_EXE_fragsim"));
+    for arg in args {
+        line.push_str(&format!(" '{}'", arg.replace('\'', r"'\''")));
+    }
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::null())
+        .output();
+    match out {
+        Ok(out) if out.status.code().is_some() => {
+            assert!(out.status.success(), "{args:?}: {}", stdout_of(&out));
+            Some(stdout_of(&out))
+        }
+        _ => {
+            eprintln!("skipped: util-linux `script` is not installed");
+            None
+        }
+    }
+}

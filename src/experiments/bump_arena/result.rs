@@ -10,8 +10,8 @@ pub const SEED_RESET_RATIO: f64 = 0.5;
 /// The seed's overall finding: about twice as fast as the general allocator (0.5).
 pub const SEED_TOTAL_RATIO: f64 = 0.5;
 
-/// Predictions and measurements of one run of the scenario (what `fragsim bump-arena --json`
-/// prints).
+/// Predictions and measurements of one run of the scenario (`fragsim bump-arena` prints them
+/// as [`bump_arena_table`]).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BumpArenaResult {
     pub spec: BumpArenaSpec,

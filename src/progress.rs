@@ -1,5 +1,6 @@
-//! How a long validation step says how far it is, without drawing: the library calls a
-//! [`ProgressObserver`], and the command line draws the bar.
+//! How a long library step (a validation, a live replay, the report's bump-arena timing)
+//! says how far it is, without drawing: the library calls a [`ProgressObserver`], and the
+//! command line draws the bar.
 
 use std::sync::Arc;
 
