@@ -6,6 +6,7 @@ use super::tcache::{CacheInfo, Item, Tcache};
 
 mod cache;
 mod decay;
+mod meta;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{Arena, SimError};
@@ -36,32 +37,42 @@ const DEAD: Object = Object {
     align: 0,
 };
 
-/// jemalloc's metadata resident (`base_resident` summed over arenas), modelled as two
-/// constants plus the extent records: arena 0's base at the start (it holds the global
-/// tables: the radix tree of extents, the size-class tables), each further arena's base when
-/// fresh (bins, its first base block), both measured on the live allocator
-/// (`crate::live::decay` reads them in its child), and 128 bytes per extent record at each
-/// arena's high-water mark (`base_alloc_edata`). The radix tree's leaves, which grow with
-/// the address space the heap touches, are not modelled.
+/// What the metadata model starts from (`base_resident` summed over arenas: see
+/// `model/meta.rs`): arena 0's base before the first event (it holds the global tables and
+/// the radix tree) and a fresh arena's, as resident and allocated bytes, the radix tree's
+/// bytes then (its shape follows from them), and where the trace's mappings start
+/// (`below`, 0: drawn from the seed) and the heap start-up made (`heap`), as measured by the
+/// live replayer's child (`crate::live::decay`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Metadata {
     pub base_bytes: u64,
     pub per_arena_bytes: u64,
+    pub base_allocated: u64,
+    pub per_arena_allocated: u64,
+    /// 0: no radix-tree model.
+    pub rtree_bytes: u64,
+    pub below: u64,
+    pub heap: u64,
 }
 
 impl Metadata {
-    /// Measured here on the linked jemalloc 5.3.1 (4 KiB pages, 8 arenas) in the live
-    /// replayer's child before its first event (`fragsim replay
-    /// data/traces/cpp-threads-map.trace --process --malloc-conf dirty_decay_ms:100 --live
-    /// --honour-clock --runs 1`, its row "metadata resident before the first event"): arena
-    /// 0's metadata resident (1,974,272 bytes; another session read 1,449,984) and a fresh
-    /// arena's (94,208, the same in both). Arena 0's share is mostly global (the radix
-    /// tree's root and first leaves, the size-class tables) and includes what the replayer's
-    /// own allocations registered.
+    /// Measured here on the linked jemalloc 5.3.1 (4 KiB pages, 8 arenas, 57 address bits)
+    /// in the live replayer's child before its first event (`fragsim replay
+    /// data/traces/cpp-threads-map.trace --process --malloc-conf
+    /// dirty_decay_ms:200,muzzy_decay_ms:0 --time-scale 10 --live --honour-clock --runs 5`,
+    /// the child's clock line; the same in all five runs): arena 0's base resident
+    /// 1,449,984 bytes resident (1,448,704 allocated), of which the radix tree 786,432 (its
+    /// middle node and one leaf; in some runs one leaf more, 1,974,272); a fresh arena's
+    /// 94,208 resident, 92,880 allocated. Addresses are drawn from the seed.
     pub fn measured_default() -> Metadata {
         Metadata {
-            base_bytes: 1_974_272,
+            base_bytes: 1_449_984,
             per_arena_bytes: 94_208,
+            base_allocated: 1_448_704,
+            per_arena_allocated: 92_880,
+            rtree_bytes: 786_432,
+            below: 0,
+            heap: 0,
         }
     }
 }
@@ -98,6 +109,7 @@ pub struct Process {
     small_max: u64,
     stats: ProcessStats,
     metadata: Metadata,
+    meta: meta::MetaState,
     /// Either decay setting is not -1: arenas decay and threads tick.
     decay_on: bool,
     seed: u64,
@@ -155,6 +167,7 @@ impl Process {
             stats: ProcessStats::default(),
             decay_on,
             metadata: Metadata::default(),
+            meta: meta::MetaState::default(),
             seed: 0,
             clock: decay::Clock::default(),
             tickers: Vec::new(),
@@ -203,7 +216,8 @@ impl Process {
             self.arena_mut(0).remove(b);
         }
         self.arena_mut(0).purge_all();
-        self.refresh_totals();
+        // The metadata was measured after start-up: it starts from here.
+        self.set_metadata(self.metadata);
         Ok(())
     }
 
@@ -214,6 +228,8 @@ impl Process {
     /// Sets the metadata model (see [`Metadata`]); the default counts none.
     pub fn set_metadata(&mut self, m: Metadata) {
         self.metadata = m;
+        let page = self.config.page();
+        self.meta = meta::MetaState::start(m, &self.arenas, page, self.seed);
         self.refresh_totals();
     }
 
@@ -345,27 +361,21 @@ impl Process {
 
     fn refresh_totals(&mut self) {
         let (mut alloc, mut active) = (0, 0);
-        let (mut dirty, mut muzzy, mut retained, mut narenas) = (0, 0, 0, 0);
-        let mut edata = 0;
-        let page = self.config.page();
+        let (mut dirty, mut muzzy, mut retained) = (0, 0, 0);
         for a in self.arenas.iter().flatten() {
-            // base_alloc_edata: 128 bytes (EDATA_ALIGNMENT) each, resident page by page.
-            edata += (a.extent_records() * 128).div_ceil(page) * page;
             alloc += a.stats().allocated_bytes;
             active += a.stats().active_bytes;
             let p = a.page_sets();
             dirty += p.dirty_bytes;
             muzzy += p.muzzy_bytes;
             retained += p.retained_bytes;
-            narenas += 1;
         }
         self.stats.allocated_bytes = alloc;
         self.stats.active_bytes = active;
         self.stats.dirty_bytes = dirty;
         self.stats.muzzy_bytes = muzzy;
         self.stats.retained_bytes = retained;
-        let m = self.metadata;
-        self.stats.metadata_bytes = m.base_bytes + m.per_arena_bytes * (narenas - 1) + edata;
+        self.stats.metadata_bytes = self.meta.update(&self.arenas);
         self.stats.resident_bytes = active + dirty + self.stats.metadata_bytes;
         self.stats.mapped_bytes = active + dirty + muzzy;
         self.stats.time_ns = self.clock.now_ns;
