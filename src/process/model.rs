@@ -81,6 +81,8 @@ impl Metadata {
 #[derive(Clone, Debug)]
 struct Thread {
     arena: u32,
+    /// The internal-allocation arena (`tsd_iarena`), for the metadata only.
+    iarena: u32,
     tcache: Option<Tcache>,
     allocated: u64,
     deallocated: u64,
@@ -100,6 +102,11 @@ pub struct Process {
     /// Automatic arenas `0..narenas`, then the huge arena.
     arenas: Vec<Option<Arena>>,
     nthreads: Vec<u32>,
+    /// Threads bound to each arena for internal allocations, and the arenas only such a
+    /// binding made (`arena_choose_hard`'s second choice): they exist, idle, with their
+    /// base (the metadata model counts them; the arena model needs nothing of them).
+    ithreads: Vec<u32>,
+    imade: Vec<bool>,
     tcache_bytes: Vec<u64>,
     threads: Vec<Option<Thread>>,
     exited: Vec<bool>,
@@ -158,6 +165,8 @@ impl Process {
             info,
             arenas,
             nthreads: vec![0; slots],
+            ithreads: vec![0; slots],
+            imade: vec![false; slots],
             tcache_bytes: vec![0; slots],
             threads: Vec::new(),
             exited: Vec::new(),
@@ -216,6 +225,10 @@ impl Process {
             self.arena_mut(0).remove(b);
         }
         self.arena_mut(0).purge_all();
+        // The main thread's internal binding stays in arena 0 (`thread.arena` moves only
+        // the application one): each new thread's internal choice then makes an arena ahead
+        // of the application choice.
+        self.ithreads[0] += 1;
         // The metadata was measured after start-up: it starts from here.
         self.set_metadata(self.metadata);
         Ok(())
@@ -229,8 +242,14 @@ impl Process {
     pub fn set_metadata(&mut self, m: Metadata) {
         self.metadata = m;
         let page = self.config.page();
-        self.meta = meta::MetaState::start(m, &self.arenas, page, self.seed);
+        self.meta = meta::MetaState::start(m, &self.arenas, &self.imade, page, self.seed);
         self.refresh_totals();
+    }
+
+    /// The metadata model's radix-tree leaves and next mapping's address (`None` without a
+    /// tree model: see [`Metadata`]).
+    pub fn radix_leaves(&self) -> Option<(usize, u64)> {
+        Some((self.meta.leaves()?, self.meta.cursor()?))
     }
 
     fn arena(&self, i: u32) -> &Arena {
@@ -375,7 +394,7 @@ impl Process {
         self.stats.dirty_bytes = dirty;
         self.stats.muzzy_bytes = muzzy;
         self.stats.retained_bytes = retained;
-        self.stats.metadata_bytes = self.meta.update(&self.arenas);
+        self.stats.metadata_bytes = self.meta.update(&self.arenas, &self.imade);
         self.stats.resident_bytes = active + dirty + self.stats.metadata_bytes;
         self.stats.mapped_bytes = active + dirty + muzzy;
         self.stats.time_ns = self.clock.now_ns;
@@ -418,12 +437,15 @@ impl Process {
         } else {
             None
         };
+        let iarena = self.choose_internal();
+        self.ithreads[iarena as usize] += 1;
         let arena = self.choose_arena()?;
         self.nthreads[arena as usize] += 1;
         // te_init: the event counters start from the bytes counted so far.
         let deallocated = self.minimal_deallocated.get(t).copied().unwrap_or(0);
         self.threads[t] = Some(Thread {
             arena,
+            iarena,
             tcache: block.map(|b| Tcache::new(&self.info, arena, b)),
             allocated: 0,
             deallocated,
@@ -431,6 +453,28 @@ impl Process {
             dalloc_gc_last: deallocated,
         });
         Ok(())
+    }
+
+    /// `arena_choose_hard`'s internal choice, made on the arenas as they were before the
+    /// application choice: like it, on the internal bindings' counts; a new arena it makes
+    /// is the same the application choice makes, if that one makes one.
+    fn choose_internal(&mut self) -> u32 {
+        let n = self.narenas as usize;
+        let (mut choose, mut first_null) = (0, n);
+        for i in 1..n {
+            if self.arenas[i].is_some() || self.imade[i] {
+                if self.ithreads[i] < self.ithreads[choose] {
+                    choose = i;
+                }
+            } else if first_null == n {
+                first_null = i;
+            }
+        }
+        if self.ithreads[choose] == 0 || first_null == n {
+            return choose as u32;
+        }
+        self.imade[first_null] = true;
+        first_null as u32
     }
 
     /// `arena_choose_hard` (application arena): the first arena with the fewest threads;
@@ -539,6 +583,7 @@ impl Process {
         };
         let arena = th.arena;
         self.nthreads[arena as usize] -= 1;
+        self.ithreads[th.iarena as usize] -= 1;
         if let Some(tc) = th.tcache.as_ref() {
             let block = tc.block;
             for bin in 0..self.info.nhbins() {
