@@ -98,7 +98,7 @@ impl Geometry {
                 node_bytes: node57,
                 lg_node_span: lg_page + 30,
             })
-        } else if rtree > 0 && rtree % (8 << 18) == 0 {
+        } else if rtree > 0 && rtree.is_multiple_of(8 << 18) {
             Some(Geometry {
                 leaf_bytes: 8 << 18,
                 lg_leaf_span: lg_page + 18,
