@@ -463,13 +463,14 @@ mod tests {
         // large: 65,536 usable plus the cache-oblivious padding page, 69,632 active (17
         // pages). 5.3.1's `pac_alloc_real` takes from retained (the 2 MiB first mapping) the
         // least size class at or above 68 KiB, 80 KiB, and leaves the 12 KiB tail dirty.
-        // Metadata: the process model counts 128 bytes per extent record (base_alloc_edata),
-        // whole pages: a handful of records, one page, 4,096; plus the base blocks measured
-        // live before the first event (`Metadata::measured_default().base_bytes`, B below).
-        // Resident = active + dirty + metadata = 69,632 + 12,288 + 4,096 + B = 86,016 + B in
-        // both rows. Freed: with decay off the 80 KiB stay dirty, resident
-        // 81,920 + 4,096 = 86,016; with dirty_decay_ms:0 they are purged at once (to
-        // retained, muzzy 0): dirty 0, resident = active 0 + metadata 4,096.
+        // Metadata: the process model starts from the base measured live before the first
+        // event (`Metadata::measured_default()`, resident B below, allocated 1,448,704, so
+        // its bump offset sits 2,816 bytes into its last page) and adds 128-byte extent
+        // records (base_alloc_edata, 128-byte aligned): ten fit in that page's last 1,280
+        // bytes, and this trace makes a handful: no page more. Resident = active + dirty +
+        // metadata = 69,632 + 12,288 + B = 81,920 + B in both rows. Freed: with decay off
+        // the 80 KiB stay dirty, resident 81,920 + B; with dirty_decay_ms:0 they are purged
+        // at once (to retained, muzzy 0): dirty 0, resident = active 0 + B.
         let a = one_large("a 0 65536\nf 0\n", None);
         let (off, zero) = (&a.results[0], &a.results[1]);
         let base = crate::process::Metadata::measured_default().base_bytes;
@@ -480,11 +481,11 @@ mod tests {
         );
         assert_eq!(
             (off.peak_resident_bytes, zero.peak_resident_bytes),
-            (86016 + base, 86016 + base)
+            (81920 + base, 81920 + base)
         );
-        // No times: the mean over the two records. Off: 86,016 twice; 0: (86,016 + 4,096) / 2.
-        assert_eq!(off.mean_resident_bytes, 86016.0 + b);
-        assert_eq!(zero.mean_resident_bytes, 45056.0 + b);
+        // No times: the mean over the two records. Off: 81,920 twice; 0: (81,920 + 0) / 2.
+        assert_eq!(off.mean_resident_bytes, 81920.0 + b);
+        assert_eq!(zero.mean_resident_bytes, 40960.0 + b);
         assert_eq!(a.rank_resident, [2, 1]);
         assert_eq!(a.recommendations(), [(1, "lowest mean resident")]);
         // Decay over 1 s needs the trace's clock: skipped, said why.
@@ -493,15 +494,15 @@ mod tests {
         assert!(a.skipped[0].1.contains("no times"), "{:?}", a.skipped);
 
         // With times (ns): freed at 1,000, a second 64 KiB object at 4,000 takes the same
-        // pages back (from dirty with decay off, from retained with 0): 86,016 again. Over
-        // the 4,000 ns: off holds 86,016 throughout; 0 holds it 1,000 ns, then 4,096 for
-        // 3,000 ns: 21,504 + 3,072 = 24,576 (each + B).
+        // pages back (from dirty with decay off, from retained with 0): 81,920 again. Over
+        // the 4,000 ns: off holds 81,920 throughout; 0 holds it 1,000 ns, then 0 for
+        // 3,000 ns: 20,480 (each + B).
         let t = one_large("a 0 65536\nf 0\na 1 65536\n", Some(&[0, 1000, 4000]));
         assert_eq!(t.results.len(), 3, "the clock row runs on a timed trace");
         assert!(t.skipped.is_empty());
-        assert_eq!(t.results[0].mean_resident_bytes, 86016.0 + b);
-        assert_eq!(t.results[1].mean_resident_bytes, 24576.0 + b);
-        assert_eq!(t.results[1].peak_resident_bytes, 86016 + base);
+        assert_eq!(t.results[0].mean_resident_bytes, 81920.0 + b);
+        assert_eq!(t.results[1].mean_resident_bytes, 20480.0 + b);
+        assert_eq!(t.results[1].peak_resident_bytes, 81920 + base);
     }
 
     #[test]

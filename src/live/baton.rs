@@ -468,9 +468,14 @@ fn replay_spans(
         None => None,
     };
     let start = monotonic_ns();
-    if let Some((meta0, fresh)) = meta {
+    if let Some(meta) = meta {
         let since = start.saturating_sub(CONSTRUCTOR_NS.load(Ordering::SeqCst));
-        writeln!(out, "clock {since} {meta0} {fresh}")?;
+        // Where the model places the trace's mappings: below the workers' stacks, and the
+        // heap made before them (the replayer's tables, in the leaf of the radix tree that
+        // start-up registered).
+        let below = baton.lowest_stack().unwrap_or(0);
+        let heap = work.ops.as_ptr() as u64;
+        writeln!(out, "clock {since} {} {below} {heap}", meta.to_line())?;
     }
     let last = work.ops.len();
     let every = every.max(1) as usize;

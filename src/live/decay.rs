@@ -1,11 +1,12 @@
 //! The live process replay on the trace's clock (`replay --process --live --honour-clock`):
 //! the child sleeps to each event's time (`CLOCK_MONOTONIC`, absolute, from the replay's
 //! start) with the decay options in its `MALLOC_CONF`, and after every snapshot line prints a
-//! decay line: `d ELAPSED_NS RESIDENT MAPPED RETAINED DIRTY MUZZY` (bytes; the replayer's
-//! manual arena subtracted). Before the first event it prints `clock SINCE META0 META_FRESH`:
+//! decay line: `d ELAPSED_NS RESIDENT MAPPED RETAINED DIRTY MUZZY RTREE META...` (bytes; the
+//! replayer's manual arena left out; per arena its metadata resident). Before the first event it prints `clock SINCE ...`:
 //! ns since its constructor (about when jemalloc created arena 0 and started its decay
-//! epoch), arena 0's metadata resident (`stats.arenas.0.resident` less its active and dirty
-//! pages) and a freshly created arena's (a second manual arena made for the purpose).
+//! epoch), then the metadata before the first event ([`StartMeta`]: arena 0's and a fresh
+//! arena's base, the radix tree), then the lowest worker stack's address and a heap
+//! address (a table made before the workers started).
 //!
 //! The parent ([`live_clock_run`]) runs the child once and returns every checkpoint; the
 //! comparison with the model over seeds is [`crate::live::decay_compare`].
@@ -76,6 +77,9 @@ pub(super) struct ClockReader {
     api: Api,
     page: u64,
     arenas: Vec<Pages>,
+    /// `stats.metadata_rtree` (the radix tree's bytes, all in arena 0's base); 5.3.0 has
+    /// none.
+    rtree: Option<Vec<usize>>,
 }
 
 impl ClockReader {
@@ -92,6 +96,7 @@ impl ClockReader {
             // SAFETY: arenas.page is a size_t.
             page: unsafe { api.read::<usize>("arenas.page")? } as u64,
             arenas,
+            rtree: mib(api, "stats.metadata_rtree").ok(),
         })
     }
 
@@ -99,8 +104,9 @@ impl ClockReader {
         read_mib(&self.api, m)
     }
 
-    /// Arena 0's metadata resident now, and a fresh arena's (one made here, kept idle).
-    pub fn header(&self) -> Result<(u64, u64)> {
+    /// The metadata figures before the first event (see [`StartMeta`]); makes a fresh
+    /// arena, kept idle, to read one.
+    pub fn header(&self) -> Result<StartMeta> {
         // SAFETY: epoch takes a uint64_t; arenas.create returns an unsigned.
         let fresh = unsafe {
             self.api.write("epoch", 1u64)?;
@@ -112,13 +118,27 @@ impl ClockReader {
             let pages = self.read(&p.pactive)? + self.read(&p.pdirty)?;
             Ok(self.read(&p.resident)?.saturating_sub(pages * self.page))
         };
-        let fresh = pages_mibs(&self.api, fresh as usize)?;
-        Ok((meta(&self.arenas[0])?, meta(&fresh)?))
+        let base = |i: usize| -> Result<u64> {
+            let mut m = mib(&self.api, "stats.arenas.0.base")?;
+            m[2] = i;
+            self.read(&m)
+        };
+        let fresh_pages = pages_mibs(&self.api, fresh as usize)?;
+        Ok(StartMeta {
+            resident0: meta(&self.arenas[0])?,
+            resident_fresh: meta(&fresh_pages)?,
+            allocated0: base(0)?,
+            allocated_fresh: base(fresh as usize)?,
+            rtree: self.rtree.as_ref().map(|m| self.read(m)).transpose()?,
+        })
     }
 
-    /// The decay line (statistics as of the last `epoch`).
+    /// The decay line (statistics as of the last `epoch`): the totals, the radix tree's
+    /// bytes (`-` where the build has no such statistic), then each arena's metadata
+    /// resident (`resident` less its active and dirty pages; 0 for an arena not made yet).
     pub fn write_line(&self, out: &mut impl Write, elapsed_ns: u64) -> Result<()> {
         let mut tot = [0u64; 5];
+        let mut meta = String::new();
         for p in &self.arenas {
             let mut v = false;
             let mut len = 1usize;
@@ -134,25 +154,58 @@ impl ClockReader {
                 )
             };
             if err != 0 || !v {
+                meta.push_str(" 0");
                 continue;
             }
-            tot[0] += self.read(&p.resident)?;
+            let resident = self.read(&p.resident)?;
+            let (active, dirty) = (self.read(&p.pactive)?, self.read(&p.pdirty)?);
+            tot[0] += resident;
             tot[1] += self.read(&p.mapped)?;
             tot[2] += self.read(&p.retained)?;
-            tot[3] += self.read(&p.pdirty)? * self.page;
+            tot[3] += dirty * self.page;
             tot[4] += self.read(&p.pmuzzy)? * self.page;
+            let m = resident.saturating_sub((active + dirty) * self.page);
+            meta.push_str(&format!(" {m}"));
         }
+        let rtree = match &self.rtree {
+            Some(m) => self.read(m)?.to_string(),
+            None => "-".to_string(),
+        };
         writeln!(
             out,
-            "d {elapsed_ns} {} {} {} {} {}",
+            "d {elapsed_ns} {} {} {} {} {} {rtree}{meta}",
             tot[0], tot[1], tot[2], tot[3], tot[4]
         )?;
         Ok(())
     }
 }
 
-/// One decay line.
+/// Metadata before the first event: arena 0's base (which holds the global tables and the
+/// radix tree) and a freshly made arena's, as resident (`stats.arenas.<i>.resident` less
+/// active and dirty pages) and allocated (`stats.arenas.<i>.base`) bytes, and the radix
+/// tree's bytes (`stats.metadata_rtree`; `None` on 5.3.0, which has no such statistic).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StartMeta {
+    pub resident0: u64,
+    pub resident_fresh: u64,
+    pub allocated0: u64,
+    pub allocated_fresh: u64,
+    pub rtree: Option<u64>,
+}
+
+impl StartMeta {
+    /// The clock line's fields.
+    pub fn to_line(&self) -> String {
+        let rtree = self.rtree.map_or("-".to_string(), |r| r.to_string());
+        format!(
+            "{} {} {} {} {rtree}",
+            self.resident0, self.resident_fresh, self.allocated0, self.allocated_fresh
+        )
+    }
+}
+
+/// One decay line.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct LiveDecay {
     pub elapsed_ns: u64,
     pub resident_bytes: u64,
@@ -160,27 +213,35 @@ pub struct LiveDecay {
     pub retained_bytes: u64,
     pub dirty_bytes: u64,
     pub muzzy_bytes: u64,
+    /// `stats.metadata_rtree` (`None` on a build without it, 5.3.0).
+    pub rtree_bytes: Option<u64>,
+    /// Each automatic arena's metadata resident (then the huge arena's, when on).
+    pub arena_metadata: Vec<u64>,
 }
 
 fn parse_decay(line: &str) -> Result<LiveDecay> {
-    let v: Vec<u64> = line
+    let bad = || anyhow::anyhow!("bad decay line from the child: '{line}'");
+    let t: Vec<&str> = line
         .strip_prefix("d ")
-        .with_context(|| format!("bad decay line from the child: '{line}'"))?
+        .ok_or_else(bad)?
         .split(' ')
-        .map(|t| t.parse::<u64>().context("bad number from the child"))
-        .collect::<Result<_>>()?;
-    let [elapsed_ns, resident_bytes, mapped_bytes, retained_bytes, dirty_bytes, muzzy_bytes] =
-        v[..]
-    else {
-        bail!("bad decay line from the child: '{line}'")
-    };
+        .collect();
+    ensure!(t.len() >= 6, bad());
+    let num = |s: &str| s.parse::<u64>().context("bad number from the child");
+    let v = t[..5].iter().map(|s| num(s)).collect::<Result<Vec<_>>>()?;
     Ok(LiveDecay {
-        elapsed_ns,
-        resident_bytes,
-        mapped_bytes,
-        retained_bytes,
-        dirty_bytes,
-        muzzy_bytes,
+        elapsed_ns: v[0],
+        resident_bytes: v[1],
+        mapped_bytes: v[2],
+        retained_bytes: v[3],
+        dirty_bytes: v[4],
+        muzzy_bytes: num(t[5])?,
+        rtree_bytes: t
+            .get(6)
+            .filter(|s| **s != "-")
+            .map(|s| num(s))
+            .transpose()?,
+        arena_metadata: t.iter().skip(7).map(|s| num(s)).collect::<Result<_>>()?,
     })
 }
 
@@ -196,6 +257,12 @@ pub struct LiveClockRun {
     /// Arena 0's metadata resident before the first event, and a fresh arena's.
     pub metadata0: u64,
     pub metadata_fresh: u64,
+    /// Everything the clock line reported of the metadata.
+    pub start_meta: StartMeta,
+    /// The lowest worker stack's address and the address of a table made before the
+    /// workers (the model's address space: see [`crate::process::Metadata`]).
+    pub below: u64,
+    pub heap: u64,
     /// At every checkpoint: the snapshot (active bytes per arena) and the decay line.
     pub checkpoints: Vec<(ProcessSnapshot, LiveDecay)>,
 }
@@ -258,15 +325,23 @@ pub fn live_clock_run(
         String::from_utf8_lossy(&output.stderr).trim()
     );
     let header = parse_header(all[0], all[1], all[2])?;
-    let clock: Vec<u64> = all[3]
+    let clock: Vec<&str> = all[3]
         .strip_prefix("clock ")
         .with_context(|| format!("bad clock line '{}'", all[3]))?
         .split(' ')
-        .filter_map(|n| n.parse().ok())
         .collect();
-    let [start_ns, metadata0, metadata_fresh] = clock[..] else {
-        bail!("bad clock line '{}'", all[3])
+    let bad = || anyhow::anyhow!("bad clock line '{}'", all[3]);
+    let num = |s: &str| s.parse::<u64>().map_err(|_| bad());
+    ensure!(clock.len() == 8, bad());
+    let start_ns = num(clock[0])?;
+    let start_meta = StartMeta {
+        resident0: num(clock[1])?,
+        resident_fresh: num(clock[2])?,
+        allocated0: num(clock[3])?,
+        allocated_fresh: num(clock[4])?,
+        rtree: (clock[5] != "-").then(|| num(clock[5])).transpose()?,
     };
+    let (below, heap) = (num(clock[6])?, num(clock[7])?);
     let mut checkpoints = Vec::new();
     for pair in all[4..].chunks(2) {
         let [s, d] = pair else {
@@ -279,8 +354,11 @@ pub fn live_clock_run(
         narenas: header.narenas,
         residue: header.residue,
         start_ns,
-        metadata0,
-        metadata_fresh,
+        metadata0: start_meta.resident0,
+        metadata_fresh: start_meta.resident_fresh,
+        start_meta,
+        below,
+        heap,
         checkpoints,
     })
 }

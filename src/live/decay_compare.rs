@@ -164,9 +164,15 @@ fn model_run(
         resolution_ns,
         start_ns: live.start_ns,
     });
+    let sm = live.start_meta;
     model.set_metadata(Metadata {
-        base_bytes: live.metadata0,
-        per_arena_bytes: live.metadata_fresh,
+        base_bytes: sm.resident0,
+        per_arena_bytes: sm.resident_fresh,
+        base_allocated: sm.allocated0,
+        per_arena_allocated: sm.allocated_fresh,
+        rtree_bytes: sm.rtree.unwrap_or(0),
+        below: live.below,
+        heap: live.heap,
     });
     model.replayer_start(live.residue)?;
     let mut out = Vec::with_capacity(at.len());

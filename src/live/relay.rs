@@ -205,6 +205,30 @@ impl<'w, W: Work> Baton<'w, W> {
     }
 
     /// Nanoseconds spent in calls so far, on every thread (handing runs over excluded).
+    /// The lowest address of the workers' stacks (`None` without workers): the process's
+    /// mappings made after the workers start lie below it (Linux maps top-down), which is
+    /// where the metadata model places the trace's extents (`crate::process::Metadata`).
+    pub fn lowest_stack(&self) -> Option<u64> {
+        self.handles
+            .iter()
+            .flatten()
+            .filter_map(|&h| {
+                let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::zeroed();
+                let (mut addr, mut size) = (std::ptr::null_mut(), 0usize);
+                // SAFETY: `h` is a live worker (joined only in `exit`/drop); the attributes
+                // are destroyed after reading.
+                unsafe {
+                    if libc::pthread_getattr_np(h, attr.as_mut_ptr()) != 0 {
+                        return None;
+                    }
+                    let err = libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size);
+                    libc::pthread_attr_destroy(attr.as_mut_ptr());
+                    (err == 0).then_some(addr as u64)
+                }
+            })
+            .min()
+    }
+
     pub fn busy_ns(&self) -> u64 {
         self.shared.busy_ns.load(Ordering::Acquire)
     }

@@ -7,6 +7,7 @@ use super::tcache::{CacheInfo, Item, Tcache};
 mod cache;
 mod decay;
 mod gc;
+mod meta;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{Arena, SimError};
@@ -50,32 +51,42 @@ const DEAD: Object = Object {
     align: 0,
 };
 
-/// jemalloc's metadata resident (`base_resident` summed over arenas), modelled as two
-/// constants plus the extent records: arena 0's base at the start (it holds the global
-/// tables: the radix tree of extents, the size-class tables), each further arena's base when
-/// fresh (bins, its first base block), both measured on the live allocator
-/// (`crate::live::decay` reads them in its child), and 128 bytes per extent record at each
-/// arena's high-water mark (`base_alloc_edata`). The radix tree's leaves, which grow with
-/// the address space the heap touches, are not modelled.
+/// What the metadata model starts from (`base_resident` summed over arenas: see
+/// `model/meta.rs`): arena 0's base before the first event (it holds the global tables and
+/// the radix tree) and a fresh arena's, as resident and allocated bytes, the radix tree's
+/// bytes then (its shape follows from them), and where the trace's mappings start
+/// (`below`, 0: drawn from the seed) and the heap start-up made (`heap`), as measured by the
+/// live replayer's child (`crate::live::decay`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Metadata {
     pub base_bytes: u64,
     pub per_arena_bytes: u64,
+    pub base_allocated: u64,
+    pub per_arena_allocated: u64,
+    /// 0: no radix-tree model.
+    pub rtree_bytes: u64,
+    pub below: u64,
+    pub heap: u64,
 }
 
 impl Metadata {
-    /// Measured here on the linked jemalloc 5.3.1 (4 KiB pages, 8 arenas) in the live
-    /// replayer's child before its first event (`fragsim replay
-    /// data/traces/cpp-threads-map.trace --process --malloc-conf dirty_decay_ms:100 --live
-    /// --honour-clock --runs 1`, its row "metadata resident before the first event"): arena
-    /// 0's metadata resident (1,974,272 bytes; another session read 1,449,984) and a fresh
-    /// arena's (94,208, the same in both). Arena 0's share is mostly global (the radix
-    /// tree's root and first leaves, the size-class tables) and includes what the replayer's
-    /// own allocations registered.
+    /// Measured here on the linked jemalloc 5.3.1 (4 KiB pages, 8 arenas, 57 address bits)
+    /// in the live replayer's child before its first event (`fragsim replay
+    /// data/traces/cpp-threads-map.trace --process --malloc-conf
+    /// dirty_decay_ms:200,muzzy_decay_ms:0 --time-scale 10 --live --honour-clock --runs 5`,
+    /// the child's clock line; the same in all five runs): arena 0's base resident
+    /// 1,449,984 bytes resident (1,448,704 allocated), of which the radix tree 786,432 (its
+    /// middle node and one leaf; in some runs one leaf more, 1,974,272); a fresh arena's
+    /// 94,208 resident, 92,880 allocated. Addresses are drawn from the seed.
     pub fn measured_default() -> Metadata {
         Metadata {
-            base_bytes: 1_974_272,
+            base_bytes: 1_449_984,
             per_arena_bytes: 94_208,
+            base_allocated: 1_448_704,
+            per_arena_allocated: 92_880,
+            rtree_bytes: 786_432,
+            below: 0,
+            heap: 0,
         }
     }
 }
@@ -84,6 +95,8 @@ impl Metadata {
 #[derive(Clone, Debug)]
 struct Thread {
     arena: u32,
+    /// The internal-allocation arena (`tsd_iarena`), for the metadata only.
+    iarena: u32,
     tcache: Option<Tcache>,
     allocated: u64,
     deallocated: u64,
@@ -103,6 +116,11 @@ pub struct Process {
     /// Automatic arenas `0..narenas`, then the huge arena.
     arenas: Vec<Option<Arena>>,
     nthreads: Vec<u32>,
+    /// Threads bound to each arena for internal allocations, and the arenas only such a
+    /// binding made (`arena_choose_hard`'s second choice): they exist, idle, with their
+    /// base (the metadata model counts them; the arena model needs nothing of them).
+    ithreads: Vec<u32>,
+    imade: Vec<bool>,
     tcache_bytes: Vec<u64>,
     threads: Vec<Option<Thread>>,
     exited: Vec<bool>,
@@ -112,6 +130,7 @@ pub struct Process {
     small_max: u64,
     stats: ProcessStats,
     metadata: Metadata,
+    meta: meta::MetaState,
     /// Either decay setting is not -1: arenas decay and threads tick.
     decay_on: bool,
     seed: u64,
@@ -158,6 +177,8 @@ impl Process {
             info,
             arenas,
             nthreads: vec![0; slots],
+            ithreads: vec![0; slots],
+            imade: vec![false; slots],
             tcache_bytes: vec![0; slots],
             threads: Vec::new(),
             exited: Vec::new(),
@@ -167,6 +188,7 @@ impl Process {
             stats: ProcessStats::default(),
             decay_on,
             metadata: Metadata::default(),
+            meta: meta::MetaState::default(),
             seed: 0,
             clock: decay::Clock::default(),
             tickers: Vec::new(),
@@ -216,7 +238,12 @@ impl Process {
             self.arena_mut(0).remove(b);
         }
         self.arena_mut(0).purge_all();
-        self.refresh_totals();
+        // The main thread's internal binding stays in arena 0 (`thread.arena` moves only
+        // the application one): each new thread's internal choice then makes an arena ahead
+        // of the application choice.
+        self.ithreads[0] += 1;
+        // The metadata was measured after start-up: it starts from here.
+        self.set_metadata(self.metadata);
         Ok(())
     }
 
@@ -227,7 +254,15 @@ impl Process {
     /// Sets the metadata model (see [`Metadata`]); the default counts none.
     pub fn set_metadata(&mut self, m: Metadata) {
         self.metadata = m;
+        let page = self.config.page();
+        self.meta = meta::MetaState::start(m, &self.arenas, &self.imade, page, self.seed);
         self.refresh_totals();
+    }
+
+    /// The metadata model's radix-tree leaves and next mapping's address (`None` without a
+    /// tree model: see [`Metadata`]).
+    pub fn radix_leaves(&self) -> Option<(usize, u64)> {
+        Some((self.meta.leaves()?, self.meta.cursor()?))
     }
 
     fn arena(&self, i: u32) -> &Arena {
@@ -340,27 +375,21 @@ impl Process {
 
     fn refresh_totals(&mut self) {
         let (mut alloc, mut active) = (0, 0);
-        let (mut dirty, mut muzzy, mut retained, mut narenas) = (0, 0, 0, 0);
-        let mut edata = 0;
-        let page = self.config.page();
+        let (mut dirty, mut muzzy, mut retained) = (0, 0, 0);
         for a in self.arenas.iter().flatten() {
-            // base_alloc_edata: 128 bytes (EDATA_ALIGNMENT) each, resident page by page.
-            edata += (a.extent_records() * 128).div_ceil(page) * page;
             alloc += a.stats().allocated_bytes;
             active += a.stats().active_bytes;
             let p = a.page_sets();
             dirty += p.dirty_bytes;
             muzzy += p.muzzy_bytes;
             retained += p.retained_bytes;
-            narenas += 1;
         }
         self.stats.allocated_bytes = alloc;
         self.stats.active_bytes = active;
         self.stats.dirty_bytes = dirty;
         self.stats.muzzy_bytes = muzzy;
         self.stats.retained_bytes = retained;
-        let m = self.metadata;
-        self.stats.metadata_bytes = m.base_bytes + m.per_arena_bytes * (narenas - 1) + edata;
+        self.stats.metadata_bytes = self.meta.update(&self.arenas, &self.imade);
         self.stats.resident_bytes = active + dirty + self.stats.metadata_bytes;
         self.stats.mapped_bytes = active + dirty + muzzy;
         self.stats.time_ns = self.clock.now_ns;
@@ -403,12 +432,15 @@ impl Process {
         } else {
             None
         };
+        let iarena = self.choose_internal();
+        self.ithreads[iarena as usize] += 1;
         let arena = self.choose_arena()?;
         self.nthreads[arena as usize] += 1;
         // te_init: the event counters start from the bytes counted so far.
         let deallocated = self.minimal_deallocated.get(t).copied().unwrap_or(0);
         self.threads[t] = Some(Thread {
             arena,
+            iarena,
             tcache: block.map(|b| Tcache::new(&self.info, arena, b)),
             allocated: 0,
             deallocated,
@@ -416,6 +448,28 @@ impl Process {
             dalloc_gc_last: deallocated,
         });
         Ok(())
+    }
+
+    /// `arena_choose_hard`'s internal choice, made on the arenas as they were before the
+    /// application choice: like it, on the internal bindings' counts; a new arena it makes
+    /// is the same the application choice makes, if that one makes one.
+    fn choose_internal(&mut self) -> u32 {
+        let n = self.narenas as usize;
+        let (mut choose, mut first_null) = (0, n);
+        for i in 1..n {
+            if self.arenas[i].is_some() || self.imade[i] {
+                if self.ithreads[i] < self.ithreads[choose] {
+                    choose = i;
+                }
+            } else if first_null == n {
+                first_null = i;
+            }
+        }
+        if self.ithreads[choose] == 0 || first_null == n {
+            return choose as u32;
+        }
+        self.imade[first_null] = true;
+        first_null as u32
     }
 
     /// `arena_choose_hard` (application arena): the first arena with the fewest threads;
@@ -524,6 +578,7 @@ impl Process {
         };
         let arena = th.arena;
         self.nthreads[arena as usize] -= 1;
+        self.ithreads[th.iarena as usize] -= 1;
         if let Some(tc) = th.tcache.as_ref() {
             let block = tc.block;
             for bin in 0..self.info.nhbins() {

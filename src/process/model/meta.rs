@@ -1,0 +1,346 @@
+//! jemalloc's metadata resident over the trace (`stats.arenas.<i>.base` resident): each
+//! arena's base allocator (`base.c`) bump-allocating extent records, and arena 0's base
+//! (jemalloc's `b0`) also the radix tree's leaves (`rtree.c`) as extents appear at new
+//! addresses.
+//!
+//! - A base counts resident the pages its bump allocations cross
+//!   (`base_extent_bump_alloc_post`: `PAGE_CEILING(addr + size) - PAGE_CEILING(addr - gap)`),
+//!   so its resident is the page ceiling of its bump offset. Each base starts from what was
+//!   measured before the first event: its resident and allocated bytes, the offset in the
+//!   last page taken as `allocated mod page` (the cache-line gaps are left out: up to 64
+//!   bytes each). Blocks are 2 MiB (`BASE_BLOCK_MIN_ALIGN`); an allocation that does not fit
+//!   in the current block adds a new block's header page besides itself, and later small
+//!   allocations are taken to stay in the old block's remainder (`base_alloc_impl` takes the
+//!   smallest remainder that fits).
+//! - An extent record (`edata_t`, 128 bytes at 128-byte alignment, `base_alloc_edata`) is
+//!   allocated when an arena holds more records than ever before (jemalloc's `edata_cache`
+//!   reuses freed ones).
+//! - The radix tree: on a build with 57 significant address bits (this machine's), three
+//!   levels of 15 bits: a leaf of 2^15 16-byte elements (512 KiB) covers 128 MiB of address
+//!   space, a middle node (256 KiB) 4 TiB; with 48 bits, two levels of 18 bits, 2 MiB leaves
+//!   covering 1 GiB (the root is static). `rtree_leaf_elm_lookup_hard` makes a leaf when an
+//!   extent's first or last page (`emap_register_boundary`) falls in a region without one.
+//!   Addresses are modelled: Linux maps top-down, so each new mapping of the trace (an
+//!   arena's base block, 2 MiB aligned; an arena's growth of its address space, `mapped +
+//!   retained`) goes just below the previous one, starting below the replayer's worker
+//!   stacks. Left out: holes from aligned maps, the replayer's own mappings during the
+//!   trace, new base blocks' placement.
+//!
+//! Where the addresses start is ASLR's draw: the live comparison passes each run's (the
+//! lowest worker stack, and a heap table's address for the leaf start-up registered);
+//! without them the model draws a position within a leaf from the seed.
+
+use super::Metadata;
+use crate::sim::decay::mix_seed;
+use crate::sim::Arena;
+use std::collections::BTreeSet;
+
+const EDATA: u64 = 128;
+const BLOCK: u64 = 2 << 20;
+const CACHELINE: u64 = 64;
+
+/// One arena's base allocator.
+#[derive(Clone, Copy, Debug)]
+struct Base {
+    offset: u64,
+    block_end: u64,
+    resident: u64,
+    /// Extent records allocated so far (the arena's high-water mark).
+    records: u64,
+}
+
+impl Base {
+    fn start(resident: u64, allocated: u64, page: u64, records: u64) -> Base {
+        let in_page = allocated % page;
+        let offset = match in_page {
+            0 => resident,
+            r => (resident.saturating_sub(page) + r).min(resident),
+        };
+        Base {
+            offset,
+            block_end: offset.max(1).div_ceil(BLOCK) * BLOCK,
+            resident,
+            records,
+        }
+    }
+
+    fn alloc(&mut self, size: u64, align: u64, page: u64) {
+        let at = self.offset.div_ceil(align) * align;
+        if at + size > self.block_end {
+            // base_block_alloc: a new block, its header page and the allocation.
+            self.resident += page + size.div_ceil(page) * page;
+            return;
+        }
+        self.resident += (at + size).div_ceil(page) * page - self.offset.div_ceil(page) * page;
+        self.offset = at + size;
+    }
+}
+
+/// The radix tree's shape (from its size before the first event).
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    leaf_bytes: u64,
+    /// log2 of the address span one leaf covers.
+    lg_leaf_span: u32,
+    /// 0: no middle level.
+    node_bytes: u64,
+    lg_node_span: u32,
+}
+
+impl Geometry {
+    fn of(rtree: u64, page: u64) -> Option<Geometry> {
+        let lg_page = page.trailing_zeros();
+        let (leaf57, node57) = (16u64 << 15, 8u64 << 15);
+        if rtree >= node57 + leaf57 && rtree % leaf57 == node57 {
+            Some(Geometry {
+                leaf_bytes: leaf57,
+                lg_leaf_span: lg_page + 15,
+                node_bytes: node57,
+                lg_node_span: lg_page + 30,
+            })
+        } else if rtree > 0 && rtree.is_multiple_of(8 << 18) {
+            Some(Geometry {
+                leaf_bytes: 8 << 18,
+                lg_leaf_span: lg_page + 18,
+                node_bytes: 0,
+                lg_node_span: 64,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// The modelled address space: where the next mapping goes and the radix tree's leaves.
+#[derive(Clone, Debug)]
+struct Space {
+    geometry: Geometry,
+    cursor: u64,
+    leaves: BTreeSet<u64>,
+    nodes: BTreeSet<u64>,
+    /// Each arena's `mapped + retained` bytes so far.
+    vsize: Vec<u64>,
+}
+
+/// The metadata model's state (see the module documentation).
+#[derive(Clone, Debug, Default)]
+pub(super) struct MetaState {
+    on: bool,
+    page: u64,
+    m: Metadata,
+    bases: Vec<Option<Base>>,
+    space: Option<Space>,
+}
+
+fn vsize(a: &Arena) -> u64 {
+    let p = a.page_sets();
+    a.stats().active_bytes + p.dirty_bytes + p.muzzy_bytes + p.retained_bytes
+}
+
+impl MetaState {
+    /// Starts from `m` with the arenas as they are now (arena 0's state is what `m` measured).
+    /// `made`: arenas that exist without an arena model (made for internal bindings only).
+    pub fn start(
+        m: Metadata,
+        arenas: &[Option<Arena>],
+        made: &[bool],
+        page: u64,
+        seed: u64,
+    ) -> MetaState {
+        let mut bases = vec![None; arenas.len()];
+        for (i, a) in arenas.iter().enumerate() {
+            bases[i] = match a {
+                Some(a) if i == 0 => Some(Base::start(
+                    m.base_bytes,
+                    m.base_allocated,
+                    page,
+                    a.extent_records(),
+                )),
+                None if !made[i] => None,
+                _ => Some(Base::start(
+                    m.per_arena_bytes,
+                    m.per_arena_allocated,
+                    page,
+                    0,
+                )),
+            };
+        }
+        let space = Geometry::of(m.rtree_bytes, page).map(|g| {
+            let span = 1u64 << g.lg_leaf_span;
+            // Without measured addresses: a mapping cursor at a seeded place in a leaf (page
+            // aligned), far from address 0.
+            let seeded = (1u64 << 46) + (mix_seed(seed, 11, 0) % span) / page * page;
+            let heap = if m.heap == 0 { seeded } else { m.heap };
+            let mut cursor = if m.below == 0 { heap } else { m.below };
+            if m.below != 0 {
+                // The live replayer's idle arena, made after its workers: its base block.
+                cursor = (cursor - BLOCK) / BLOCK * BLOCK;
+            }
+            // Start-up's leaves: the heap's, and any further ones taken to lie above it.
+            let nodes0 = u64::from(g.node_bytes > 0);
+            let n = m.rtree_bytes.saturating_sub(nodes0 * g.node_bytes) / g.leaf_bytes;
+            let first = heap >> g.lg_leaf_span;
+            Space {
+                geometry: g,
+                cursor,
+                leaves: (first..first + n.max(1)).collect(),
+                nodes: (nodes0 > 0)
+                    .then_some(heap >> g.lg_node_span)
+                    .into_iter()
+                    .collect(),
+                vsize: arenas.iter().map(|a| a.as_ref().map_or(0, vsize)).collect(),
+            }
+        });
+        MetaState {
+            on: true,
+            page,
+            m,
+            bases,
+            space,
+        }
+    }
+
+    /// The modelled radix tree's leaves (`None` without a tree model).
+    pub fn leaves(&self) -> Option<usize> {
+        self.space.as_ref().map(|s| s.leaves.len())
+    }
+
+    /// The modelled address where the next mapping goes.
+    pub fn cursor(&self) -> Option<u64> {
+        self.space.as_ref().map(|s| s.cursor)
+    }
+
+    /// Follows the arenas' new records and mappings; returns the metadata resident.
+    pub fn update(&mut self, arenas: &[Option<Arena>], made: &[bool]) -> u64 {
+        if !self.on {
+            return 0;
+        }
+        let page = self.page;
+        for (i, a) in arenas.iter().enumerate() {
+            if a.is_none() && !made[i] {
+                continue;
+            }
+            if self.bases[i].is_none() {
+                let m = self.m;
+                self.bases[i] = Some(Base::start(
+                    m.per_arena_bytes,
+                    m.per_arena_allocated,
+                    page,
+                    0,
+                ));
+                if let Some(s) = self.space.as_mut() {
+                    s.cursor = (s.cursor - BLOCK) / BLOCK * BLOCK;
+                }
+            }
+            let Some(a) = a else { continue };
+            let records = a.extent_records();
+            let b = self.bases[i].as_mut().expect("made above");
+            while b.records < records {
+                b.alloc(EDATA, EDATA, page);
+                b.records += 1;
+            }
+            let new = match self.space.as_mut() {
+                Some(s) => s.map(i, vsize(a)),
+                None => (0, 0),
+            };
+            let g = self.space.as_ref().map(|s| s.geometry);
+            if let (Some(g), b0) = (g, self.bases[0].as_mut().expect("arena 0")) {
+                for _ in 0..new.0 {
+                    b0.alloc(g.node_bytes, CACHELINE, page);
+                }
+                for _ in 0..new.1 {
+                    b0.alloc(g.leaf_bytes, CACHELINE, page);
+                }
+            }
+        }
+        self.bases.iter().flatten().map(|b| b.resident).sum()
+    }
+}
+
+impl Space {
+    /// Arena `i` now spans `v` bytes: maps its growth below the cursor; returns the middle
+    /// nodes and leaves made.
+    fn map(&mut self, i: usize, v: u64) -> (u64, u64) {
+        let old = self.vsize[i];
+        if v <= old {
+            return (0, 0);
+        }
+        self.vsize[i] = v;
+        let (hi, lo) = (self.cursor, self.cursor.saturating_sub(v - old));
+        self.cursor = lo;
+        let g = self.geometry;
+        let (mut nodes, mut leaves) = (0, 0);
+        for addr in [lo, hi - 1] {
+            if g.node_bytes > 0 && self.nodes.insert(addr >> g.lg_node_span) {
+                nodes += 1;
+            }
+            if self.leaves.insert(addr >> g.lg_leaf_span) {
+                leaves += 1;
+            }
+        }
+        (nodes, leaves)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh arena as measured (94,208 resident, 92,880 allocated): its bump offset is
+    /// 92,880, the first record goes at 92,928 (128-byte aligned), so by base.c's page rule
+    /// ten records fit under 94,208 and the eleventh touches a new page (hand derived).
+    #[test]
+    fn records_fill_the_last_page_before_a_new_one() {
+        let mut b = Base::start(94_208, 92_880, 4096, 0);
+        for _ in 0..10 {
+            b.alloc(EDATA, EDATA, 4096);
+        }
+        assert_eq!(b.resident, 94_208);
+        b.alloc(EDATA, EDATA, 4096);
+        assert_eq!(b.resident, 98_304);
+    }
+
+    /// An allocation past the 2 MiB block takes a new block: its header page and itself.
+    #[test]
+    fn a_leaf_past_the_block_takes_a_new_block() {
+        let mut b = Base::start(1_974_272, 1_972_992, 4096, 0);
+        b.alloc(512 << 10, CACHELINE, 4096);
+        assert_eq!(b.resident, 1_974_272 + 4096 + (512 << 10));
+    }
+
+    /// The shapes: 57 bits (a 256 KiB node and 512 KiB leaves over 128 MiB), 48 bits (2 MiB
+    /// leaves over 1 GiB); anything else is not modelled.
+    #[test]
+    fn geometry_from_the_tree_size() {
+        let g = Geometry::of(786_432, 4096).unwrap();
+        assert_eq!(
+            (g.leaf_bytes, g.lg_leaf_span, g.node_bytes),
+            (512 << 10, 27, 256 << 10)
+        );
+        let g = Geometry::of(2 << 20, 4096).unwrap();
+        assert_eq!(
+            (g.leaf_bytes, g.lg_leaf_span, g.node_bytes),
+            (2 << 20, 30, 0)
+        );
+        assert!(Geometry::of(0, 4096).is_none() && Geometry::of(12_345, 4096).is_none());
+    }
+
+    /// Mappings go down from the cursor; one that reaches below a 128 MiB boundary makes a
+    /// leaf, the next within that leaf none.
+    #[test]
+    fn a_mapping_across_a_leaf_boundary_makes_a_leaf() {
+        let g = Geometry::of(786_432, 4096).unwrap();
+        let top = (100u64 << 27) + (1 << 20);
+        let mut s = Space {
+            geometry: g,
+            cursor: top,
+            leaves: [100].into_iter().collect(),
+            nodes: [top >> g.lg_node_span].into_iter().collect(),
+            vsize: vec![0, 0],
+        };
+        assert_eq!(s.map(1, 2 << 20), (0, 1));
+        assert_eq!(s.cursor, top - (2 << 20));
+        assert_eq!(s.map(1, 4 << 20), (0, 0));
+        assert_eq!(s.map(1, 4 << 20), (0, 0), "no growth, no mapping");
+    }
+}
