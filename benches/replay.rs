@@ -3,7 +3,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use fragsim::live::arena_replay::{Api, LiveArena};
-use fragsim::sim::{random_trace, Arena, WorkloadSpec};
+use fragsim::sim::{random_trace, ArenaModel, WorkloadSpec};
 use std::hint::black_box;
 
 fragsim::use_jemalloc!();
@@ -36,7 +36,7 @@ fn model_beside_live(
     group.sample_size(samples);
     group.bench_function("model", |b| {
         b.iter(|| {
-            let mut arena = Arena::new(config).unwrap();
+            let mut arena = ArenaModel::new(config).unwrap();
             for &e in events {
                 arena.apply(e).unwrap();
             }

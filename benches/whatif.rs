@@ -3,7 +3,7 @@
 //! the snapshot at the active peak (one build, no timeline).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use fragsim::sim::{random_trace, Arena, WorkloadSpec};
+use fragsim::sim::{random_trace, ArenaModel, WorkloadSpec};
 use fragsim::whatif::{replay_build, replay_builds, Build, ReplayOptions};
 use std::hint::black_box;
 
@@ -23,7 +23,7 @@ fn whatif(c: &mut Criterion) {
     group.sample_size(20);
     group.bench_function("model", |b| {
         b.iter(|| {
-            let mut arena = Arena::new(build.config).unwrap();
+            let mut arena = ArenaModel::new(build.config).unwrap();
             for &e in &events {
                 arena.apply(e).unwrap();
             }
@@ -32,7 +32,7 @@ fn whatif(c: &mut Criterion) {
     });
     group.bench_function("whatif", |b| {
         b.iter(|| {
-            let arena = Arena::new(build.config).unwrap();
+            let arena = ArenaModel::new(build.config).unwrap();
             let stream = events.iter().map(|&e| Ok::<_, std::io::Error>(e));
             let replay = replay_build(
                 &build,
@@ -62,7 +62,7 @@ fn whatif(c: &mut Criterion) {
             b.iter(|| {
                 let replays = replay_builds(
                     builds,
-                    |b| Ok(Arena::new(b.config).unwrap()),
+                    |b| Ok(ArenaModel::new(b.config).unwrap()),
                     || Ok(events.iter().map(|&e| Ok::<_, std::io::Error>(e))),
                     ReplayOptions { every: None },
                     &|_| {},

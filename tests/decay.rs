@@ -8,7 +8,7 @@ use fragsim::process::timed::{timed_trace, TimedShape, TimedSpec};
 use fragsim::process::{threaded_trace, ProcessError, ProcessOptions, ThreadedSpec};
 use fragsim::process::{DecayClock, Process};
 use fragsim::sim::decay::{Decay, Ticker};
-use fragsim::sim::Arena;
+use fragsim::sim::ArenaModel;
 use fragsim::sizeclass::AllocatorConfig;
 use fragsim::trace::{Call, Event, Record};
 
@@ -97,7 +97,7 @@ fn alloc(id: u32, size: u64) -> Event {
 #[test]
 fn purge_takes_the_oldest_whole_extents_down_to_the_limit() {
     for muzzy in [0i64, 1000] {
-        let mut a = Arena::new(AllocatorConfig::default()).unwrap();
+        let mut a = ArenaModel::new(AllocatorConfig::default()).unwrap();
         a.set_decay(1000, muzzy, 0, 3);
         for (id, size) in [(0, 256 << 10), (1, 8192), (2, 512 << 10), (3, 8192)] {
             a.apply(alloc(id, size)).unwrap();

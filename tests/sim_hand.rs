@@ -3,7 +3,7 @@
 //! before running the model, then checked against the model and the live jemalloc.
 
 use fragsim::live::arena_replay::{replay_compare, LiveAllocator, LiveOptions};
-use fragsim::sim::{Arena, SimError};
+use fragsim::sim::{ArenaModel, SimError};
 use fragsim::sizeclass::{AllocatorConfig, JemallocVersion};
 use fragsim::trace::Event;
 
@@ -40,7 +40,7 @@ fn a_slab_fills_empties_and_the_lower_slab_becomes_current() {
     // Bin 0 (8 bytes): 512 regions in one 4 KiB slab. Slab A is carved at offset 0 of the
     // first mapping, slab B at 4096 (the retained tail is split from its low end).
     let mut events: Vec<Event> = (0..=512).map(|id| alloc(id, 8)).collect();
-    let mut arena = Arena::new(v531(true)).unwrap();
+    let mut arena = ArenaModel::new(v531(true)).unwrap();
     for &e in &events[..512] {
         arena.apply(e).unwrap();
     }
@@ -92,7 +92,7 @@ fn a_large_realloc_grows_in_place_or_moves_to_a_new_mapping() {
             size: 1280 << 10,
         },
     ];
-    let mut arena = Arena::new(v531(false)).unwrap();
+    let mut arena = ArenaModel::new(v531(false)).unwrap();
     for e in in_place {
         arena.apply(e).unwrap();
     }
@@ -109,7 +109,7 @@ fn a_large_realloc_grows_in_place_or_moves_to_a_new_mapping() {
             size: 1280 << 10,
         },
     ];
-    let mut arena = Arena::new(v531(false)).unwrap();
+    let mut arena = ArenaModel::new(v531(false)).unwrap();
     for e in moved {
         arena.apply(e).unwrap();
     }
@@ -136,7 +136,7 @@ fn a_slab_in_a_newer_mapping_sorts_above_one_at_a_higher_address_in_an_older_one
     events.push(free(2)); // S1 non-full; S0 stays current since (0, high) < (1, 0)
     events.push(alloc(2, bin_size)); // goes to S0, not S1
     events.extend((3..10).map(free)); // S1 empties and is released
-    let mut arena = Arena::new(v531(false)).unwrap();
+    let mut arena = ArenaModel::new(v531(false)).unwrap();
     for &e in &events {
         arena.apply(e).unwrap();
     }
@@ -156,7 +156,7 @@ fn a_slab_in_a_newer_mapping_sorts_above_one_at_a_higher_address_in_an_older_one
 
 #[test]
 fn bad_events_are_errors_naming_the_event() {
-    let mut arena = Arena::new(v531(true)).unwrap();
+    let mut arena = ArenaModel::new(v531(true)).unwrap();
     arena.apply(alloc(0, 10)).unwrap();
     assert_eq!(
         arena.apply(free(3)),
@@ -208,7 +208,7 @@ fn the_dirty_merge_cap_separates_5_3_1_from_5_3_0() {
         free(514),
     ]);
     let curslabs = |config: AllocatorConfig| {
-        let mut arena = Arena::new(config).unwrap();
+        let mut arena = ArenaModel::new(config).unwrap();
         for &e in &events {
             arena.apply(e).unwrap();
         }

@@ -4,7 +4,7 @@
 //! the two rules part ways, replayed against Debian's libjemalloc2 (5.3.0) at every event.
 
 use fragsim::live::arena_replay::{replay_compare, LiveAllocator, LiveOptions};
-use fragsim::sim::{compare, Arena, BinStats, Snapshot};
+use fragsim::sim::{compare, ArenaModel, BinStats, Snapshot};
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use fragsim::trace::Event;
 use std::path::Path;
@@ -81,7 +81,7 @@ fn heap_trace(seed: u64, events: usize, classes: &[u64]) -> Vec<Event> {
     out
 }
 
-fn snapshots(mut arena: Arena, events: &[Event]) -> Vec<Snapshot> {
+fn snapshots(mut arena: ArenaModel, events: &[Event]) -> Vec<Snapshot> {
     events
         .iter()
         .map(|&e| {
@@ -167,10 +167,10 @@ fn heap_quirk_trace_matches_debian_5_3_0_and_the_min_heap_rule_does_not() {
     let events = the_trace();
     let live = live_5_3_0(&events);
     assert_eq!(live.len(), events.len());
-    let mirrored = snapshots(Arena::new(config()).unwrap(), &events);
+    let mirrored = snapshots(ArenaModel::new(config()).unwrap(), &events);
     let c = compare(&mirrored, &live, 5);
     assert!(c.is_exact(), "5.3.0 heap model vs live: {:?}", c.first);
-    let min_heap = snapshots(Arena::with_min_heap_bins(config()).unwrap(), &events);
+    let min_heap = snapshots(ArenaModel::with_min_heap_bins(config()).unwrap(), &events);
     assert_eq!(
         first_difference(&min_heap, &live),
         Some(FIRST_DIVERGENCE),
@@ -210,8 +210,8 @@ fn search_heap_quirk_traces() {
     let mut found = Vec::new();
     for seed in 0..2000 {
         let events = heap_trace(seed, 2_000, &classes);
-        let a = snapshots(Arena::new(config).unwrap(), &events);
-        let b = snapshots(Arena::with_min_heap_bins(config).unwrap(), &events);
+        let a = snapshots(ArenaModel::new(config).unwrap(), &events);
+        let b = snapshots(ArenaModel::with_min_heap_bins(config).unwrap(), &events);
         if let Some(at) = first_difference(&a, &b) {
             found.push((at, seed));
         }
@@ -227,9 +227,13 @@ fn search_heap_quirk_traces() {
     for &(at, seed) in &found {
         let events = heap_trace(seed, 2_000, &classes);
         let live = live_5_3_0(&events);
-        let mirrored = compare(&snapshots(Arena::new(config).unwrap(), &events), &live, 1);
+        let mirrored = compare(
+            &snapshots(ArenaModel::new(config).unwrap(), &events),
+            &live,
+            1,
+        );
         let min_heap = compare(
-            &snapshots(Arena::with_min_heap_bins(config).unwrap(), &events),
+            &snapshots(ArenaModel::with_min_heap_bins(config).unwrap(), &events),
             &live,
             1,
         );

@@ -1,6 +1,6 @@
 //! Properties of the model on arbitrary (also nonsensical) traces.
 
-use fragsim::sim::Arena;
+use fragsim::sim::ArenaModel;
 use fragsim::sizeclass::AllocatorConfig;
 use fragsim::trace::Event;
 use proptest::prelude::*;
@@ -26,7 +26,7 @@ proptest! {
     #[test]
     fn any_trace_is_applied_or_rejected(events in proptest::collection::vec(event(), 0..300), dev in any::<bool>()) {
         let config = if dev { AllocatorConfig::preset("dev").unwrap() } else { AllocatorConfig::default() };
-        let mut arena = Arena::new(config).unwrap();
+        let mut arena = ArenaModel::new(config).unwrap();
         let mut live = std::collections::BTreeSet::new();
         for e in events {
             if arena.apply(e).is_ok() {

@@ -18,7 +18,7 @@
 mod whatif_support;
 
 use fragsim::export::{Csv, Markdown, TableFormat};
-use fragsim::sim::{random_trace, Arena, WorkloadSpec};
+use fragsim::sim::{random_trace, ArenaModel, WorkloadSpec};
 use fragsim::trace::Event;
 use fragsim::whatif::{
     class_table, parse_builds, replay_build, timeline_table, whatif_table, Build, BuildReplay,
@@ -35,7 +35,7 @@ fn run(build: &Build, events: &[Event], every: Option<u64>) -> BuildReplay {
 
 /// Replays with the exact arena model.
 fn run_sim(build: &Build, events: &[Event], every: Option<u64>) -> BuildReplay {
-    let arena = Arena::new(build.config).unwrap();
+    let arena = ArenaModel::new(build.config).unwrap();
     let events = events.iter().map(|&e| Ok::<_, std::io::Error>(e));
     replay_build(build, arena, events, ReplayOptions { every }, &|_| {}).unwrap()
 }

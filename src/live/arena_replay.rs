@@ -1,6 +1,6 @@
 //! Live replay: a trace through the real jemalloc, in a fresh private arena with no thread
 //! cache and decay off, its statistics read every K events and compared with the model's
-//! ([`crate::sim::Arena`]) at the same events.
+//! ([`crate::sim::ArenaModel`]) at the same events.
 //!
 //! `opt.disable_large_size_classes` can only be set when jemalloc starts, so a replay for the
 //! other setting runs in a child process (`fragsim __replay-live-child TRACE`) started with
@@ -14,7 +14,7 @@ use super::arena_child::{ChildAllocator, ChildReplay};
 use super::ctl::read_bool;
 use crate::engine::{self, Consumer, RunError};
 use crate::progress::Progress;
-use crate::sim::{compare, Arena, ArenaStats, BinStats, Comparison, Snapshot};
+use crate::sim::{compare, ArenaModel, ArenaStats, BinStats, Comparison, Snapshot};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Call, Event, Record, TraceError};
 use anyhow::{bail, ensure, Context, Result};
@@ -482,7 +482,7 @@ enum Measured {
 /// engine consumer.
 struct ArenaCompare {
     config: AllocatorConfig,
-    model: Arena,
+    model: ArenaModel,
     measured: Measured,
     tally: Tally,
     every: u64,
@@ -529,7 +529,7 @@ impl ArenaCompare {
         };
         Ok(ArenaCompare {
             config,
-            model: Arena::new(config)?,
+            model: ArenaModel::new(config)?,
             measured,
             tally: Tally::new(options.keep),
             every: options.every.max(1),

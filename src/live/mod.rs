@@ -19,6 +19,3 @@ pub use ctl::{
     in_private_arena, nallocx, read_isize, refresh_stats, Api, ArenaUsage, PrivateArena,
 };
 
-/// The module's former name (`live::replay`), for callers outside the crate.
-#[doc(hidden)]
-pub use arena_replay as replay;

@@ -4,7 +4,7 @@
 use super::events::encode;
 use super::{Allocator, ChildReport, MeasureError};
 use crate::process::{machine_cpus, Process, ProcessOptions};
-use crate::sim::Arena;
+use crate::sim::ArenaModel;
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Call, Event, Record};
 use std::io::{Read, Write};
@@ -187,7 +187,7 @@ fn model_side(records: &[Record], every: u64) -> Result<ModelSide, MeasureError>
             process.narenas()
         );
     } else {
-        let mut arena = Arena::new(config)?;
+        let mut arena = ArenaModel::new(config)?;
         for r in records {
             if let Record::Call(c) = r {
                 arena.apply(c.event)?;

@@ -24,7 +24,7 @@ pub use model::{DecayClock, HeldBlock, LiveObject, Metadata, Process};
 pub use options::{machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions};
 pub use trace_run::{ProcessRows, ProcessRun, ProcessRunResult};
 
-use crate::sim::{Arena, BinStats, SimError};
+use crate::sim::{ArenaModel, BinStats, SimError};
 use crate::trace::ThreadId;
 use serde::Serialize;
 
@@ -139,7 +139,7 @@ pub fn scale_times(records: &mut [crate::trace::Record], factor: f64) {
     }
 }
 
-fn snapshot_of(event: u64, arenas: &[Option<Arena>], tcache: &[u64]) -> ProcessSnapshot {
+fn snapshot_of(event: u64, arenas: &[Option<ArenaModel>], tcache: &[u64]) -> ProcessSnapshot {
     let mut s = ProcessSnapshot {
         event,
         ..ProcessSnapshot::default()

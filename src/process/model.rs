@@ -10,7 +10,7 @@ mod gc;
 mod meta;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
-use crate::sim::{Arena, SimError};
+use crate::sim::{ArenaModel, SimError};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Record, ThreadId};
 pub use decay::DecayClock;
@@ -114,7 +114,7 @@ pub struct Process {
     oversize: u64,
     info: CacheInfo,
     /// Automatic arenas `0..narenas`, then the huge arena.
-    arenas: Vec<Option<Arena>>,
+    arenas: Vec<Option<ArenaModel>>,
     nthreads: Vec<u32>,
     /// Threads bound to each arena for internal allocations, and the arenas only such a
     /// binding made (`arena_choose_hard`'s second choice): they exist, idle, with their
@@ -149,7 +149,7 @@ impl Process {
         cpus: u32,
     ) -> Result<Process, ProcessError> {
         let clock_gc = gc::clock_gc_on(config.version, &options);
-        let mut arena0 = Arena::new(config)?;
+        let mut arena0 = ArenaModel::new(config)?;
         let decay_on = options.dirty_decay_ms != -1 || options.muzzy_decay_ms != -1;
         if decay_on {
             let seed = crate::sim::decay::mix_seed(0, 0, 1);
@@ -166,7 +166,7 @@ impl Process {
             (Some(narenas), options.oversize_threshold)
         };
         let slots = narenas as usize + 1;
-        let mut arenas: Vec<Option<Arena>> = (0..slots).map(|_| None).collect();
+        let mut arenas: Vec<Option<ArenaModel>> = (0..slots).map(|_| None).collect();
         arenas[0] = Some(arena0);
         Ok(Process {
             config,
@@ -265,11 +265,11 @@ impl Process {
         Some((self.meta.leaves()?, self.meta.cursor()?))
     }
 
-    fn arena(&self, i: u32) -> &Arena {
+    fn arena(&self, i: u32) -> &ArenaModel {
         self.arenas[i as usize].as_ref().expect("arena exists")
     }
 
-    fn arena_mut(&mut self, i: u32) -> &mut Arena {
+    fn arena_mut(&mut self, i: u32) -> &mut ArenaModel {
         self.arenas[i as usize].as_mut().expect("arena exists")
     }
 

@@ -12,7 +12,7 @@ use crate::export::{Cell, Table};
 use crate::live::arena_replay::Api;
 use crate::live::process::{compare_process_live, ProcessAllocator};
 use crate::process::{Process, ProcessOptions};
-use crate::sim::Arena;
+use crate::sim::ArenaModel;
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Record;
 use anyhow::{Context, Result};
@@ -84,7 +84,7 @@ fn models(
     let mut options = ProcessOptions::parse(CONF)?;
     options.experimental_tcache_gc = Some(false);
     let mut process = Process::new(config, options, 1)?;
-    let mut arena = Arena::new(config)?;
+    let mut arena = ArenaModel::new(config)?;
     let (mut one, mut whole) = (Active::default(), Active::default());
     let mut peak = (0u64, process.snapshot(), 0u64);
     let mut arena_peaks = std::collections::BTreeMap::<u32, u64>::new();

@@ -41,7 +41,7 @@ const DEAD: Object = Object {
 };
 
 /// One jemalloc arena, modelled. See the module documentation of [`crate::sim`].
-pub struct Arena {
+pub struct ArenaModel {
     classes: SizeClasses,
     pac: Pac,
     bins: Vec<Bin>,
@@ -72,10 +72,10 @@ pub struct PageSets {
     pub retained_bytes: u64,
 }
 
-impl Arena {
+impl ArenaModel {
     /// A fresh arena of the build `config` (its version and `large_page_rounding` choose
     /// the page allocator's rules and the bins' pairing heap).
-    pub fn new(config: AllocatorConfig) -> Result<Arena, SimError> {
+    pub fn new(config: AllocatorConfig) -> Result<ArenaModel, SimError> {
         let heap = match config.version {
             JemallocVersion::V5_3_0 => Heap::new_5_3_0(),
             JemallocVersion::V5_3_1 => Heap::default(),
@@ -86,11 +86,11 @@ impl Arena {
     /// A fresh arena of `config` whose bins always hand out the non-full slab with the lowest
     /// (serial number, address), as 5.3.1 does: for 5.3.0 builds, the rule the model followed
     /// before it mirrored 5.3.0's heap. Kept to show where the two part ways.
-    pub fn with_min_heap_bins(config: AllocatorConfig) -> Result<Arena, SimError> {
+    pub fn with_min_heap_bins(config: AllocatorConfig) -> Result<ArenaModel, SimError> {
         Self::with_bin_heap(config, Heap::default())
     }
 
-    fn with_bin_heap(config: AllocatorConfig, heap: Heap) -> Result<Arena, SimError> {
+    fn with_bin_heap(config: AllocatorConfig, heap: Heap) -> Result<ArenaModel, SimError> {
         let classes = SizeClasses::new(config).map_err(|e| SimError::Config(e.to_string()))?;
         let rules = match config.version {
             JemallocVersion::V5_3_1 => Rules {
@@ -148,7 +148,7 @@ impl Arena {
         for (b, c) in classes.bins().iter().enumerate() {
             bin_of.resize(c.size.div_ceil(8) as usize, b as u8);
         }
-        Ok(Arena {
+        Ok(ArenaModel {
             big_requests: Default::default(),
             aligns: Default::default(),
             bin_of,

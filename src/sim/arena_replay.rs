@@ -1,7 +1,7 @@
 //! A whole trace through the one-arena model under one build (`fragsim replay TRACE`): the
 //! engine consumer, the summary users read and the timeline rows.
 
-use super::{Arena, ArenaStats, SimError};
+use super::{ArenaModel, ArenaStats, SimError};
 use crate::engine::Consumer;
 use crate::export::{Cell, Record};
 use crate::sizeclass::AllocatorConfig;
@@ -96,7 +96,7 @@ pub fn default_every(events: u64) -> u64 {
 /// its peaks after every call, and `on_row` given the statistics every `every` calls and
 /// after the last ([`ArenaRun::finish`]). Streams: memory follows live objects, not calls.
 pub struct ArenaRun<F> {
-    arena: Arena,
+    arena: ArenaModel,
     summary: ReplaySummary,
     every: u64,
     on_row: F,
@@ -105,7 +105,7 @@ pub struct ArenaRun<F> {
 impl<F: FnMut(&ArenaStats) + Send> ArenaRun<F> {
     pub fn new(config: AllocatorConfig, every: u64, on_row: F) -> Result<Self, SimError> {
         Ok(ArenaRun {
-            arena: Arena::new(config)?,
+            arena: ArenaModel::new(config)?,
             summary: ReplaySummary::default(),
             every: every.max(1),
             on_row,

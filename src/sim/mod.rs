@@ -2,7 +2,7 @@
 //! that places slabs and large extents, and the statistics jemalloc itself reports.
 //!
 //! Exact under the conditions of the design note (`shared/design/jemalloc-arena.md`): a
-//! fresh arena, no thread cache, decay off, one thread. With decay on ([`Arena::set_decay`],
+//! fresh arena, no thread cache, decay off, one thread. With decay on ([`ArenaModel::set_decay`],
 //! [`decay`]) the arena purges on the clock its caller gives: approximate by nature. Deterministic, and independent of
 //! the live allocator (`crate::live` replays the same traces through jemalloc to prove it).
 
@@ -17,7 +17,7 @@ mod smoothstep;
 pub mod workload;
 
 pub(crate) use arena::SlabPlace;
-pub use arena::{Arena, ExtentView, PageSets};
+pub use arena::{ArenaModel, ExtentView, PageSets};
 pub use arena_replay::{summary_record, ArenaRun, ReplaySummary};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
 pub use workload::{random_trace, WorkloadSpec};

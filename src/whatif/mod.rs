@@ -3,7 +3,7 @@
 //! fragmentation, per size class and over time.
 //!
 //! [`parse_builds`] checks the list of builds; [`replay_builds`] replays a trace under each in
-//! parallel through any [`ArenaModel`]; [`whatif_table`], [`class_table`] and
+//! parallel through any [`WhatifModel`]; [`whatif_table`], [`class_table`] and
 //! [`timeline_table`] turn the results into tables, and [`figures`] into chart data.
 
 mod builds;
@@ -18,8 +18,8 @@ pub use builds::{modify_builds, parse_builds, Build, BuildListError};
 pub use ledger::LedgerError;
 pub use multi::replay_builds;
 pub use replay::{
-    replay_build, ArenaModel, BuildReplay, BuildRun, ClassRow, PeakBreakdown, ReplayError,
-    ReplayOptions, SlabTurnover, TimelinePoint, Totals, PROGRESS_STEP,
+    replay_build, BuildReplay, BuildRun, ClassRow, PeakBreakdown, ReplayError, ReplayOptions,
+    SlabTurnover, TimelinePoint, Totals, WhatifModel, PROGRESS_STEP,
 };
 pub use source::{open_events, replay_trace, trace_events, EventStream};
 pub use tables::{class_table, timeline_columns, timeline_table, whatif_table, WHATIF_COLUMNS};

@@ -2,7 +2,7 @@
 //! each batch of events to every build's model in parallel.
 
 use super::builds::Build;
-use super::replay::{ArenaModel, BuildReplay, BuildRun, ReplayError, ReplayOptions};
+use super::replay::{BuildReplay, BuildRun, ReplayError, ReplayOptions, WhatifModel};
 use crate::engine::{run, RunError};
 use crate::trace::{Call, Event, Record};
 
@@ -16,7 +16,7 @@ pub fn replay_builds<A, I, E>(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<BuildReplay>, ReplayError>
 where
-    A: ArenaModel + Send,
+    A: WhatifModel + Send,
     I: IntoIterator<Item = Result<Event, E>>,
     E: std::error::Error + Send + Sync + 'static,
 {

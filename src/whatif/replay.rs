@@ -22,7 +22,7 @@ pub struct Totals {
 }
 
 /// What the what-if analysis needs from an arena model (the exact one is `crate::sim`'s).
-pub trait ArenaModel {
+pub trait WhatifModel {
     type Error: std::error::Error + Send + Sync + 'static;
     fn apply(&mut self, event: Event) -> Result<(), Self::Error>;
     fn totals(&self) -> Totals;
@@ -197,7 +197,7 @@ pub fn replay_build<A, I, E>(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<BuildReplay, ReplayError>
 where
-    A: ArenaModel,
+    A: WhatifModel,
     I: IntoIterator<Item = Result<Event, E>>,
     E: std::error::Error + Send + Sync + 'static,
 {
@@ -230,7 +230,7 @@ pub struct BuildRun<A> {
     live_objects: u64,
 }
 
-impl<A: ArenaModel> BuildRun<A> {
+impl<A: WhatifModel> BuildRun<A> {
     pub fn new(build: &Build, arena: A, options: ReplayOptions) -> Result<Self, ReplayError> {
         let classes = SizeClasses::new(build.config)
             .map_err(|e| ReplayError::Config(build.name.clone(), e))?;
@@ -332,7 +332,7 @@ impl<A: ArenaModel> BuildRun<A> {
     }
 }
 
-impl<A: ArenaModel + Send> crate::engine::Consumer for BuildRun<A> {
+impl<A: WhatifModel + Send> crate::engine::Consumer for BuildRun<A> {
     type Error = ReplayError;
 
     fn call(&mut self, index: u64, call: &crate::trace::Call) -> Result<(), ReplayError> {

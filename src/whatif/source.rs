@@ -3,17 +3,17 @@
 
 use super::builds::Build;
 use super::multi::replay_builds;
-use super::replay::{ArenaModel, BuildReplay, ReplayError, ReplayOptions, SlabTurnover, Totals};
-use crate::sim::{Arena, SimError};
+use super::replay::{BuildReplay, ReplayError, ReplayOptions, SlabTurnover, Totals, WhatifModel};
+use crate::sim::{ArenaModel, SimError};
 pub use crate::trace::EventStream;
 use crate::trace::{Event, TraceError};
 use std::path::Path;
 
-impl ArenaModel for Arena {
+impl WhatifModel for ArenaModel {
     type Error = SimError;
 
     fn apply(&mut self, event: Event) -> Result<(), SimError> {
-        Arena::apply(self, event)
+        ArenaModel::apply(self, event)
     }
 
     fn totals(&self) -> Totals {
@@ -64,7 +64,7 @@ pub fn trace_events(path: &Path) -> Result<u64, ReplayError> {
     Ok(count)
 }
 
-/// Replays the trace at `path` under every build with [`crate::sim::Arena`], one rayon task
+/// Replays the trace at `path` under every build with [`crate::sim::ArenaModel`], one rayon task
 /// per build; rows keep the order of `builds`. `progress` hears events done, summed over
 /// builds (the total is `builds.len() * header.events`).
 pub fn replay_trace(
@@ -76,7 +76,7 @@ pub fn replay_trace(
     replay_builds(
         builds,
         |build| {
-            Arena::new(build.config).map_err(|e| ReplayError::Model {
+            ArenaModel::new(build.config).map_err(|e| ReplayError::Model {
                 build: build.name.clone(),
                 source: Box::new(e),
             })

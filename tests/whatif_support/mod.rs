@@ -6,7 +6,7 @@
 
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use fragsim::trace::Event;
-use fragsim::whatif::{ArenaModel, SlabTurnover, Totals};
+use fragsim::whatif::{SlabTurnover, Totals, WhatifModel};
 
 /// The trace the hand computations in tests/whatif.rs follow (323 events):
 /// 200 x 24 B (ids 0..199); one 20000 B (id 200); free ids 0..99; free id 200;
@@ -220,7 +220,7 @@ impl CountingArena {
     }
 }
 
-impl ArenaModel for CountingArena {
+impl WhatifModel for CountingArena {
     type Error = DoubleError;
 
     fn apply(&mut self, event: Event) -> Result<(), DoubleError> {

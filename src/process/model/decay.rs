@@ -18,7 +18,7 @@
 use super::Process;
 use crate::process::ProcessError;
 use crate::sim::decay::{mix_seed, Ticker};
-use crate::sim::{Arena, SimError};
+use crate::sim::{ArenaModel, SimError};
 
 /// The model's clock: the trace's times, moved so that the first call is at `start_ns` (the
 /// time since arena 0 was created), optionally read through a coarse clock.
@@ -103,8 +103,8 @@ impl Process {
 
     /// A fresh arena at index `i`, its decay starting now (the huge arena purges at once
     /// where the others decay gradually).
-    pub(super) fn new_arena(&mut self, i: u32) -> Result<Arena, SimError> {
-        let mut a = Arena::new(self.config)?;
+    pub(super) fn new_arena(&mut self, i: u32) -> Result<ArenaModel, SimError> {
+        let mut a = ArenaModel::new(self.config)?;
         let (d, m) = if Some(i) == self.huge {
             self.options.huge_decay_ms()
         } else {

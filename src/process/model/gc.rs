@@ -13,7 +13,7 @@
 //!   around it when at least that many are, else outside the slab), which are moved to the
 //!   bottom first (`tcache_gc_small_bin_shuffle`).
 //! - `tcache_alloc_small_hard`: a fill of `nfill = ncached_max >> (base - offset)` takes
-//!   between `nfill / 2 + 1` and `nfill` regions ([`crate::sim::Arena`]'s `fill_small`), then
+//!   between `nfill / 2 + 1` and `nfill` regions ([`crate::sim::ArenaModel`]'s `fill_small`), then
 //!   the burst offset grows (`tcache_nfill_small_burst_prepare`); every small flush resets it.
 //!
 //! Approximate: addresses are known only inside one mapping (a slab's start stands for its

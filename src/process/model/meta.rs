@@ -32,7 +32,7 @@
 
 use super::Metadata;
 use crate::sim::decay::mix_seed;
-use crate::sim::Arena;
+use crate::sim::ArenaModel;
 use std::collections::BTreeSet;
 
 const EDATA: u64 = 128;
@@ -132,7 +132,7 @@ pub(super) struct MetaState {
     space: Option<Space>,
 }
 
-fn vsize(a: &Arena) -> u64 {
+fn vsize(a: &ArenaModel) -> u64 {
     let p = a.page_sets();
     a.stats().active_bytes + p.dirty_bytes + p.muzzy_bytes + p.retained_bytes
 }
@@ -142,7 +142,7 @@ impl MetaState {
     /// `made`: arenas that exist without an arena model (made for internal bindings only).
     pub fn start(
         m: Metadata,
-        arenas: &[Option<Arena>],
+        arenas: &[Option<ArenaModel>],
         made: &[bool],
         page: u64,
         seed: u64,
@@ -211,7 +211,7 @@ impl MetaState {
     }
 
     /// Follows the arenas' new records and mappings; returns the metadata resident.
-    pub fn update(&mut self, arenas: &[Option<Arena>], made: &[bool]) -> u64 {
+    pub fn update(&mut self, arenas: &[Option<ArenaModel>], made: &[bool]) -> u64 {
         if !self.on {
             return 0;
         }

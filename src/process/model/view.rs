@@ -3,7 +3,7 @@
 //! held in a thread cache, every cache's own block.
 
 use super::{Process, Tcache, NIL};
-use crate::sim::Arena;
+use crate::sim::ArenaModel;
 
 /// A live object: its id, where it is (arena and slab or large extent there), its usable and
 /// requested sizes.
@@ -62,7 +62,7 @@ impl Process {
     }
 
     /// Arena `i` (automatic arenas first, then the huge arena), if it exists.
-    pub fn arena_at(&self, i: u32) -> Option<&Arena> {
+    pub fn arena_at(&self, i: u32) -> Option<&ArenaModel> {
         self.arenas.get(i as usize).and_then(Option::as_ref)
     }
 

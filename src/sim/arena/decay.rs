@@ -2,9 +2,9 @@
 
 use super::super::decay::{mix_seed, Decay};
 use super::super::pac::State;
-use super::{Arena, PageSets};
+use super::{ArenaModel, PageSets};
 
-impl Arena {
+impl ArenaModel {
     /// Turns decay on (`decay_init` of both states at `now_ns`): `dirty_ms` / `muzzy_ms` as
     /// jemalloc's `dirty_decay_ms` / `muzzy_decay_ms` (-1 never, 0 at once, else over that
     /// many milliseconds). `seed` stands for the decay structures' addresses (their jitter).

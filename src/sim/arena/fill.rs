@@ -5,7 +5,7 @@
 
 use super::super::ph::NIL;
 use super::super::SimError;
-use super::Arena;
+use super::ArenaModel;
 
 /// Where a slab lies: its mapping (serial number), its offset in that mapping and its size.
 /// Offsets compare as jemalloc's addresses do inside one mapping; how mappings lie against
@@ -18,7 +18,7 @@ pub(crate) struct SlabPlace {
     pub size: u64,
 }
 
-impl Arena {
+impl ArenaModel {
     /// `arena_ptr_array_fill_small(.., nfill_min, nfill_max)`: regions of bin `b` for a
     /// cache fill, in the order taken (the first ends on the cache's top). While fewer than
     /// `min` are taken: the current slab's free regions all when they keep the total within

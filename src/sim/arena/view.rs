@@ -2,7 +2,7 @@
 //! (`crate::blame`): which extent is a slab of which bin and how full, or a large block.
 
 use super::super::pac::State;
-use super::Arena;
+use super::ArenaModel;
 
 /// One active extent of an arena as an observer sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +21,7 @@ pub enum ExtentView {
     Large { bytes: u64, pad: u64 },
 }
 
-impl Arena {
+impl ArenaModel {
     /// The extent `extent` if it is active (a slab or a large block), else `None`.
     pub fn extent_view(&self, extent: u32) -> Option<ExtentView> {
         let e = self.pac.ext.v.get(extent as usize)?;
