@@ -18,4 +18,3 @@ pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
 pub use ctl::{
     in_private_arena, nallocx, read_isize, refresh_stats, Api, ArenaUsage, PrivateArena,
 };
-
