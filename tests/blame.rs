@@ -64,7 +64,7 @@ fn blame(trace: &Path, extra: &[&str]) -> Vec<Row> {
     csv_rows(&stdout_of(&out))
 }
 
-/// `replay --process`'s summary (statistic -> value).
+/// `replay --process`'s summary (field name -> value: one CSV row of named fields).
 fn process_summary(trace: &Path) -> HashMap<String, u64> {
     let out = fragsim()
         .args(["replay", s(trace), "--process", "--format", "csv"])
@@ -72,9 +72,11 @@ fn process_summary(trace: &Path) -> HashMap<String, u64> {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr_of(&out));
-    csv_rows(&stdout_of(&out))
-        .into_iter()
-        .filter_map(|r| Some((r["statistic"].clone(), r["value"].parse().ok()?)))
+    let rows = csv_rows(&stdout_of(&out));
+    assert_eq!(rows.len(), 1, "one summary row");
+    rows[0]
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.parse().ok()?)))
         .collect()
 }
 
@@ -157,18 +159,18 @@ fn charged_total_is_the_active_bytes_of_every_committed_trace() {
         let peak = blame(trace, &["--top", "5"]);
         check_adds_up(
             &peak,
-            summary["peak active bytes"],
+            summary["peak_active_bytes"],
             &format!("{name} at the peak"),
         );
         let end = blame(trace, &["--at", "end", "--top", "5"]);
         check_adds_up(
             &end,
-            summary["final active bytes"],
+            summary["final_active_bytes"],
             &format!("{name} at the end"),
         );
         let at = blame(
             trace,
-            &["--at", &summary["event of the active peak"].to_string()],
+            &["--at", &summary["active_peak_event"].to_string()],
         );
         assert_eq!(
             at,
@@ -386,7 +388,7 @@ fn recorded_program_with_known_sites_is_charged_as_derived_by_hand() {
     check_known_sites(&rows);
     check_adds_up(
         &rows,
-        process_summary(&trace)["final active bytes"],
+        process_summary(&trace)["final_active_bytes"],
         "recorded",
     );
 }
@@ -438,7 +440,7 @@ fn report_section_blames_every_committed_trace() {
         let rows = csv_rows(&csv);
         // The section runs the linked build with 2 CPUs, as BUILD does here.
         let summary = process_summary(&traces.join(format!("{name}.trace")));
-        check_adds_up(&rows, summary["peak active bytes"], name);
+        check_adds_up(&rows, summary["peak_active_bytes"], name);
         let svg = std::fs::read_to_string(dir.path().join(format!("charts/blame-{name}.svg")));
         assert!(svg.unwrap().contains("<svg"), "{name}: flame graph");
         assert!(section

@@ -182,6 +182,24 @@ fn a_single_build_summary_is_named_fields_in_json() {
     assert!(row.get("statistic").is_none(), "{json}");
 }
 
+/// Item 5.1: `replay --process`'s summary is named fields too (before: `{statistic, value}`
+/// rows). The small trace requests 140 bytes at its peak and frees everything (its text form).
+#[test]
+fn a_process_summary_is_named_fields_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = binary_trace(dir.path());
+    let json = run_json(&["replay", s(&trace), "--process", "--format", "json"]);
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{json}");
+    let row = &rows[0];
+    assert_eq!(row["events"], 5, "{json}");
+    assert_eq!(row["threads"], 1, "{json}");
+    assert_eq!(row["peak_requested_bytes"], 140, "{json}");
+    assert!(row["peak_active_bytes"].is_u64(), "{json}");
+    assert!(row["mean_resident_bytes"].is_number(), "{json}");
+    assert!(row.get("statistic").is_none(), "{json}");
+}
+
 /// Item 5.1: `bump-arena` takes `--format` as every command does (before: only `--json`,
 /// another shape), and JSON is `{title, columns, rows}`.
 #[test]
@@ -253,6 +271,15 @@ fn a_missing_seed_script_is_refused_before_any_work() {
         .output()
         .unwrap();
     assert_refused_naming(&moved, &["scripts/seed-pmr.sh", "--no-cxx"]);
+    assert!(!out_dir.exists());
+    // The committed traces are found at run time as well (before: a path baked in at build
+    // time, so a moved binary replayed whatever was there, or nothing).
+    let no_traces = Command::new(&exe)
+        .args(["report", "--no-cxx", "--out", s(&out_dir)])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_refused_naming(&no_traces, &["data/traces"]);
     assert!(!out_dir.exists());
 }
 

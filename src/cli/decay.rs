@@ -4,7 +4,7 @@
 
 use super::replay::ReplayArgs;
 use crate::charts::{render_png, ResidentBand, ResidentPoint};
-use crate::export::{write_atomic, Cell, Csv, Table, TableFormat};
+use crate::export::{write_atomic, Cell, Csv, Record as Fields, Table, TableFormat};
 use crate::live::decay_compare::{compare_on_clock, ClockComparison, ErrorSummary};
 use crate::live::process::{ProcessAllocator, ProcessTrace};
 use crate::process::ProcessOptions;
@@ -55,44 +55,70 @@ pub fn run_live_clock(
         let chart = chart_of(&c, name, &options);
         write_atomic(path, &render_png(&chart)?)?;
     }
-    args.output.emit(&error_table(&c, name, &options, every))?;
+    args.output
+        .emit_record(&error_record(&c, name, &options, every))?;
     Ok(0)
 }
 
-fn mib(b: f64) -> String {
-    format!("{:.3} MiB", b / (1u64 << 20) as f64)
+/// Bytes in MiB, three decimals.
+fn mib(b: f64) -> Cell {
+    Cell::Float(b / (1u64 << 20) as f64, 3)
 }
 
-fn error_rows(t: &mut Table, what: &str, e: &ErrorSummary) {
-    t.push(vec![
-        format!("{what}: model mean error vs the real mean (mean, max)").into(),
-        format!(
-            "{} ({:.2}%), {} ({:.2}%)",
+/// A percentage, two decimals.
+fn percent(x: f64) -> Cell {
+    Cell::Float(100.0 * x, 2)
+}
+
+/// One statistic's error against the real runs: `key` names the fields, `what` describes them.
+fn error_fields(r: &mut Fields, key: &str, what: &str, e: &ErrorSummary) {
+    let pairs = [
+        (
+            "mean_error_mib",
+            "model error vs the real mean, mean over checkpoints (MiB)",
             mib(e.mean_error),
-            100.0 * e.mean_relative_error,
+        ),
+        (
+            "mean_error_percent",
+            "model error vs the real mean, mean over checkpoints (%)",
+            percent(e.mean_relative_error),
+        ),
+        (
+            "max_error_mib",
+            "model error vs the real mean, max over checkpoints (MiB)",
             mib(e.max_error),
-            100.0 * e.max_relative_error
-        )
-        .into(),
-    ]);
-    t.push(vec![
-        format!("{what}: real run-to-run spread, max - min (mean, max)").into(),
-        format!("{}, {}", mib(e.mean_spread), mib(e.max_spread)).into(),
-    ]);
-    t.push(vec![
-        format!("{what}: checkpoints where the model lies in the real band").into(),
-        format!("{} of {}", e.within_band, e.checkpoints).into(),
-    ]);
+        ),
+        (
+            "max_error_percent",
+            "model error vs the real mean, max over checkpoints (%)",
+            percent(e.max_relative_error),
+        ),
+        (
+            "mean_spread_mib",
+            "real run-to-run spread (max - min), mean over checkpoints (MiB)",
+            mib(e.mean_spread),
+        ),
+        (
+            "max_spread_mib",
+            "real run-to-run spread (max - min), max over checkpoints (MiB)",
+            mib(e.max_spread),
+        ),
+        (
+            "checkpoints_in_band",
+            "checkpoints where the model lies in the real band",
+            Cell::from(e.within_band as u64),
+        ),
+    ];
+    for (name, label, value) in pairs {
+        r.field(&format!("{key}_{name}"), &format!("{what}: {label}"), value);
+    }
 }
 
-fn error_table(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) -> Table {
-    let mut t = Table::new(
-        format!(
-            "{name}: decay model vs live jemalloc {} on the trace's clock, dirty_decay_ms:{} muzzy_decay_ms:{}, {} runs, every {every} events",
-            c.version, o.dirty_decay_ms, o.muzzy_decay_ms, c.runs
-        ),
-        &["statistic", "value"],
-    );
+fn error_record(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) -> Fields {
+    let mut r = Fields::new(format!(
+        "{name}: decay model vs live jemalloc {} on the trace's clock, dirty_decay_ms:{} muzzy_decay_ms:{}, {} runs, every {every} events",
+        c.version, o.dirty_decay_ms, o.muzzy_decay_ms, c.runs
+    ));
     let real_mean = c
         .checkpoints
         .iter()
@@ -100,39 +126,48 @@ fn error_table(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) 
         .sum::<f64>()
         / c.checkpoints.len().max(1) as f64;
     let duration = c.checkpoints.last().map_or(0, |p| p.time_ns);
-    for (k, v) in [
-        ("events", Cell::from(c.events)),
-        ("checkpoints", Cell::from(c.checkpoints.len() as u64)),
-        ("runs (live) = seeds (model)", Cell::from(c.runs as u64)),
-        ("automatic arenas", Cell::from(u64::from(c.narenas))),
-        ("trace duration (ms)", Cell::Float(duration as f64 / 1e6, 1)),
-        (
+    r.field("events", "events", c.events)
+        .field("checkpoints", "checkpoints", c.checkpoints.len() as u64)
+        .field("runs", "runs (live) = seeds (model)", c.runs as u64)
+        .field("narenas", "automatic arenas", u64::from(c.narenas))
+        .field(
+            "duration_ms",
+            "trace duration (ms)",
+            Cell::Float(duration as f64 / 1e6, 1),
+        )
+        .field(
+            "clock_resolution_ns",
             "model clock resolution (CLOCK_MONOTONIC_COARSE, ns)",
-            Cell::from(c.clock_resolution_ns),
-        ),
-        (
+            c.clock_resolution_ns,
+        )
+        .field(
+            "model_clock",
             "model clock",
             if c.replayed_clock {
                 "the live replay's (rebuilt from its checkpoints)"
             } else {
                 "the trace's times"
-            }
-            .into(),
-        ),
-        (
-            "real resident, mean over checkpoints",
-            mib(real_mean).into(),
-        ),
-        (
-            "metadata resident before the first event: arena 0, a fresh arena (bytes)",
-            format!("{:.0}, {:.0}", c.metadata0, c.metadata_fresh).into(),
-        ),
-    ] {
-        t.push(vec![k.into(), v]);
-    }
-    error_rows(&mut t, "resident", &c.resident());
-    error_rows(
-        &mut t,
+            },
+        )
+        .field(
+            "real_resident_mean_mib",
+            "real resident, mean over checkpoints (MiB)",
+            mib(real_mean),
+        )
+        .field(
+            "metadata_arena0_bytes",
+            "metadata resident before the first event, arena 0 (bytes)",
+            Cell::Float(c.metadata0, 0),
+        )
+        .field(
+            "metadata_fresh_arena_bytes",
+            "metadata resident before the first event, a fresh arena (bytes)",
+            Cell::Float(c.metadata_fresh, 0),
+        );
+    error_fields(&mut r, "resident", "resident", &c.resident());
+    error_fields(
+        &mut r,
+        "active_dirty",
         "resident less metadata (active + dirty)",
         &c.errors(|p| {
             let mut b = p.real_resident;
@@ -145,18 +180,20 @@ fn error_table(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) 
             (p.model_active + p.model_dirty, b)
         }),
     );
-    error_rows(&mut t, "active", &c.active());
-    error_rows(
-        &mut t,
+    error_fields(&mut r, "active", "active", &c.active());
+    error_fields(
+        &mut r,
+        "dirty",
         "dirty",
         &c.errors(|p| (p.model_dirty, p.real_dirty)),
     );
-    error_rows(
-        &mut t,
+    error_fields(
+        &mut r,
+        "metadata",
         "metadata",
         &c.errors(|p| (p.model_metadata, p.real_metadata)),
     );
-    t
+    r
 }
 
 fn checkpoint_table(c: &ClockComparison, name: &str) -> Table {

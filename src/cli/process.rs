@@ -3,7 +3,7 @@
 
 use super::replay::ReplayArgs;
 use crate::engine::{self, RunError};
-use crate::export::{write_atomic, Cell, Csv, Table, TableFormat};
+use crate::export::{write_atomic, Cell, Csv, Record as Fields, TableFormat};
 use crate::live::process::{
     compare_process_live, ProcessAllocator, ProcessChildOptions, ProcessTrace,
 };
@@ -167,7 +167,8 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         first.narenas,
         decay_note(&options, flags)
     );
-    args.output.emit(&summary_table(title, threads, &runs))?;
+    args.output
+        .emit_record(&summary_record(title, threads, &runs))?;
     Ok(0)
 }
 
@@ -243,69 +244,91 @@ fn model_runs(
     Ok(runs.into_iter().map(ProcessRun::finish).collect())
 }
 
-/// The summary table: the first run's figures, resident memory over every run's seed.
-fn summary_table(title: String, threads: u32, runs: &[ProcessRunResult]) -> Table {
+/// The summary: the first run's figures as named fields, resident memory over every run's
+/// seed.
+fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fields {
     let first = &runs[0];
     let summary = &first.summary;
-    let mut t = Table::new(title, &["statistic", "value"]);
     let p = &summary.at_active_peak;
-    let mut rows: Vec<(String, Cell)> = vec![
-        ("events".into(), summary.final_stats.events.into()),
-        ("threads".into(), u64::from(threads).into()),
-        (
-            "automatic arenas (narenas)".into(),
-            u64::from(first.narenas).into(),
-        ),
-        (
-            "thread cache block bytes".into(),
-            first.cache_block_bytes.into(),
-        ),
-        (
-            "peak requested bytes".into(),
-            summary.peak_requested_bytes.into(),
-        ),
-        (
-            "peak allocated bytes".into(),
-            summary.peak_allocated_bytes.into(),
-        ),
-        ("peak active bytes".into(), summary.peak_active_bytes.into()),
-        ("event of the active peak".into(), p.events.into()),
-        (
-            "thread cache bytes at the active peak".into(),
-            p.tcache_bytes.into(),
-        ),
-        (
-            "mapped bytes at the active peak (stats.mapped less metadata)".into(),
-            p.mapped_bytes.into(),
-        ),
-        (
-            "mean active bytes".into(),
-            Cell::Float(summary.mean_active_bytes(), 1),
-        ),
-    ];
-    rows.extend(resident_rows(runs));
     let f = &summary.final_stats;
-    rows.extend([
-        ("final allocated bytes".into(), f.allocated_bytes.into()),
-        ("final active bytes".into(), f.active_bytes.into()),
-        ("final thread cache bytes".into(), f.tcache_bytes.into()),
-        ("final dirty bytes".into(), f.dirty_bytes.into()),
-        ("final muzzy bytes".into(), f.muzzy_bytes.into()),
-        ("final retained bytes".into(), f.retained_bytes.into()),
-        (
-            "final mapped bytes (stats.mapped less metadata)".into(),
-            f.mapped_bytes.into(),
-        ),
-        ("final resident bytes".into(), f.resident_bytes.into()),
-    ]);
-    for (k, v) in rows {
-        t.push(vec![k.into(), v]);
-    }
-    t
+    let mut r = Fields::new(title);
+    r.field("events", "events", summary.final_stats.events)
+        .field("threads", "threads", u64::from(threads))
+        .field(
+            "narenas",
+            "automatic arenas (narenas)",
+            u64::from(first.narenas),
+        )
+        .field(
+            "cache_block_bytes",
+            "thread cache block bytes",
+            first.cache_block_bytes,
+        )
+        .field(
+            "peak_requested_bytes",
+            "peak requested bytes",
+            summary.peak_requested_bytes,
+        )
+        .field(
+            "peak_allocated_bytes",
+            "peak allocated bytes",
+            summary.peak_allocated_bytes,
+        )
+        .field(
+            "peak_active_bytes",
+            "peak active bytes",
+            summary.peak_active_bytes,
+        )
+        .field("active_peak_event", "event of the active peak", p.events)
+        .field(
+            "tcache_bytes_at_active_peak",
+            "thread cache bytes at the active peak",
+            p.tcache_bytes,
+        )
+        .field(
+            "mapped_bytes_at_active_peak",
+            "mapped bytes at the active peak (stats.mapped less metadata)",
+            p.mapped_bytes,
+        )
+        .field(
+            "mean_active_bytes",
+            "mean active bytes",
+            Cell::Float(summary.mean_active_bytes(), 1),
+        );
+    resident_fields(&mut r, runs);
+    r.field(
+        "final_allocated_bytes",
+        "final allocated bytes",
+        f.allocated_bytes,
+    )
+    .field("final_active_bytes", "final active bytes", f.active_bytes)
+    .field(
+        "final_tcache_bytes",
+        "final thread cache bytes",
+        f.tcache_bytes,
+    )
+    .field("final_dirty_bytes", "final dirty bytes", f.dirty_bytes)
+    .field("final_muzzy_bytes", "final muzzy bytes", f.muzzy_bytes)
+    .field(
+        "final_retained_bytes",
+        "final retained bytes",
+        f.retained_bytes,
+    )
+    .field(
+        "final_mapped_bytes",
+        "final mapped bytes (stats.mapped less metadata)",
+        f.mapped_bytes,
+    )
+    .field(
+        "final_resident_bytes",
+        "final resident bytes",
+        f.resident_bytes,
+    );
+    r
 }
 
 /// Resident memory: the one run's, or the mean and range over the seeds' runs.
-fn resident_rows(runs: &[ProcessRunResult]) -> Vec<(String, Cell)> {
+fn resident_fields(r: &mut Fields, runs: &[ProcessRunResult]) {
     let spread = |f: &dyn Fn(&ProcessSummary) -> f64| -> (f64, f64, f64) {
         let v: Vec<f64> = runs.iter().map(|r| f(&r.summary)).collect();
         let mean = v.iter().sum::<f64>() / v.len() as f64;
@@ -314,28 +337,32 @@ fn resident_rows(runs: &[ProcessRunResult]) -> Vec<(String, Cell)> {
         (min, mean, max)
     };
     let resident: [Figure; 2] = [
-        ("peak resident bytes", &|s| s.peak_resident_bytes as f64),
-        ("mean resident bytes over time", &|s| {
-            s.mean_resident_bytes()
+        ("peak_resident_bytes", "peak resident bytes", &|s| {
+            s.peak_resident_bytes as f64
         }),
+        (
+            "mean_resident_bytes",
+            "mean resident bytes over time",
+            &|s| s.mean_resident_bytes(),
+        ),
     ];
-    let mut rows = Vec::new();
-    for (label, f) in resident {
+    for (name, label, f) in resident {
         if runs.len() > 1 {
             let (min, mean, max) = spread(f);
-            rows.push((
-                format!("{label} (mean of {} seeds)", runs.len()),
+            r.field(
+                name,
+                &format!("{label} (mean of {} seeds)", runs.len()),
                 Cell::Float(mean, 1),
-            ));
-            rows.push((
-                format!("{label} (min-max over seeds)"),
-                format!("{min:.0}-{max:.0}").into(),
-            ));
+            );
+            r.field(
+                &format!("{name}_range"),
+                &format!("{label} (min-max over seeds)"),
+                format!("{min:.0}-{max:.0}"),
+            );
         } else {
-            rows.push((label.into(), Cell::Float(f(&runs[0].summary), 1)));
+            r.field(name, label, Cell::Float(f(&runs[0].summary), 1));
         }
     }
-    rows
 }
 
 /// This machine's `CLOCK_MONOTONIC_COARSE` resolution (what jemalloc's decay reads).
@@ -343,8 +370,8 @@ pub(super) fn coarse_clock_ns() -> u64 {
     crate::process::machine_coarse_clock_ns()
 }
 
-/// A summary row: its label and how to read it off a run's summary.
-type Figure<'a> = (&'a str, &'a dyn Fn(&ProcessSummary) -> f64);
+/// A summary field: its name, its label and how to read it off a run's summary.
+type Figure<'a> = (&'a str, &'a str, &'a dyn Fn(&ProcessSummary) -> f64);
 
 /// The build and options the process model runs with (also `--blame`'s): the build flags or
 /// the linked jemalloc's, and 5.3.1's deterministic cache GC; `note` says when it was forced.

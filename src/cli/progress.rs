@@ -13,6 +13,15 @@ use std::time::{Duration, Instant};
 /// How long a step runs before its bar appears.
 const SHOW_AFTER: Duration = Duration::from_secs(1);
 
+/// [`SHOW_AFTER`], or `FRAGSIM_PROGRESS_AFTER_MS` when set (tests draw at once, whatever
+/// the machine's speed).
+fn show_after() -> Duration {
+    std::env::var("FRAGSIM_PROGRESS_AFTER_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(SHOW_AFTER, Duration::from_millis)
+}
+
 /// A bar that stays hidden for its first second (and off a terminal altogether).
 struct LaterBar {
     label: &'static str,
@@ -36,7 +45,7 @@ impl ProgressObserver for LaterBar {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((bar, started, shown)) = state.as_mut() {
             bar.inc(n);
-            if !*shown && started.elapsed() >= SHOW_AFTER {
+            if !*shown && started.elapsed() >= show_after() {
                 *shown = true;
                 if std::io::stderr().is_terminal() {
                     bar.set_draw_target(ProgressDrawTarget::stderr());

@@ -30,18 +30,40 @@ pub fn seed_script(given: Option<&Path>) -> Result<PathBuf> {
         }
         return Ok(path.to_path_buf());
     }
-    let here = std::env::current_dir().ok();
-    let exe = std::env::current_exe().ok();
-    let starts = [here.as_deref(), exe.as_deref().and_then(Path::parent)];
-    for start in starts.into_iter().flatten() {
-        if let Some(script) = project_root(start).map(|root| root.join(SCRIPT)) {
-            if script.is_file() {
-                return Ok(script);
-            }
-        }
+    if let Some(script) = in_project(|root| root.join(SCRIPT).is_file()) {
+        return Ok(script.join(SCRIPT));
     }
     bail!(
         "no {SCRIPT} in a fragsim project around '{}' or the executable: pass --seed-script FILE, or --no-cxx to skip the seed's C++ program",
-        here.as_deref().unwrap_or(Path::new(".")).display()
+        current_dir().display()
     )
+}
+
+/// The root of the committed traces (`data/traces` below it), found as [`seed_script`] is;
+/// a one-line error before any work when there is none.
+pub fn traces_root() -> Result<PathBuf> {
+    const TRACES: &str = "data/traces";
+    in_project(|root| root.join(TRACES).is_dir()).ok_or_else(|| {
+        anyhow::anyhow!(
+            "no {TRACES} in a fragsim project around '{}' or the executable: run the report from the fragsim clone",
+            current_dir().display()
+        )
+    })
+}
+
+/// The fragsim project around the current folder, else around the executable, that `has`
+/// what is looked for.
+fn in_project(has: impl Fn(&Path) -> bool) -> Option<PathBuf> {
+    let here = std::env::current_dir().ok();
+    let exe = std::env::current_exe().ok();
+    let starts = [here, exe.and_then(|e| e.parent().map(Path::to_path_buf))];
+    starts
+        .into_iter()
+        .flatten()
+        .filter_map(|start| project_root(&start))
+        .find(|root| has(root))
+}
+
+fn current_dir() -> PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))
 }

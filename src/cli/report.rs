@@ -63,7 +63,10 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     } else {
         Some(super::project::seed_script(args.seed_script.as_deref())?)
     };
+    // The committed traces are found at run time too (an installed binary outlives its clone).
+    let traces_root = super::project::traces_root()?;
     let mut options = ReportOptions::new(out.clone());
+    options.programs = Some(crate::report::programs::ProgramsOptions::new(&traces_root));
     if args.full {
         options.validate = ValidateOptions::full();
     }

@@ -265,8 +265,10 @@ pub fn run_on_terminal(args: &[&str]) -> Option<String> {
     for arg in args {
         line.push_str(&format!(" '{}'", arg.replace('\'', r"'\''")));
     }
+    // Bars appear after a second; here at once, so a fast machine still draws one.
     let out = Command::new("script")
         .args(["-qec", &line, "/dev/null"])
+        .env("FRAGSIM_PROGRESS_AFTER_MS", "0")
         .stdin(Stdio::null())
         .output();
     match out {
