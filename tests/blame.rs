@@ -168,10 +168,7 @@ fn charged_total_is_the_active_bytes_of_every_committed_trace() {
             summary["final_active_bytes"],
             &format!("{name} at the end"),
         );
-        let at = blame(
-            trace,
-            &["--at", &summary["active_peak_event"].to_string()],
-        );
+        let at = blame(trace, &["--at", &summary["active_peak_event"].to_string()]);
         assert_eq!(
             at,
             blame(trace, &[]),

@@ -5,7 +5,7 @@ use super::replay::ReplayArgs;
 use crate::engine::{self, RunError};
 use crate::export::{write_atomic, Cell, Csv, Record as Fields, TableFormat};
 use crate::live::process::{
-    compare_process_live, ProcessAllocator, ProcessChildOptions, ProcessTrace,
+    compare_process_live_with, LiveRun, ProcessAllocator, ProcessChildOptions, ProcessTrace,
 };
 use crate::live::Api;
 use crate::process::{
@@ -421,7 +421,9 @@ fn run_live(
         crate::live::arena_replay::default_live_every(trace.records().len() as u64)
     });
     let threads = thread_count(trace.records());
-    let r = compare_process_live(&exe, &allocator, trace, &options, every, 5)?;
+    let bar = super::progress::later_bar("live replay");
+    let run = LiveRun { every, keep: 5 };
+    let r = compare_process_live_with(&exe, &allocator, trace, &options, run, &bar)?;
     let c = &r.comparison;
     super::replay::emit_comparison(&args.output, format!(
             "{name}: process model vs live jemalloc {} ({} threads, {} arenas, baton replay), every {every} events",

@@ -18,6 +18,7 @@ use super::arena_replay::parse_config;
 pub use super::baton::{run_process_child, serve_process_child, ProcessChildOptions};
 use crate::engine::{self, Consumer, RunError};
 use crate::process::{compare_snapshots, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot};
+use crate::progress::Progress;
 use crate::sim::{BinStats, Comparison};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Call, Fields, Record, TraceError};
@@ -201,13 +202,52 @@ pub fn compare_process_live<'a>(
     every: u64,
     keep: usize,
 ) -> Result<ProcessLiveComparison> {
+    let run = LiveRun { every, keep };
+    compare_process_live_with(exe, allocator, trace, options, run, &Progress::default())
+}
+
+/// How often a live process comparison compares, and how many first mismatches it keeps.
+#[derive(Clone, Copy, Debug)]
+pub struct LiveRun {
+    pub every: u64,
+    pub keep: usize,
+}
+
+/// [`compare_process_live`], telling `progress` of the records replayed (one step, "records").
+pub fn compare_process_live_with<'a>(
+    exe: &Path,
+    allocator: &ProcessAllocator,
+    trace: impl Into<ProcessTrace<'a>>,
+    options: &ProcessOptions,
+    run: LiveRun,
+    progress: &Progress,
+) -> Result<ProcessLiveComparison> {
+    let trace = trace.into();
+    let calls = trace
+        .records()
+        .iter()
+        .filter(|r| matches!(r, Record::Call(_)))
+        .count();
+    progress.start("events", calls as u64);
+    let result = compare_observed(exe, allocator, trace, options, run, progress);
+    progress.finish();
+    result
+}
+
+fn compare_observed(
+    exe: &Path,
+    allocator: &ProcessAllocator,
+    trace: ProcessTrace<'_>,
+    options: &ProcessOptions,
+    LiveRun { every, keep }: LiveRun,
+    progress: &Progress,
+) -> Result<ProcessLiveComparison> {
     // The exact comparison runs the deterministic cache GC in the child and in the model;
     // the clock-driven one is compared approximately, on the trace's clock (--honour-clock).
     ensure!(
         options.experimental_tcache_gc != Some(true),
         "experimental_tcache_gc:true runs on a 10 ms wall clock and cannot be compared event by event: compare it on the trace's clock with --honour-clock"
     );
-    let trace = trace.into();
     let input = trace.child_args()?;
     let mut command = child_command(exe, allocator, options)?;
     command.args(["--every", &every.max(1).to_string()]);
@@ -236,7 +276,7 @@ pub fn compare_process_live<'a>(
         .iter()
         .filter(|r| !matches!(r, Record::Site { .. }))
         .map(|r| Ok::<_, TraceError>(r.clone()));
-    engine::run(records, &mut run, &|_| {}).map_err(|e| match e {
+    engine::run(records, &mut run, &|n| progress.advance(n)).map_err(|e| match e {
         RunError::Trace(e) => anyhow::Error::from(e),
         RunError::Consumer(e) => e,
     })?;
