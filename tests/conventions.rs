@@ -341,8 +341,18 @@ fn a_long_live_replay_shows_progress_on_a_terminal() {
     assert!(plain.status.success());
     assert!(plain.stderr.is_empty(), "{}", stderr_of(&plain));
     // The process model's baton replay too: 62,422 calls (`trace stats`; 4 thread exits).
-    let threaded = concat!(env!("CARGO_MANIFEST_DIR"), "/data/traces/cpp-threads-map.trace");
-    let process = ["replay", threaded, "--process", "--live", "--out", "/dev/null"];
+    let threaded = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/traces/cpp-threads-map.trace"
+    );
+    let process = [
+        "replay",
+        threaded,
+        "--process",
+        "--live",
+        "--out",
+        "/dev/null",
+    ];
     let terminal = run_on_terminal(&process).unwrap();
     assert!(terminal.contains("62,422/62,422 events"), "{terminal}");
 }
