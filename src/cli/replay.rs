@@ -271,10 +271,7 @@ pub(super) fn emit_comparison(
         Ok(0)
     } else {
         for m in &c.first {
-            super::output::print_error(&format!(
-                "mismatch: event {} {}: predicted {}, measured {}",
-                m.event, m.statistic, m.predicted, m.measured
-            ));
+            super::output::print_error(&format!("mismatch: {m}"));
         }
         Ok(1)
     }
@@ -301,16 +298,7 @@ fn comparison_record(
             c.mismatched_values,
         );
     if !c.first.is_empty() {
-        let first: Vec<String> = c
-            .first
-            .iter()
-            .map(|m| {
-                format!(
-                    "event {} {}: predicted {}, measured {}",
-                    m.event, m.statistic, m.predicted, m.measured
-                )
-            })
-            .collect();
+        let first: Vec<String> = c.first.iter().map(|m| m.to_string()).collect();
         r.field("first_mismatches", "first mismatches", first.join("; "));
     }
     r
@@ -413,10 +401,7 @@ fn run_live_builds(args: &ReplayArgs) -> Result<i32> {
             c.mismatched_values.into(),
         ]);
         for m in &c.first {
-            mismatches.push(format!(
-                "mismatch: build '{}' event {} {}: predicted {}, measured {}",
-                build.name, m.event, m.statistic, m.predicted, m.measured
-            ));
+            mismatches.push(format!("mismatch: build '{}' {m}", build.name));
         }
     }
     args.output.emit(&table)?;

@@ -8,7 +8,7 @@ use crate::sizeclass::AllocatorConfig;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The jemalloc a live-replay child runs: the linked one with this
 /// `disable_large_size_classes`, or a system library preloaded.
@@ -137,14 +137,7 @@ impl ChildReplay {
         every: u64,
     ) -> Result<(AllocatorConfig, ChildReplay)> {
         let (mut command, expect_rounding) = child_command(exe, how, trace, every)?;
-        // Stopped with the parent if the run is interrupted (Ctrl-C).
-        let mut child = crate::cleanup::GuardedChild::spawn(
-            command
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped()),
-        )
-        .with_context(|| format!("cannot start '{}'", exe.display()))?;
+        let mut child = super::process::spawn_piped(exe, &mut command)?;
         let stdout = child.stdout.take().context("child stdout")?;
         let mut lines = BufReader::new(stdout).lines();
         let header = match lines.next() {

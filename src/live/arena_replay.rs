@@ -714,12 +714,11 @@ pub fn replay_validation_table(checks: &[ReplayCheck]) -> crate::export::Table {
         ],
     );
     for c in checks {
-        let first = c.comparison.first.first().map_or(String::new(), |m| {
-            format!(
-                "event {} {}: predicted {}, measured {}",
-                m.event, m.statistic, m.predicted, m.measured
-            )
-        });
+        let first = c
+            .comparison
+            .first
+            .first()
+            .map_or(String::new(), |m| m.to_string());
         t.push(vec![
             c.allocator.clone().into(),
             c.spec.seed.into(),

@@ -20,7 +20,6 @@ use crate::trace::Record;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 
 /// Sleeps until `CLOCK_MONOTONIC` reads `deadline_ns` (at once if it has passed).
 pub(super) fn sleep_until(deadline_ns: u64) {
@@ -305,14 +304,7 @@ pub fn live_clock_run(
     let mut command = child_command(exe, allocator, options)?;
     command.args(["--every", &every.max(1).to_string(), "--on-clock"]);
     input.add_to(&mut command);
-    // Stopped with the parent if the run is interrupted (Ctrl-C).
-    let child = crate::cleanup::GuardedChild::spawn(
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped()),
-    )
-    .with_context(|| format!("cannot start '{}'", exe.display()))?;
+    let child = super::process::spawn_piped(exe, &mut command)?;
     let output = child.wait_with_output()?;
     let text = String::from_utf8_lossy(&output.stdout);
     let all: Vec<&str> = text.lines().collect();

@@ -252,14 +252,7 @@ fn compare_observed(
     let mut command = child_command(exe, allocator, options)?;
     command.args(["--every", &every.max(1).to_string()]);
     input.add_to(&mut command);
-    // Stopped with the parent if the run is interrupted (Ctrl-C).
-    let mut child = crate::cleanup::GuardedChild::spawn(
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped()),
-    )
-    .with_context(|| format!("cannot start '{}'", exe.display()))?;
+    let mut child = spawn_piped(exe, &mut command)?;
     let stdout = child.stdout.take().context("child stdout")?;
     let mut lines = BufReader::new(stdout).lines();
     let header = match read_header(&mut lines) {
@@ -288,6 +281,21 @@ fn compare_observed(
         bail!("the live process child failed: {}", err.trim());
     }
     Ok(run.result(&header))
+}
+
+/// Starts the fragsim child `command` (`exe`) with its output piped back, stopped with the
+/// parent if the run is interrupted.
+pub(super) fn spawn_piped(
+    exe: &Path,
+    command: &mut Command,
+) -> Result<crate::cleanup::GuardedChild> {
+    crate::cleanup::GuardedChild::spawn(
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .with_context(|| format!("cannot start '{}'", exe.display()))
 }
 
 fn stderr_of(child: &mut std::process::Child) -> String {

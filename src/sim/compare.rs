@@ -25,6 +25,17 @@ pub struct Mismatch {
     pub measured: u64,
 }
 
+/// "event N statistic: predicted P, measured M", as every mismatch is reported.
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "event {} {}: predicted {}, measured {}",
+            self.event, self.statistic, self.predicted, self.measured
+        )
+    }
+}
+
 /// The outcome of a comparison.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Comparison {

@@ -177,20 +177,16 @@ impl Validation {
             )
         });
         let replay = self.replay.iter().flat_map(|r| {
-            r.comparison.first.iter().map(move |m| {
-                format!(
-                    "replay {} seed {}, event {} {}: predicted {}, measured {}",
-                    r.allocator, r.spec.seed, m.event, m.statistic, m.predicted, m.measured
-                )
-            })
+            r.comparison
+                .first
+                .iter()
+                .map(move |m| format!("replay {} seed {}, {m}", r.allocator, r.spec.seed))
         });
         let process = self.process.iter().flat_map(|r| {
-            r.comparison.first.iter().map(move |m| {
-                format!(
-                    "threaded trace {} seed {}, event {} {}: predicted {}, measured {}",
-                    r.allocator, r.spec.seed, m.event, m.statistic, m.predicted, m.measured
-                )
-            })
+            r.comparison
+                .first
+                .iter()
+                .map(move |m| format!("threaded trace {} seed {}, {m}", r.allocator, r.spec.seed))
         });
         checks
             .chain(f14)

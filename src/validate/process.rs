@@ -159,12 +159,11 @@ pub fn process_validation_table(checks: &[ProcessCheck]) -> crate::export::Table
         ],
     );
     for c in checks {
-        let first = c.comparison.first.first().map_or(String::new(), |m| {
-            format!(
-                "event {} {}: predicted {}, measured {}",
-                m.event, m.statistic, m.predicted, m.measured
-            )
-        });
+        let first = c
+            .comparison
+            .first
+            .first()
+            .map_or(String::new(), |m| m.to_string());
         t.push(vec![
             c.allocator.clone().into(),
             c.spec.seed.into(),
