@@ -63,10 +63,10 @@ lib=$PWD/target/release/libfragsim_preload.so
 # The program under the recorder, then its raw file converted: how `fragsim record` went before
 # it converted while the program ran (the same conversion code, run after the program).
 record_after() {
-  local flags=$1
+  local stacks=$1
   shift
-  env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS="$flags" "$@" &&
-    "$convert_raw" "$work"/raw/raw.* "$work/after.trace" ${flags:+--stacks} &&
+  env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS="follow${stacks:+,stacks}" "$@" &&
+    "$convert_raw" "$work"/raw/raw.* "$work/after.trace" ${stacks:+--stacks} &&
     rm -f "$work"/raw/* "$work/after.trace"
 }
 echo "Medians of $RUNS runs (valgrind: $VALGRIND_RUNS), the columns in turn run by run, seconds wall / CPU (ratio to bare). 'preload'"
@@ -117,5 +117,8 @@ for workload in ${WORKLOADS:-python cpp}; do
   after_s=$(med after_s)
   heaptrack=$(med heaptrack)
   valgrind=$(med valgrind)
-  echo "| $workload | $bare_w / $bare_c | $(cell "$preload") | $(cell "$native") | $(cell "$after") | $(cell "$preload_s") | $(cell "$stacks") | $(cell "$after_s") | $(cell "$heaptrack") | $(cell "$valgrind") | $events | $bpe | $bpe_stacks |"
+  # VALGRIND_RUNS=0 leaves the slow column out.
+  valgrind_cell="not run"
+  [ -s "$work/valgrind.times" ] && valgrind_cell=$(cell "$valgrind")
+  echo "| $workload | $bare_w / $bare_c | $(cell "$preload") | $(cell "$native") | $(cell "$after") | $(cell "$preload_s") | $(cell "$stacks") | $(cell "$after_s") | $(cell "$heaptrack") | $valgrind_cell | $events | $bpe | $bpe_stacks |"
 done

@@ -11,8 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 /// How long to wait for more of the file when it has not grown (the program's threads write
-/// 1 MiB at a time; the thread that sees the program exit wakes this one at once).
-const POLL: Duration = Duration::from_millis(2);
+/// 1 MiB at a time, every few ms under a busy program; the thread that sees the program exit
+/// wakes this one at once, so the wait only sets how far behind the conversion may fall).
+const POLL: Duration = Duration::from_millis(10);
 
 /// Converts the raw file `raw` into `sink` while the program writes it, until `ended` (the
 /// program has exited; whoever sets it unparks this thread). Then `progress` is told how many
@@ -36,8 +37,10 @@ pub fn convert_while_running<'a>(
             converted.set(converted.get() + bytes)
         }
     };
-    // Room for the live objects of a mid-sized program; the table grows beyond.
-    let mut stream = StreamConverter::new(&name, sink, &mut count, 1 << 16);
+    // The file's size is not known yet: room for a million live objects from the start (the
+    // table's growth was 2% of a conversion that started small; untouched room costs only
+    // address space), more as needed.
+    let mut stream = StreamConverter::new(&name, sink, &mut count, 1 << 20);
     loop {
         // Read before the file: once the program has ended, this look at it is the last.
         let done = ended();
