@@ -18,7 +18,9 @@ for tool in heaptrack valgrind bc g++; do
 done
 [ -e /usr/lib/x86_64-linux-gnu/libunwind.so.8 ] || apt-get install -y -qq libunwind8
 cargo build --release -q
+cargo build --release -q --example convert_raw
 fragsim=$PWD/target/release/fragsim
+convert_raw=$PWD/target/release/examples/convert_raw
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 g++ -O2 -pthread -o "$work/threads_map" tests/native_programs/threads_map.cpp
@@ -57,11 +59,22 @@ cell() {
 }
 
 lib=$PWD/target/release/libfragsim_preload.so
+
+# The program under the recorder, then its raw file converted: how `fragsim record` went before
+# it converted while the program ran (the same conversion code, run after the program).
+record_after() {
+  local stacks=$1
+  shift
+  env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS="follow${stacks:+,stacks}" "$@" &&
+    "$convert_raw" "$work"/raw/raw.* "$work/after.trace" ${stacks:+--stacks} &&
+    rm -f "$work"/raw/* "$work/after.trace"
+}
 echo "Medians of $RUNS runs (valgrind: $VALGRIND_RUNS), the columns in turn run by run, seconds wall / CPU (ratio to bare). 'preload'"
-echo "is the program under the recorder alone; 'record' is all of \`fragsim record\` (run + conversion + trace)."
+echo "is the program under the recorder alone; 'record' is all of \`fragsim record\` (run + conversion + trace, converting while"
+echo "the program runs); 'after' is the program under the recorder, then the same conversion once it has exited (as before)."
 echo
-echo "| workload | bare | preload | record | preload --stacks | record --stacks | heaptrack -r | valgrind (record --with valgrind) | events | bytes/event | bytes/event --stacks |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| workload | bare | preload | record | after | preload --stacks | record --stacks | after --stacks | heaptrack -r | valgrind (record --with valgrind) | events | bytes/event | bytes/event --stacks |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for workload in ${WORKLOADS:-python cpp}; do
   case $workload in
     # PYTHONMALLOC through the environment, not `env`: valgrind and heaptrack would trace
@@ -82,8 +95,10 @@ for workload in ${WORKLOADS:-python cpp}; do
     rm -f "$work"/raw/*
     run native "$fragsim" record -o "$work/t.trace" -- "${cmd[@]}"
     summary=$(grep '^recorded' "$work/stderr")
+    run after record_after "" "${cmd[@]}"
     run stacks "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
     summary_stacks=$(grep '^recorded' "$work/stderr")
+    run after_s record_after stacks "${cmd[@]}"
     (cd "$work" && run heaptrack heaptrack -r -o "$work/ht" "${cmd[@]}")
     rm -f "$work"/ht*
     if [ "$i" -le "$VALGRIND_RUNS" ]; then
@@ -98,7 +113,12 @@ for workload in ${WORKLOADS:-python cpp}; do
   preload_s=$(med preload_s)
   native=$(med native)
   stacks=$(med stacks)
+  after=$(med after)
+  after_s=$(med after_s)
   heaptrack=$(med heaptrack)
   valgrind=$(med valgrind)
-  echo "| $workload | $bare_w / $bare_c | $(cell "$preload") | $(cell "$native") | $(cell "$preload_s") | $(cell "$stacks") | $(cell "$heaptrack") | $(cell "$valgrind") | $events | $bpe | $bpe_stacks |"
+  # VALGRIND_RUNS=0 leaves the slow column out.
+  valgrind_cell="not run"
+  [ -s "$work/valgrind.times" ] && valgrind_cell=$(cell "$valgrind")
+  echo "| $workload | $bare_w / $bare_c | $(cell "$preload") | $(cell "$native") | $(cell "$after") | $(cell "$preload_s") | $(cell "$stacks") | $(cell "$after_s") | $(cell "$heaptrack") | $valgrind_cell | $events | $bpe | $bpe_stacks |"
 done

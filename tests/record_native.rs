@@ -477,3 +477,74 @@ fn summary_line_and_progress_on_a_terminal() {
         "{stderr}"
     );
 }
+
+/// (progress mark, lowest and highest event number) of each `EVENTS` chunk of the first
+/// image of a raw file, in file order, read by hand from the format in preload/src/lib.rs.
+fn chunk_marks(raw: &Path) -> Vec<(u64, u64, u64)> {
+    let bytes = std::fs::read(raw).unwrap();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let mut chunks = Vec::new();
+    let (mut at, mut headers) = (0, 0);
+    while at + 48 <= bytes.len() {
+        let kind = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap());
+        let len = word(at + 16) as usize;
+        let (start, end) = (at + 48, at + 48 + len);
+        headers += usize::from(kind == 1);
+        if kind == 2 && headers == 1 {
+            let (mut lo, mut hi, mut p) = (u64::MAX, 0, start);
+            while p < end {
+                let head = word(p);
+                let kind = head & 0x7f;
+                let site = usize::from(head & 0x80 != 0);
+                if kind == 5 {
+                    p += 8 * (2 + (head >> 8) as usize);
+                    continue;
+                }
+                let body = [0, 3, 1, 4, 0][kind as usize];
+                lo = lo.min(head >> 8);
+                hi = hi.max(if kind == 3 { word(p + 40) } else { head >> 8 });
+                p += 8 * (2 + body + site);
+            }
+            chunks.push((word(at + 40), lo, hi));
+        }
+        at = end;
+    }
+    chunks
+}
+
+#[test]
+fn progress_marks_hold_and_the_trace_converted_while_running_is_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "threads_map.cpp", &[]);
+    // 4 workers x 30000 entries: about a million calls, several 1 MiB chunks per thread.
+    let run = record(dir.path(), &[], &[exe.to_str().unwrap(), "30000"]);
+    assert!(run.out.status.success());
+    let files = raw_files(&run.raw);
+    let chunks = chunk_marks(&files[0].1);
+    assert!(chunks.len() > 8, "{} chunks", chunks.len());
+    // A chunk's mark: every event numbered below it is in that chunk or an earlier one.
+    for (i, &(mark, _, _)) in chunks.iter().enumerate() {
+        for (j, &(_, lo, _)) in chunks.iter().enumerate().skip(i + 1) {
+            assert!(
+                lo >= mark,
+                "chunk {j} has event {lo}, below chunk {i}'s mark {mark}"
+            );
+        }
+    }
+    // The marks move while the threads run (only the final flush writes none).
+    let marked = chunks.iter().filter(|c| c.0 > 0).count();
+    assert!(
+        marked * 2 >= chunks.len(),
+        "{marked} of {} chunks marked",
+        chunks.len()
+    );
+    // What `fragsim record` converted while the program ran is what the whole file gives.
+    let (records, summary) = only_process(&run.raw);
+    assert_eq!(summary.issues.total(), 0, "{:?}", summary.issues);
+    let written: Vec<Record> = TraceReader::open(&run.trace)
+        .unwrap()
+        .records()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(written, records);
+}

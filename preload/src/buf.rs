@@ -32,6 +32,15 @@ pub struct Buf {
     /// Rounds of pthread key destructors seen (the exit is written on the last).
     exit_rounds: u32,
     pub stacks: *mut StackTable,
+    /// For the progress mark (see [`mark`]), read by other threads when they flush: 1 while
+    /// the owner is inside a recorded call (from before it takes a sequence number until its
+    /// event is in the buffer).
+    in_call: AtomicU32,
+    /// The sequence number of the first event in the buffer (`u64::MAX`: none).
+    first_seq: AtomicU64,
+    /// One past the last sequence number of the events the owner has put in its buffer: any
+    /// number it takes later is at least this.
+    floor: AtomicU64,
 }
 
 static SLOTS: [AtomicPtr<Buf>; MAX_SLOTS] = [const { AtomicPtr::new(null_mut()) }; MAX_SLOTS];
@@ -138,6 +147,8 @@ pub unsafe fn enter() -> Option<Ctx> {
             libc::pthread_setspecific(KEY.load(Ordering::Acquire), b as *const c_void);
         }
         t.busy.set(true);
+        // Before any sequence number is taken (the `fetch_add` orders it, see [`mark`]).
+        (*b).in_call.store(1, Ordering::Relaxed);
         Some(Ctx { b, tls: t })
     })
 }
@@ -145,7 +156,9 @@ pub unsafe fn enter() -> Option<Ctx> {
 impl Ctx {
     #[inline(always)]
     pub fn seq(&self) -> u64 {
-        SEQ.0.fetch_add(1, Ordering::Relaxed)
+        // Release: a thread that reads the counter past this number also sees this thread's
+        // `in_call` mark ([`mark`]); the same `lock xadd` on x86-64.
+        SEQ.0.fetch_add(1, Ordering::Release)
     }
 
     /// The call's stack id (when recording stacks), captured before the lock is taken.
@@ -175,7 +188,7 @@ impl Ctx {
         let len = (*b).len.load(Ordering::Relaxed);
         let bytes = words.len() * 8;
         let len = if len + bytes > DATA_CAP {
-            flush_locked(b);
+            flush_locked(b, false);
             0
         } else {
             len
@@ -186,13 +199,27 @@ impl Ctx {
             dst.add(i).write(w);
         }
         (*b).len.store(len + bytes, Ordering::Release);
+        // The progress mark's view of this buffer (a `STACK` event has no number).
+        let head = words[0];
+        let kind = head & 0x7f;
+        if kind != 5 {
+            let seq = head >> 8;
+            if (*b).first_seq.load(Ordering::Relaxed) == u64::MAX {
+                (*b).first_seq.store(seq, Ordering::Release);
+            }
+            let last = if kind == 3 { words[5] } else { seq };
+            (*b).floor.store(last + 1, Ordering::Relaxed);
+        }
     }
 }
 
 impl Drop for Ctx {
     fn drop(&mut self) {
-        // SAFETY: the thread's own TLS block, alive while the thread runs.
-        unsafe { (*self.tls).busy.set(false) }
+        // SAFETY: the thread's own buffer and TLS block, alive while the thread runs.
+        unsafe {
+            (*self.b).in_call.store(0, Ordering::Release);
+            (*self.tls).busy.set(false)
+        }
     }
 }
 
@@ -271,6 +298,8 @@ unsafe fn new_thread_buf() -> *mut Buf {
             (*b).tid = tid;
             (*b).exit_rounds = 0;
             (*b).len.store(0, Ordering::Release);
+            (*b).first_seq.store(u64::MAX, Ordering::Release);
+            (*b).floor.store(0, Ordering::Release);
             return b;
         }
     }
@@ -304,26 +333,90 @@ unsafe fn new_thread_buf() -> *mut Buf {
         } else {
             null_mut()
         },
+        in_call: AtomicU32::new(0),
+        first_seq: AtomicU64::new(u64::MAX),
+        floor: AtomicU64::new(0),
     });
     SLOTS[i].store(b, Ordering::Release);
     b
 }
 
 /// Writes the buffer's events as one chunk and empties it (owner active, or owners stopped).
+/// The owner's own flushes carry a progress mark ([`mark`]); `final_flush` (every buffer
+/// written at the end, exec or a signal, owners stopped) carries none.
 #[cold]
 #[inline(never)]
-unsafe fn flush_locked(b: *mut Buf) {
+unsafe fn flush_locked(b: *mut Buf, final_flush: bool) {
     let len = (*b).len.load(Ordering::Acquire);
     if len == 0 {
         return;
     }
+    let progress = if final_flush {
+        0
+    } else {
+        state::maps_if_changed();
+        mark(b)
+    };
     let hdr = data(b).sub(HDR);
     let words: [u32; 4] = [MAGIC, K_EVENTS, (*b).slot, (*b).tid];
     std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, hdr, 16);
-    let tail = [len as u64, state::tsc(), state::now_ns(), 0];
+    let tail = [len as u64, state::tsc(), state::now_ns(), progress];
     std::ptr::copy_nonoverlapping(tail.as_ptr() as *const u8, hdr.add(16), 32);
     write_all(hdr, HDR + len);
     (*b).len.store(0, Ordering::Release);
+    // After the write: a thread that sees the buffer empty finds its events in the file.
+    (*b).first_seq.store(u64::MAX, Ordering::Release);
+}
+
+/// The progress mark of a chunk `own` is about to write: every event with a lower sequence
+/// number is in the file once this chunk is (in it or before it), so `fragsim record` can
+/// convert that far while the program runs.
+///
+/// The counter is read first: a thread that took a number below it marked `in_call` before
+/// (its `fetch_add` is a release), so it is seen either in its call (its `floor` bounds the
+/// numbers it holds), or with the event in its buffer (`first_seq`), or with the buffer
+/// written (`first_seq` is reset after the write). An exited thread's events are all written
+/// before its buffer is marked free. This thread's own buffer is this chunk; while it is in a
+/// call, its `floor` bounds the number it holds.
+unsafe fn mark(own: *mut Buf) -> u64 {
+    let mut m = SEQ.0.load(Ordering::Acquire);
+    if (*own).in_call.load(Ordering::Relaxed) != 0 {
+        m = m.min((*own).floor.load(Ordering::Relaxed));
+    }
+    let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
+    for slot in &SLOTS[..n] {
+        let b = slot.load(Ordering::Acquire);
+        if b.is_null() || b == own || (*b).free.load(Ordering::Acquire) == 1 {
+            continue;
+        }
+        if (*b).in_call.load(Ordering::Acquire) != 0 {
+            m = m.min((*b).floor.load(Ordering::Acquire));
+        }
+        m = m.min((*b).first_seq.load(Ordering::Acquire));
+    }
+    m
+}
+
+/// Writes this thread's buffered events now (with a progress mark): a thread that goes on to
+/// wait for a long time (a `join` after starting threads) would otherwise hold the mark back
+/// until it exits.
+pub unsafe fn flush_own() {
+    let b = TLS.with(|t| {
+        if t.busy.get() {
+            null_mut()
+        } else {
+            t.buf.get()
+        }
+    });
+    if b.is_null() || state::STATE.load(Ordering::Acquire) != state::ON {
+        return;
+    }
+    TLS.with(|t| t.busy.set(true));
+    if begin(b) {
+        flush_locked(b, false);
+        end(b);
+    }
+    TLS.with(|t| t.busy.set(false));
 }
 
 /// Writes a chunk of `kind` with `payload` (copied through a small stack buffer for the
@@ -375,6 +468,8 @@ unsafe fn write_all(mut p: *const u8, mut n: usize) {
 /// threads get a bounded wait.
 pub unsafe fn flush_all() {
     stop_owners();
+    // Every stack in the buffers was taken before: its objects are in these maps.
+    state::write_maps();
     let own = TLS.with(|t| t.buf.get());
     let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
     for slot in &SLOTS[..n] {
@@ -383,7 +478,7 @@ pub unsafe fn flush_all() {
             continue;
         }
         if b == own {
-            flush_locked(b);
+            flush_locked(b, true);
             continue;
         }
         let mut spins = 0u32;
@@ -391,7 +486,7 @@ pub unsafe fn flush_all() {
             spins += 1;
             std::hint::spin_loop();
         }
-        flush_locked(b);
+        flush_locked(b, true);
     }
 }
 
@@ -412,10 +507,11 @@ pub unsafe extern "C" fn thread_exit(p: *mut c_void) {
         b,
         tls: TLS.with(|t| t as *const Tls),
     };
+    (*b).in_call.store(1, Ordering::Relaxed);
     if begin(b) {
         let seq = ctx.seq();
         ctx.push_locked(&[4 | seq << 8, state::stamp()]);
-        flush_locked(b);
+        flush_locked(b, false);
         end(b);
     }
     drop(ctx);
@@ -440,6 +536,7 @@ pub unsafe fn forget_other_threads() {
         }
         (*b).len.store(0, Ordering::Release);
         (*b).active.store(0, Ordering::Release);
+        (*b).first_seq.store(u64::MAX, Ordering::Release);
         if !(*b).stacks.is_null() {
             crate::stack::clear((*b).stacks);
         }

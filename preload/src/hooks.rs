@@ -287,6 +287,29 @@ pub unsafe extern "C" fn posix_memalign(
     r
 }
 
+/// A thread that starts threads often waits for them next (`join`) with its buffer held: it
+/// writes its events right after the start, so the progress mark is not held back by them.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut c_void,
+    attr: *const c_void,
+    start: *mut c_void,
+    arg: *mut c_void,
+) -> c_int {
+    if !ready(&real::PTHREAD_CREATE) {
+        return libc::EAGAIN;
+    }
+    let r = call_real!(
+        PTHREAD_CREATE as fn(*mut c_void, *const c_void, *mut c_void, *mut c_void) -> c_int,
+        thread,
+        attr,
+        start,
+        arg
+    );
+    crate::buf::flush_own();
+    r
+}
+
 // exec: the image's events are written first; glibc's execv/execvp/execvpe call execve
 // internally (not through the PLT), so each is wrapped.
 macro_rules! exec_wrapper {

@@ -38,12 +38,17 @@
 //!   call, `seq_after` after it; the stamp is at `seq_after`); `EXIT (4)`: nothing. Kind bit
 //!   `0x80` means one more word follows: the call's stack id (per slot). `STACK (5)`:
 //!   `5 | n << 8`, stack id, then `n` return addresses, innermost first (no time word).
-//! - 3 `MAPS`: the bytes of `/proc/self/maps` (for symbolizing stacks; the last one counts).
+//! - 3 `MAPS`: the bytes of `/proc/self/maps` (for symbolizing stacks: those of a chunk with
+//!   the last one before it), written before a chunk when objects were (un)loaded since.
 //! - 4 `EXEC`: the thread `tid` is about to `exec` (the next `HEADER` is the new image).
 //! - 5 `END`: the image ended normally: u64 words `dropped_threads` (threads beyond the
 //!   buffer table, not recorded), `late_calls` (calls after a thread's exit was written, not
 //!   recorded), `lost_bytes` (writes that failed).
 //! - 6 `SIGNAL`: the process is dying of the signal in the first u64 word.
+//!
+//! The `reserved` word of an `EVENTS` chunk's header is its progress mark (0: none): every
+//! event of the image with a lower sequence number is in the file before the chunk's end
+//! (`fragsim record` converts that far while the program runs).
 //!
 //! The last image of a file without `END` is truncated (killed, or a signal ended it).
 

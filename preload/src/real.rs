@@ -35,6 +35,7 @@ reals! {
     EXECVPE "execvpe";
     EXIT_ "_exit";
     EXIT2 "_Exit";
+    PTHREAD_CREATE "pthread_create";
 }
 
 /// The function in `slot`, or `None` before `resolve` (or if the symbol is missing).

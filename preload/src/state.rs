@@ -249,8 +249,34 @@ pub fn as_bytes(words: &[u64]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(words.as_ptr() as *const u8, words.len() * 8) }
 }
 
+/// `dlpi_adds + dlpi_subs` (objects loaded and unloaded) when the maps were last written.
+static MAPS_GEN: AtomicU64 = AtomicU64::new(u64::MAX);
+
+unsafe extern "C" fn loads(info: *mut libc::dl_phdr_info, _: usize, out: *mut c_void) -> c_int {
+    *(out as *mut u64) = (*info).dlpi_adds.wrapping_add((*info).dlpi_subs);
+    // The counts are the same for every object: the first one is enough.
+    1
+}
+
+/// Writes the maps before a chunk of events if objects were loaded or unloaded since they
+/// were last written (stacks on): a stack is symbolized with the last maps before its chunk,
+/// which then hold every object it can be in, also while `fragsim record` converts as the
+/// program runs. The count is stored after the write: a thread that sees it finds the maps
+/// before its own chunk.
+pub unsafe fn maps_if_changed() {
+    if !STACKS.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut gen = 0u64;
+    libc::dl_iterate_phdr(Some(loads), &mut gen as *mut u64 as *mut c_void);
+    if gen != MAPS_GEN.load(Ordering::Acquire) {
+        write_maps();
+        MAPS_GEN.store(gen, Ordering::Release);
+    }
+}
+
 /// Copies `/proc/self/maps` into the raw file (stacks are symbolized against it later).
-unsafe fn write_maps() {
+pub unsafe fn write_maps() {
     if !STACKS.load(Ordering::Acquire) {
         return;
     }
@@ -301,7 +327,6 @@ pub unsafe fn finish() {
         return;
     }
     buf::flush_all();
-    write_maps();
     let words = [
         buf::DROPPED_THREADS.load(Ordering::Relaxed),
         LATE_CALLS.load(Ordering::Relaxed),
@@ -317,7 +342,6 @@ pub unsafe fn before_exec() {
         return;
     }
     buf::flush_all();
-    write_maps();
     chunk(K_EXEC, 0, buf::current_tid(), &[]);
     // If the exec fails, the program goes on and so does recording.
     buf::resume_owners();
@@ -402,7 +426,6 @@ extern "C" fn on_fatal_signal(sig: c_int) {
             .is_ok()
         {
             buf::flush_all();
-            write_maps();
             chunk(K_SIGNAL, 0, 0, as_bytes(&[sig as u64]));
         }
         let mut act: libc::sigaction = std::mem::zeroed();

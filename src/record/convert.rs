@@ -3,8 +3,8 @@
 //! dense trace threads in order of first appearance, stacks -> the site table.
 
 use super::raw::{
-    CursorError, FastMap, RawEvent, RawImage, RawOp, RawProcess, Stacks, ThreadCursor,
-    FLAG_NO_UNWINDER, FLAG_STACKS,
+    CursorError, FastMap, RawEvent, RawImage, RawOp, RawProcess, RawThread, Stacks, ThreadCursor,
+    FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC,
 };
 use super::symbols::{Modules, Symbolizer};
 use crate::trace::{
@@ -44,7 +44,8 @@ pub struct ConvertSummary {
     pub issues: IssueCounts,
 }
 
-type Sink<'a> = dyn FnMut(&Record) -> Result<(), TraceError> + 'a;
+/// Where converted records go, in order.
+pub type Sink<'a> = dyn FnMut(&Record) -> Result<(), TraceError> + 'a;
 
 struct Converter<'a, 'p> {
     file: String,
@@ -84,48 +85,113 @@ pub fn convert_with_progress<'a>(
     sink: &'a mut Sink<'a>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<ConvertSummary, TraceError> {
-    let mut c = Converter {
-        file: file.to_string(),
-        sink,
-        progress,
-        // Room for the live objects of a large recording from the start (about one
-        // object live per 80 bytes of raw events, at most 4 M: a few percent of the time was
-        // the table growing).
-        importer: AddressImporter::with_capacity((process.event_bytes() / 80).min(1 << 22) as usize),
-        base_ns: process.images.first().map_or(0, |i| i.start_ns),
-        last_ns: 0,
-        next_thread: 0,
-        sites: FastMap::default(),
-        frames: Vec::new(),
-        frame_ids: HashMap::new(),
-        symbolizer: Symbolizer::default(),
-        summary: ConvertSummary {
-            images: process.images.len(),
-            ..ConvertSummary::default()
-        },
-        out: Vec::new(),
-    };
-    let mut inherited: Option<(ThreadId, Vec<ThreadId>)> = None;
-    for image in &process.images {
-        let (exec_thread, live) = c.image(process, image, inherited.take())?;
-        if let Some(t) = exec_thread {
-            inherited = Some((t, live));
+    // Room for the live objects of a large recording from the start (about one object live
+    // per 80 bytes of raw events, at most 4 M: a few percent of the time was the table
+    // growing).
+    let live = (process.event_bytes() / 80).min(1 << 22) as usize;
+    let mut stream = StreamConverter::new(file, sink, progress, live);
+    stream.step(process, true)?;
+    Ok(stream.finish(process))
+}
+
+/// A conversion that goes on as the raw file grows: [`StreamConverter::step`] converts what
+/// the file allows so far (while the program runs, the last image up to its progress mark).
+pub struct StreamConverter<'a, 'p> {
+    c: Converter<'a, 'p>,
+    /// The image being merged.
+    merge: Option<ImageMerge>,
+    next_image: usize,
+    /// The thread that exec'd into the next image and the other live threads then.
+    inherited: Option<(ThreadId, Vec<ThreadId>)>,
+}
+
+impl<'a, 'p> StreamConverter<'a, 'p> {
+    /// `live`: the live objects to make room for from the start.
+    pub fn new(
+        file: &str,
+        sink: &'a mut Sink<'a>,
+        progress: &'p mut dyn FnMut(u64),
+        live: usize,
+    ) -> Self {
+        StreamConverter {
+            c: Converter {
+                file: file.to_string(),
+                sink,
+                progress,
+                importer: AddressImporter::with_capacity(live),
+                base_ns: 0,
+                last_ns: 0,
+                next_thread: 0,
+                sites: FastMap::default(),
+                frames: Vec::new(),
+                frame_ids: HashMap::new(),
+                symbolizer: Symbolizer::default(),
+                summary: ConvertSummary::default(),
+                out: Vec::new(),
+            },
+            merge: None,
+            next_image: 0,
+            inherited: None,
         }
-        let s = &mut c.summary;
-        if let Some(end) = image.end {
-            s.dropped_threads += end.dropped_threads;
-            s.late_calls += end.late_calls;
-            s.lost_bytes += end.lost_bytes;
+    }
+
+    /// Converts what `process` holds so far: every image but the last whole, the last one
+    /// up to its progress mark, or whole once the program has `ended`. An image with TSC
+    /// stamps (scaled with all its clock pairs) waits for its end.
+    pub fn step(&mut self, process: &RawProcess, ended: bool) -> Result<(), TraceError> {
+        if let Some(first) = process.images.first() {
+            self.c.base_ns = first.start_ns;
         }
-        s.no_unwinder |= image.flags & FLAG_NO_UNWINDER != 0;
+        loop {
+            let index = self.merge.as_ref().map_or(self.next_image, |m| m.index);
+            let Some(image) = process.images.get(index) else {
+                return Ok(());
+            };
+            let whole = ended || index + 1 < process.images.len();
+            if !whole && image.flags & FLAG_TSC != 0 {
+                return Ok(());
+            }
+            if self.merge.is_none() {
+                let inherited = self.inherited.take();
+                self.merge = Some(self.c.start_image(image, index, inherited)?);
+                self.next_image = index + 1;
+            }
+            let merge = self.merge.as_mut().expect("started");
+            merge.round(
+                &mut self.c,
+                process,
+                if whole { u64::MAX } else { image.mark },
+            )?;
+            if !whole {
+                return Ok(());
+            }
+            let merge = self.merge.take().expect("started");
+            let (exec_thread, live) = merge.finish(image);
+            if let Some(t) = exec_thread {
+                self.inherited = Some((t, live));
+            }
+            let s = &mut self.c.summary;
+            if let Some(end) = image.end {
+                s.dropped_threads += end.dropped_threads;
+                s.late_calls += end.late_calls;
+                s.lost_bytes += end.lost_bytes;
+            }
+            s.no_unwinder |= image.flags & FLAG_NO_UNWINDER != 0;
+        }
     }
-    if let Some(last) = process.images.last() {
-        c.summary.truncated = last.end.is_none();
-        c.summary.signal = last.signal;
+
+    /// The summary, once [`StreamConverter::step`] has converted the whole file.
+    pub fn finish(self, process: &RawProcess) -> ConvertSummary {
+        let mut c = self.c;
+        c.summary.images = process.images.len();
+        if let Some(last) = process.images.last() {
+            c.summary.truncated = last.end.is_none();
+            c.summary.signal = last.signal;
+        }
+        c.summary.issues = c.importer.issues;
+        c.summary.duration_ns = c.last_ns;
+        c.summary
     }
-    c.summary.issues = c.importer.issues;
-    c.summary.duration_ns = c.last_ns;
-    Ok(c.summary)
 }
 
 fn exhausted(file: &str) -> TraceError {
@@ -137,10 +203,10 @@ fn exhausted(file: &str) -> TraceError {
 
 /// One thread of the image being merged: its cursor, the event due next, and what the
 /// merge learnt about it.
-struct Lane<'a> {
+struct Lane {
     tid: u32,
     slot: u32,
-    cursor: ThreadCursor<'a>,
+    cursor: ThreadCursor,
     head: Option<RawEvent>,
     /// Its trace thread, from its first event on.
     thread: Option<ThreadId>,
@@ -151,36 +217,131 @@ struct Lane<'a> {
 
 /// What the events of one image share while they are merged.
 struct ImageState {
-    modules: Modules,
+    /// The image's maps, parsed when first needed.
+    modules: Vec<Option<Modules>>,
     stacks_on: bool,
     stacks: Stacks,
     site_of: FastMap<(u32, u32), Option<SiteId>>,
-    /// Return address -> frame id (`None`: the recorder's own frame), per image (the
-    /// mappings are the image's).
-    frame_of: FastMap<u64, Option<u32>>,
+    /// (maps, return address) -> frame id (`None`: the recorder's own frame), per image
+    /// (the mappings are the image's).
+    frame_of: FastMap<(usize, u64), Option<u32>>,
     /// The thread that exec'd into this image: it is the first one seen here.
     first_thread: Option<ThreadId>,
 }
 
-impl Converter<'_, '_> {
-    /// One image; `inherited`: the thread that exec'd into it and the previous image's other
-    /// live threads. Returns this image's exec'ing thread (if it exec'd) and its live threads.
-    ///
-    /// The threads' events are merged by sequence number as they are decoded: the lane with
-    /// the lowest next number runs until its next event passes the second lowest, so the heap
-    /// is touched once per run of a thread's events, not once per event.
-    fn image<'p>(
+/// The merge of one image's threads by sequence number, in rounds as its file grows.
+///
+/// The lane with the lowest next number runs until its next event passes the second lowest,
+/// so the heap is touched once per run of a thread's events, not once per event. A round
+/// stops at its mark: a lane whose indexed events run out waits (parked) for more.
+struct ImageMerge {
+    index: usize,
+    lanes: Vec<Lane>,
+    lane_of: FastMap<u32, usize>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    parked: Vec<usize>,
+    st: ImageState,
+    /// The last sequence number converted: a mark that was wrong (or a corrupt file) shows
+    /// as a number going back.
+    last_seq: Option<u64>,
+}
+
+impl ImageMerge {
+    /// Converts the events numbered below `mark` (all of them: `u64::MAX`).
+    fn round(
         &mut self,
-        process: &'p RawProcess,
-        image: &'p RawImage,
+        c: &mut Converter,
+        process: &RawProcess,
+        mark: u64,
+    ) -> Result<(), TraceError> {
+        let image = &process.images[self.index];
+        if self.lane_of.len() < image.threads.len() {
+            let clock = image.clock();
+            for (&tid, t) in &image.threads {
+                if !self.lane_of.contains_key(&tid) {
+                    self.lane_of.insert(tid, self.lanes.len());
+                    self.parked.push(self.lanes.len());
+                    self.lanes.push(Lane {
+                        tid,
+                        slot: t.slot,
+                        cursor: process.cursor(t, clock),
+                        head: None,
+                        thread: None,
+                        pending: None,
+                        exited: false,
+                    });
+                }
+            }
+        }
+        for li in std::mem::take(&mut self.parked) {
+            let lane = &mut self.lanes[li];
+            let thread = &image.threads[&lane.tid];
+            lane.head = c.next(process, thread, &mut lane.cursor, &mut self.st.stacks)?;
+            match lane.head {
+                Some(e) => self.heap.push(Reverse((e.seq, li))),
+                None => self.parked.push(li),
+            }
+        }
+        while let Some(&Reverse((seq, li))) = self.heap.peek() {
+            if seq >= mark {
+                break;
+            }
+            self.heap.pop();
+            let bound = self.heap.peek().map_or(u64::MAX, |r| r.0 .0);
+            let lane = &mut self.lanes[li];
+            let thread = &image.threads[&lane.tid];
+            while let Some(ev) = lane.head.take() {
+                if self.last_seq.is_some_and(|last| ev.seq <= last) {
+                    return Err(TraceError::Corrupt {
+                        file: c.file.clone(),
+                        offset: 0,
+                        what: format!("event number {} after {:?}", ev.seq, self.last_seq),
+                    });
+                }
+                self.last_seq = Some(ev.seq);
+                c.event(image, lane, ev, &mut self.st)?;
+                lane.head = c.next(process, thread, &mut lane.cursor, &mut self.st.stacks)?;
+                match lane.head {
+                    Some(e) if e.seq > bound || e.seq >= mark => {
+                        self.heap.push(Reverse((e.seq, li)));
+                        break;
+                    }
+                    None => self.parked.push(li),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// After the last round: the thread that exec'd (if it did) and the other live threads.
+    fn finish(self, image: &RawImage) -> (Option<ThreadId>, Vec<ThreadId>) {
+        let exec_thread = image
+            .exec_tid
+            .and_then(|tid| self.lanes.iter().find(|l| l.tid == tid))
+            .and_then(|l| l.thread);
+        let live = self
+            .lanes
+            .iter()
+            .filter(|l| !l.exited)
+            .filter_map(|l| l.thread)
+            .filter(|&t| Some(t) != exec_thread)
+            .collect();
+        (exec_thread, live)
+    }
+}
+
+impl Converter<'_, '_> {
+    /// Starts image `index`; `inherited`: the thread that exec'd into it and the previous
+    /// image's other live threads.
+    fn start_image(
+        &mut self,
+        image: &RawImage,
+        index: usize,
         inherited: Option<(ThreadId, Vec<ThreadId>)>,
-    ) -> Result<(Option<ThreadId>, Vec<ThreadId>), TraceError> {
+    ) -> Result<ImageMerge, TraceError> {
         let mut st = ImageState {
-            modules: image
-                .maps
-                .as_deref()
-                .map(Modules::parse)
-                .unwrap_or_default(),
+            modules: Vec::new(),
             stacks_on: image.flags & FLAG_STACKS != 0,
             stacks: Stacks::default(),
             site_of: FastMap::default(),
@@ -199,64 +360,28 @@ impl Converter<'_, '_> {
             }
             st.first_thread = Some(exec_thread);
         }
-        let clock = image.clock();
-        let mut lanes: Vec<Lane> = image
-            .threads
-            .iter()
-            .map(|(&tid, t)| Lane {
-                tid,
-                slot: t.slot,
-                cursor: process.cursor(t, clock),
-                head: None,
-                thread: None,
-                pending: None,
-                exited: false,
-            })
-            .collect();
-        let mut heap = BinaryHeap::new();
-        for (i, lane) in lanes.iter_mut().enumerate() {
-            lane.head = self.next(lane, &mut st.stacks)?;
-            if let Some(e) = lane.head {
-                heap.push(Reverse((e.seq, i)));
-            }
-        }
-        while let Some(Reverse((_, li))) = heap.pop() {
-            let bound = heap.peek().map_or(u64::MAX, |r| r.0 .0);
-            let lane = &mut lanes[li];
-            while let Some(ev) = lane.head.take() {
-                self.event(lane, ev, &mut st)?;
-                lane.head = self.next(lane, &mut st.stacks)?;
-                match lane.head {
-                    Some(e) if e.seq > bound => {
-                        heap.push(Reverse((e.seq, li)));
-                        break;
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let exec_thread = image
-            .exec_tid
-            .and_then(|tid| lanes.iter().find(|l| l.tid == tid))
-            .and_then(|l| l.thread);
-        let live = lanes
-            .iter()
-            .filter(|l| !l.exited)
-            .filter_map(|l| l.thread)
-            .filter(|&t| Some(t) != exec_thread)
-            .collect();
-        Ok((exec_thread, live))
+        Ok(ImageMerge {
+            index,
+            lanes: Vec::new(),
+            lane_of: FastMap::default(),
+            heap: BinaryHeap::new(),
+            parked: Vec::new(),
+            st,
+            last_seq: None,
+        })
     }
 
     fn next(
         &mut self,
-        lane: &mut Lane,
+        process: &RawProcess,
+        thread: &RawThread,
+        cursor: &mut ThreadCursor,
         stacks: &mut Stacks,
     ) -> Result<Option<RawEvent>, TraceError> {
-        let read = lane.cursor.bytes_read;
-        let next = lane.cursor.next_event(stacks);
-        if lane.cursor.bytes_read != read {
-            (self.progress)(lane.cursor.bytes_read - read);
+        let read = cursor.bytes_read;
+        let next = cursor.next_event(process, thread, stacks);
+        if cursor.bytes_read != read {
+            (self.progress)(cursor.bytes_read - read);
         }
         next.map_err(|e| match e {
             CursorError::Corrupt(at, what) => TraceError::Corrupt {
@@ -274,6 +399,7 @@ impl Converter<'_, '_> {
     /// One merged event of `lane`.
     fn event(
         &mut self,
+        image: &RawImage,
         lane: &mut Lane,
         ev: RawEvent,
         st: &mut ImageState,
@@ -296,8 +422,21 @@ impl Converter<'_, '_> {
             match st.site_of.get(&key) {
                 Some(&s) => s,
                 None => {
-                    let ips = st.stacks.remove(&key);
-                    let s = self.site(&st.modules, &mut st.frame_of, ips.as_deref())?;
+                    let s = match st.stacks.remove(&key) {
+                        Some((maps, ips)) => {
+                            if st.modules.len() <= maps {
+                                st.modules.resize(maps + 1, None);
+                            }
+                            let modules = st.modules[maps].get_or_insert_with(|| {
+                                image
+                                    .maps
+                                    .get(maps)
+                                    .map_or_else(Modules::default, |m| Modules::parse(m))
+                            });
+                            self.site(modules, maps, &mut st.frame_of, &ips)?
+                        }
+                        None => None,
+                    };
                     st.site_of.insert(key, s);
                     s
                 }
@@ -392,19 +531,17 @@ impl Converter<'_, '_> {
     fn site(
         &mut self,
         modules: &Modules,
-        frame_of: &mut FastMap<u64, Option<u32>>,
-        ips: Option<&[u64]>,
+        maps: usize,
+        frame_of: &mut FastMap<(usize, u64), Option<u32>>,
+        ips: &[u64],
     ) -> Result<Option<SiteId>, TraceError> {
-        let Some(ips) = ips else {
-            return Ok(None);
-        };
         let mut ids = Vec::with_capacity(ips.len());
         for &ip in ips {
-            let id = match frame_of.get(&ip) {
+            let id = match frame_of.get(&(maps, ip)) {
                 Some(&id) => id,
                 None => {
                     let id = modules.frame(ip).map(|f| self.frame_id(f));
-                    frame_of.insert(ip, id);
+                    frame_of.insert((maps, ip), id);
                     id
                 }
             };

@@ -5,6 +5,7 @@
 pub mod convert;
 pub mod raw;
 pub mod sink;
+pub mod stream;
 pub mod symbols;
 
 pub use convert::{convert, convert_with_progress, ConvertSummary};
@@ -172,34 +173,65 @@ pub fn record_native_with_progress(
         source,
     })?;
     let pid = child.id() as u64;
-    let status = child.wait().map_err(|source| RecordError::Spawn {
-        program: program.clone(),
-        source,
-    })?;
-    let elapsed = started.elapsed();
-    drop(child);
     let fields = Fields {
         threads: true,
         times: true,
         sites: options.stacks,
     };
     let root_raw = raw_dir.join(format!("raw.{pid}"));
-    let no_effect = !root_raw.exists();
-    let mut jobs = vec![(pid, root_raw, out.to_path_buf())];
-    for (child_pid, raw) in child_raw_files(&raw_dir, pid)? {
-        let path = PathBuf::from(format!("{}.{child_pid}", out.display()));
-        jobs.push((child_pid, raw, path));
-    }
-    let parsed = jobs
-        .iter()
-        .map(|(_, raw, _)| parse(raw))
-        .collect::<Result<Vec<_>, _>>()?;
-    progress(RecordProgress::Converting {
-        total: parsed.iter().map(RawProcess::event_bytes).sum(),
+    // The program's trace is converted while it runs (on this thread, another one waits for
+    // the program); its children's files (`--follow-forks`) after it has exited.
+    let ended = std::sync::atomic::AtomicBool::new(false);
+    let converter = std::thread::current();
+    let mut children = None;
+    let (waited, root) = std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            let status = child.wait();
+            let elapsed = started.elapsed();
+            ended.store(true, std::sync::atomic::Ordering::SeqCst);
+            converter.unpark();
+            (status, elapsed)
+        });
+        let root = convert_into(out, fields, pid, |sink| {
+            let ended = || ended.load(std::sync::atomic::Ordering::SeqCst);
+            // Once the program has exited, the children's files are complete too: the bar
+            // covers what is left of the program's and all of theirs.
+            let mut tell = |p| match p {
+                RecordProgress::Converting { total } => {
+                    let parsed = parse_children(&raw_dir, pid, out);
+                    let more: u64 = parsed
+                        .iter()
+                        .flatten()
+                        .map(|(_, p, _)| p.event_bytes())
+                        .sum();
+                    progress(RecordProgress::Converting {
+                        total: total + more,
+                    });
+                    children = Some(parsed);
+                }
+                other => progress(other),
+            };
+            stream::convert_while_running(&root_raw, sink, &ended, &mut tell)
+        });
+        let waited = waiter
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (waited, root)
     });
-    let mut traces = Vec::new();
-    for ((pid, raw, path), process) in jobs.iter().zip(&parsed) {
-        traces.push(convert_parsed(process, raw, path, fields, *pid, progress)?);
+    let (status, elapsed) = waited;
+    let status = status.map_err(|source| RecordError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    drop(child);
+    let no_effect = !root_raw.exists();
+    let mut traces = vec![root?];
+    for (child_pid, process, path) in children.unwrap_or_else(|| Ok(Vec::new()))? {
+        let raw = raw_dir.join(format!("raw.{child_pid}"));
+        traces.push(convert_into(&path, fields, child_pid, |sink| {
+            let mut read = |bytes| progress(RecordProgress::Converted(bytes));
+            convert_with_progress(&process, &raw.display().to_string(), sink, &mut read)
+        })?);
     }
     Ok(Recorded {
         status,
@@ -239,6 +271,21 @@ fn preload_flags(options: &NativeOptions) -> String {
     flags.join(",")
 }
 
+/// The raw files of the processes other than `root` (`--follow-forks`), by pid, indexed, with
+/// their traces' paths (`out.<pid>`).
+fn parse_children(
+    dir: &Path,
+    root: u64,
+    out: &Path,
+) -> Result<Vec<(u64, RawProcess, PathBuf)>, RecordError> {
+    let mut parsed = Vec::new();
+    for (pid, raw) in child_raw_files(dir, root)? {
+        let path = PathBuf::from(format!("{}.{pid}", out.display()));
+        parsed.push((pid, parse(&raw)?, path));
+    }
+    Ok(parsed)
+}
+
 /// The raw files of processes other than `root`, by pid.
 fn child_raw_files(dir: &Path, root: u64) -> Result<Vec<(u64, PathBuf)>, RecordError> {
     let entries = std::fs::read_dir(dir).map_err(|e| TraceError::Input {
@@ -276,7 +323,10 @@ pub fn convert_file(
     fields: Fields,
     pid: u64,
 ) -> Result<RecordedTrace, RecordError> {
-    convert_parsed(&parse(raw)?, raw, out, fields, pid, &mut |_| {})
+    let process = parse(raw)?;
+    convert_into(out, fields, pid, |sink| {
+        convert(&process, &raw.display().to_string(), sink)
+    })
 }
 
 /// Records handed from the converting thread to the writing one at a time.
@@ -292,18 +342,16 @@ enum ToWriter {
     Finish,
 }
 
+/// Writes the trace `out` of process `pid` from the records `convert` hands its sink.
 /// Converts on this thread and writes on another: decoding, merging and the address table
 /// take about half of a conversion's time, the writer's checks, encoding and output the
 /// other half, so on two cores the trace is ready in about half the time.
-fn convert_parsed(
-    process: &RawProcess,
-    raw: &Path,
+fn convert_into(
     out: &Path,
     fields: Fields,
     pid: u64,
-    progress: &mut dyn FnMut(RecordProgress),
+    run: impl for<'s> FnOnce(&'s mut convert::Sink<'s>) -> Result<ConvertSummary, TraceError>,
 ) -> Result<RecordedTrace, RecordError> {
-    let name = raw.display().to_string();
     let sink = TraceSink::create(out, fields)?;
     let summary = std::thread::scope(|scope| {
         let (to_writer, inbox) = std::sync::mpsc::sync_channel::<ToWriter>(BATCHES_IN_FLIGHT);
@@ -347,8 +395,7 @@ fn convert_parsed(
                 }
                 Ok(())
             };
-            let mut read = |bytes| progress(RecordProgress::Converted(bytes));
-            convert_with_progress(process, &name, &mut write, &mut read)
+            run(&mut write)
         };
         let sent = converted.and_then(|summary| {
             send(&mut batch)?;

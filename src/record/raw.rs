@@ -69,6 +69,9 @@ pub struct RawEvent {
 struct Chunk {
     start: usize,
     end: usize,
+    /// The image's `MAPS` chunks before this one (its stacks are symbolized with the last
+    /// of them, see [`RawImage::maps_for`]).
+    maps: usize,
 }
 
 /// One thread of an image: its buffer slot (stack ids are per slot) and its chunks in order.
@@ -117,12 +120,16 @@ pub struct RawImage {
     pub fork_seq: u64,
     /// By raw thread id.
     pub threads: BTreeMap<u32, RawThread>,
-    /// The last `/proc/self/maps` written.
-    pub maps: Option<String>,
+    /// Every `/proc/self/maps` written, in order (the recorder writes them before a chunk
+    /// whose stacks may be in objects loaded since, and at the end).
+    pub maps: Vec<String>,
     /// The thread that exec'd into the next image.
     pub exec_tid: Option<u32>,
     pub end: Option<RawEnd>,
     pub signal: Option<u64>,
+    /// The highest progress mark of its chunks: every event with a lower sequence number is
+    /// in the file already (the preload library's `mark`).
+    pub mark: u64,
     /// The earliest and latest (TSC, CLOCK_MONOTONIC ns) pairs, read together as chunks
     /// were written.
     clock_min: (u64, u64),
@@ -145,6 +152,13 @@ impl RawImage {
         }
     }
 
+    /// Which of [`RawImage::maps`] symbolizes the stacks of a chunk after `before` of them:
+    /// the last before it, or for a chunk before any (a recorder that wrote them only at the
+    /// end) the first.
+    pub fn maps_for(before: usize) -> usize {
+        before.saturating_sub(1)
+    }
+
     fn saw_clock(&mut self, pair: (u64, u64)) {
         self.clock_min = self.clock_min.min(pair);
         self.clock_max = self.clock_max.max(pair);
@@ -152,11 +166,14 @@ impl RawImage {
 }
 
 /// A whole raw file: the process's images in order, over the open file (events are read
-/// chunk by chunk as they are merged).
+/// chunk by chunk as they are merged). While the program runs, [`RawProcess::poll`] indexes
+/// the chunks written since the last call.
 #[derive(Debug, Default)]
 pub struct RawProcess {
     file: Option<File>,
     pub images: Vec<RawImage>,
+    /// The file offset up to which chunks are indexed.
+    at: usize,
 }
 
 fn corrupt(file: &str, offset: usize, what: impl Into<String>) -> TraceError {
@@ -227,29 +244,56 @@ fn body_words(kind: u64) -> Option<usize> {
 /// only, events are decoded later. A chunk cut short at the end (the process was killed
 /// while writing) ends the file; the image then has no `END`.
 pub fn parse(path: &Path) -> Result<RawProcess, TraceError> {
-    let name = path.display().to_string();
+    let mut process = RawProcess::default();
+    process.poll(path)?;
+    Ok(process)
+}
+
+impl RawProcess {
+    /// Indexes the chunks of `path` written since the last call (the file of a program that
+    /// may still run: an incomplete chunk at the end waits for the next call); true if
+    /// there were any. A file that does not exist (yet) has none.
+    pub fn poll(&mut self, path: &Path) -> Result<bool, TraceError> {
+        let name = path.display().to_string();
+        let io = |e| TraceError::Io {
+            file: name.clone(),
+            source: e,
+        };
+        if self.file.is_none() {
+            match File::open(path) {
+                Ok(f) => self.file = Some(f),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+                Err(e) => return Err(io(e)),
+            }
+        }
+        let file = self.file.as_ref().expect("opened");
+        let size = file.metadata().map_err(io)?.len() as usize;
+        let before = self.at;
+        self.at = index_chunks(file, size, self.at, &mut self.images, &name)?;
+        Ok(self.at != before)
+    }
+}
+
+/// Indexes the complete chunks of `file` (`size` bytes) from offset `at` on into `images`;
+/// returns the offset after the last complete one.
+fn index_chunks(
+    file: &File,
+    size: usize,
+    mut at: usize,
+    images: &mut Vec<RawImage>,
+    name: &str,
+) -> Result<usize, TraceError> {
     let io = |e| TraceError::Io {
-        file: name.clone(),
+        file: name.to_string(),
         source: e,
-    };
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RawProcess::default()),
-        Err(e) => return Err(io(e)),
-    };
-    let size = file.metadata().map_err(io)?.len() as usize;
-    let mut process = RawProcess {
-        file: None,
-        images: Vec::new(),
     };
     let mut header = [0u8; CHUNK_HEADER];
     let mut payload = Vec::new();
-    let mut at = 0;
     while at + CHUNK_HEADER <= size {
         file.read_exact_at(&mut header, at as u64).map_err(io)?;
         let h = &header;
         if u32_at(h, 0) != MAGIC {
-            return Err(corrupt(&name, at, "no chunk magic"));
+            return Err(corrupt(name, at, "no chunk magic"));
         }
         let kind = u32_at(h, 4);
         let slot = u32_at(h, 8);
@@ -258,7 +302,7 @@ pub fn parse(path: &Path) -> Result<RawProcess, TraceError> {
         let pair = (u64_at(h, 24), u64_at(h, 32));
         let start = at + CHUNK_HEADER;
         let Some(end) = usize::try_from(len).ok().and_then(|l| start.checked_add(l)) else {
-            return Err(corrupt(&name, at, "chunk length out of range"));
+            return Err(corrupt(name, at, "chunk length out of range"));
         };
         if end > size {
             break;
@@ -269,48 +313,54 @@ pub fn parse(path: &Path) -> Result<RawProcess, TraceError> {
         }
         if kind == K_HEADER {
             let Some(image) = image_from_header(&payload, pair) else {
-                return Err(corrupt(&name, at, "bad image header"));
+                return Err(corrupt(name, at, "bad image header"));
             };
-            process.images.push(image);
+            images.push(image);
         } else {
-            let Some(image) = process.images.last_mut() else {
-                return Err(corrupt(&name, at, "chunk before the first image header"));
+            let Some(image) = images.last_mut() else {
+                return Err(corrupt(name, at, "chunk before the first image header"));
             };
             image.saw_clock(pair);
             match kind {
                 K_EVENTS => {
                     if !len.is_multiple_of(8) {
-                        return Err(corrupt(&name, start, "events not in whole words"));
+                        return Err(corrupt(name, start, "events not in whole words"));
                     }
+                    image.mark = image.mark.max(u64_at(h, 40));
                     let thread = image.threads.entry(tid).or_insert_with(|| RawThread {
                         slot,
                         chunks: Vec::new(),
                     });
-                    thread.chunks.push(Chunk { start, end });
+                    thread.chunks.push(Chunk {
+                        start,
+                        end,
+                        maps: image.maps.len(),
+                    });
                 }
-                K_MAPS => image.maps = Some(String::from_utf8_lossy(&payload).into_owned()),
+                K_MAPS => image
+                    .maps
+                    .push(String::from_utf8_lossy(&payload).into_owned()),
                 K_EXEC => image.exec_tid = Some(tid),
                 K_END => image.end = Some(end_of(&payload)),
                 K_SIGNAL => image.signal = words(&payload).next(),
-                other => return Err(corrupt(&name, at, format!("unknown chunk kind {other}"))),
+                other => return Err(corrupt(name, at, format!("unknown chunk kind {other}"))),
             }
         }
         at = end;
     }
-    process.file = Some(file);
-    Ok(process)
+    Ok(at)
 }
 
 impl RawProcess {
     /// A cursor over the events of `thread` (a thread of one of this file's images).
-    pub fn cursor<'a>(&'a self, thread: &'a RawThread, clock: Clock) -> ThreadCursor<'a> {
+    pub fn cursor(&self, thread: &RawThread, clock: Clock) -> ThreadCursor {
         ThreadCursor {
-            file: self.file.as_ref(),
             buf: Vec::new(),
-            chunks: &thread.chunks,
+            next_chunk: 0,
             slot: thread.slot,
             clock,
             base: 0,
+            maps: 0,
             at: 0,
             end: 0,
             pending: None,
@@ -329,10 +379,10 @@ impl RawProcess {
     }
 }
 
-/// (slot, stack id) -> return addresses, innermost first: filled as the cursors decode
-/// `STACK` events (a stack is always defined before the first call that names it, in the
-/// same slot's stream).
-pub type Stacks = FastMap<(u32, u32), Vec<u64>>;
+/// (slot, stack id) -> the maps to symbolize it with and its return addresses, innermost
+/// first: filled as the cursors decode `STACK` events (a stack is always defined before the
+/// first call that names it, in the same slot's stream).
+pub type Stacks = FastMap<(u32, u32), (usize, Vec<u64>)>;
 
 /// A hash map with a multiplicative hash (FxHash's): the converter looks a stack up per
 /// event and a frame per return address, and SipHash was a tenth of a `--stacks`
@@ -392,16 +442,19 @@ pub enum CursorError {
     Io(std::io::Error),
 }
 
-/// Decodes one thread's events in order, reading its chunks one at a time.
-pub struct ThreadCursor<'a> {
-    file: Option<&'a File>,
+/// Decodes one thread's events in order, reading its chunks one at a time (more may be
+/// indexed between calls: a cursor that ran out goes on with them).
+pub struct ThreadCursor {
     /// The current chunk's payload.
     buf: Vec<u8>,
-    chunks: &'a [Chunk],
+    /// The thread's next chunk to read.
+    next_chunk: usize,
     slot: u32,
     clock: Clock,
     /// The file offset of `buf`, for errors.
     base: usize,
+    /// The maps of the current chunk ([`RawImage::maps_for`]).
+    maps: usize,
     /// The position in `buf` and its length.
     at: usize,
     end: usize,
@@ -411,18 +464,23 @@ pub struct ThreadCursor<'a> {
     pub bytes_read: u64,
 }
 
-impl ThreadCursor<'_> {
+impl ThreadCursor {
     #[inline(always)]
     fn word(&self, i: usize) -> u64 {
         u64_at(&self.buf, self.at + 8 * i)
     }
 
-    /// Reads the next chunk into `buf`; false when there is none.
-    fn read_next_chunk(&mut self) -> Result<bool, CursorError> {
-        let (Some((first, rest)), Some(file)) = (self.chunks.split_first(), self.file) else {
+    /// Reads the next chunk of `thread` into `buf`; false when there is none (yet).
+    fn read_next_chunk(
+        &mut self,
+        process: &RawProcess,
+        thread: &RawThread,
+    ) -> Result<bool, CursorError> {
+        let (Some(first), Some(file)) = (thread.chunks.get(self.next_chunk), &process.file) else {
             return Ok(false);
         };
-        self.chunks = rest;
+        self.next_chunk += 1;
+        self.maps = RawImage::maps_for(first.maps);
         self.buf.resize(first.end - first.start, 0);
         file.read_exact_at(&mut self.buf, first.start as u64)
             .map_err(CursorError::Io)?;
@@ -431,14 +489,20 @@ impl ThreadCursor<'_> {
         Ok(true)
     }
 
-    /// The next event.
-    pub fn next_event(&mut self, stacks: &mut Stacks) -> Result<Option<RawEvent>, CursorError> {
+    /// The next event of `thread` (this cursor's thread of `process`), or `None` if there is
+    /// none in the chunks indexed so far.
+    pub fn next_event(
+        &mut self,
+        process: &RawProcess,
+        thread: &RawThread,
+        stacks: &mut Stacks,
+    ) -> Result<Option<RawEvent>, CursorError> {
         if let Some(e) = self.pending.take() {
             return Ok(Some(e));
         }
         loop {
             if self.at >= self.end {
-                if !self.read_next_chunk()? {
+                if !self.read_next_chunk(process, thread)? {
                     return Ok(None);
                 }
                 continue;
@@ -461,7 +525,7 @@ impl ThreadCursor<'_> {
                 need(2usize.saturating_add(n))?;
                 let id = self.word(1) as u32;
                 let ips = (0..n).map(|i| self.word(2 + i)).collect();
-                stacks.insert((self.slot, id), ips);
+                stacks.insert((self.slot, id), (self.maps, ips));
                 self.at += 8 * (2 + n);
                 continue;
             }
