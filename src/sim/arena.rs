@@ -308,7 +308,9 @@ impl ArenaModel {
     #[inline(never)]
     fn forget_side_tables(&mut self, id: u32, obj: Object) -> u64 {
         self.aligns.remove(&id);
-        self.request_of(id, obj)
+        let request = self.request_of(id, obj);
+        self.big_requests.remove(&id);
+        request
     }
 
     /// Makes room for id `i` in the object table (doubling, so a trace of growing ids costs
@@ -328,9 +330,14 @@ impl ArenaModel {
             .filter(|o| o.extent != NIL)
     }
 
-    fn request_of(&mut self, id: u32, obj: Object) -> u64 {
+    /// A live object's request. Read only: a realloc that fails afterwards must leave the
+    /// side table as it was ([`ArenaModel::set`] and a free update it).
+    fn request_of(&self, id: u32, obj: Object) -> u64 {
         if obj.request == u32::MAX {
-            self.big_requests.remove(&id).unwrap_or(u64::from(u32::MAX))
+            self.big_requests
+                .get(&id)
+                .copied()
+                .unwrap_or(u64::from(u32::MAX))
         } else {
             u64::from(obj.request)
         }
@@ -344,10 +351,16 @@ impl ArenaModel {
         if i >= self.objects.len() {
             self.grow_objects(i);
         }
-        let short = if request >= u64::from(u32::MAX) || self.aligns.contains_key(&id) {
+        let short = if request >= u64::from(u32::MAX)
+            || (!self.aligns.is_empty() && self.aligns.contains_key(&id))
+        {
             self.big_requests.insert(id, request);
             u32::MAX
         } else {
+            if !self.big_requests.is_empty() {
+                // A realloc from a side-table request to a short one.
+                self.big_requests.remove(&id);
+            }
             request as u32
         };
         self.objects[i] = Object {
