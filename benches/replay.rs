@@ -9,6 +9,8 @@ use std::hint::black_box;
 fragsim::use_jemalloc!();
 
 fn replay(c: &mut Criterion) {
+    // Read first, so that a bad FRAGSIM_BENCH_TRACE stops the bench before any measurement.
+    let trace = largest_trace();
     let spec = WorkloadSpec {
         seed: 7,
         events: 200_000,
@@ -18,7 +20,7 @@ fn replay(c: &mut Criterion) {
     let events = random_trace(&spec);
     let config = Api::linked().config().expect("linked jemalloc");
     model_beside_live(c, "replay", &events, config, 20);
-    if let Some((name, events)) = largest_trace() {
+    if let Some((name, events)) = trace {
         model_beside_live(c, &format!("replay-trace-{name}"), &events, config, 10);
     }
 }
