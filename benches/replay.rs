@@ -9,6 +9,8 @@ use std::hint::black_box;
 fragsim::use_jemalloc!();
 
 fn replay(c: &mut Criterion) {
+    // Read first, so that a bad FRAGSIM_BENCH_TRACE stops the bench before any measurement.
+    let trace = largest_trace();
     let spec = WorkloadSpec {
         seed: 7,
         events: 200_000,
@@ -18,7 +20,7 @@ fn replay(c: &mut Criterion) {
     let events = random_trace(&spec);
     let config = Api::linked().config().expect("linked jemalloc");
     model_beside_live(c, "replay", &events, config, 20);
-    if let Some((name, events)) = largest_trace() {
+    if let Some((name, events)) = trace {
         model_beside_live(c, &format!("replay-trace-{name}"), &events, config, 10);
     }
 }
@@ -55,9 +57,14 @@ fn model_beside_live(
     group.finish();
 }
 
-/// The trace named by `FRAGSIM_BENCH_TRACE`, else the largest in data/traces/, if any.
+/// The trace named by `FRAGSIM_BENCH_TRACE`, else the largest in data/traces/, if any. A
+/// variable that is set but empty, or names a trace that cannot be read, stops the bench with
+/// a one-line message (exit 2) rather than leave its group out unseen.
 fn largest_trace() -> Option<(String, Vec<fragsim::trace::Event>)> {
     let path = match std::env::var_os("FRAGSIM_BENCH_TRACE") {
+        Some(p) if p.is_empty() => fail(
+            "FRAGSIM_BENCH_TRACE is set but empty: name a trace file, or unset it to bench the largest trace in data/traces/",
+        ),
         Some(p) => std::path::PathBuf::from(p),
         None => std::fs::read_dir("data/traces")
             .ok()?
@@ -66,10 +73,16 @@ fn largest_trace() -> Option<(String, Vec<fragsim::trace::Event>)> {
             .filter(|p| p.extension().is_some_and(|x| x == "trace"))
             .max_by_key(|p| std::fs::metadata(p).map_or(0, |m| m.len()))?,
     };
-    let reader = fragsim::trace::TraceReader::open(&path).ok()?;
-    let events = reader.collect::<Result<Vec<_>, _>>().ok()?;
+    let events = fragsim::trace::open(&path)
+        .and_then(|t| t.events().collect::<Result<Vec<_>, _>>())
+        .unwrap_or_else(|e| fail(&format!("cannot bench {}: {e}", path.display())));
     let name = path.file_stem()?.to_string_lossy().to_string();
     Some((name, events))
+}
+
+fn fail(message: &str) -> ! {
+    eprintln!("error: {message}");
+    std::process::exit(2)
 }
 
 criterion_group!(benches, replay);

@@ -187,6 +187,32 @@ fn bad_events_are_errors_naming_the_event() {
     assert_eq!(arena.stats().allocated_bytes, 0);
 }
 
+/// A realloc the model refuses leaves the object as it was: here an aligned one (its request
+/// kept beside the object table) asked to grow past any address space, then freed. By hand:
+/// 10 bytes requested, then none once freed (the proptest `sim_props` first found the case).
+#[test]
+fn a_refused_realloc_of_an_aligned_object_keeps_its_request() {
+    let mut arena = ArenaModel::new(v531(true)).unwrap();
+    arena
+        .apply(Event::Alloc {
+            id: 0,
+            size: 10,
+            align: 2,
+        })
+        .unwrap();
+    assert!(matches!(
+        arena.apply(Event::Realloc {
+            id: 0,
+            size: 1 << 60
+        }),
+        Err(SimError::OutOfAddressSpace { event: 2 })
+    ));
+    assert_eq!(arena.stats().requested_bytes, 10);
+    arena.apply(free(0)).unwrap();
+    assert_eq!(arena.stats().requested_bytes, 0);
+    assert_eq!(arena.stats().allocated_bytes, 0);
+}
+
 /// 5.3.1 caps the eager merge of a freed large extent at 64 times its size
 /// (`lg_extent_max_active_fit`); 5.3.0 merges without a cap. Hand-derived: mapping 0 holds A
 /// (16 KiB + pad) at 0, B (1.5 MiB + pad) after it, then slab S0 of the 8-byte bin. Freeing

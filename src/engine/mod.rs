@@ -60,6 +60,9 @@ where
     C: Consumer,
     I: IntoIterator<Item = Result<Record, T>>,
 {
+    if consumers.len() == 1 {
+        return run_one(records, &mut consumers[0], progress);
+    }
     let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
     let mut calls = 0u64;
     let mut records = records.into_iter();
@@ -95,6 +98,47 @@ where
             return Err(RunError::Trace(e));
         }
     }
+}
+
+/// One consumer: each record goes straight from the reader to it, without the batch's copy
+/// (the batch is there for several consumers in parallel). Same results and errors as the
+/// batched loop: a consumer's error stops the run before the next record is read, and
+/// `progress` hears every [`BATCH`] calls and the rest at the end.
+fn run_one<C, I, T>(
+    records: I,
+    consumer: &mut C,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, RunError<C::Error, T>>
+where
+    C: Consumer,
+    I: IntoIterator<Item = Result<Record, T>>,
+{
+    let mut calls = 0u64;
+    let mut reported = 0u64;
+    for record in records {
+        match record {
+            Ok(Record::Call(call)) => {
+                calls += 1;
+                consumer.call(calls, &call).map_err(RunError::Consumer)?;
+                if calls - reported == BATCH as u64 {
+                    progress(BATCH as u64);
+                    reported = calls;
+                }
+            }
+            Ok(Record::ThreadExit { thread, time_ns }) => consumer
+                .thread_exit_at(thread, calls, time_ns)
+                .map_err(RunError::Consumer)?,
+            Ok(Record::Site { .. }) => {}
+            Err(e) => {
+                progress(calls - reported);
+                return Err(RunError::Trace(e));
+            }
+        }
+    }
+    if calls > reported {
+        progress(calls - reported);
+    }
+    Ok(calls)
 }
 
 fn feed<C: Consumer>(batch: &[Item], first: u64, consumers: &mut [C]) -> Result<(), C::Error> {

@@ -44,15 +44,22 @@ const DEAD: Object = Object {
 pub struct ArenaModel {
     classes: SizeClasses,
     pac: Pac,
-    bins: Vec<Bin>,
-    bin_stats: Vec<BinStats>,
+    /// One slot per possible bin index (a `u8`), so that indexing by a bin index needs no
+    /// bounds check on the fast path; the first `nbins` are the build's bins. In line, not
+    /// boxed: the fast path reaches them without loading a pointer (16 KiB per model).
+    bins: [Bin; 256],
+    bin_stats: [BinStats; 256],
+    nbins: usize,
     objects: Vec<Object>,
     stats: ArenaStats,
     page: u64,
     large_pad: u64,
     /// Bin index by `(size - 1) >> 3` for small sizes (jemalloc's `sz_size2index_tab`);
-    /// every class is a multiple of 8, so a request and its usable size index alike.
-    bin_of: Vec<u8>,
+    /// every class is a multiple of 8, so a request and its usable size index alike. Indexed
+    /// by that value truncated to 16 bits (no bounds check; small sizes are below 512 KiB)
+    /// and its last entry is bin 0, so that size 0 (`(0 - 1) >> 3` truncated) needs no
+    /// branch either.
+    bin_of: Box<[u8; 1 << 16]>,
     /// `small_maxclass`, kept at hand for the fast path.
     small_max: u64,
     big_requests: std::collections::HashMap<u32, u64>,
@@ -125,35 +132,51 @@ impl ArenaModel {
             config.lg_quantum,
             config.lg_ngroup,
         );
-        let bins: Vec<Bin> = classes
-            .bins()
-            .iter()
-            .map(|c| Bin {
-                cur: NIL,
-                nonfull: heap,
-                size: c.size,
-                nregs: c.nregs as u32,
-                slab_size: c.slab_size,
-            })
-            .collect();
-        if bins.len() > 254 {
+        let nbins = classes.bins().len();
+        if nbins > 254 {
             return Err(SimError::Config(format!(
-                "{} small size classes (the model handles up to 254)",
-                bins.len()
+                "{nbins} small size classes (the model handles up to 254)"
             )));
         }
         let small_max = classes.small_maxclass();
-        // One pass over the classes (they ascend): entry i serves sizes 8i+1 ..= 8i+8.
-        let mut bin_of = Vec::with_capacity(small_max.div_ceil(8) as usize);
+        if small_max > 1 << 19 {
+            return Err(SimError::Config(format!(
+                "small sizes up to {small_max} bytes (the model handles up to 512 KiB)"
+            )));
+        }
+        let unused = Bin {
+            cur: NIL,
+            nonfull: heap,
+            size: 0,
+            nregs: 0,
+            slab_size: 0,
+        };
+        let mut bins = [unused; 256];
+        for (bin, c) in bins.iter_mut().zip(classes.bins()) {
+            *bin = Bin {
+                size: c.size,
+                nregs: c.nregs as u32,
+                slab_size: c.slab_size,
+                ..unused
+            };
+        }
+        // One pass over the classes (they ascend): entry i serves sizes 8i+1 ..= 8i+8; the
+        // entries past the small sizes are never read but the last (size 0, see `bin_of`).
+        // (The last entry, size 0's, stays bin 0.)
+        let mut bin_of = Box::new([0u8; 1 << 16]);
+        let mut start = 0;
         for (b, c) in classes.bins().iter().enumerate() {
-            bin_of.resize(c.size.div_ceil(8) as usize, b as u8);
+            let end = c.size.div_ceil(8) as usize;
+            bin_of[start..end].fill(b as u8);
+            start = end;
         }
         Ok(ArenaModel {
             big_requests: Default::default(),
             aligns: Default::default(),
             bin_of,
             small_max,
-            bin_stats: vec![BinStats::default(); bins.len()],
+            bin_stats: [BinStats::default(); 256],
+            nbins,
             bins,
             pac,
             objects: Vec::new(),
@@ -170,7 +193,7 @@ impl ArenaModel {
     }
 
     pub fn bins(&self) -> &[BinStats] {
-        &self.bin_stats
+        &self.bin_stats[..self.nbins]
     }
 
     pub fn classes(&self) -> &SizeClasses {
@@ -183,7 +206,7 @@ impl ArenaModel {
             event: self.stats.events,
             allocated_bytes: self.stats.allocated_bytes,
             active_bytes: self.stats.active_bytes,
-            bins: self.bin_stats.clone(),
+            bins: self.bins().to_vec(),
         }
     }
 
@@ -209,7 +232,7 @@ impl ArenaModel {
                     Some(_) => {}
                     None => self.grow_objects(i),
                 }
-                let b = self.bin_of[((size.max(1) - 1) >> 3) as usize] as usize;
+                let b = self.bin_index(size);
                 let slab = self.malloc_small(self.stats.events, b)?;
                 // `size <= small_max` fits in the short request field.
                 self.objects[i] = Object {
@@ -230,7 +253,8 @@ impl ArenaModel {
                         })
                     }
                 };
-                let request = if obj.request == u32::MAX || !self.aligns.is_empty() {
+                // Aligned objects and requests of 4 GiB or more carry the sentinel.
+                let request = if obj.request == u32::MAX {
                     self.forget_side_tables(id, obj)
                 } else {
                     u64::from(obj.request)
@@ -278,13 +302,15 @@ impl ArenaModel {
         Ok(())
     }
 
-    /// A freed object's request (from the side table when it is 4 GiB or more); its
-    /// alignment, if any, is forgotten.
+    /// A freed object's request (from the side table: it is 4 GiB or more, or the object is
+    /// aligned); its alignment, if any, is forgotten.
     #[cold]
     #[inline(never)]
     fn forget_side_tables(&mut self, id: u32, obj: Object) -> u64 {
         self.aligns.remove(&id);
-        self.request_of(id, obj)
+        let request = self.request_of(id, obj);
+        self.big_requests.remove(&id);
+        request
     }
 
     /// Makes room for id `i` in the object table (doubling, so a trace of growing ids costs
@@ -304,23 +330,37 @@ impl ArenaModel {
             .filter(|o| o.extent != NIL)
     }
 
-    fn request_of(&mut self, id: u32, obj: Object) -> u64 {
+    /// A live object's request. Read only: a realloc that fails afterwards must leave the
+    /// side table as it was ([`ArenaModel::set`] and a free update it).
+    fn request_of(&self, id: u32, obj: Object) -> u64 {
         if obj.request == u32::MAX {
-            self.big_requests.remove(&id).unwrap_or(u64::from(u32::MAX))
+            self.big_requests
+                .get(&id)
+                .copied()
+                .unwrap_or(u64::from(u32::MAX))
         } else {
             u64::from(obj.request)
         }
     }
 
+    /// Records a live object. Its request goes to the side table when it does not fit the
+    /// short field, and when the object is aligned: the sentinel then tells a free to forget
+    /// the alignment too, so that a free checks one value.
     fn set(&mut self, id: u32, extent: u32, request: u64) {
         let i = id as usize;
         if i >= self.objects.len() {
             self.grow_objects(i);
         }
-        let short = if request >= u64::from(u32::MAX) {
+        let short = if request >= u64::from(u32::MAX)
+            || (!self.aligns.is_empty() && self.aligns.contains_key(&id))
+        {
             self.big_requests.insert(id, request);
             u32::MAX
         } else {
+            if !self.big_requests.is_empty() {
+                // A realloc from a side-table request to a short one.
+                self.big_requests.remove(&id);
+            }
             request as u32
         };
         self.objects[i] = Object {
@@ -378,9 +418,10 @@ impl ArenaModel {
         }
     }
 
-    #[inline]
+    /// The bin of a small size (0 included, see `bin_of`).
+    #[inline(always)]
     pub(crate) fn bin_index(&self, usize: u64) -> usize {
-        self.bin_of[((usize.max(1) - 1) >> 3) as usize] as usize
+        self.bin_of[(usize.wrapping_sub(1) >> 3) as u16 as usize] as usize
     }
 
     fn note_mappings(&mut self) {
@@ -497,7 +538,8 @@ impl ArenaModel {
         let e = self.pac.ext.get_mut(extent);
         if e.slab {
             e.nfree += 1;
-            let (b, nfree) = (e.bin as usize, e.nfree);
+            // A bin index is below 254: through a `u8` it indexes the bins unchecked.
+            let (b, nfree) = (e.bin as u8 as usize, e.nfree);
             self.free_small(b, extent, nfree);
         } else {
             let size = e.size;

@@ -99,6 +99,8 @@ pub struct ArenaRun<F> {
     arena: ArenaModel,
     summary: ReplaySummary,
     every: u64,
+    /// Calls until the next row: a count down rather than a division per call.
+    until_row: u64,
     on_row: F,
 }
 
@@ -108,6 +110,7 @@ impl<F: FnMut(&ArenaStats) + Send> ArenaRun<F> {
             arena: ArenaModel::new(config)?,
             summary: ReplaySummary::default(),
             every: every.max(1),
+            until_row: every.max(1),
             on_row,
         })
     }
@@ -126,12 +129,15 @@ impl<F: FnMut(&ArenaStats) + Send> ArenaRun<F> {
 impl<F: FnMut(&ArenaStats) + Send> Consumer for ArenaRun<F> {
     type Error = SimError;
 
-    #[inline]
+    // Always inlined: the model's fast path then runs in the engine's loop.
+    #[inline(always)]
     fn call(&mut self, _index: u64, call: &Call) -> Result<(), SimError> {
         self.arena.apply(call.event)?;
         let s = self.arena.stats();
         self.summary.observe(s);
-        if s.events.is_multiple_of(self.every) {
+        self.until_row -= 1;
+        if self.until_row == 0 {
+            self.until_row = self.every;
             (self.on_row)(s);
         }
         Ok(())
