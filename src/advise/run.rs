@@ -2,10 +2,10 @@
 //! and resident) and the peak's decomposition.
 
 use super::Setting;
-use crate::engine::{self, Consumer, RunError};
+use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{DecayClock, Metadata, Process, ProcessError, ProcessSummary};
 use crate::sizeclass::SizeClasses;
-use crate::trace::{Call, Record};
+use crate::trace::Record;
 use serde::Serialize;
 
 /// What the active bytes at the peak hold; the parts add up to the peak exactly:
@@ -327,20 +327,16 @@ impl SettingRun {
     }
 }
 
-impl Consumer for SettingRun {
+impl RecordConsumer for SettingRun {
     type Error = ProcessError;
 
-    fn call(&mut self, _index: u64, call: &Call) -> Result<(), ProcessError> {
-        self.apply(&Record::Call(*call), call.time_ns)
-    }
-
-    fn thread_exit_at(
-        &mut self,
-        thread: u32,
-        _index: u64,
-        time_ns: Option<u64>,
-    ) -> Result<(), ProcessError> {
-        self.apply(&Record::ThreadExit { thread, time_ns }, time_ns)
+    fn record(&mut self, record: &Record) -> Result<(), ProcessError> {
+        let time = match record {
+            Record::Call(call) => call.time_ns,
+            Record::ThreadExit { time_ns, .. } => *time_ns,
+            Record::Site { .. } => None,
+        };
+        self.apply(record, time)
     }
 }
 

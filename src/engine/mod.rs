@@ -35,6 +35,31 @@ pub trait Consumer: Send {
     }
 }
 
+/// A consumer that takes calls and thread exits alike as the records they came from (the
+/// process model and its observers, which step on both): every such type is a [`Consumer`].
+pub trait RecordConsumer: Send {
+    type Error: Send;
+    /// The next call or thread exit, in trace order.
+    fn record(&mut self, record: &Record) -> Result<(), Self::Error>;
+}
+
+impl<R: RecordConsumer> Consumer for R {
+    type Error = R::Error;
+
+    fn call(&mut self, _index: u64, call: &Call) -> Result<(), Self::Error> {
+        self.record(&Record::Call(*call))
+    }
+
+    fn thread_exit_at(
+        &mut self,
+        thread: u32,
+        _index: u64,
+        time_ns: Option<u64>,
+    ) -> Result<(), Self::Error> {
+        self.record(&Record::ThreadExit { thread, time_ns })
+    }
+}
+
 /// Why a run stopped: the trace could not be read (`T`, usually [`TraceError`]), or a consumer
 /// refused a call.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! their samples turned into deltas over each child's baseline.
 
 use super::events::encode;
-use super::{Allocator, ChildReport, MeasureError};
+use super::{Allocator, ChildReport, Library, MeasureError};
 use crate::process::{machine_cpus, Process, ProcessOptions};
 use crate::sim::ArenaModel;
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
@@ -54,11 +54,8 @@ pub struct JemallocBuild {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AllocatorRun {
     pub allocator: Allocator,
-    pub library: String,
-    pub version: Option<String>,
-    pub tables_bytes: u64,
-    pub in_use_source: Option<String>,
-    pub held_source: Option<String>,
+    #[serde(flatten)]
+    pub library: Library,
     pub replay_ns: u64,
     pub events: u64,
     /// Replay threads (one per trace thread).
@@ -348,13 +345,13 @@ fn drop_unkept_figures(report: &mut ChildReport) {
         for s in &mut report.samples {
             s.2 = None;
         }
-        report.in_use_source = None;
+        report.library.in_use_source = None;
     }
     if report.samples.iter().all(|s| s.3.unwrap_or(0) == 0) {
         for s in &mut report.samples {
             s.3 = None;
         }
-        report.held_source = None;
+        report.library.held_source = None;
     }
 }
 
@@ -404,10 +401,6 @@ fn to_run(
     Ok(AllocatorRun {
         allocator,
         library: report.library,
-        version: report.version,
-        tables_bytes: report.tables_bytes,
-        in_use_source: report.in_use_source,
-        held_source: report.held_source,
         replay_ns: report.replay_ns,
         events,
         threads: report.threads,
