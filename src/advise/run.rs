@@ -7,6 +7,7 @@ use crate::process::{DecayClock, Metadata, Process, ProcessError, ProcessSummary
 use crate::sizeclass::SizeClasses;
 use crate::trace::Record;
 use serde::Serialize;
+use std::convert::Infallible;
 
 /// What the active bytes at the peak hold; the parts add up to the peak exactly:
 /// `requested + rounding + cached + cache_blocks + empty_regions + pad = active`.
@@ -346,13 +347,13 @@ pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Adv
     advise_on_clock(records, settings, cpus, DecayClock::default())
 }
 
-/// Whether every call and thread exit has a time (decay above 0 ms needs them).
-fn timed(records: &[Record]) -> bool {
-    records.iter().all(|r| match r {
+/// Whether a record has its time (a site needs none; decay above 0 ms needs the others').
+fn timed(r: &Record) -> bool {
+    match r {
         Record::Call(c) => c.time_ns.is_some(),
         Record::ThreadExit { time_ns, .. } => time_ns.is_some(),
         Record::Site { .. } => true,
-    })
+    }
 }
 
 /// [`advise`] with decay's seed and clock resolution as `replay --process --seed` sets them.
@@ -364,8 +365,36 @@ pub fn advise_on_clock(
     cpus: u32,
     clock: DecayClock,
 ) -> Result<Advice, AdviseError> {
+    let open = || Ok::<_, Infallible>(records.iter().cloned().map(Ok));
+    advise_stream(open, settings, cpus, clock).map_err(|e| match e {
+        RunError::Consumer(e) => e,
+        RunError::Trace(never) => match never {},
+    })
+}
+
+/// [`advise_on_clock`] over a trace read as a stream: `open` gives its records afresh (read
+/// once to see whether every record has a time, when a setting runs on the clock, then once
+/// through [`engine::run`]), so memory follows the live objects, never the trace's length.
+pub fn advise_stream<I, E>(
+    open: impl Fn() -> Result<I, E>,
+    settings: &[Setting],
+    cpus: u32,
+    clock: DecayClock,
+) -> Result<Advice, RunError<AdviseError, E>>
+where
+    I: Iterator<Item = Result<Record, E>>,
+{
     let mut skipped = Vec::new();
-    let settings: Vec<Setting> = if timed(records) {
+    let mut all_timed = true;
+    if settings.iter().any(Setting::on_clock) {
+        for r in open().map_err(RunError::Trace)? {
+            if !timed(&r.map_err(RunError::Trace)?) {
+                all_timed = false;
+                break;
+            }
+        }
+    }
+    let settings: Vec<Setting> = if all_timed {
         settings.to_vec()
     } else {
         let (kept, off): (Vec<Setting>, Vec<Setting>) =
@@ -380,7 +409,7 @@ pub fn advise_on_clock(
         kept
     };
     if settings.is_empty() {
-        return Err(AdviseError::NoSettings);
+        return Err(RunError::Consumer(AdviseError::NoSettings));
     }
     let model_error = |i: usize, source| AdviseError::Model {
         setting: settings[i].label(),
@@ -390,18 +419,16 @@ pub fn advise_on_clock(
         .iter()
         .enumerate()
         .map(|(i, s)| SettingRun::new(s, cpus, clock).map_err(|e| model_error(i, e)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let input = records
-        .iter()
-        .map(|r| Ok::<_, std::convert::Infallible>(r.clone()));
-    match engine::run(input, &mut runs, &|_| {}) {
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(RunError::Consumer)?;
+    match engine::run(open().map_err(RunError::Trace)?, &mut runs, &|_| {}) {
         Ok(_) => {}
         Err(RunError::Consumer(e)) => {
             // The engine reports the first error by consumer order; name that setting.
             let i = runs.iter().position(|r| r.failed).unwrap_or(0);
-            return Err(model_error(i, e));
+            return Err(RunError::Consumer(model_error(i, e)));
         }
-        Err(RunError::Trace(never)) => match never {},
+        Err(RunError::Trace(e)) => return Err(RunError::Trace(e)),
     }
     let results: Vec<SettingResult> = runs
         .into_iter()
