@@ -4,8 +4,8 @@
 
 use super::args::refuse_outputs_over_inputs;
 use crate::advise::{
-    advice_chart, advice_table, advise_stream, default_grid, notes, parse_grid,
-    verify_recommended, LiveCheck, LivePlan, Setting,
+    advice_chart, advice_table, advise_stream, default_grid, notes, parse_grid, verify_recommended,
+    LiveCheck, LivePlan, Setting,
 };
 use crate::charts::{render_png, render_svg};
 use crate::engine::RunError;

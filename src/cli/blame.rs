@@ -5,9 +5,9 @@
 use super::replay::ReplayArgs;
 use crate::blame::{blame_stream, blame_table, folded_lines, At, Blame, BlameSpec};
 use crate::charts::flame::flame_graph_svg;
+use crate::engine::RunError;
 use crate::export::OutputFile;
 use crate::process::{machine_cpus, ProcessOptions};
-use crate::engine::RunError;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;

@@ -271,21 +271,21 @@ fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fie
         summary.peak_active_bytes,
     )
     .field("active_peak_event", "event of the active peak", p.events)
-        .field(
-            "tcache_bytes_at_active_peak",
-            "thread cache bytes at the active peak",
-            p.tcache_bytes,
-        )
-        .field(
-            "mapped_bytes_at_active_peak",
-            "mapped bytes at the active peak (stats.mapped less metadata)",
-            p.mapped_bytes,
-        )
-        .field(
-            "mean_active_bytes",
-            "mean active bytes",
-            Cell::Float(summary.mean_active_bytes(), 1),
-        );
+    .field(
+        "tcache_bytes_at_active_peak",
+        "thread cache bytes at the active peak",
+        p.tcache_bytes,
+    )
+    .field(
+        "mapped_bytes_at_active_peak",
+        "mapped bytes at the active peak (stats.mapped less metadata)",
+        p.mapped_bytes,
+    )
+    .field(
+        "mean_active_bytes",
+        "mean active bytes",
+        Cell::Float(summary.mean_active_bytes(), 1),
+    );
     resident_fields(&mut r, runs);
     r.field(
         "final_allocated_bytes",

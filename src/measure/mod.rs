@@ -15,8 +15,8 @@ mod tables;
 
 pub use probe::field_kib;
 pub use run::{
-    measure, measure_records, measure_stream, AllocatorRun, JemallocBuild, MeasureOptions, Measurement, Missing,
-    Sample,
+    measure, measure_records, measure_stream, AllocatorRun, JemallocBuild, MeasureOptions,
+    Measurement, Missing, Sample,
 };
 pub use tables::{caveats, chart, notes, summary_table, SUMMARY_COLUMNS};
 

@@ -160,31 +160,31 @@ pub fn summary_record(summary: &ReplaySummary, title: &str, build: &str) -> Reco
         summary.peak_active_bytes,
     )
     .field("peak_event", "event of the active peak", p.events)
-        .field(
-            "internal_fragmentation",
-            "internal fragmentation at the active peak (allocated/requested - 1)",
-            Cell::Float(summary.internal_fragmentation(), 4),
-        )
-        .field(
-            "external_fragmentation",
-            "external fragmentation at the active peak (active/allocated - 1)",
-            Cell::Float(summary.external_fragmentation(), 4),
-        )
-        .field("final_live_objects", "final live objects", f.live_objects)
-        .field(
-            "final_requested_bytes",
-            "final requested bytes",
-            f.requested_bytes,
-        )
-        .field(
-            "final_allocated_bytes",
-            "final allocated bytes",
-            f.allocated_bytes,
-        )
-        .field("final_active_bytes", "final active bytes", f.active_bytes)
-        .field("slabs_created", "slabs created", f.slabs_created)
-        .field("slabs_released", "slabs released", f.slabs_released)
-        .field("mappings", "mappings", f.mappings)
-        .field("mapped_bytes", "mapped bytes", f.mapped_bytes);
+    .field(
+        "internal_fragmentation",
+        "internal fragmentation at the active peak (allocated/requested - 1)",
+        Cell::Float(summary.internal_fragmentation(), 4),
+    )
+    .field(
+        "external_fragmentation",
+        "external fragmentation at the active peak (active/allocated - 1)",
+        Cell::Float(summary.external_fragmentation(), 4),
+    )
+    .field("final_live_objects", "final live objects", f.live_objects)
+    .field(
+        "final_requested_bytes",
+        "final requested bytes",
+        f.requested_bytes,
+    )
+    .field(
+        "final_allocated_bytes",
+        "final allocated bytes",
+        f.allocated_bytes,
+    )
+    .field("final_active_bytes", "final active bytes", f.active_bytes)
+    .field("slabs_created", "slabs created", f.slabs_created)
+    .field("slabs_released", "slabs released", f.slabs_released)
+    .field("mappings", "mappings", f.mappings)
+    .field("mapped_bytes", "mapped bytes", f.mapped_bytes);
     r
 }

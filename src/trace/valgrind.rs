@@ -332,7 +332,8 @@ impl Calls<'_> {
                 self.summary.ambiguous_results += 1;
             }
             let result = parse_result(text).map_err(err)?.unwrap_or(0);
-            let issue = resolve(self.importer, self.summary, call, result, self.out).map_err(err)?;
+            let issue =
+                resolve(self.importer, self.summary, call, result, self.out).map_err(err)?;
             return finish_call(issue, options, self.summary, self.out, sink, err);
         }
         let calls = line_calls(text);
