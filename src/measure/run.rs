@@ -3,11 +3,11 @@
 
 use super::events::{encode_entry, encode_header};
 use super::{Allocator, ChildReport, Library, MeasureError};
+use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{machine_cpus, Process, ProcessOptions};
 use crate::sim::ArenaModel;
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Call, Event, Record};
-use crate::engine::{self, RecordConsumer, RunError};
 use std::convert::Infallible;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -352,7 +352,8 @@ where
             }
             (_, found) => found,
         };
-        let report = run_child(options, allocator, library.as_deref(), file.path()).map_err(fail)?;
+        let report =
+            run_child(options, allocator, library.as_deref(), file.path()).map_err(fail)?;
         runs.push(to_run(allocator, report, &model.points, calls).map_err(fail)?);
     }
     Ok(Measurement {
@@ -404,10 +405,9 @@ fn run_child(
         Allocator::Jemalloc531 => command.env("FRAGSIM_PROCESS_CHILD", "linked"),
         _ => command.env_remove("FRAGSIM_PROCESS_CHILD"),
     };
-    let mut child = command
-        .spawn()
+    // Stopped on interrupt, as every child fragsim waits for.
+    let mut child = crate::cleanup::GuardedChild::spawn(&mut command)
         .map_err(|e| fail(format!("cannot start '{}': {e}", exe.display())))?;
-    let _registration = crate::cleanup::stop_on_interrupt(child.id());
     let mut out = String::new();
     let mut err = String::new();
     // The report is one line written at the end; stderr stays small. Reading stdout to its
