@@ -7,7 +7,6 @@ use crate::process::{DecayClock, Metadata, Process, ProcessError, ProcessSummary
 use crate::sizeclass::SizeClasses;
 use crate::trace::Record;
 use serde::Serialize;
-use std::convert::Infallible;
 
 /// What the active bytes at the peak hold; the parts add up to the peak exactly:
 /// `requested + rounding + cached + cache_blocks + empty_regions + pad = active`.
@@ -365,11 +364,7 @@ pub fn advise_on_clock(
     cpus: u32,
     clock: DecayClock,
 ) -> Result<Advice, AdviseError> {
-    let open = || Ok::<_, Infallible>(records.iter().cloned().map(Ok));
-    advise_stream(open, settings, cpus, clock).map_err(|e| match e {
-        RunError::Consumer(e) => e,
-        RunError::Trace(never) => match never {},
-    })
+    advise_stream(engine::in_memory(records), settings, cpus, clock).map_err(engine::consumer_error)
 }
 
 /// [`advise_on_clock`] over a trace read as a stream: `open` gives its records afresh (read

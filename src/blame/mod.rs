@@ -32,7 +32,6 @@ use crate::process::{Process, ProcessError, ProcessOptions, ProcessSummary};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Record, SiteId, SiteTable};
 use serde::Serialize;
-use std::convert::Infallible;
 
 /// The event at which memory is charged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,11 +211,7 @@ impl Blame {
 /// Replays `records` through the process model up to `spec.at` and charges its active memory
 /// ([`blame_stream`] over records in memory).
 pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> {
-    let open = || Ok::<_, Infallible>(records.iter().cloned().map(Ok));
-    blame_stream(open, spec).map_err(|e| match e {
-        RunError::Consumer(e) => e,
-        RunError::Trace(never) => match never {},
-    })
+    blame_stream(engine::in_memory(records), spec).map_err(engine::consumer_error)
 }
 
 /// Replays a trace through the process model (one [`engine::run`] pass) up to `spec.at` and

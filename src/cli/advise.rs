@@ -8,7 +8,6 @@ use crate::advise::{
     LiveCheck, LivePlan, Setting,
 };
 use crate::charts::{render_png, render_svg};
-use crate::engine::RunError;
 use crate::export::{Format, OutputFile};
 use crate::process::{machine_coarse_clock_ns, machine_cpus, DecayClock};
 use crate::trace::Record;
@@ -172,11 +171,9 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
     };
     // The models stream the trace; only the live check, which replays it beside a child,
     // holds its records (as `replay --process --live` does).
-    let open = || crate::trace::open(&plan.trace).map(|t| t.records());
-    let advice = advise_stream(open, &plan.settings, plan.cpus, clock).map_err(|e| match e {
-        RunError::Trace(e) => anyhow::Error::from(e),
-        RunError::Consumer(e) => e.into(),
-    })?;
+    let open = super::trace::reopen(&plan.trace);
+    let advice = advise_stream(open, &plan.settings, plan.cpus, clock)
+        .map_err(super::trace::stream_error)?;
     let records = match plan.live {
         Some(_) => load_records(&plan.trace)?,
         None => Vec::new(),

@@ -5,7 +5,6 @@
 use super::replay::ReplayArgs;
 use crate::blame::{blame_stream, blame_table, folded_lines, At, Blame, BlameSpec};
 use crate::charts::flame::flame_graph_svg;
-use crate::engine::RunError;
 use crate::export::OutputFile;
 use crate::process::{machine_cpus, ProcessOptions};
 use anyhow::{bail, Context, Result};
@@ -85,11 +84,8 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     };
     // The trace is streamed (read twice, sites included: the blame names them), so memory
     // follows live objects, not the trace's length.
-    let open = || crate::trace::open(&args.trace).map(|t| t.records());
-    let b = blame_stream(open, &spec).map_err(|e| match e {
-        RunError::Trace(e) => anyhow::Error::from(e),
-        RunError::Consumer(e) => e.into(),
-    })?;
+    let b = blame_stream(super::trace::reopen(&args.trace), &spec)
+        .map_err(super::trace::stream_error)?;
     let name = args
         .trace
         .file_stem()

@@ -3,7 +3,6 @@
 
 use super::replay::ReplayArgs;
 use crate::charts::write_chart;
-use crate::engine::RunError;
 use crate::export::Format;
 use crate::measure::{
     caveats, chart, measure_stream, notes, summary_table, Allocator, MeasureOptions,
@@ -52,7 +51,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     let allocators: Vec<Allocator> = args.measure.measure.iter().flatten().copied().collect();
     // The trace is streamed (this pass counts calls for the default --every), so memory
     // follows live objects, not the trace's length.
-    let open = || crate::trace::open(&args.trace).map(|t| t.records());
+    let open = super::trace::reopen(&args.trace);
     let mut calls = 0u64;
     for r in open()? {
         calls += u64::from(matches!(r?, crate::trace::Record::Call(_)));
@@ -78,10 +77,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         exe: std::env::current_exe().context("the fragsim executable")?,
         env: Vec::new(),
     };
-    let m = measure_stream(open, &options).map_err(|e| match e {
-        RunError::Trace(e) => anyhow::Error::from(e),
-        RunError::Consumer(e) => e.into(),
-    })?;
+    let m = measure_stream(&open, &options).map_err(super::trace::stream_error)?;
     let table = summary_table(
         &m,
         &format!("{name}: {} events measured under each allocator", m.events),

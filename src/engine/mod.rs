@@ -9,6 +9,7 @@
 
 use crate::trace::{Call, Record, TraceError};
 use rayon::prelude::*;
+use std::convert::Infallible;
 
 /// Records handed to the consumers at a time: large enough that the parallel hand-off costs
 /// nothing per call, small enough to stay in cache.
@@ -57,6 +58,26 @@ impl<R: RecordConsumer> Consumer for R {
         time_ns: Option<u64>,
     ) -> Result<(), Self::Error> {
         self.record(&Record::ThreadExit { thread, time_ns })
+    }
+}
+
+/// Records in memory as the stream a `*_stream` function reads (see [`in_memory`]).
+pub type InMemory<'a> = std::iter::Map<
+    std::iter::Cloned<std::slice::Iter<'a, Record>>,
+    fn(Record) -> Result<Record, Infallible>,
+>;
+
+/// Records in memory, given afresh at each call, for the functions that read a trace as a
+/// stream (once or twice): they cannot fail to read, see [`consumer_error`].
+pub fn in_memory<'a>(records: &'a [Record]) -> impl Fn() -> Result<InMemory<'a>, Infallible> + 'a {
+    move || Ok(records.iter().cloned().map(Ok as fn(Record) -> _))
+}
+
+/// The consumer's error of a run over records in memory (reading them cannot fail).
+pub fn consumer_error<E>(e: RunError<E, Infallible>) -> E {
+    match e {
+        RunError::Consumer(e) => e,
+        RunError::Trace(never) => match never {},
     }
 }
 

@@ -8,7 +8,6 @@ use crate::process::{machine_cpus, Process, ProcessOptions};
 use crate::sim::ArenaModel;
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Call, Event, Record};
-use std::convert::Infallible;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -279,11 +278,7 @@ pub fn measure_records(
     records: &[Record],
     options: &MeasureOptions,
 ) -> Result<Measurement, MeasureError> {
-    let open = || Ok::<_, Infallible>(records.iter().cloned().map(Ok));
-    measure_stream(open, options).map_err(|e| match e {
-        RunError::Consumer(e) => e,
-        RunError::Trace(never) => match never {},
-    })
+    measure_stream(engine::in_memory(records), options).map_err(engine::consumer_error)
 }
 
 /// Measures a trace under every allocator of `options`, one child process each, in turn.
