@@ -5,39 +5,17 @@
 
 mod common;
 
-use common::{committed_trace, run, stderr_of};
+use common::{committed_trace, csv_rows, num, run, run_ok, s, stderr_of, stdout_of, Row};
 use std::path::Path;
 
-/// The CSV as rows of (column -> cell); the exact_malloc_conf column is quoted (commas).
-fn csv_rows(text: &str) -> Vec<std::collections::HashMap<String, String>> {
-    let mut lines = text.lines();
-    let header: Vec<String> = lines
-        .next()
-        .expect("header")
-        .split(',')
-        .map(String::from)
-        .collect();
-    lines
-        .map(|line| {
-            let (plain, quoted) = match line.find('"') {
-                Some(i) => (&line[..i], line[i..].trim_matches('"').to_string()),
-                None => (line, String::new()),
-            };
-            let mut cells: Vec<String> = plain.split(',').map(String::from).collect();
-            if !quoted.is_empty() {
-                cells.pop();
-                cells.push(quoted);
-            }
-            assert_eq!(cells.len(), header.len(), "{line}");
-            header.iter().cloned().zip(cells).collect()
-        })
-        .collect()
-}
-
-fn num(row: &std::collections::HashMap<String, String>, column: &str) -> u64 {
-    row[column]
-        .parse()
-        .unwrap_or_else(|_| panic!("{column}: '{}'", row[column]))
+/// `fragsim advise TRACE --format csv --cpus 2 EXTRA...`, which must exit 0: its rows and
+/// its standard error.
+fn advise_csv(trace: &Path, extra: &[&str]) -> (Vec<Row>, String) {
+    let mut args = vec!["advise", s(trace), "--format", "csv", "--cpus", "2"];
+    args.extend(extra);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    (csv_rows(&stdout_of(&out)), stderr_of(&out))
 }
 
 #[test]
@@ -110,7 +88,8 @@ fn replay_process_figure(t: &str, statistic: &str) -> String {
 }
 
 fn replay_process_figure_with(t: &str, conf: &str, statistic: &str) -> String {
-    let out = run(&[
+    // One CSV row of named fields under a header of their names.
+    let rows = csv_rows(&run_ok(&[
         "replay",
         t,
         "--process",
@@ -120,17 +99,11 @@ fn replay_process_figure_with(t: &str, conf: &str, statistic: &str) -> String {
         conf,
         "--format",
         "csv",
-    ]);
-    assert!(out.status.success(), "{}", stderr_of(&out));
-    // One CSV row of named fields under a header of their names.
-    let text = String::from_utf8(out.stdout).unwrap();
-    let mut lines = text.lines();
-    let (header, row) = (lines.next().unwrap(), lines.next().unwrap());
-    let column = header
-        .split(',')
-        .position(|c| c == statistic)
-        .unwrap_or_else(|| panic!("no '{statistic}' in {text}"));
-    row.split(',').nth(column).unwrap().to_string()
+    ]));
+    rows[0]
+        .get(statistic)
+        .unwrap_or_else(|| panic!("no '{statistic}' in {:?}", rows[0]))
+        .clone()
 }
 
 #[test]
@@ -271,28 +244,11 @@ fn decay_rows_match_replay_process_and_are_skipped_without_times() {
     let dir = tempfile::tempdir().unwrap();
     let grid = dir.path().join("grid");
     std::fs::write(&grid, "dirty_decay_ms:100\ndirty_decay_ms:0\n").unwrap();
-    let advise_csv = |t: &Path| {
-        let out = run(&[
-            "advise",
-            t.to_str().unwrap(),
-            "--grid",
-            grid.to_str().unwrap(),
-            "--format",
-            "csv",
-            "--cpus",
-            "2",
-            "--no-live",
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-        (
-            csv_rows(&String::from_utf8_lossy(&out.stdout)),
-            stderr_of(&out),
-        )
-    };
+    let decay_rows = |t: &Path| advise_csv(t, &["--grid", s(&grid), "--no-live"]);
     // A trace with times: each row's resident figures are `replay --process`'s with the
     // same MALLOC_CONF (its own loop over the records; seed 0, this machine's coarse clock).
     let t = committed_trace("python-threads.trace");
-    let (rows, _) = advise_csv(&t);
+    let (rows, _) = decay_rows(&t);
     assert_eq!(rows.len(), 3);
     for (r, conf) in rows.iter().zip([
         "",
@@ -310,13 +266,11 @@ fn decay_rows_match_replay_process_and_are_skipped_without_times() {
         assert_eq!(mean, figure("mean_resident_bytes"), "{conf}");
     }
     // Purging at once lowers the mean resident below decay off's (which never purges).
-    let mean = |r: &std::collections::HashMap<String, String>| -> f64 {
-        r["mean_resident_bytes"].parse().unwrap()
-    };
+    let mean = |r: &Row| -> f64 { r["mean_resident_bytes"].parse().unwrap() };
     assert!(mean(&rows[2]) < mean(&rows[0]));
     assert_eq!(rows[2]["rank_resident"], "1");
     // A trace without times: 100 ms needs the clock and is skipped, said so; 0 still runs.
-    let (rows, err) = advise_csv(&committed_trace("sort.trace"));
+    let (rows, err) = decay_rows(&committed_trace("sort.trace"));
     let confs: Vec<&str> = rows.iter().map(|r| r["malloc_conf"].as_str()).collect();
     assert_eq!(confs, ["", "dirty_decay_ms:0"]);
     assert!(
@@ -348,18 +302,7 @@ fn no_thread_cache_saves_the_cache_block_by_hand() {
     std::fs::write(&t, "a 0 16\n").unwrap();
     let grid = dir.path().join("grid");
     std::fs::write(&grid, "tcache:false\n").unwrap();
-    let out = run(&[
-        "advise",
-        t.to_str().unwrap(),
-        "--grid",
-        grid.to_str().unwrap(),
-        "--format",
-        "csv",
-        "--cpus",
-        "2",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let rows = csv_rows(&String::from_utf8_lossy(&out.stdout));
+    let (rows, err) = advise_csv(&t, &["--grid", s(&grid)]);
     let cols = [
         "peak_active_bytes",
         "requested_bytes",
@@ -379,13 +322,8 @@ fn no_thread_cache_saves_the_cache_block_by_hand() {
     // Recommended, and the real jemalloc agrees.
     assert_eq!(rows[1]["live_check"], "pass");
     assert_eq!(rows[1]["live_peak_active_bytes"], "4096");
-    assert!(
-        stderr_of(&out).contains("Recommended (lowest peak and lowest mean): 5.3.1 tcache:false")
-    );
-    assert!(
-        stderr_of(&out).contains("outside it"),
-        "the limits are said"
-    );
+    assert!(err.contains("Recommended (lowest peak and lowest mean): 5.3.1 tcache:false"));
+    assert!(err.contains("outside it"), "the limits are said");
 }
 
 /// `sz_sa2u` from the class table alone (an aligned small request takes the least class that

@@ -212,6 +212,33 @@ fn every_trace_is_opened_through_trace_open() {
     );
 }
 
+/// Every child fragsim waits for is stopped on interrupt: it is started through
+/// `cleanup::GuardedChild::spawn` (or `cleanup::output`), never by a bare `Command::spawn`
+/// with a registration of its own.
+#[test]
+fn children_start_through_guarded_child() {
+    let mut files = Vec::new();
+    rust_files(Path::new("src"), &mut files);
+    let mut bare = Vec::new();
+    for file in files {
+        if file == Path::new("src/cleanup.rs") {
+            continue;
+        }
+        for (n, line) in code_lines(&file).iter().enumerate() {
+            for start in [".spawn()", "stop_on_interrupt("] {
+                if line.contains(start) {
+                    bare.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "children started around cleanup::GuardedChild:\n{}",
+        bare.join("\n")
+    );
+}
+
 #[test]
 fn the_checker_sees_a_forbidden_import() {
     // The checks can fail: a line as the rules read it.

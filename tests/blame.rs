@@ -14,44 +14,12 @@
 
 mod common;
 
-use common::{assert_refused, fragsim, s, stderr_of, stdout_of};
+use common::{assert_refused, csv_rows, fragsim, num, s, stderr_of, stdout_of, Row};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const BUILD: [&str; 4] = ["--preset", "5.3.1", "--cpus", "2"];
-
-/// One row of the blame CSV by column name.
-type Row = HashMap<String, String>;
-
-fn csv_rows(text: &str) -> Vec<Row> {
-    let mut lines = text.lines();
-    let header: Vec<String> = lines
-        .next()
-        .expect("a header")
-        .split(',')
-        .map(str::to_string)
-        .collect();
-    let mut reader = csv::Reader::from_reader(text.as_bytes());
-    let rows: Vec<Row> = reader
-        .records()
-        .map(|r| {
-            let r = r.expect("a CSV row");
-            header
-                .iter()
-                .cloned()
-                .zip(r.iter().map(str::to_string))
-                .collect()
-        })
-        .collect();
-    rows
-}
-
-fn num(row: &Row, col: &str) -> u64 {
-    row[col]
-        .parse()
-        .unwrap_or_else(|_| panic!("{col} = {}", row[col]))
-}
 
 fn blame(trace: &Path, extra: &[&str]) -> Vec<Row> {
     let out = fragsim()

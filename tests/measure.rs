@@ -111,10 +111,10 @@ fn the_replayers_tables_are_excluded() {
     let one = run(&events, &Allocator::ALL, 1);
     for r in &one.runs {
         assert!(
-            r.tables_bytes >= 32_000_000,
+            r.library.tables_bytes >= 32_000_000,
             "{}: tables {}",
             r.allocator,
-            r.tables_bytes
+            r.library.tables_bytes
         );
         let peak = r.peak().resident;
         assert!(

@@ -2,10 +2,10 @@
 //! and resident) and the peak's decomposition.
 
 use super::Setting;
-use crate::engine::{self, Consumer, RunError};
+use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{DecayClock, Metadata, Process, ProcessError, ProcessSummary};
 use crate::sizeclass::SizeClasses;
-use crate::trace::{Call, Record};
+use crate::trace::Record;
 use serde::Serialize;
 
 /// What the active bytes at the peak hold; the parts add up to the peak exactly:
@@ -327,20 +327,16 @@ impl SettingRun {
     }
 }
 
-impl Consumer for SettingRun {
+impl RecordConsumer for SettingRun {
     type Error = ProcessError;
 
-    fn call(&mut self, _index: u64, call: &Call) -> Result<(), ProcessError> {
-        self.apply(&Record::Call(*call), call.time_ns)
-    }
-
-    fn thread_exit_at(
-        &mut self,
-        thread: u32,
-        _index: u64,
-        time_ns: Option<u64>,
-    ) -> Result<(), ProcessError> {
-        self.apply(&Record::ThreadExit { thread, time_ns }, time_ns)
+    fn record(&mut self, record: &Record) -> Result<(), ProcessError> {
+        let time = match record {
+            Record::Call(call) => call.time_ns,
+            Record::ThreadExit { time_ns, .. } => *time_ns,
+            Record::Site { .. } => None,
+        };
+        self.apply(record, time)
     }
 }
 
@@ -350,13 +346,13 @@ pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Adv
     advise_on_clock(records, settings, cpus, DecayClock::default())
 }
 
-/// Whether every call and thread exit has a time (decay above 0 ms needs them).
-fn timed(records: &[Record]) -> bool {
-    records.iter().all(|r| match r {
+/// Whether a record has its time (a site needs none; decay above 0 ms needs the others').
+fn timed(r: &Record) -> bool {
+    match r {
         Record::Call(c) => c.time_ns.is_some(),
         Record::ThreadExit { time_ns, .. } => time_ns.is_some(),
         Record::Site { .. } => true,
-    })
+    }
 }
 
 /// [`advise`] with decay's seed and clock resolution as `replay --process --seed` sets them.
@@ -368,8 +364,32 @@ pub fn advise_on_clock(
     cpus: u32,
     clock: DecayClock,
 ) -> Result<Advice, AdviseError> {
+    advise_stream(engine::in_memory(records), settings, cpus, clock).map_err(engine::consumer_error)
+}
+
+/// [`advise_on_clock`] over a trace read as a stream: `open` gives its records afresh (read
+/// once to see whether every record has a time, when a setting runs on the clock, then once
+/// through [`engine::run`]), so memory follows the live objects, never the trace's length.
+pub fn advise_stream<I, E>(
+    open: impl Fn() -> Result<I, E>,
+    settings: &[Setting],
+    cpus: u32,
+    clock: DecayClock,
+) -> Result<Advice, RunError<AdviseError, E>>
+where
+    I: Iterator<Item = Result<Record, E>>,
+{
     let mut skipped = Vec::new();
-    let settings: Vec<Setting> = if timed(records) {
+    let mut all_timed = true;
+    if settings.iter().any(Setting::on_clock) {
+        for r in open().map_err(RunError::Trace)? {
+            if !timed(&r.map_err(RunError::Trace)?) {
+                all_timed = false;
+                break;
+            }
+        }
+    }
+    let settings: Vec<Setting> = if all_timed {
         settings.to_vec()
     } else {
         let (kept, off): (Vec<Setting>, Vec<Setting>) =
@@ -384,7 +404,7 @@ pub fn advise_on_clock(
         kept
     };
     if settings.is_empty() {
-        return Err(AdviseError::NoSettings);
+        return Err(RunError::Consumer(AdviseError::NoSettings));
     }
     let model_error = |i: usize, source| AdviseError::Model {
         setting: settings[i].label(),
@@ -394,18 +414,16 @@ pub fn advise_on_clock(
         .iter()
         .enumerate()
         .map(|(i, s)| SettingRun::new(s, cpus, clock).map_err(|e| model_error(i, e)))
-        .collect::<Result<Vec<_>, _>>()?;
-    let input = records
-        .iter()
-        .map(|r| Ok::<_, std::convert::Infallible>(r.clone()));
-    match engine::run(input, &mut runs, &|_| {}) {
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(RunError::Consumer)?;
+    match engine::run(open().map_err(RunError::Trace)?, &mut runs, &|_| {}) {
         Ok(_) => {}
         Err(RunError::Consumer(e)) => {
             // The engine reports the first error by consumer order; name that setting.
             let i = runs.iter().position(|r| r.failed).unwrap_or(0);
-            return Err(model_error(i, e));
+            return Err(RunError::Consumer(model_error(i, e)));
         }
-        Err(RunError::Trace(never)) => match never {},
+        Err(RunError::Trace(e)) => return Err(RunError::Trace(e)),
     }
     let results: Vec<SettingResult> = runs
         .into_iter()

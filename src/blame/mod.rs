@@ -27,6 +27,7 @@ mod table;
 
 pub use table::{blame_table, folded_lines, BLAME_COLUMNS};
 
+use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{Process, ProcessError, ProcessOptions, ProcessSummary};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Record, SiteId, SiteTable};
@@ -207,54 +208,61 @@ impl Blame {
     }
 }
 
-/// Replays `records` through the process model up to `spec.at` and charges its active memory.
-/// Records are read twice for the peak (once to find it, once to reach it).
+/// Replays `records` through the process model up to `spec.at` and charges its active memory
+/// ([`blame_stream`] over records in memory).
 pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> {
-    let sites = site_table(records)?;
-    let events = records
-        .iter()
-        .filter(|r| !matches!(r, Record::Site { .. }))
-        .count() as u64;
+    blame_stream(engine::in_memory(records), spec).map_err(engine::consumer_error)
+}
+
+/// Replays a trace through the process model (one [`engine::run`] pass) up to `spec.at` and
+/// charges its active memory. `open` gives the trace's records afresh: they are read twice,
+/// once to count events, collect the sites and (for the peak) find the peak, once to reach
+/// the event, so memory follows the live objects and the sites, never the trace's length.
+pub fn blame_stream<I, E>(
+    open: impl Fn() -> Result<I, E>,
+    spec: &BlameSpec,
+) -> Result<Blame, RunError<BlameError, E>>
+where
+    I: Iterator<Item = Result<Record, E>>,
+{
+    let first = first_pass(open().map_err(RunError::Trace)?, spec)?;
+    let (events, sites) = (first.events, first.sites);
     if events == 0 {
-        return Err(BlameError::Empty);
+        return Err(RunError::Consumer(BlameError::Empty));
     }
     let target = match spec.at {
         At::End => events,
-        At::Event(n) if n > events => return Err(BlameError::PastEnd { at: n, events }),
+        At::Event(n) if n > events => {
+            return Err(RunError::Consumer(BlameError::PastEnd { at: n, events }))
+        }
         At::Event(n) => n,
-        At::Peak => peak_event(records, spec)?,
+        // A trace whose active bytes never leave 0 peaks at its first event.
+        At::Peak => first.peak.map_or(1, |s| s.at_active_peak.events.max(1)),
     };
     let by_class = sites.is_empty();
-    let mut model = Process::new(spec.config, spec.options.clone(), spec.cpus)?;
-    let mut site_of: Vec<Option<SiteId>> = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    for r in records {
-        if matches!(r, Record::Site { .. }) {
-            continue;
+    let mut run = [Holders {
+        model: Process::new(spec.config, spec.options.clone(), spec.cpus)
+            .map_err(|e| RunError::Consumer(e.into()))?,
+        site_of: Vec::new(),
+        seen: std::collections::BTreeSet::new(),
+    }];
+    // Read up to the target event, not beyond.
+    let mut n = 0u64;
+    let upto = open().map_err(RunError::Trace)?.take_while(move |r| {
+        if n == target {
+            return false;
         }
-        model.apply(r)?;
-        if let Record::Call(c) = r {
-            let id = match c.event {
-                Event::Alloc { id, .. } => Some(id),
-                // A realloc without a site keeps the one the object had.
-                Event::Realloc { id, .. } if c.site.is_some() => Some(id),
-                _ => None,
-            };
-            if let Some(s) = c.site {
-                seen.insert(s);
-            }
-            if let Some(id) = id {
-                let i = id as usize;
-                if i >= site_of.len() {
-                    site_of.resize(i + 1, None);
-                }
-                site_of[i] = c.site;
-            }
+        if !matches!(r, Ok(Record::Site { .. })) {
+            n += 1;
         }
-        if model.stats().events == target {
-            break;
-        }
-    }
+        true
+    });
+    engine::run(upto, &mut run, &|_| {})?;
+    let [Holders {
+        model,
+        site_of,
+        seen,
+    }] = run;
     let key_of = |id: u32, usize: u64| {
         if by_class {
             Charge::Class(usize)
@@ -266,7 +274,7 @@ pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> 
                 .map_or(Charge::NoSite, Charge::Site)
         }
     };
-    let mut lines = charge::charge(&model, key_of)?;
+    let mut lines = charge::charge(&model, key_of).map_err(RunError::Consumer)?;
     // Sites that allocated and hold nothing now are lines too (0 bytes, listed last): a
     // clean site is named, not lost.
     for s in seen {
@@ -284,31 +292,108 @@ pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> 
     })
 }
 
-/// The sites `records` define.
-fn site_table(records: &[Record]) -> Result<SiteTable, BlameError> {
-    let mut sites = SiteTable::new();
-    for r in records {
-        if let Record::Site { id, frames } = r {
-            // The readers check that sites are dense; a gap here is a caller's own records.
-            sites
-                .push(*id, frames.clone())
-                .map_err(|what| BlameError::Inconsistent { event: 0, what })?;
-        }
-    }
-    Ok(sites)
+/// The process model with the call site of every live object and the sites seen so far.
+struct Holders {
+    model: Process,
+    site_of: Vec<Option<SiteId>>,
+    seen: std::collections::BTreeSet<SiteId>,
 }
 
-/// The first event where the model's active bytes peak.
-fn peak_event(records: &[Record], spec: &BlameSpec) -> Result<u64, BlameError> {
-    let mut model = Process::new(spec.config, spec.options.clone(), spec.cpus)?;
-    let mut summary = ProcessSummary::default();
-    for r in records {
-        if matches!(r, Record::Site { .. }) {
-            continue;
+impl RecordConsumer for Holders {
+    type Error = BlameError;
+
+    fn record(&mut self, r: &Record) -> Result<(), BlameError> {
+        self.model.apply(r)?;
+        if let Record::Call(c) = r {
+            let id = match c.event {
+                Event::Alloc { id, .. } => Some(id),
+                // A realloc without a site keeps the one the object had.
+                Event::Realloc { id, .. } if c.site.is_some() => Some(id),
+                _ => None,
+            };
+            if let Some(s) = c.site {
+                self.seen.insert(s);
+            }
+            if let Some(id) = id {
+                let i = id as usize;
+                if i >= self.site_of.len() {
+                    self.site_of.resize(i + 1, None);
+                }
+                self.site_of[i] = c.site;
+            }
         }
-        model.apply(r)?;
-        summary.observe(model.stats());
+        Ok(())
     }
-    // A trace whose active bytes never leave 0 peaks at its first event.
-    Ok(summary.at_active_peak.events.max(1))
+}
+
+/// What the first reading gives: the events (calls and thread exits), the sites, and the
+/// model's summary when the peak is wanted.
+struct FirstPass {
+    events: u64,
+    sites: SiteTable,
+    peak: Option<ProcessSummary>,
+}
+
+/// Counts the events, collects the sites (the readers check that sites are dense; a gap
+/// is a caller's own records) and, for [`At::Peak`], runs the model to find the first event
+/// where its active bytes peak.
+fn first_pass<E>(
+    records: impl Iterator<Item = Result<Record, E>>,
+    spec: &BlameSpec,
+) -> Result<FirstPass, RunError<BlameError, E>> {
+    let mut sites = SiteTable::new();
+    let mut site_error = None;
+    let records = records.inspect(|r| {
+        if let Ok(Record::Site { id, frames }) = r {
+            if let Err(what) = sites.push(*id, frames.clone()) {
+                site_error.get_or_insert(BlameError::Inconsistent { event: 0, what });
+            }
+        }
+    });
+    let model = match spec.at {
+        At::Peak => Some(
+            Process::new(spec.config, spec.options.clone(), spec.cpus)
+                .map_err(|e| RunError::Consumer(e.into()))?,
+        ),
+        _ => None,
+    };
+    let mut count = [Peak {
+        events: 0,
+        model,
+        summary: ProcessSummary::default(),
+    }];
+    engine::run(records, &mut count, &|_| {})?;
+    if let Some(e) = site_error {
+        return Err(RunError::Consumer(e));
+    }
+    let [Peak {
+        events,
+        model,
+        summary,
+    }] = count;
+    Ok(FirstPass {
+        events,
+        sites,
+        peak: model.map(|_| summary),
+    })
+}
+
+/// Counts events; with a model, observes its peak.
+struct Peak {
+    events: u64,
+    model: Option<Process>,
+    summary: ProcessSummary,
+}
+
+impl RecordConsumer for Peak {
+    type Error = BlameError;
+
+    fn record(&mut self, r: &Record) -> Result<(), BlameError> {
+        self.events += 1;
+        if let Some(model) = &mut self.model {
+            model.apply(r)?;
+            self.summary.observe(model.stats());
+        }
+        Ok(())
+    }
 }

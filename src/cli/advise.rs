@@ -4,8 +4,8 @@
 
 use super::args::refuse_outputs_over_inputs;
 use crate::advise::{
-    advice_chart, advice_table, advise_on_clock, default_grid, notes, parse_grid,
-    verify_recommended, LiveCheck, LivePlan, Setting,
+    advice_chart, advice_table, advise_stream, default_grid, notes, parse_grid, verify_recommended,
+    LiveCheck, LivePlan, Setting,
 };
 use crate::charts::{render_png, render_svg};
 use crate::export::{Format, OutputFile};
@@ -163,14 +163,21 @@ fn load_records(path: &Path) -> Result<Vec<Record>> {
 
 pub fn run(args: AdviseArgs) -> Result<i32> {
     let plan = Plan::new(&args)?;
-    let records = load_records(&plan.trace)?;
     // The decay clock as `replay --process` reads it (this machine's coarse clock).
     let clock = DecayClock {
         seed: plan.seed,
         resolution_ns: machine_coarse_clock_ns(),
         start_ns: 0,
     };
-    let advice = advise_on_clock(&records, &plan.settings, plan.cpus, clock)?;
+    // The models stream the trace; only the live check, which replays it beside a child,
+    // holds its records (as `replay --process --live` does).
+    let open = super::trace::reopen(&plan.trace);
+    let advice = advise_stream(open, &plan.settings, plan.cpus, clock)
+        .map_err(super::trace::stream_error)?;
+    let records = match plan.live {
+        Some(_) => load_records(&plan.trace)?,
+        None => Vec::new(),
+    };
     let live = verify_recommended(&records, &advice, plan.live.as_ref())?;
     let title = format!(
         "advise {}: peak and mean active bytes, mean resident bytes, under {} settings (process model)",

@@ -3,11 +3,10 @@
 //! and a flame graph of waste.
 
 use super::replay::ReplayArgs;
-use crate::blame::{blame, blame_table, folded_lines, At, Blame, BlameSpec};
+use crate::blame::{blame_stream, blame_table, folded_lines, At, Blame, BlameSpec};
 use crate::charts::flame::flame_graph_svg;
 use crate::export::OutputFile;
 use crate::process::{machine_cpus, ProcessOptions};
-use crate::trace::Record;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;
@@ -55,13 +54,6 @@ fn refuse_other_modes(args: &ReplayArgs) -> Result<()> {
     Ok(())
 }
 
-/// Reads every record, sites included (the blame names them).
-fn load_records(path: &std::path::Path) -> Result<Vec<Record>> {
-    Ok(crate::trace::open(path)?
-        .records()
-        .collect::<Result<Vec<_>, _>>()?)
-}
-
 pub fn run(args: &ReplayArgs) -> Result<i32> {
     refuse_other_modes(args)?;
     let flags = &args.blame;
@@ -83,7 +75,6 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         .as_deref()
         .map(OutputFile::create)
         .transpose()?;
-    let records = load_records(&args.trace)?;
     let cpus = args.process.cpus.unwrap_or_else(machine_cpus);
     let spec = BlameSpec {
         config,
@@ -91,7 +82,10 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         cpus,
         at,
     };
-    let b = blame(&records, &spec)?;
+    // The trace is streamed (read twice, sites included: the blame names them), so memory
+    // follows live objects, not the trace's length.
+    let b = blame_stream(super::trace::reopen(&args.trace), &spec)
+        .map_err(super::trace::stream_error)?;
     let name = args
         .trace
         .file_stem()

@@ -6,10 +6,10 @@ use super::replay::ReplayArgs;
 use crate::charts::{render_png, ResidentBand, ResidentPoint};
 use crate::export::{write_atomic, Cell, Csv, Record as Fields, Table, TableFormat};
 use crate::live::decay_compare::{compare_on_clock, ClockComparison, ErrorSummary};
-use crate::live::process::{ProcessAllocator, ProcessTrace};
+use crate::live::process::ProcessTrace;
 use crate::process::ProcessOptions;
 use crate::trace::Record;
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 
 pub fn run_live_clock(
     args: &ReplayArgs,
@@ -18,20 +18,11 @@ pub fn run_live_clock(
     name: &str,
 ) -> Result<i32> {
     let flags = &args.process;
-    if args.allocator.explicit_config()?.is_some() || args.disable_large_size_classes.is_some() {
-        bail!("--process --live models the live jemalloc's own build: drop --preset and the build flags");
-    }
-    let mut options = options.clone();
-    if let Some(cpus) = flags.cpus {
-        options
-            .narenas
-            .get_or_insert(if cpus > 1 { cpus * 4 } else { 1 });
-    }
-    let allocator = match &args.system_jemalloc {
-        Some(lib) => ProcessAllocator::System(lib.clone()),
-        None => ProcessAllocator::Linked,
-    };
-    let exe = std::env::current_exe().context("the fragsim executable")?;
+    let super::process::LiveSetup {
+        options,
+        allocator,
+        exe,
+    } = super::process::live_setup(args, options)?;
     let calls = trace
         .records()
         .iter()

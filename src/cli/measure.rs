@@ -5,7 +5,7 @@ use super::replay::ReplayArgs;
 use crate::charts::write_chart;
 use crate::export::Format;
 use crate::measure::{
-    caveats, chart, measure_records, notes, summary_table, Allocator, MeasureOptions,
+    caveats, chart, measure_stream, notes, summary_table, Allocator, MeasureOptions,
 };
 use crate::sim::arena_replay::default_every;
 use anyhow::{bail, Context, Result};
@@ -49,15 +49,17 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         bail!("--measure takes no --by-class");
     }
     let allocators: Vec<Allocator> = args.measure.measure.iter().flatten().copied().collect();
-    let records = super::process::load_records(&args.trace)?;
-    let calls = records
-        .iter()
-        .filter(|r| matches!(r, crate::trace::Record::Call(_)))
-        .count();
+    // The trace is streamed (this pass counts calls for the default --every), so memory
+    // follows live objects, not the trace's length.
+    let open = super::trace::reopen(&args.trace);
+    let mut calls = 0u64;
+    for r in open()? {
+        calls += u64::from(matches!(r?, crate::trace::Record::Call(_)));
+    }
     let every = match args.every {
         Some(0) => bail!("--every 0: give a positive number of events"),
         Some(k) => k,
-        None => default_every(calls as u64),
+        None => default_every(calls),
     };
     let charts_dir = args
         .whatif
@@ -75,7 +77,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         exe: std::env::current_exe().context("the fragsim executable")?,
         env: Vec::new(),
     };
-    let m = measure_records(&records, &options)?;
+    let m = measure_stream(&open, &options).map_err(super::trace::stream_error)?;
     let table = summary_table(
         &m,
         &format!("{name}: {} events measured under each allocator", m.events),

@@ -263,38 +263,29 @@ fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fie
             "cache_block_bytes",
             "thread cache block bytes",
             first.cache_block_bytes,
-        )
-        .field(
-            "peak_requested_bytes",
-            "peak requested bytes",
-            summary.peak_requested_bytes,
-        )
-        .field(
-            "peak_allocated_bytes",
-            "peak allocated bytes",
-            summary.peak_allocated_bytes,
-        )
-        .field(
-            "peak_active_bytes",
-            "peak active bytes",
-            summary.peak_active_bytes,
-        )
-        .field("active_peak_event", "event of the active peak", p.events)
-        .field(
-            "tcache_bytes_at_active_peak",
-            "thread cache bytes at the active peak",
-            p.tcache_bytes,
-        )
-        .field(
-            "mapped_bytes_at_active_peak",
-            "mapped bytes at the active peak (stats.mapped less metadata)",
-            p.mapped_bytes,
-        )
-        .field(
-            "mean_active_bytes",
-            "mean active bytes",
-            Cell::Float(summary.mean_active_bytes(), 1),
         );
+    crate::sim::arena_replay::peak_fields(
+        &mut r,
+        summary.peak_requested_bytes,
+        summary.peak_allocated_bytes,
+        summary.peak_active_bytes,
+    )
+    .field("active_peak_event", "event of the active peak", p.events)
+    .field(
+        "tcache_bytes_at_active_peak",
+        "thread cache bytes at the active peak",
+        p.tcache_bytes,
+    )
+    .field(
+        "mapped_bytes_at_active_peak",
+        "mapped bytes at the active peak (stats.mapped less metadata)",
+        p.mapped_bytes,
+    )
+    .field(
+        "mean_active_bytes",
+        "mean active bytes",
+        Cell::Float(summary.mean_active_bytes(), 1),
+    );
     resident_fields(&mut r, runs);
     r.field(
         "final_allocated_bytes",
@@ -397,12 +388,16 @@ pub(super) fn model_setup(
     Ok((config, model_options, note))
 }
 
-fn run_live(
-    args: &ReplayArgs,
-    trace: ProcessTrace<'_>,
-    options: &ProcessOptions,
-    name: &str,
-) -> Result<i32> {
+/// What every `--process --live` replay (with or without the trace's clock) runs: the live
+/// jemalloc's own build (a preset or build flag is refused), `--cpus`' arenas, the allocator
+/// and this executable to start as the child.
+pub(super) struct LiveSetup {
+    pub options: ProcessOptions,
+    pub allocator: ProcessAllocator,
+    pub exe: std::path::PathBuf,
+}
+
+pub(super) fn live_setup(args: &ReplayArgs, options: &ProcessOptions) -> Result<LiveSetup> {
     if args.allocator.explicit_config()?.is_some() || args.disable_large_size_classes.is_some() {
         bail!("--process --live models the live jemalloc's own build: drop --preset and the build flags");
     }
@@ -417,6 +412,24 @@ fn run_live(
         None => ProcessAllocator::Linked,
     };
     let exe = std::env::current_exe().context("the fragsim executable")?;
+    Ok(LiveSetup {
+        options,
+        allocator,
+        exe,
+    })
+}
+
+fn run_live(
+    args: &ReplayArgs,
+    trace: ProcessTrace<'_>,
+    options: &ProcessOptions,
+    name: &str,
+) -> Result<i32> {
+    let LiveSetup {
+        options,
+        allocator,
+        exe,
+    } = live_setup(args, options)?;
     let every = args.every.unwrap_or_else(|| {
         crate::live::arena_replay::default_live_every(trace.records().len() as u64)
     });
@@ -434,11 +447,8 @@ fn run_live(
 /// Hidden: the child side of a live process replay.
 #[derive(Args, Debug)]
 pub struct ChildArgs {
-    #[arg(long, default_value_t = 1)]
-    pub every: u64,
-    /// Drive the unprefixed jemalloc preloaded into this process.
-    #[arg(long)]
-    pub system: bool,
+    #[command(flatten)]
+    pub live: super::replay::LiveChildArgs,
     /// Replay on the trace's clock (each call at its time from the first).
     #[arg(long)]
     pub on_clock: bool,
@@ -452,8 +462,8 @@ pub struct ChildArgs {
 pub fn run_child(args: ChildArgs) -> Result<i32> {
     crate::live::process::run_process_child(&ProcessChildOptions {
         trace: args.trace,
-        every: args.every,
-        system: args.system,
+        every: args.live.every,
+        system: args.live.system,
         on_clock: args.on_clock,
         time_scale: args.time_scale,
     })?;

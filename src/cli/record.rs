@@ -91,41 +91,7 @@ fn record_valgrind(
         .tempdir()
         .context("cannot create a temporary directory")?;
     let _remove_log = crate::cleanup::remove_on_interrupt(log_dir.path());
-    // Following children, one log per process (`%p`): an exec'd child would truncate a
-    // shared log, and processes would interleave within a line.
-    let log_arg = if args.native.follow_forks {
-        log_dir.path().join("valgrind.%p.log")
-    } else {
-        log_dir.path().join("valgrind.log")
-    };
-    // The program's own stdin/stdout/stderr pass through; valgrind's output goes to the log.
-    let mut child = crate::cleanup::GuardedChild::spawn(
-        Command::new(valgrind)
-            .arg("--trace-malloc=yes")
-            .arg(format!(
-                "--trace-children={}",
-                if args.native.follow_forks {
-                    "yes"
-                } else {
-                    "no"
-                }
-            ))
-            .arg(format!("--log-file={}", log_arg.display()))
-            .args(&args.command),
-    )
-    .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
-    // valgrind runs the program in its own process: the log's lines of this PID are the
-    // program's; other PIDs are children it forked.
-    let pid = child.id();
-    let status = child
-        .wait()
-        .with_context(|| format!("cannot wait for '{}'", valgrind.display()))?;
-    drop(child);
-    let log = if args.native.follow_forks {
-        log_dir.path().join(format!("valgrind.{pid}.log"))
-    } else {
-        log_arg
-    };
+    let (pid, status, log) = run_valgrind(args, valgrind, log_dir.path())?;
     if let Some(out) = keep_log {
         copy_log(&log, out)?;
     }
@@ -171,6 +137,51 @@ fn record_valgrind(
         ));
     }
     Ok(code)
+}
+
+/// Runs the program under valgrind, its log in `log_dir`: valgrind's PID (the program's
+/// lines in the log carry it), its exit status and the log of the program itself.
+fn run_valgrind(
+    args: &RecordArgs,
+    valgrind: &Path,
+    log_dir: &Path,
+) -> Result<(u32, ExitStatus, PathBuf)> {
+    // Following children, one log per process (`%p`): an exec'd child would truncate a
+    // shared log, and processes would interleave within a line.
+    let log_arg = if args.native.follow_forks {
+        log_dir.join("valgrind.%p.log")
+    } else {
+        log_dir.join("valgrind.log")
+    };
+    // The program's own stdin/stdout/stderr pass through; valgrind's output goes to the log.
+    let mut child = crate::cleanup::GuardedChild::spawn(
+        Command::new(valgrind)
+            .arg("--trace-malloc=yes")
+            .arg(format!(
+                "--trace-children={}",
+                if args.native.follow_forks {
+                    "yes"
+                } else {
+                    "no"
+                }
+            ))
+            .arg(format!("--log-file={}", log_arg.display()))
+            .args(&args.command),
+    )
+    .with_context(|| format!("cannot run '{}'", valgrind.display()))?;
+    // valgrind runs the program in its own process: the log's lines of this PID are the
+    // program's; other PIDs are children it forked.
+    let pid = child.id();
+    let status = child
+        .wait()
+        .with_context(|| format!("cannot wait for '{}'", valgrind.display()))?;
+    drop(child);
+    let log = if args.native.follow_forks {
+        log_dir.join(format!("valgrind.{pid}.log"))
+    } else {
+        log_arg
+    };
+    Ok((pid, status, log))
 }
 
 /// `--follow-forks` under valgrind: each other process's log (`valgrind.<pid>.log`) into

@@ -431,24 +431,32 @@ fn check_build_flags(args: &ReplayArgs, live: &crate::sizeclass::AllocatorConfig
 /// Hidden: the child side of a live replay (the trace file opened here, snapshots to stdout).
 #[derive(Args, Debug)]
 pub struct ChildArgs {
+    #[command(flatten)]
+    pub live: LiveChildArgs,
+    /// The trace (any form `trace::open` reads).
+    pub trace: PathBuf,
+}
+
+/// What every live child (one arena, or the process baton) is told: how often to read the
+/// statistics and which jemalloc to drive.
+#[derive(Args, Debug)]
+pub struct LiveChildArgs {
     /// Compare every K events.
     #[arg(long, default_value_t = 1)]
     pub every: u64,
     /// Drive the unprefixed jemalloc preloaded into this process, not the linked one.
     #[arg(long)]
     pub system: bool,
-    /// The trace (any form `trace::open` reads).
-    pub trace: PathBuf,
 }
 
 pub fn run_child(args: ChildArgs) -> Result<i32> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let api = if args.system {
+    let api = if args.live.system {
         Api::system()?
     } else {
         Api::linked()
     };
-    serve_child(&args.trace, args.every, api, &mut out)?;
+    serve_child(&args.trace, args.live.every, api, &mut out)?;
     Ok(0)
 }

@@ -267,3 +267,21 @@ fn stats(a: StatsArgs) -> Result<i32> {
     a.output.emit(&table.expect("at least one trace"))?;
     Ok(0)
 }
+
+/// The trace at `path`, opened afresh at each call: what the library's `*_stream` functions
+/// read (once or twice), so a replay's memory follows live objects, not the trace's length.
+pub(super) fn reopen(
+    path: &Path,
+) -> impl Fn() -> Result<crate::trace::RecordStream, TraceError> + '_ {
+    move || crate::trace::open(path).map(crate::trace::OpenedTrace::records)
+}
+
+/// A streamed run's error, the trace's or the consumer's, as the CLI reports it.
+pub(super) fn stream_error<E: Into<anyhow::Error>>(
+    e: crate::engine::RunError<E, TraceError>,
+) -> anyhow::Error {
+    match e {
+        crate::engine::RunError::Trace(e) => e.into(),
+        crate::engine::RunError::Consumer(e) => e.into(),
+    }
+}

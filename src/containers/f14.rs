@@ -170,6 +170,13 @@ impl F14Today {
     }
 }
 
+/// Whether growing a table of `size` elements from `old_chunks` to `new_chunks` chunks is
+/// counted as a transient: a non-empty table, not the one-chunk to one-chunk case, and more
+/// than 256 chunks in the new table (both F14 generations apply the same rule).
+fn transient_rehash(size: u64, old_chunks: u64, new_chunks: u64) -> bool {
+    size > 0 && !(old_chunks == 1 && new_chunks == 1) && new_chunks > 256
+}
+
 impl Container for F14Today {
     fn len(&self) -> u64 {
         self.size
@@ -182,7 +189,7 @@ impl Container for F14Today {
             let (chunks, capacity) = self.geometry.grow(self.size, self.capacity);
             let (bytes, align) = self.table_request(chunks, capacity);
             let new = t.alloc(bytes, cpp_new_align(align));
-            if self.size > 0 && !(self.chunks == 1 && chunks == 1) && chunks > 256 {
+            if transient_rehash(self.size, self.chunks, chunks) {
                 t.transient(chunks);
             }
             t.replace(&mut self.table, new);
@@ -293,9 +300,8 @@ impl Container for F14Vector2018 {
             let capacity = Self::next_capacity(self.size + 1);
             let old_chunks = self.table(self.capacity).chunk_count();
             let new_table = self.table(capacity);
-            let transient_fullness = self.size > 0
-                && !(old_chunks == 1 && new_table.chunk_count() == 1)
-                && new_table.chunk_count() > 256;
+            let transient_fullness =
+                transient_rehash(self.size, old_chunks, new_table.chunk_count());
             if self.split {
                 let layout = new_table.split();
                 let values = t.alloc(layout.blocks[1].bytes, cpp_new_align(self.value.align));

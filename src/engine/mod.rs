@@ -9,6 +9,7 @@
 
 use crate::trace::{Call, Record, TraceError};
 use rayon::prelude::*;
+use std::convert::Infallible;
 
 /// Records handed to the consumers at a time: large enough that the parallel hand-off costs
 /// nothing per call, small enough to stay in cache.
@@ -32,6 +33,51 @@ pub trait Consumer: Send {
         _time_ns: Option<u64>,
     ) -> Result<(), Self::Error> {
         self.thread_exit(thread, index)
+    }
+}
+
+/// A consumer that takes calls and thread exits alike as the records they came from (the
+/// process model and its observers, which step on both): every such type is a [`Consumer`].
+pub trait RecordConsumer: Send {
+    type Error: Send;
+    /// The next call or thread exit, in trace order.
+    fn record(&mut self, record: &Record) -> Result<(), Self::Error>;
+}
+
+impl<R: RecordConsumer> Consumer for R {
+    type Error = R::Error;
+
+    fn call(&mut self, _index: u64, call: &Call) -> Result<(), Self::Error> {
+        self.record(&Record::Call(*call))
+    }
+
+    fn thread_exit_at(
+        &mut self,
+        thread: u32,
+        _index: u64,
+        time_ns: Option<u64>,
+    ) -> Result<(), Self::Error> {
+        self.record(&Record::ThreadExit { thread, time_ns })
+    }
+}
+
+/// Records in memory as the stream a `*_stream` function reads (see [`in_memory`]).
+pub type InMemory<'a> = std::iter::Map<
+    std::iter::Cloned<std::slice::Iter<'a, Record>>,
+    fn(Record) -> Result<Record, Infallible>,
+>;
+
+/// Records in memory, given afresh at each call, for the functions that read a trace as a
+/// stream (once or twice): they cannot fail to read, see [`consumer_error`].
+pub fn in_memory<'a>(records: &'a [Record]) -> impl Fn() -> Result<InMemory<'a>, Infallible> + 'a {
+    move || Ok(records.iter().cloned().map(Ok as fn(Record) -> _))
+}
+
+/// The consumer's error of a run over records in memory (reading them cannot fail).
+pub fn consumer_error<E>(e: RunError<E, Infallible>) -> E {
+    match e {
+        RunError::Consumer(e) => e,
+        RunError::Trace(never) => match never {},
     }
 }
 

@@ -301,17 +301,7 @@ impl<'a> From<&'a Path> for ArenaTrace<'a> {
     }
 }
 
-impl<'a> From<&'a [Event]> for ArenaTrace<'a> {
-    fn from(events: &'a [Event]) -> Self {
-        ArenaTrace::Events(events)
-    }
-}
-
-impl<'a> From<&'a Vec<Event>> for ArenaTrace<'a> {
-    fn from(events: &'a Vec<Event>) -> Self {
-        ArenaTrace::Events(events)
-    }
-}
+from_in_memory!(ArenaTrace, Event, Events);
 
 impl ArenaTrace<'_> {
     /// The trace's records (a file is opened here, so a bad one is refused before any child
@@ -714,11 +704,6 @@ pub fn replay_validation_table(checks: &[ReplayCheck]) -> crate::export::Table {
         ],
     );
     for c in checks {
-        let first = c
-            .comparison
-            .first
-            .first()
-            .map_or(String::new(), |m| m.to_string());
         t.push(vec![
             c.allocator.clone().into(),
             c.spec.seed.into(),
@@ -727,7 +712,7 @@ pub fn replay_validation_table(checks: &[ReplayCheck]) -> crate::export::Table {
             c.comparison.snapshots.into(),
             c.comparison.values.into(),
             c.comparison.mismatched_values.into(),
-            first.into(),
+            c.comparison.first_text().into(),
         ]);
     }
     t

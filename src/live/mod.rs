@@ -2,6 +2,24 @@
 //! one, `nallocx`. Nothing here decides anything; [`crate::validate`] compares the model
 //! with what these read.
 
+/// The in-memory variant of a live replay's trace, from a slice or a `Vec` of its items (a
+/// test or a generated trace passes either): `from_in_memory!(Trace, Item, Variant)`.
+macro_rules! from_in_memory {
+    ($trace:ident, $item:ty, $variant:ident) => {
+        impl<'a> From<&'a [$item]> for $trace<'a> {
+            fn from(items: &'a [$item]) -> Self {
+                $trace::$variant(items)
+            }
+        }
+
+        impl<'a> From<&'a Vec<$item>> for $trace<'a> {
+            fn from(items: &'a Vec<$item>) -> Self {
+                $trace::$variant(items)
+            }
+        }
+    };
+}
+
 mod arena_child;
 pub mod arena_replay;
 mod baton;

@@ -16,7 +16,7 @@
 
 use super::arena_replay::parse_config;
 pub use super::baton::{run_process_child, serve_process_child, ProcessChildOptions};
-use crate::engine::{self, Consumer, RunError};
+use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{compare_snapshots, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot};
 use crate::progress::Progress;
 use crate::sim::{BinStats, Comparison};
@@ -107,17 +107,7 @@ pub enum ProcessTrace<'a> {
     Records(&'a [Record]),
 }
 
-impl<'a> From<&'a [Record]> for ProcessTrace<'a> {
-    fn from(records: &'a [Record]) -> Self {
-        ProcessTrace::Records(records)
-    }
-}
-
-impl<'a> From<&'a Vec<Record>> for ProcessTrace<'a> {
-    fn from(records: &'a Vec<Record>) -> Self {
-        ProcessTrace::Records(records)
-    }
-}
+from_in_memory!(ProcessTrace, Record, Records);
 
 impl<'a> ProcessTrace<'a> {
     pub fn records(&self) -> &'a [Record] {
@@ -375,16 +365,14 @@ struct ProcessCompare {
     peak_active_measured: u64,
 }
 
-impl Consumer for ProcessCompare {
+impl RecordConsumer for ProcessCompare {
     type Error = anyhow::Error;
 
-    fn call(&mut self, _index: u64, call: &Call) -> Result<()> {
-        self.threads = self.threads.max(call.thread as usize + 1);
-        self.step(&Record::Call(*call))
-    }
-
-    fn thread_exit_at(&mut self, thread: u32, _index: u64, time_ns: Option<u64>) -> Result<()> {
-        self.step(&Record::ThreadExit { thread, time_ns })
+    fn record(&mut self, record: &Record) -> Result<()> {
+        if let Record::Call(call) = record {
+            self.threads = self.threads.max(call.thread as usize + 1);
+        }
+        self.step(record)
     }
 }
 

@@ -12,7 +12,7 @@
 
 use super::events::{Mapping, ALLOC, EVENT_BYTES, FREE, HEADER_BYTES, REALLOC};
 use super::probe::{object_of, version, Figures, Resident};
-use super::{Allocator, ChildReport, MeasureError};
+use super::{Allocator, ChildReport, Library, MeasureError};
 use crate::live::relay::{Baton, Work};
 use std::ffi::c_void;
 use std::path::Path;
@@ -365,11 +365,13 @@ fn report(
     let opt = |v: u64| (v != NONE).then_some(v);
     ChildReport {
         allocator: allocator.name().to_string(),
-        library,
-        version: version(figures),
-        tables_bytes: tables_bytes as u64,
-        in_use_source: sources.in_use.map(str::to_string),
-        held_source: sources.held.map(str::to_string),
+        library: Library {
+            library,
+            version: version(figures),
+            tables_bytes: tables_bytes as u64,
+            in_use_source: sources.in_use.map(str::to_string),
+            held_source: sources.held.map(str::to_string),
+        },
         replay_ns: replay_ns as u64,
         threads: 1,
         jemalloc_config: None,

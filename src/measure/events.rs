@@ -17,49 +17,43 @@ pub(super) const FREE: u8 = 1;
 pub(super) const REALLOC: u8 = 2;
 const EXIT: u8 = 3;
 
-/// Encodes `records` (calls and thread exits; sites are skipped) in the child's event format.
-pub fn encode(records: &[Record]) -> Result<Vec<u8>, MeasureError> {
-    let ids = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Call(c) => Some(u64::from(c.event.id()) + 1),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    let entries = records
-        .iter()
-        .filter(|r| !matches!(r, Record::Site { .. }))
-        .count();
-    let mut out = Vec::with_capacity(HEADER_BYTES + entries * EVENT_BYTES);
-    out.extend_from_slice(&(entries as u64).to_le_bytes());
-    out.extend_from_slice(&ids.to_le_bytes());
-    for r in records {
-        let (thread, kind, id, size, align) = match *r {
-            Record::Site { .. } => continue,
-            Record::ThreadExit { thread, .. } => (thread, EXIT, 0, 0, 0),
-            Record::Call(ref c) => match c.event {
-                Event::Alloc { id, size, align } => (c.thread, ALLOC, id, size, align),
-                Event::Free { id } => (c.thread, FREE, id, 0, 0),
-                Event::Realloc { id, size } => (c.thread, REALLOC, id, size, 0),
-            },
-        };
-        let thread = u16::try_from(thread).map_err(|_| {
-            MeasureError::child_input(&format!(
-                "thread {thread}: the measuring replay runs at most 65,536 threads"
-            ))
-        })?;
-        let lg_align = if align > 1 {
-            align.trailing_zeros() as u8
-        } else {
-            0
-        };
-        out.extend_from_slice(&size.to_le_bytes());
-        out.extend_from_slice(&id.to_le_bytes());
-        out.extend_from_slice(&[kind, lg_align]);
-        out.extend_from_slice(&thread.to_le_bytes());
-    }
-    Ok(out)
+/// The event file's header: `entries` (calls and thread exits) and the object ids (the
+/// highest id + 1).
+pub fn encode_header(entries: u64, ids: u64) -> [u8; HEADER_BYTES] {
+    let mut out = [0u8; HEADER_BYTES];
+    out[..8].copy_from_slice(&entries.to_le_bytes());
+    out[8..].copy_from_slice(&ids.to_le_bytes());
+    out
+}
+
+/// One record's entry in the child's event format (`None`: a site, which has none).
+pub fn encode_entry(r: &Record) -> Result<Option<[u8; EVENT_BYTES]>, MeasureError> {
+    let (thread, kind, id, size, align) = match *r {
+        Record::Site { .. } => return Ok(None),
+        Record::ThreadExit { thread, .. } => (thread, EXIT, 0, 0, 0),
+        Record::Call(ref c) => match c.event {
+            Event::Alloc { id, size, align } => (c.thread, ALLOC, id, size, align),
+            Event::Free { id } => (c.thread, FREE, id, 0, 0),
+            Event::Realloc { id, size } => (c.thread, REALLOC, id, size, 0),
+        },
+    };
+    let thread = u16::try_from(thread).map_err(|_| {
+        MeasureError::child_input(&format!(
+            "thread {thread}: the measuring replay runs at most 65,536 threads"
+        ))
+    })?;
+    let lg_align = if align > 1 {
+        align.trailing_zeros() as u8
+    } else {
+        0
+    };
+    let mut out = [0u8; EVENT_BYTES];
+    out[..8].copy_from_slice(&size.to_le_bytes());
+    out[8..12].copy_from_slice(&id.to_le_bytes());
+    out[12] = kind;
+    out[13] = lg_align;
+    out[14..].copy_from_slice(&thread.to_le_bytes());
+    Ok(Some(out))
 }
 
 /// An anonymous mapping of `len` bytes, every page written once (so it is resident).

@@ -15,8 +15,8 @@ mod tables;
 
 pub use probe::field_kib;
 pub use run::{
-    measure, measure_records, AllocatorRun, JemallocBuild, MeasureOptions, Measurement, Missing,
-    Sample,
+    measure, measure_records, measure_stream, AllocatorRun, JemallocBuild, MeasureOptions,
+    Measurement, Missing, Sample,
 };
 pub use tables::{caveats, chart, notes, summary_table, SUMMARY_COLUMNS};
 
@@ -105,17 +105,26 @@ impl std::str::FromStr for Allocator {
     }
 }
 
-/// What a child reports back (one JSON line on its standard output).
+/// The library a child measured, as it reports it and as a run shows it (flattened into
+/// both, so their JSON keeps these as plain fields).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ChildReport {
-    pub allocator: String,
+pub struct Library {
     /// The shared object `malloc` resolved to (or the linked one).
     pub library: String,
     pub version: Option<String>,
     /// Bytes of the child's own mmap'd tables (inside the baseline).
     pub tables_bytes: u64,
+    /// Where the in-use and held figures come from (`None`: the library does not keep it).
     pub in_use_source: Option<String>,
     pub held_source: Option<String>,
+}
+
+/// What a child reports back (one JSON line on its standard output).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChildReport {
+    pub allocator: String,
+    #[serde(flatten)]
+    pub library: Library,
     /// Time spent applying events (sampling excluded), in nanoseconds.
     pub replay_ns: u64,
     /// Replay threads (one per trace thread).

@@ -1,8 +1,9 @@
 //! The parent side: the model beside the trace, the event file, one child per allocator,
 //! their samples turned into deltas over each child's baseline.
 
-use super::events::encode;
-use super::{Allocator, ChildReport, MeasureError};
+use super::events::{encode_entry, encode_header};
+use super::{Allocator, ChildReport, Library, MeasureError};
+use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{machine_cpus, Process, ProcessOptions};
 use crate::sim::ArenaModel;
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
@@ -54,11 +55,8 @@ pub struct JemallocBuild {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AllocatorRun {
     pub allocator: Allocator,
-    pub library: String,
-    pub version: Option<String>,
-    pub tables_bytes: u64,
-    pub in_use_source: Option<String>,
-    pub held_source: Option<String>,
+    #[serde(flatten)]
+    pub library: Library,
     pub replay_ns: u64,
     pub events: u64,
     /// Replay threads (one per trace thread).
@@ -135,71 +133,133 @@ struct ModelSide {
     peak_active: u64,
 }
 
-/// The trace through the model of the linked jemalloc: checks every event before any child
-/// runs, and gives requested and active bytes at the sample events (counted in calls, as
-/// the children count them). A trace with threads goes through the process model (thread
-/// caches, arenas for this machine's CPUs, 5.3.1's deterministic cache GC): one arena
-/// would leave out what the threads' caches and arenas hold.
-fn model_side(records: &[Record], every: u64) -> Result<ModelSide, MeasureError> {
-    let config = crate::live::arena_replay::Api::linked()
-        .config()
-        .map_err(|e| MeasureError::child_input(&format!("the linked jemalloc's build: {e:#}")))?;
-    let threaded = records.iter().any(|r| match r {
-        Record::Call(c) => c.thread != 0,
-        Record::ThreadExit { .. } => true,
-        Record::Site { .. } => false,
-    });
-    let calls = records
-        .iter()
-        .filter(|r| matches!(r, Record::Call(_)))
-        .count() as u64;
-    let mut side = ModelSide {
-        label: config.label(),
-        kind: "one arena, no thread cache".into(),
-        points: vec![(0, 0, 0)],
-        peak_requested: 0,
-        peak_active: 0,
-    };
-    let mut observe = |n: u64, requested: u64, active: u64| {
-        side.peak_requested = side.peak_requested.max(requested);
-        side.peak_active = side.peak_active.max(active);
-        if n.is_multiple_of(every) || n == calls {
-            side.points.push((n, requested, active));
-        }
-    };
-    if threaded {
-        let options = ProcessOptions {
-            experimental_tcache_gc: (config.version == JemallocVersion::V5_3_1).then_some(false),
-            ..ProcessOptions::default()
-        };
-        let mut process = Process::new(config, options, machine_cpus())?;
-        let mut n = 0;
-        for r in records {
-            process.apply(r)?;
-            if matches!(r, Record::Call(_)) {
-                n += 1;
-                let s = process.stats();
-                observe(n, s.requested_bytes, s.active_bytes);
+/// What a first reading of the trace gives: calls, entries of the event file (calls and
+/// thread exits), object ids (the highest + 1) and whether it has threads.
+#[derive(Default)]
+struct Shape {
+    calls: u64,
+    entries: u64,
+    ids: u64,
+    threaded: bool,
+}
+
+fn shape_of<E>(records: impl Iterator<Item = Result<Record, E>>) -> Result<Shape, E> {
+    let mut s = Shape::default();
+    for r in records {
+        match r? {
+            Record::Call(c) => {
+                s.calls += 1;
+                s.entries += 1;
+                s.ids = s.ids.max(u64::from(c.event.id()) + 1);
+                s.threaded |= c.thread != 0;
             }
+            Record::ThreadExit { .. } => {
+                s.entries += 1;
+                s.threaded = true;
+            }
+            Record::Site { .. } => {}
         }
-        side.kind = format!(
-            "the process model: thread caches, {} arenas",
-            process.narenas()
-        );
-    } else {
-        let mut arena = ArenaModel::new(config)?;
-        for r in records {
-            if let Record::Call(c) = r {
+    }
+    Ok(s)
+}
+
+/// The model a measurement compares with: the process model for a trace with threads.
+enum SideModel {
+    Process(Box<Process>),
+    Arena(Box<ArenaModel>),
+}
+
+/// The trace through the model of the linked jemalloc, as an engine consumer: checks every
+/// event before any child runs, and gives requested and active bytes at the sample events
+/// (counted in calls, as the children count them). A trace with threads goes through the
+/// process model (thread caches, arenas for this machine's CPUs, 5.3.1's deterministic
+/// cache GC): one arena would leave out what the threads' caches and arenas hold.
+struct SideRun {
+    model: SideModel,
+    side: ModelSide,
+    calls: u64,
+    every: u64,
+    n: u64,
+}
+
+impl SideRun {
+    fn new(shape: &Shape, every: u64) -> Result<SideRun, MeasureError> {
+        let config = crate::live::arena_replay::Api::linked()
+            .config()
+            .map_err(|e| {
+                MeasureError::child_input(&format!("the linked jemalloc's build: {e:#}"))
+            })?;
+        let model = if shape.threaded {
+            let options = ProcessOptions {
+                experimental_tcache_gc: (config.version == JemallocVersion::V5_3_1)
+                    .then_some(false),
+                ..ProcessOptions::default()
+            };
+            SideModel::Process(Box::new(Process::new(config, options, machine_cpus())?))
+        } else {
+            SideModel::Arena(Box::new(ArenaModel::new(config)?))
+        };
+        Ok(SideRun {
+            model,
+            side: ModelSide {
+                label: config.label(),
+                kind: "one arena, no thread cache".into(),
+                points: vec![(0, 0, 0)],
+                peak_requested: 0,
+                peak_active: 0,
+            },
+            calls: shape.calls,
+            every,
+            n: 0,
+        })
+    }
+
+    fn finish(self) -> ModelSide {
+        let mut side = self.side;
+        if let SideModel::Process(process) = &self.model {
+            side.kind = format!(
+                "the process model: thread caches, {} arenas",
+                process.narenas()
+            );
+        }
+        if self.calls == 0 {
+            side.points.push((0, 0, 0));
+        }
+        side
+    }
+}
+
+impl RecordConsumer for SideRun {
+    type Error = MeasureError;
+
+    fn record(&mut self, r: &Record) -> Result<(), MeasureError> {
+        let (requested, active) = match &mut self.model {
+            SideModel::Process(process) => {
+                process.apply(r)?;
+                if !matches!(r, Record::Call(_)) {
+                    return Ok(());
+                }
+                let s = process.stats();
+                (s.requested_bytes, s.active_bytes)
+            }
+            SideModel::Arena(arena) => {
+                let Record::Call(c) = r else {
+                    return Ok(());
+                };
                 arena.apply(c.event)?;
                 let s = arena.stats();
-                observe(s.events, s.requested_bytes, s.active_bytes);
+                (s.requested_bytes, s.active_bytes)
             }
+        };
+        self.n += 1;
+        let side = &mut self.side;
+        side.peak_requested = side.peak_requested.max(requested);
+        side.peak_active = side.peak_active.max(active);
+        if self.n.is_multiple_of(self.every) || self.n == self.calls {
+            side.points.push((self.n, requested, active));
         }
+        Ok(())
     }
-    if calls == 0 {
-        side.points.push((0, 0, 0));
-    }
-    Ok(side)
 }
 
 /// Measures `events` (one thread) under every allocator of `options`: [`measure_records`].
@@ -213,37 +273,66 @@ pub fn measure(events: &[Event], options: &MeasureOptions) -> Result<Measurement
 
 /// Measures `records` under every allocator of `options`, one child process each, in turn
 /// (so that they do not compete for the machine), each trace thread on its own replay
-/// thread in the trace's order. A library that is not installed is listed in
-/// [`Measurement::missing`]; a child that fails is an error.
+/// thread in the trace's order: [`measure_stream`] over records in memory.
 pub fn measure_records(
     records: &[Record],
     options: &MeasureOptions,
 ) -> Result<Measurement, MeasureError> {
+    measure_stream(engine::in_memory(records), options).map_err(engine::consumer_error)
+}
+
+/// Measures a trace under every allocator of `options`, one child process each, in turn.
+/// `open` gives its records afresh: read once for its shape, once through the model (an
+/// [`engine::run`] consumer) while the children's event file is written, so this process's
+/// memory follows the live objects, never the trace's length. A library that is not
+/// installed is listed in [`Measurement::missing`]; a child that fails is an error.
+pub fn measure_stream<I, E>(
+    open: impl Fn() -> Result<I, E>,
+    options: &MeasureOptions,
+) -> Result<Measurement, RunError<MeasureError, E>>
+where
+    I: Iterator<Item = Result<Record, E>>,
+{
+    let fail = RunError::Consumer;
     if options.every == 0 {
-        return Err(MeasureError::ZeroEvery);
+        return Err(fail(MeasureError::ZeroEvery));
     }
     for (i, a) in options.allocators.iter().enumerate() {
         if options.allocators[..i].contains(a) {
-            return Err(MeasureError::Duplicate(a.name().to_string()));
+            return Err(fail(MeasureError::Duplicate(a.name().to_string())));
         }
     }
-    let events: Vec<Event> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Call(c) => Some(c.event),
-            _ => None,
-        })
-        .collect();
-    let events = &events[..];
-    let model = model_side(records, options.every)?;
-    let mut file = tempfile::Builder::new()
+    let shape = shape_of(open().map_err(RunError::Trace)?).map_err(RunError::Trace)?;
+    let file = tempfile::Builder::new()
         .prefix(".fragsim-measure-")
         .tempfile()
-        .map_err(|e| MeasureError::io("temporary event file", e))?;
+        .map_err(|e| fail(MeasureError::io("temporary event file", e)))?;
     let _cleanup = crate::cleanup::remove_on_interrupt(file.path());
-    file.write_all(&encode(records)?)
-        .and_then(|()| file.flush())
-        .map_err(|e| MeasureError::io("temporary event file", e))?;
+    let mut out = std::io::BufWriter::new(file.as_file());
+    let mut written = out.write_all(&encode_header(shape.entries, shape.ids));
+    let mut bad_entry = None;
+    let records = open().map_err(RunError::Trace)?.inspect(|r| {
+        let Ok(r) = r else { return };
+        match encode_entry(r) {
+            Ok(Some(entry)) if written.is_ok() => written = out.write_all(&entry),
+            Ok(_) => {}
+            Err(e) => {
+                bad_entry.get_or_insert(e);
+            }
+        }
+    });
+    let mut side = [SideRun::new(&shape, options.every).map_err(fail)?];
+    engine::run(records, &mut side, &|_| {})?;
+    if let Some(e) = bad_entry {
+        return Err(fail(e));
+    }
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| fail(MeasureError::io("temporary event file", e)))?;
+    drop(out);
+    let [side] = side;
+    let model = side.finish();
+    let calls = shape.calls;
     let mut runs = Vec::new();
     let mut missing = Vec::new();
     for &allocator in &options.allocators {
@@ -258,16 +347,12 @@ pub fn measure_records(
             }
             (_, found) => found,
         };
-        let report = run_child(options, allocator, library.as_deref(), file.path())?;
-        runs.push(to_run(
-            allocator,
-            report,
-            &model.points,
-            events.len() as u64,
-        )?);
+        let report =
+            run_child(options, allocator, library.as_deref(), file.path()).map_err(fail)?;
+        runs.push(to_run(allocator, report, &model.points, calls).map_err(fail)?);
     }
     Ok(Measurement {
-        events: events.len() as u64,
+        events: calls,
         every: options.every,
         runs,
         missing,
@@ -315,10 +400,9 @@ fn run_child(
         Allocator::Jemalloc531 => command.env("FRAGSIM_PROCESS_CHILD", "linked"),
         _ => command.env_remove("FRAGSIM_PROCESS_CHILD"),
     };
-    let mut child = command
-        .spawn()
+    // Stopped on interrupt, as every child fragsim waits for.
+    let mut child = crate::cleanup::GuardedChild::spawn(&mut command)
         .map_err(|e| fail(format!("cannot start '{}': {e}", exe.display())))?;
-    let _registration = crate::cleanup::stop_on_interrupt(child.id());
     let mut out = String::new();
     let mut err = String::new();
     // The report is one line written at the end; stderr stays small. Reading stdout to its
@@ -348,13 +432,13 @@ fn drop_unkept_figures(report: &mut ChildReport) {
         for s in &mut report.samples {
             s.2 = None;
         }
-        report.in_use_source = None;
+        report.library.in_use_source = None;
     }
     if report.samples.iter().all(|s| s.3.unwrap_or(0) == 0) {
         for s in &mut report.samples {
             s.3 = None;
         }
-        report.held_source = None;
+        report.library.held_source = None;
     }
 }
 
@@ -404,10 +488,6 @@ fn to_run(
     Ok(AllocatorRun {
         allocator,
         library: report.library,
-        version: report.version,
-        tables_bytes: report.tables_bytes,
-        in_use_source: report.in_use_source,
-        held_source: report.held_source,
         replay_ns: report.replay_ns,
         events,
         threads: report.threads,

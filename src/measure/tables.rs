@@ -37,7 +37,11 @@ fn row(m: &Measurement, run: &AllocatorRun) -> Vec<Cell> {
     };
     vec![
         run.allocator.name().into(),
-        run.version.clone().unwrap_or_else(|| "-".into()).into(),
+        run.library
+            .version
+            .clone()
+            .unwrap_or_else(|| "-".into())
+            .into(),
         Cell::Int(peak.resident.max(0) as u64),
         Cell::Float(run.mean_resident(), 0),
         Cell::Int(m.peak_requested),
@@ -61,7 +65,12 @@ pub fn summary_table(m: &Measurement, title: &str) -> Table {
 
 /// What the measurement is not: said with every output.
 pub fn caveats(m: &Measurement) -> Vec<String> {
-    let tables = m.runs.iter().map(|r| r.tables_bytes).max().unwrap_or(0);
+    let tables = m
+        .runs
+        .iter()
+        .map(|r| r.library.tables_bytes)
+        .max()
+        .unwrap_or(0);
     vec![
         format!(
             "Measured, not modelled: resident bytes are the child's anonymous resident memory (/proc/self/smaps_rollup) over its baseline at event 0, taken after the allocator started and after the replayer's own mmap'd tables ({tables} bytes) were written; sampled every {} events, so a peak between samples can be missed.",
@@ -98,9 +107,9 @@ pub fn notes(m: &Measurement) -> Vec<String> {
         out.push(format!(
             "{}: {}; in use = {}; held = {}",
             r.allocator,
-            r.library,
-            r.in_use_source.as_deref().unwrap_or(NOT_AVAILABLE),
-            r.held_source.as_deref().unwrap_or(NOT_AVAILABLE)
+            r.library.library,
+            r.library.in_use_source.as_deref().unwrap_or(NOT_AVAILABLE),
+            r.library.held_source.as_deref().unwrap_or(NOT_AVAILABLE)
         ));
     }
     out

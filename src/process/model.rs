@@ -31,6 +31,11 @@ struct Object {
 }
 
 impl Object {
+    /// Whether the id holds a live object (a dead one's extent is `NIL`).
+    fn is_live(&self) -> bool {
+        self.extent != NIL
+    }
+
     /// A live object at `(arena, extent)`.
     fn placed((arena, extent): (u32, u32), usize: u64, request: u64, align: u64) -> Object {
         Object {
@@ -402,7 +407,7 @@ impl Process {
         self.objects
             .get(id as usize)
             .copied()
-            .filter(|o| o.extent != NIL)
+            .filter(Object::is_live)
     }
 
     fn set(&mut self, id: u32, obj: Object) {

@@ -4,10 +4,10 @@
 //! consumers of one engine pass.
 
 use super::{DecayClock, Metadata, Process, ProcessError, ProcessOptions, ProcessSummary};
-use crate::engine::Consumer;
+use crate::engine::RecordConsumer;
 use crate::export::{Cell, Table};
 use crate::sizeclass::AllocatorConfig;
-use crate::trace::{Call, Record};
+use crate::trace::Record;
 
 /// The per-arena and timeline tables of one run.
 pub struct ProcessRows {
@@ -151,19 +151,10 @@ impl ProcessRun {
     }
 }
 
-impl Consumer for ProcessRun {
+impl RecordConsumer for ProcessRun {
     type Error = ProcessError;
 
-    fn call(&mut self, _index: u64, call: &Call) -> Result<(), ProcessError> {
-        self.step(&Record::Call(*call))
-    }
-
-    fn thread_exit_at(
-        &mut self,
-        thread: u32,
-        _index: u64,
-        time_ns: Option<u64>,
-    ) -> Result<(), ProcessError> {
-        self.step(&Record::ThreadExit { thread, time_ns })
+    fn record(&mut self, record: &Record) -> Result<(), ProcessError> {
+        self.step(record)
     }
 }

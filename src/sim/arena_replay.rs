@@ -144,54 +144,53 @@ impl<F: FnMut(&ArenaStats) + Send> Consumer for ArenaRun<F> {
     }
 }
 
+/// The three peaks every replay summary shows (the one-arena and the process model's), as
+/// named fields.
+pub fn peak_fields(r: &mut Record, requested: u64, allocated: u64, active: u64) -> &mut Record {
+    r.field("peak_requested_bytes", "peak requested bytes", requested)
+        .field("peak_allocated_bytes", "peak allocated bytes", allocated)
+        .field("peak_active_bytes", "peak active bytes", active)
+}
+
 /// The summary as named fields (`build` is the build's name, as `--preset` takes it).
 pub fn summary_record(summary: &ReplaySummary, title: &str, build: &str) -> Record {
     let mut r = Record::new(title);
     let f = &summary.final_stats;
     let p = &summary.at_active_peak;
     r.field("build", "build", build)
-        .field("events", "events", f.events)
-        .field(
-            "peak_requested_bytes",
-            "peak requested bytes",
-            summary.peak_requested_bytes,
-        )
-        .field(
-            "peak_allocated_bytes",
-            "peak allocated bytes",
-            summary.peak_allocated_bytes,
-        )
-        .field(
-            "peak_active_bytes",
-            "peak active bytes",
-            summary.peak_active_bytes,
-        )
-        .field("peak_event", "event of the active peak", p.events)
-        .field(
-            "internal_fragmentation",
-            "internal fragmentation at the active peak (allocated/requested - 1)",
-            Cell::Float(summary.internal_fragmentation(), 4),
-        )
-        .field(
-            "external_fragmentation",
-            "external fragmentation at the active peak (active/allocated - 1)",
-            Cell::Float(summary.external_fragmentation(), 4),
-        )
-        .field("final_live_objects", "final live objects", f.live_objects)
-        .field(
-            "final_requested_bytes",
-            "final requested bytes",
-            f.requested_bytes,
-        )
-        .field(
-            "final_allocated_bytes",
-            "final allocated bytes",
-            f.allocated_bytes,
-        )
-        .field("final_active_bytes", "final active bytes", f.active_bytes)
-        .field("slabs_created", "slabs created", f.slabs_created)
-        .field("slabs_released", "slabs released", f.slabs_released)
-        .field("mappings", "mappings", f.mappings)
-        .field("mapped_bytes", "mapped bytes", f.mapped_bytes);
+        .field("events", "events", f.events);
+    peak_fields(
+        &mut r,
+        summary.peak_requested_bytes,
+        summary.peak_allocated_bytes,
+        summary.peak_active_bytes,
+    )
+    .field("peak_event", "event of the active peak", p.events)
+    .field(
+        "internal_fragmentation",
+        "internal fragmentation at the active peak (allocated/requested - 1)",
+        Cell::Float(summary.internal_fragmentation(), 4),
+    )
+    .field(
+        "external_fragmentation",
+        "external fragmentation at the active peak (active/allocated - 1)",
+        Cell::Float(summary.external_fragmentation(), 4),
+    )
+    .field("final_live_objects", "final live objects", f.live_objects)
+    .field(
+        "final_requested_bytes",
+        "final requested bytes",
+        f.requested_bytes,
+    )
+    .field(
+        "final_allocated_bytes",
+        "final allocated bytes",
+        f.allocated_bytes,
+    )
+    .field("final_active_bytes", "final active bytes", f.active_bytes)
+    .field("slabs_created", "slabs created", f.slabs_created)
+    .field("slabs_released", "slabs released", f.slabs_released)
+    .field("mappings", "mappings", f.mappings)
+    .field("mapped_bytes", "mapped bytes", f.mapped_bytes);
     r
 }

@@ -55,6 +55,11 @@ impl Comparison {
     pub fn is_exact(&self) -> bool {
         self.mismatched_values == 0
     }
+
+    /// The first differing statistic as the validation tables show it (empty when exact).
+    pub fn first_text(&self) -> String {
+        self.first.first().map_or(String::new(), |m| m.to_string())
+    }
 }
 
 /// Compares the snapshots taken at the same events; `measured` events with no prediction

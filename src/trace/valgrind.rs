@@ -287,45 +287,13 @@ pub fn import_valgrind<R: BufRead>(
             continue;
         }
         let text = body.trim_start();
-        if text.starts_with('=') {
-            // The result of a call printed on an earlier line.
-            let Some(call) = waiting.pop_front() else {
-                continue;
-            };
-            if !waiting.is_empty() {
-                summary.ambiguous_results += 1;
-            }
-            let result = parse_result(text).map_err(err)?.unwrap_or(0);
-            let issue =
-                resolve(&mut importer, &mut summary, call, result, &mut out).map_err(err)?;
-            finish_call(issue, options, &mut summary, &mut out, &mut sink, &err)?;
-            continue;
-        }
-        let calls = line_calls(text);
-        for (i, call) in calls.iter().enumerate() {
-            if calls.get(i + 1).is_some_and(|inner| nests(call, inner)) {
-                // realloc(p,0)free(p) prints a ` = 0` line later.
-                if classify(calls[i + 1].name) == Some(Kind::Free) {
-                    waiting.push_back(Waiting::Nothing);
-                }
-                continue;
-            }
-            let parsed = parse_call(call).map_err(err)?;
-            let has_result = call.rest.trim_start().starts_with('=');
-            // Only an allocation's result is an address (`malloc_usable_size` returns a size).
-            let result = match parsed {
-                Some(Parsed::Result(_)) => parse_result(call.rest).map_err(err)?,
-                _ => None,
-            };
-            let mut calls_in = Calls {
-                importer: &mut importer,
-                summary: &mut summary,
-                waiting: &mut waiting,
-                out: &mut out,
-            };
-            let issue = calls_in.take(parsed, result, has_result).map_err(err)?;
-            finish_call(issue, options, &mut summary, &mut out, &mut sink, &err)?;
-        }
+        let mut calls = Calls {
+            importer: &mut importer,
+            summary: &mut summary,
+            waiting: &mut waiting,
+            out: &mut out,
+        };
+        calls.take_line(text, options, &mut sink, &err)?;
     }
     summary.unresolved_calls = waiting
         .iter()
@@ -345,6 +313,51 @@ struct Calls<'a> {
 }
 
 impl Calls<'_> {
+    /// One line's text after its `==PID==` prefix: the result of a call printed on an
+    /// earlier line, or the calls on it (several where calls nest or threads interleave),
+    /// each resolved and its events passed to `sink`.
+    fn take_line(
+        &mut self,
+        text: &str,
+        options: &ValgrindOptions,
+        sink: &mut impl FnMut(&Event) -> Result<(), TraceError>,
+        err: &impl Fn(String) -> TraceError,
+    ) -> Result<(), TraceError> {
+        if text.starts_with('=') {
+            // The result of a call printed on an earlier line.
+            let Some(call) = self.waiting.pop_front() else {
+                return Ok(());
+            };
+            if !self.waiting.is_empty() {
+                self.summary.ambiguous_results += 1;
+            }
+            let result = parse_result(text).map_err(err)?.unwrap_or(0);
+            let issue =
+                resolve(self.importer, self.summary, call, result, self.out).map_err(err)?;
+            return finish_call(issue, options, self.summary, self.out, sink, err);
+        }
+        let calls = line_calls(text);
+        for (i, call) in calls.iter().enumerate() {
+            if calls.get(i + 1).is_some_and(|inner| nests(call, inner)) {
+                // realloc(p,0)free(p) prints a ` = 0` line later.
+                if classify(calls[i + 1].name) == Some(Kind::Free) {
+                    self.waiting.push_back(Waiting::Nothing);
+                }
+                continue;
+            }
+            let parsed = parse_call(call).map_err(err)?;
+            let has_result = call.rest.trim_start().starts_with('=');
+            // Only an allocation's result is an address (`malloc_usable_size` returns a size).
+            let result = match parsed {
+                Some(Parsed::Result(_)) => parse_result(call.rest).map_err(err)?,
+                _ => None,
+            };
+            let issue = self.take(parsed, result, has_result).map_err(err)?;
+            finish_call(issue, options, self.summary, self.out, sink, err)?;
+        }
+        Ok(())
+    }
+
     /// Takes one parsed call (`None`: not an allocation function), its result if on the line.
     fn take(
         &mut self,

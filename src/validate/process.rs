@@ -159,11 +159,6 @@ pub fn process_validation_table(checks: &[ProcessCheck]) -> crate::export::Table
         ],
     );
     for c in checks {
-        let first = c
-            .comparison
-            .first
-            .first()
-            .map_or(String::new(), |m| m.to_string());
         t.push(vec![
             c.allocator.clone().into(),
             c.spec.seed.into(),
@@ -176,7 +171,7 @@ pub fn process_validation_table(checks: &[ProcessCheck]) -> crate::export::Table
             c.events.into(),
             c.comparison.values.into(),
             c.comparison.mismatched_values.into(),
-            first.into(),
+            c.comparison.first_text().into(),
         ]);
     }
     t

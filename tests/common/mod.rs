@@ -282,3 +282,35 @@ pub fn run_on_terminal(args: &[&str]) -> Option<String> {
         }
     }
 }
+
+/// One CSV row by column name.
+pub type Row = std::collections::HashMap<String, String>;
+
+/// A CSV table (one header line, quoted cells allowed) as rows by column name.
+pub fn csv_rows(text: &str) -> Vec<Row> {
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = reader
+        .headers()
+        .expect("a header")
+        .iter()
+        .map(str::to_string)
+        .collect();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.expect("a CSV row as long as the header");
+            header
+                .iter()
+                .cloned()
+                .zip(r.iter().map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+/// A row's cell as a whole number.
+pub fn num(row: &Row, column: &str) -> u64 {
+    row[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{column}: '{}'", row[column]))
+}

@@ -2,7 +2,7 @@
 //! (`crate::blame`): every live object with the arena and extent that hold it, every object
 //! held in a thread cache, every cache's own block.
 
-use super::{Process, Tcache, NIL};
+use super::{Process, Tcache};
 use crate::sim::ArenaModel;
 
 /// A live object: its id, where it is (arena and slab or large extent there), its usable and
@@ -30,7 +30,7 @@ impl Process {
         self.objects
             .iter()
             .enumerate()
-            .filter(|(_, o)| o.extent != NIL)
+            .filter(|(_, o)| o.is_live())
             .map(|(id, o)| LiveObject {
                 id: id as u32,
                 arena: o.arena,
