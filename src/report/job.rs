@@ -282,10 +282,7 @@ mod tests {
         let (running, wait) = (&running, &wait);
         plan.lane(Load::Shared, move |lane| {
             running.fetch_add(1, Ordering::SeqCst);
-            let got = wait
-                .lock()
-                .unwrap()
-                .recv_timeout(Duration::from_secs(30));
+            let got = wait.lock().unwrap().recv_timeout(Duration::from_secs(30));
             running.fetch_sub(1, Ordering::SeqCst);
             assert!(got.is_ok(), "the second lane did not run beside the first");
             lane.section("a", "A", section("a"))

@@ -50,8 +50,8 @@ use crate::experiments::bump_arena::BumpArenaSpec;
 use crate::experiments::sweep::SweepSpec;
 use crate::export::{write_atomic, Table};
 use crate::validate::ValidateOptions;
-use job::{Load, Plan};
 use anyhow::{Context, Result};
+use job::{Load, Plan};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
