@@ -28,7 +28,7 @@ pub enum Load {
 /// A lane's sections, run in one thread in order.
 pub struct Lane<'a> {
     dir: &'a Path,
-    index: Vec<(String, SectionOutput)>,
+    index: Index,
     steps: Vec<Step>,
     tell: &'a mut dyn FnMut(&Step) -> Result<()>,
 }
@@ -74,8 +74,11 @@ pub struct Plan<'a> {
     lanes: Vec<(Load, LaneFn<'a>)>,
 }
 
-/// One lane's results.
-type Done = (Vec<(String, SectionOutput)>, Vec<Step>);
+/// The index: each heading with its sections' files and Markdown.
+pub type Index = Vec<(String, SectionOutput)>;
+
+/// One lane's results (or the whole job's): its index and its steps.
+type Done = (Index, Vec<Step>);
 
 impl<'a> Plan<'a> {
     pub fn new() -> Self {
@@ -96,7 +99,7 @@ impl<'a> Plan<'a> {
         dir: &Path,
         workers: usize,
         on_step: &mut dyn FnMut(&Step) -> Result<()>,
-    ) -> Result<(Vec<(String, SectionOutput)>, Vec<Step>)> {
+    ) -> Result<(Index, Vec<Step>)> {
         let count = self.lanes.len();
         let mut done: Vec<Option<Done>> = (0..count).map(|_| None).collect();
         let (alone, shared): (Vec<_>, Vec<_>) = self
@@ -110,7 +113,7 @@ impl<'a> Plan<'a> {
         for (at, result) in run_shared(dir, shared, workers, on_step)? {
             done[at] = Some(result);
         }
-        let mut index: Vec<(String, SectionOutput)> = Vec::new();
+        let mut index: Index = Vec::new();
         let mut steps = Vec::new();
         for (sections, lane_steps) in done.into_iter().flatten() {
             steps.extend(lane_steps);
