@@ -2,8 +2,9 @@
 //! thread (a later section may use an earlier one's value). Lanes whose outputs are exact
 //! (models, jemalloc's statistics, file contents) run beside each other on a few worker
 //! threads ([`Load::Shared`]); lanes that measure times or resident bytes run one at a time
-//! with nothing else of the report running ([`Load::Alone`]), before the shared ones, so that
-//! the report's own load never reaches their figures.
+//! with nothing else of the report running ([`Load::Alone`]), after the shared ones (whose
+//! quick first sections then fail early, if they fail), so that the report's own load never
+//! reaches their figures.
 //!
 //! The index and the steps follow the order the lanes were given in, not the order they
 //! finished in, so the index is the same whatever the scheduling; the caller hears of each
@@ -90,9 +91,9 @@ impl<'a> Plan<'a> {
         self.lanes.push((load, Box::new(run)));
     }
 
-    /// Runs every lane: the [`Load::Alone`] ones one after another in this thread, then the
-    /// shared ones on up to `workers` threads (at least 1), in the order given as threads
-    /// come free. Returns the index (steps with one heading merged) and the steps, in the
+    /// Runs every lane: the shared ones on up to `workers` threads (at least 1), in the order
+    /// given as threads come free, then the [`Load::Alone`] ones one after another in this
+    /// thread. Returns the index (steps with one heading merged) and the steps, in the
     /// order of the lanes; the first error stops the job once the running lanes end.
     pub fn run(
         self,
@@ -107,11 +108,11 @@ impl<'a> Plan<'a> {
             .into_iter()
             .enumerate()
             .partition(|(_, (load, _))| *load == Load::Alone);
-        for (at, (_, run)) in alone {
-            done[at] = Some(run_lane(dir, run, on_step)?);
-        }
         for (at, result) in run_shared(dir, shared, workers, on_step)? {
             done[at] = Some(result);
+        }
+        for (at, (_, run)) in alone {
+            done[at] = Some(run_lane(dir, run, on_step)?);
         }
         let mut index: Index = Vec::new();
         let mut steps = Vec::new();
@@ -312,8 +313,8 @@ mod tests {
         assert_eq!(headings, ["A", "B", "C"]);
         let names: Vec<&str> = steps.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["a", "b", "c"]);
-        // Heard as they finished: the alone lane first, then c before a.
-        assert_eq!(seen, ["b", "c", "a"]);
+        // Heard as they finished: c before a, then the alone lane.
+        assert_eq!(seen, ["c", "a", "b"]);
     }
 
     /// A failing section stops the job with its step named; lanes not yet started do not run.
