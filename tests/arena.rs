@@ -99,6 +99,33 @@ fn predicted_equals_measured_usable_bytes_live() {
     }
 }
 
+/// The report's memory-only run (`runs` 0, the builds being timed in child processes) still
+/// measures every strategy's bytes, equal to the size-class model's prediction as above, and
+/// has no times: the table shows "-" in its time columns.
+#[test]
+fn memory_only_measurement_has_the_bytes_and_no_times() {
+    let spec = BumpArenaSpec {
+        vectors: 5000,
+        elements: 100,
+        elem_bytes: 4,
+    };
+    let result = fragsim::experiments::bump_arena::run_scenario(spec, 0, false, None).unwrap();
+    assert!(result.mismatches().is_empty(), "{:?}", result.mismatches());
+    assert_eq!(result.measurements.len(), 3);
+    let table = fragsim::experiments::bump_arena::bump_arena_table(&result);
+    let ms: Vec<usize> = (0..table.columns.len())
+        .filter(|&i| table.columns[i].ends_with("_ms"))
+        .collect();
+    assert_eq!(ms.len(), 3);
+    for (m, row) in result.measurements.iter().zip(&table.rows) {
+        assert_eq!(m.runs, 0);
+        assert!(m.build.is_zero() && m.reset.is_zero());
+        for &i in &ms {
+            assert_eq!(row[i], fragsim::export::Cell::Text("-".into()), "{row:?}");
+        }
+    }
+}
+
 #[test]
 fn bad_workloads_are_one_line_errors() {
     for (args, names) in [

@@ -22,7 +22,7 @@ pub struct ReportArgs {
     /// Inner vectors in the bump-arena scenario (the seed's million by default).
     #[arg(long, default_value_t = 1_000_000)]
     arena_vectors: u64,
-    /// Timed runs per bump-arena strategy.
+    /// Builds per bump-arena timing child (at least 6 are run: one cold, five warm).
     #[arg(long, default_value_t = 5, value_parser = at_least_one)]
     arena_runs: usize,
     /// Skip the seed's C++ program in the bump-arena timing.

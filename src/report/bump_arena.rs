@@ -78,10 +78,17 @@ pub fn write_files(
         written.extend(write_chart(&faults, &charts_dir)?);
         let times = times_dir.join(format!("{stem}-times.md"));
         let mut text = times_markdown(run, command)?;
+        let timed = result.measurements.iter().any(|m| m.runs > 0);
         let mut in_process = bump_arena_table(result);
+        let heading = if timed {
+            "The in-process run (memory side; times are medians after one untimed run, cold and warm mixed)"
+        } else {
+            in_process = without_times(&in_process);
+            "The in-process run (memory side only: the builds are timed in the child processes above)"
+        };
         in_process.title.clear();
         text.push_str(&format!(
-            "## The in-process run (memory side; times are medians after one untimed run, cold and warm mixed)\n\n{}",
+            "## {heading}\n\n{}",
             Markdown.render(&in_process)?
         ));
         write_atomic(&times, text.as_bytes())?;
@@ -114,7 +121,11 @@ pub(super) fn write_section(dir: &Path, options: &super::ReportOptions) -> Resul
         .map_or(0, |m| m.settings.len() * m.strategies.len());
     let cxx = usize::from(timed && options.seed_script.is_some());
     progress.start("steps", (1 + children + cxx) as u64);
-    let result = run_scenario(options.bump_arena, options.bump_arena_runs, false, None);
+    // Memory only in this process: the time side is the children's (cold and warm apart),
+    // and timing the same builds here too would add a fifth of the section's work for a
+    // table only the uncommitted times file showed. Without the children, time here.
+    let runs = if timed { 0 } else { options.bump_arena_runs };
+    let result = run_scenario(options.bump_arena, runs, false, None);
     progress.advance(1);
     let timing = match (result.is_ok() && timed, &matrix) {
         (true, Some(matrix)) => Some(measure_all(

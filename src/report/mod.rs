@@ -6,20 +6,26 @@
 //!
 //! Each section of the index is one file here with one function that writes the section's
 //! files into the report folder and returns a [`SectionOutput`]: the files written, each with
-//! what it shows, and optional Markdown for the index. [`write_report`] runs them in order
-//! through [`Job::section`], which times the step, tells the caller, and adds the files to
-//! the index under a heading. A section from elsewhere plugs in with one line in
+//! what it shows, and optional Markdown for the index. [`write_report`] runs them through
+//! [`job::Lane::section`], which times the step, tells the caller, and adds the files to the
+//! index under a heading. A section from elsewhere plugs in as a lane of its own in
 //! [`write_report`]:
 //!
 //! ```ignore
-//! job.section("container models", "Container models", |dir| {
-//!     crate::containers::write_section(dir, &options.containers)
-//! })?;
+//! plan.lane(Load::Shared, |job| {
+//!     job.section("container models", "Container models", |dir| {
+//!         crate::containers::write_section(dir, &options.containers)
+//!     })
+//! });
 //! ```
 //!
-//! A section whose result later sections use returns `(value, SectionOutput)` and runs through
-//! [`Job::section_with`], which hands the value back (the sweeps feed the seed comparison and
-//! the charts; the validation feeds a chart and the exit code).
+//! [`Load::Shared`] lanes run beside each other (their files must not depend on the machine's
+//! load); a section that measures times or resident bytes is a [`Load::Alone`] lane, run with
+//! nothing else of the report running ([`job`]). The index keeps the order the lanes are
+//! added in. A section whose result later sections use returns `(value, SectionOutput)` and
+//! runs through [`job::Lane::section_with`], which hands the value back; those later sections
+//! go in the same lane (the sweeps feed the seed comparison and the charts; the validation
+//! feeds a chart and the exit code).
 
 pub mod advise;
 pub mod allocators;
@@ -30,6 +36,7 @@ mod classes;
 pub mod containers;
 mod figures;
 mod findings;
+pub mod job;
 pub mod process;
 pub mod programs;
 mod seed;
@@ -44,8 +51,9 @@ use crate::experiments::sweep::SweepSpec;
 use crate::export::{write_atomic, Table};
 use crate::validate::ValidateOptions;
 use anyhow::{Context, Result};
+use job::{Load, Plan};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What the report covers.
 #[derive(Clone, Debug)]
@@ -53,7 +61,9 @@ pub struct ReportOptions {
     pub out: PathBuf,
     pub sweep: SweepSpec,
     pub validate: ValidateOptions,
-    /// The bump-arena scenario's workload and timed runs per strategy.
+    /// The bump-arena scenario's workload, and the builds per timing child (at least 6 are
+    /// run: one cold, five warm); without the children (no executable, or elements other
+    /// than 4 bytes), the timed runs per strategy in this process.
     pub bump_arena: BumpArenaSpec,
     pub bump_arena_runs: usize,
     /// The fragsim executable, to time the bump-arena scenario in child processes, one per
@@ -137,53 +147,6 @@ pub struct ReportSummary {
     pub mismatches: u64,
 }
 
-/// The running job: the report folder, the index so far, the steps done.
-pub struct Job<'a> {
-    dir: &'a Path,
-    index: Vec<(String, SectionOutput)>,
-    steps: Vec<Step>,
-    on_step: &'a mut dyn FnMut(&Step) -> Result<()>,
-}
-
-impl Job<'_> {
-    /// Runs one step, named `name` on the terminal, whose files go under `heading` in the
-    /// index (steps with the same heading share it).
-    pub fn section(
-        &mut self,
-        name: &str,
-        heading: &str,
-        run: impl FnOnce(&Path) -> Result<SectionOutput>,
-    ) -> Result<()> {
-        self.section_with(name, heading, |dir| Ok(((), run(dir)?)))
-    }
-
-    /// [`Job::section`] for a step whose value later steps need: returns that value.
-    pub fn section_with<T>(
-        &mut self,
-        name: &str,
-        heading: &str,
-        run: impl FnOnce(&Path) -> Result<(T, SectionOutput)>,
-    ) -> Result<T> {
-        let start = Instant::now();
-        let (value, output) = run(self.dir).with_context(|| format!("step '{name}'"))?;
-        let step = Step {
-            name: name.to_string(),
-            took: start.elapsed(),
-            files: output.files.iter().map(|w| w.file.clone()).collect(),
-        };
-        (self.on_step)(&step)?;
-        self.steps.push(step);
-        match self.index.iter_mut().find(|(h, _)| h == heading) {
-            Some((_, section)) => {
-                section.files.extend(output.files);
-                section.markdown.push_str(&output.markdown);
-            }
-            None => self.index.push((heading.to_string(), output)),
-        }
-        Ok(value)
-    }
-}
-
 /// Writes `table` as `<stem>.csv` and `<stem>.md` into `dir`.
 fn write_table(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<Written>> {
     Ok(crate::export::write_csv_and_markdown(dir, stem, table)?
@@ -209,65 +172,79 @@ pub fn write_report(
     let charts_dir = dir.join("charts");
     std::fs::create_dir_all(&charts_dir)
         .with_context(|| format!("cannot create folder '{}'", charts_dir.display()))?;
-    let mut job = Job {
-        dir,
-        index: Vec::new(),
-        steps: Vec::new(),
-        on_step,
-    };
-    job.section("size-class tables", "Size classes", classes::write_section)?;
-    let sweeps = job.section_with("physical F14 sweep", "F14 footprint tables", |dir| {
-        sweeps::write_section(dir, &options.sweep)
-    })?;
-    job.section("seed comparison", "The seed (folly D8485933)", |dir| {
-        seed::write_section(dir, &sweeps)
-    })?;
-    let validation = job.section_with("live validation", "Live validation", |dir| {
-        validation::write_section(dir, &options.validate)
-    })?;
-    job.section("charts", "Charts", |dir| {
-        charts::write_section(dir, &sweeps, &validation, options.sweep.max_capacity)
-    })?;
-    job.section("bump-arena scenario", bump_arena::SECTION, |dir| {
-        bump_arena::write_section(dir, options)
-    })?;
+    let mut validation = None;
+    let mut plan = Plan::new();
+    // The lanes in the index's order; the longest shared lanes first (they start first).
+    plan.lane(Load::Shared, |job| {
+        job.section("size-class tables", "Size classes", classes::write_section)?;
+        let sweeps = job.section_with("physical F14 sweep", "F14 footprint tables", |dir| {
+            sweeps::write_section(dir, &options.sweep)
+        })?;
+        job.section("seed comparison", "The seed (folly D8485933)", |dir| {
+            seed::write_section(dir, &sweeps)
+        })?;
+        let checked = job.section_with("live validation", "Live validation", |dir| {
+            validation::write_section(dir, &options.validate)
+        })?;
+        job.section("charts", "Charts", |dir| {
+            charts::write_section(dir, &sweeps, &checked, options.sweep.max_capacity)
+        })?;
+        validation = Some(checked);
+        Ok(())
+    });
+    // Times, page faults and jemalloc's statistics of child processes: alone.
+    plan.lane(Load::Alone, |job| {
+        job.section("bump-arena scenario", bump_arena::SECTION, |dir| {
+            bump_arena::write_section(dir, options)
+        })
+    });
     if let Some(programs) = &options.programs {
-        job.section("real programs", programs::SECTION, |dir| {
-            let section = programs::write_programs(dir, programs)?;
-            Ok(SectionOutput {
-                files: section.files,
-                markdown: "Every table inline, with its charts: [programs.md](programs.md).\n"
-                    .into(),
+        plan.lane(Load::Shared, |job| {
+            job.section("real programs", programs::SECTION, |dir| {
+                let section = programs::write_programs(dir, programs)?;
+                Ok(SectionOutput {
+                    files: section.files,
+                    markdown: "Every table inline, with its charts: [programs.md](programs.md).\n"
+                        .into(),
+                })
             })
-        })?;
+        });
+        plan.lane(Load::Shared, |job| {
+            job.section("whole process", process::SECTION, |dir| {
+                process::write_section(dir, &programs.traces, options.fragsim_exe.as_deref())
+            })
+        });
+        plan.lane(Load::Shared, |job| {
+            job.section("run-time options", advise::SECTION, |dir| {
+                let traces = programs::trace_files(&programs.traces)?;
+                advise::write_section(dir, &traces, options.fragsim_exe.as_deref())
+            })
+        });
+        plan.lane(Load::Shared, |job| {
+            job.section("waste by call site", blame::SECTION, |dir| {
+                blame::write_section(dir, &programs.traces)
+            })
+        });
     }
-    if let Some(programs) = &options.programs {
-        job.section("whole process", process::SECTION, |dir| {
-            process::write_section(dir, &programs.traces, options.fragsim_exe.as_deref())
-        })?;
-        job.section("run-time options", advise::SECTION, |dir| {
-            let traces = programs::trace_files(&programs.traces)?;
-            advise::write_section(dir, &traces, options.fragsim_exe.as_deref())
-        })?;
-        job.section("waste by call site", blame::SECTION, |dir| {
-            blame::write_section(dir, &programs.traces)
-        })?;
-    }
-    job.section("other allocators", allocators::SECTION, |d| {
-        allocators::write_section(d, options)
-    })?;
-    job.section(
-        "container models",
-        containers::SECTION,
-        containers::write_section,
-    )?;
-
-    write_atomic(
-        &dir.join("README.md"),
-        index_markdown(&job.index).as_bytes(),
-    )?;
+    // Measured bytes and times of other allocators: alone.
+    plan.lane(Load::Alone, |job| {
+        job.section("other allocators", allocators::SECTION, |d| {
+            allocators::write_section(d, options)
+        })
+    });
+    plan.lane(Load::Shared, |job| {
+        job.section(
+            "container models",
+            containers::SECTION,
+            containers::write_section,
+        )
+    });
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let (index, steps) = plan.run(dir, workers, on_step)?;
+    write_atomic(&dir.join("README.md"), index_markdown(&index).as_bytes())?;
+    let validation = validation.context("the validation lane did not run")?;
     Ok(ReportSummary {
-        steps: job.steps,
+        steps,
         validation_passed: validation.passed(),
         mismatches: validation.mismatches(),
     })
@@ -301,52 +278,4 @@ fn index_markdown(index: &[(String, SectionOutput)]) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A plugged-in section: files listed (tables, then charts), then its Markdown; a second
-    /// step under the same heading adds to it.
-    #[test]
-    fn sections_under_one_heading_merge_and_keep_their_markdown() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut seen = Vec::new();
-        let mut on_step = |step: &Step| {
-            seen.push(step.name.clone());
-            Ok(())
-        };
-        let mut job = Job {
-            dir: dir.path(),
-            index: Vec::new(),
-            steps: Vec::new(),
-            on_step: &mut on_step,
-        };
-        let file = |name: &str| Written {
-            file: name.into(),
-            what: format!("about {name}"),
-        };
-        let value = job
-            .section_with("first", "Traces", |_| {
-                Ok((
-                    7,
-                    SectionOutput {
-                        files: vec![file("charts/t.png"), file("charts/t.svg"), file("t.csv")],
-                        markdown: "Seven traces.\n".into(),
-                    },
-                ))
-            })
-            .unwrap();
-        assert_eq!(value, 7);
-        job.section("second", "Traces", |_| {
-            Ok(SectionOutput::files(vec![file("u.md")]))
-        })
-        .unwrap();
-        let index = index_markdown(&job.index);
-        let expected = "\n## Traces\n\n- [t.csv](t.csv): about t.csv\n- [u.md](u.md): about u.md\n\n![charts/t](charts/t.png)\n\nabout charts/t.png ([SVG](charts/t.svg))\n\nSeven traces.\n";
-        assert!(index.ends_with(expected), "{index}");
-        drop(job);
-        assert_eq!(seen, ["first", "second"]);
-    }
 }

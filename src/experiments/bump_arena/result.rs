@@ -29,13 +29,18 @@ impl BumpArenaResult {
         self.measurements.iter().find(|m| m.strategy == s)
     }
 
+    /// The measurement of `s` if its builds were timed.
+    fn timed(&self, s: Strategy) -> Option<&Measurement> {
+        self.measured(s).filter(|m| m.runs > 0)
+    }
+
     fn total_ms(&self, s: Strategy) -> Option<f64> {
-        self.measured(s)
+        self.timed(s)
             .map(|m| (m.build + m.reset).as_secs_f64() * 1e3)
     }
 
     fn reset_ms(&self, s: Strategy) -> Option<f64> {
-        self.measured(s).map(|m| m.reset.as_secs_f64() * 1e3)
+        self.timed(s).map(|m| m.reset.as_secs_f64() * 1e3)
     }
 
     /// (what, ours, seed's) ratios.
@@ -112,6 +117,8 @@ pub fn bump_arena_table(r: &BumpArenaResult) -> Table {
     let opt = |v: Option<u64>| v.map_or(Cell::Text("-".into()), Cell::Int);
     for p in &r.predictions {
         let m = r.measured(p.strategy);
+        // Untimed (memory only): no time cells.
+        let timed = m.filter(|m| m.runs > 0);
         let ms = |d: Option<std::time::Duration>| {
             d.map_or(Cell::Text("-".into()), |d| {
                 Cell::Float(d.as_secs_f64() * 1e3, 2)
@@ -128,9 +135,9 @@ pub fn bump_arena_table(r: &BumpArenaResult) -> Table {
             opt(p.bump_allocated),
             opt(m.and_then(|m| m.bump_allocated)),
             p.allocator_calls.into(),
-            ms(m.map(|m| m.build)),
-            ms(m.map(|m| m.reset)),
-            ms(m.map(|m| m.build + m.reset)),
+            ms(timed.map(|m| m.build)),
+            ms(timed.map(|m| m.reset)),
+            ms(timed.map(|m| m.build + m.reset)),
         ]);
     }
     table

@@ -6,7 +6,8 @@ use crate::live::{read_isize, LiveBuild};
 use crate::sizeclass::{AllocatorConfig, SizeClasses};
 use anyhow::Result;
 
-/// Predicts, measures (unless `model_only`), and returns both.
+/// Predicts, measures (unless `model_only`; the times from `runs` timed runs per strategy,
+/// none when `runs` is 0), and returns both.
 /// `model` is the build to predict for; `None` derives it from the running jemalloc.
 pub fn run_scenario(
     spec: BumpArenaSpec,

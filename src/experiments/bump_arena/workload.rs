@@ -18,6 +18,7 @@ pub struct Measurement {
     /// jemalloc's usable and active bytes while the vectors were alive.
     pub usage: ArenaUsage,
     pub bump_allocated: Option<u64>,
+    /// Timed runs behind `build` and `reset`; 0: not timed (both zero, memory only).
     pub runs: usize,
 }
 
@@ -104,14 +105,21 @@ fn measure_typed<T: Copy + Default>(spec: &BumpArenaSpec, runs: usize) -> Result
     let mut out = Vec::new();
     for strategy in Strategy::ALL {
         let (usage, bump_allocated) = memory::<T>(strategy, m, k)?;
-        // One untimed run warms the allocator's caches for this size.
-        timed_run::<T>(strategy, m, k);
-        let (builds, resets): (Vec<_>, Vec<_>) =
-            (0..runs).map(|_| timed_run::<T>(strategy, m, k)).unzip();
+        let (build, reset) = match runs {
+            // Memory only: no build is timed (the report times them in child processes).
+            0 => (Duration::ZERO, Duration::ZERO),
+            _ => {
+                // One untimed run warms the allocator's caches for this size.
+                timed_run::<T>(strategy, m, k);
+                let (builds, resets): (Vec<_>, Vec<_>) =
+                    (0..runs).map(|_| timed_run::<T>(strategy, m, k)).unzip();
+                (median(builds), median(resets))
+            }
+        };
         out.push(Measurement {
             strategy,
-            build: median(builds),
-            reset: median(resets),
+            build,
+            reset,
             usage,
             bump_allocated,
             runs,
@@ -120,14 +128,14 @@ fn measure_typed<T: Copy + Default>(spec: &BumpArenaSpec, runs: usize) -> Result
     Ok(out)
 }
 
-/// Runs every strategy: memory once, time as the median of `runs` runs (at least 1).
+/// Runs every strategy: memory once, time as the median of `runs` runs; `runs` 0 measures
+/// the memory only (each [`Measurement`] then has `runs` 0 and no times).
 pub fn measure(spec: &BumpArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
     spec.validate()?;
     anyhow::ensure!(
         crate::global::jemalloc_is_global(),
         "the vectors would not be allocated by jemalloc: install it with fragsim::use_jemalloc!()"
     );
-    let runs = runs.max(1);
     match spec.elem_bytes {
         1 => measure_typed::<u8>(spec, runs),
         2 => measure_typed::<u16>(spec, runs),
