@@ -173,6 +173,7 @@ fn model_run(
         rtree_bytes: sm.rtree.unwrap_or(0),
         below: live.below,
         heap: live.heap,
+        heap_mapping: live.heap_mapping,
     });
     model.replayer_start(live.residue)?;
     let mut out = Vec::with_capacity(at.len());

@@ -67,6 +67,9 @@ pub struct Metadata {
     pub rtree_bytes: u64,
     pub below: u64,
     pub heap: u64,
+    /// The mapping that holds `heap`, `[start, end)` (start-up's extents: where its leaves
+    /// lie; `(0, 0)`: unknown, its further leaves are taken to lie above the heap's).
+    pub heap_mapping: (u64, u64),
 }
 
 impl Metadata {
@@ -87,6 +90,7 @@ impl Metadata {
             rtree_bytes: 786_432,
             below: 0,
             heap: 0,
+            heap_mapping: (0, 0),
         }
     }
 }
