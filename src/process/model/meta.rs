@@ -118,6 +118,22 @@ impl Geometry {
     }
 }
 
+/// The radix tree start-up makes on a jemalloc built for `bits` virtual address bits with
+/// 4 KiB pages: `rtree.h` splits the `bits - 12` significant bits over 1 to 3 levels (2 when
+/// at most 36, 3 when at most 52: `NSB/3, NSB/3 + NSB%3/2, the rest`), the root static; a
+/// leaf element is 8 bytes on builds of at most 48 bits (`RTREE_LEAF_COMPACT`), else 16, a
+/// node element 8. Start-up makes one leaf, and on three levels one middle node: 57 bits,
+/// 256 KiB + 512 KiB; 48 bits, one 2 MiB leaf (the shapes [`Geometry::of`] knows).
+pub(super) fn startup_rtree_bytes(bits: u32) -> u64 {
+    let nsb = bits.saturating_sub(12);
+    let elm: u64 = if bits <= 48 { 8 } else { 16 };
+    match nsb {
+        0..=10 => 0,
+        11..=36 => elm << (nsb / 2 + nsb % 2),
+        _ => (8u64 << (nsb / 3 + nsb % 3 / 2)) + (elm << (nsb / 3 + nsb % 3 - nsb % 3 / 2)),
+    }
+}
+
 /// The modelled address space: where the next mapping goes and the radix tree's leaves.
 #[derive(Clone, Debug)]
 struct Space {
@@ -388,6 +404,25 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![h, h + 1]
         );
+    }
+
+    /// Start-up's tree by address width (hand derived from `rtree.h`, above): 57 bits as
+    /// measured live (786,432: `stats.metadata_rtree` before the first event), 48 bits one
+    /// 2 MiB leaf; both shapes the geometry knows.
+    #[test]
+    fn startup_tree_by_address_width() {
+        assert_eq!(startup_rtree_bytes(57), 786_432);
+        assert_eq!(startup_rtree_bytes(48), 2 << 20);
+        for bits in [48, 57] {
+            assert!(Geometry::of(startup_rtree_bytes(bits), 4096).is_some());
+        }
+        // The width read from /proc/cpuinfo's line (this machine's, as proc(5) prints it),
+        // and the default for 57 bits is what was measured.
+        let line = "address sizes\t: 46 bits physical, 57 bits virtual\n";
+        assert_eq!(super::super::parse_vaddr_bits(line), Some(57));
+        assert_eq!(super::super::parse_vaddr_bits("flags: la57\n"), None);
+        let m = Metadata::for_vaddr_bits(57);
+        assert_eq!((m.base_bytes, m.base_allocated), (1_449_984, 1_448_704));
     }
 
     /// Mappings go down from the cursor; one that reaches below a 128 MiB boundary makes a
