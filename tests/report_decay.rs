@@ -13,7 +13,8 @@ fn the_decay_section_is_reproduced_byte_for_byte() {
     }
     let out = fragsim::report::decay::write_section(a.path(), root).unwrap();
     fragsim::report::decay::write_section(b.path(), root).unwrap();
-    assert!(out.files.len() >= 1 + 6 * 3, "{:?}", out.files);
+    // The summary (CSV and Markdown), then per band its checkpoints and chart (PNG, SVG).
+    assert_eq!(out.files.len(), 2 + 6 * 3, "{:?}", out.files);
     for w in &out.files {
         let x = std::fs::read(a.path().join(&w.file)).unwrap();
         let y = std::fs::read(b.path().join(&w.file)).unwrap();

@@ -500,7 +500,10 @@ mod tests {
     /// model per seed fed record by record reads (the loop this replaced).
     #[test]
     fn engine_models_match_a_plain_loop() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/traces/decay/bursty.trace");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/data/traces/decay/bursty.trace"
+        );
         let mut records = crate::trace::read_all(Path::new(path)).unwrap();
         records.retain(|r| !matches!(r, Record::Site { .. }));
         let options = ProcessOptions::parse("dirty_decay_ms:500,muzzy_decay_ms:0").unwrap();
