@@ -31,8 +31,8 @@ fn bad_grid_lines_exit_2_naming_the_line_and_the_value() {
         ("dirty_decay_ms:soon\n", "line 1: 'dirty_decay_ms:soon'"),
         ("preset=9.9 tcache:false\n", "unknown preset '9.9'"),
         (
-            "\nexperimental_tcache_gc:true\n",
-            "line 2: 'experimental_tcache_gc:true'",
+            "\npreset=5.3.0 experimental_tcache_gc:true\n",
+            "line 2: 'preset=5.3.0 experimental_tcache_gc:true'",
         ),
         (
             "tcache:false\n  tcache:false # again\n",

@@ -6,10 +6,11 @@
 //!
 //! Exact conditions: the process model is exact where jemalloc is deterministic (decay off
 //! or 0; 5.3.0, or 5.3.1 with `experimental_tcache_gc:false`). 5.3.1's default cache GC runs
-//! on a 10 ms wall clock ([`crate::process::ProcessError::ClockGc`]), so every 5.3.1 setting
-//! here runs with `experimental_tcache_gc:false` added, in the model and in the live check
-//! alike: [`Setting::exact_conf`] is the full string. A grid line asking for the clock GC
-//! (`experimental_tcache_gc:true`) is refused.
+//! on a 10 ms wall clock, so every 5.3.1 setting here runs with `experimental_tcache_gc:false`
+//! added, in the model and in the live check alike: [`Setting::exact_conf`] is the full
+//! string. A grid line asking for the clock GC (`experimental_tcache_gc:true`) runs it as the
+//! process model does (`process/model/gc.rs`, on the trace's clock): approximate like decay
+//! on the clock ([`Setting::on_clock`]), skipped when the trace has no times.
 //!
 //! Decay: a setting that names neither `dirty_decay_ms` nor `muzzy_decay_ms` runs with decay
 //! off (-1, the exact conditions; its dirty pages are never purged). One that names either
@@ -53,15 +54,14 @@ pub struct Setting {
 pub enum SettingError {
     #[error(transparent)]
     Option(#[from] OptionError),
-    #[error("experimental_tcache_gc:true is 5.3.1's cache GC on a 10 ms wall clock, which a replay cannot reproduce (every 5.3.1 setting runs with experimental_tcache_gc:false)")]
-    ClockGc,
     #[error("experimental_tcache_gc is a 5.3.1 option; jemalloc 5.3.0 does not know it")]
     NotIn530,
 }
 
 impl Setting {
-    /// `malloc_conf` on `preset`; 5.3.1 settings get `experimental_tcache_gc:false`; one
-    /// that names a decay option gets jemalloc's default for the other (module docs).
+    /// `malloc_conf` on `preset`; 5.3.1 settings get `experimental_tcache_gc:false` unless
+    /// they ask for `true`; one that names a decay option gets jemalloc's default for the
+    /// other (module docs).
     pub fn new(malloc_conf: &str, preset: Preset) -> Result<Setting, SettingError> {
         let names_decay = malloc_conf.split(',').any(|pair| {
             matches!(
@@ -77,10 +77,8 @@ impl Setting {
         };
         match preset.config().version {
             JemallocVersion::V5_3_1 => {
-                if options.experimental_tcache_gc == Some(true) {
-                    return Err(SettingError::ClockGc);
-                }
-                options.experimental_tcache_gc = Some(false);
+                // Asked for, the clock GC runs on the trace's clock ([`Setting::clock_gc`]).
+                options.experimental_tcache_gc.get_or_insert(false);
             }
             JemallocVersion::V5_3_0 => {
                 if options.experimental_tcache_gc.is_some() {
@@ -95,10 +93,24 @@ impl Setting {
         })
     }
 
-    /// Decay runs on the trace's clock (either setting above 0 ms): approximate, and only on
-    /// a trace with times.
+    /// Decay (either setting above 0 ms) or 5.3.1's cache GC runs on the trace's clock:
+    /// approximate, and only on a trace with times.
     pub fn on_clock(&self) -> bool {
-        self.options.needs_clock()
+        self.options.needs_clock() || self.clock_gc()
+    }
+
+    /// 5.3.1's clock-driven cache GC, asked for with `experimental_tcache_gc:true`.
+    pub fn clock_gc(&self) -> bool {
+        self.config().version == JemallocVersion::V5_3_1
+            && self.options.experimental_tcache_gc == Some(true)
+    }
+
+    /// Why the setting needs the trace's clock (for a trace without times).
+    pub fn clock_reason(&self) -> &'static str {
+        match self.clock_gc() {
+            true => "experimental_tcache_gc:true's cache GC runs on a 10 ms clock",
+            false => "decay above 0 ms runs on the trace's clock",
+        }
     }
 
     /// Decay is on (0 included: purge at once, still exact).
@@ -153,7 +165,7 @@ impl Setting {
 
     /// The whole `MALLOC_CONF` the model's exact conditions mean, as the live check gives it
     /// to jemalloc: the options, `narenas` for `cpus`, both decay settings, and for 5.3.1
-    /// `experimental_tcache_gc:false`.
+    /// `experimental_tcache_gc` (`false` unless asked for).
     pub fn exact_conf(&self, cpus: u32) -> String {
         self.options_for(cpus).to_conf(self.config().version)
     }

@@ -397,8 +397,8 @@ where
         skipped = off
             .into_iter()
             .map(|s| {
-                let why = "the trace has no times, and decay above 0 ms runs on the trace's clock";
-                (s, why.to_string())
+                let why = format!("the trace has no times, and {}", s.clock_reason());
+                (s, why)
             })
             .collect();
         kept
@@ -473,6 +473,29 @@ mod tests {
         .map(|c| Setting::new(c, crate::sizeclass::Preset::LINKED).unwrap())
         .collect();
         advise(&records, &grid, 2).unwrap()
+    }
+
+    /// The clock GC on a trace without times is skipped, and the reason names the GC (not
+    /// decay); with times it runs (the model's clock GC, `process/model/gc.rs`).
+    #[test]
+    fn the_clock_gc_needs_times_and_says_so() {
+        let gc = Setting::new(
+            "experimental_tcache_gc:true",
+            crate::sizeclass::Preset::LINKED,
+        )
+        .unwrap();
+        let grid = [Setting::defaults(), gc];
+        let mut records = crate::process::records_from_text("a 0 64\nf 0\n").unwrap();
+        let a = advise(&records, &grid, 2).unwrap();
+        assert_eq!((a.results.len(), a.skipped.len()), (1, 1));
+        assert!(a.skipped[0].1.contains("10 ms clock"), "{:?}", a.skipped);
+        for (r, t) in records.iter_mut().zip([0, 20_000_000]) {
+            if let Record::Call(c) = r {
+                c.time_ns = Some(t);
+            }
+        }
+        let a = advise(&records, &grid, 2).unwrap();
+        assert_eq!((a.results.len(), a.skipped.len()), (2, 0));
     }
 
     #[test]

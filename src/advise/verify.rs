@@ -100,7 +100,8 @@ pub fn verify(
 ) -> Result<LiveCheck, AdviseError> {
     if setting.on_clock() {
         return Ok(LiveCheck::Approximate(format!(
-            "decay on the clock is not exact; compare resident live with: fragsim replay TRACE --process --live --honour-clock --runs 5 --cpus {cpus} --malloc-conf '{}'",
+            "{} on the clock is not exact; compare resident live with: fragsim replay TRACE --process --live --honour-clock --runs 5 --cpus {cpus} --malloc-conf '{}'",
+            if setting.clock_gc() { "the cache GC" } else { "decay" },
             setting.exact_conf(cpus)
         )));
     }

@@ -475,7 +475,13 @@ fn replay_spans(
         // start-up registered).
         let below = baton.lowest_stack().unwrap_or(0);
         let heap = work.ops.as_ptr() as u64;
-        writeln!(out, "clock {since} {} {below} {heap}", meta.to_line())?;
+        // The mapping that holds it: start-up's extents, whose radix-tree leaves exist.
+        let (lo, hi) = super::decay::mapping_containing(heap).unwrap_or((0, 0));
+        writeln!(
+            out,
+            "clock {since} {} {below} {heap} {lo} {hi}",
+            meta.to_line()
+        )?;
     }
     let last = work.ops.len();
     let every = every.max(1) as usize;

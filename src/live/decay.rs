@@ -5,8 +5,9 @@
 //! replayer's manual arena left out; per arena its metadata resident). Before the first event it prints `clock SINCE ...`:
 //! ns since its constructor (about when jemalloc created arena 0 and started its decay
 //! epoch), then the metadata before the first event ([`StartMeta`]: arena 0's and a fresh
-//! arena's base, the radix tree), then the lowest worker stack's address and a heap
-//! address (a table made before the workers started).
+//! arena's base, the radix tree), then the lowest worker stack's address, a heap address (a
+//! table made before the workers started) and the bounds of the mapping that holds it
+//! (`/proc/self/maps`; `0 0` when unreadable).
 //!
 //! The parent ([`live_clock_run`]) runs the child once and returns every checkpoint; the
 //! comparison with the model over seeds is [`crate::live::decay_compare`].
@@ -41,6 +42,54 @@ pub(super) fn sleep_until(deadline_ns: u64) {
         )
     } == libc::EINTR
     {}
+}
+
+/// The mapping (`/proc/self/maps` line) that contains `addr`, as `[start, end)`. Reads into
+/// a buffer on the stack and parses in place: the child calls it between its metadata
+/// measurement and the first event, where an allocation would change what was measured.
+pub(super) fn mapping_containing(addr: u64) -> Option<(u64, u64)> {
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY) };
+    if fd < 0 {
+        return None;
+    }
+    let mut buf = [0u8; 16 << 10];
+    let (mut len, mut found) = (0usize, None);
+    loop {
+        // SAFETY: reads into the free tail of `buf`.
+        let n = unsafe { libc::read(fd, buf[len..].as_mut_ptr().cast(), buf.len() - len) };
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+        // Whole lines are parsed; a partial last line moves to the front.
+        let end = buf[..len]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        found = found.or_else(|| {
+            buf[..end]
+                .split(|&b| b == b'\n')
+                .find_map(|l| span(l, addr))
+        });
+        if end == 0 && len == buf.len() {
+            break; // a line longer than the buffer: not a mapping line worth reading
+        }
+        buf.copy_within(end..len, 0);
+        len -= end;
+    }
+    // SAFETY: `fd` was opened above.
+    unsafe { libc::close(fd) };
+    found
+}
+
+/// `start-end ...` of a maps line, when it contains `addr`.
+fn span(line: &[u8], addr: u64) -> Option<(u64, u64)> {
+    let range = line.split(|&b| b == b' ').next()?;
+    let mut it = range.split(|&b| b == b'-');
+    let hex = |h: &[u8]| u64::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok();
+    let (lo, hi) = (hex(it.next()?)?, hex(it.next()?)?);
+    (lo <= addr && addr < hi).then_some((lo, hi))
 }
 
 /// MIBs of one arena's page statistics.
@@ -262,6 +311,8 @@ pub struct LiveClockRun {
     /// workers (the model's address space: see [`crate::process::Metadata`]).
     pub below: u64,
     pub heap: u64,
+    /// The mapping holding `heap` (`[start, end)`; `(0, 0)`: unknown).
+    pub heap_mapping: (u64, u64),
     /// At every checkpoint: the snapshot (active bytes per arena) and the decay line.
     pub checkpoints: Vec<(ProcessSnapshot, LiveDecay)>,
 }
@@ -324,7 +375,7 @@ pub fn live_clock_run(
         .collect();
     let bad = || anyhow::anyhow!("bad clock line '{}'", all[3]);
     let num = |s: &str| s.parse::<u64>().map_err(|_| bad());
-    ensure!(clock.len() == 8, bad());
+    ensure!(clock.len() == 10, bad());
     let start_ns = num(clock[0])?;
     let start_meta = StartMeta {
         resident0: num(clock[1])?,
@@ -334,6 +385,7 @@ pub fn live_clock_run(
         rtree: (clock[5] != "-").then(|| num(clock[5])).transpose()?,
     };
     let (below, heap) = (num(clock[6])?, num(clock[7])?);
+    let heap_mapping = (num(clock[8])?, num(clock[9])?);
     let mut checkpoints = Vec::new();
     for pair in all[4..].chunks(2) {
         let [s, d] = pair else {
@@ -351,6 +403,35 @@ pub fn live_clock_run(
         start_meta,
         below,
         heap,
+        heap_mapping,
         checkpoints,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A maps line (the format of proc(5)): its range when it holds the address, else none.
+    #[test]
+    fn a_maps_line_gives_its_range() {
+        let line = b"7fa3f7200000-7fa3f8e00000 rw-p 00000000 00:00 0 ";
+        assert_eq!(
+            span(line, 0x7fa3_f820_0080),
+            Some((0x7fa3_f720_0000, 0x7fa3_f8e0_0000))
+        );
+        assert_eq!(span(line, 0x7fa3_f8e0_0000), None, "the end is excluded");
+        assert_eq!(span(b"garbage", 1), None);
+    }
+
+    /// This process's own stack variable lies in one mapping, which holds it; a page at
+    /// address 0 lies in none (Linux's mmap_min_addr).
+    #[test]
+    fn the_mapping_of_a_stack_address() {
+        let x = 0u64;
+        let a = &x as *const u64 as u64;
+        let (lo, hi) = mapping_containing(a).expect("the stack is mapped");
+        assert!(lo <= a && a < hi && lo % 4096 == 0 && hi % 4096 == 0);
+        assert_eq!(mapping_containing(0), None);
+    }
 }

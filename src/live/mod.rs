@@ -26,6 +26,7 @@ mod baton;
 mod build;
 pub mod ctl;
 pub mod decay;
+pub mod decay_band;
 pub mod decay_compare;
 pub mod process;
 pub mod relay;

@@ -34,6 +34,7 @@ pub mod bump_arena;
 mod charts;
 mod classes;
 pub mod containers;
+pub mod decay;
 mod figures;
 mod findings;
 pub mod job;
@@ -218,6 +219,13 @@ pub fn write_report(
             job.section("run-time options", advise::SECTION, |dir| {
                 let traces = programs::trace_files(&programs.traces)?;
                 advise::write_section(dir, &traces, options.fragsim_exe.as_deref())
+            })
+        });
+        plan.lane(Load::Shared, |job| {
+            job.section("decay bands", decay::SECTION, |dir| {
+                // The band files name their traces from the repository's root: data/traces/..
+                let root = programs.traces.parent().and_then(Path::parent);
+                decay::write_section(dir, root.unwrap_or(Path::new(".")))
             })
         });
         plan.lane(Load::Shared, |job| {

@@ -27,8 +27,15 @@
 //!   trace, new base blocks' placement.
 //!
 //! Where the addresses start is ASLR's draw: the live comparison passes each run's (the
-//! lowest worker stack, and a heap table's address for the leaf start-up registered);
-//! without them the model draws a position within a leaf from the seed.
+//! lowest worker stack; a heap table's address and the bounds of the mapping that holds it,
+//! from `/proc/self/maps`, for the leaves start-up registered); without them the model draws
+//! a position within a leaf from the seed. Start-up's leaves are where its extents are: the
+//! mapping holding the table is start-up's arena-0 memory (its grow mappings, adjacent
+//! top-down, merge into one mapping, 28 MiB in the live replayer), and when the tree has
+//! more leaves than the table's, the others are that mapping's (measured: of 10 python-threads
+//! runs with two leaves at start, the mapping crossed a 128 MiB boundary below the table in
+//! every one; taking the second leaf above it instead, as before, gave a third leaf the real
+//! runs never make once the trace's mappings went down into the one below).
 
 use super::Metadata;
 use crate::sim::decay::mix_seed;
@@ -111,6 +118,22 @@ impl Geometry {
     }
 }
 
+/// The radix tree start-up makes on a jemalloc built for `bits` virtual address bits with
+/// 4 KiB pages: `rtree.h` splits the `bits - 12` significant bits over 1 to 3 levels (2 when
+/// at most 36, 3 when at most 52: `NSB/3, NSB/3 + NSB%3/2, the rest`), the root static; a
+/// leaf element is 8 bytes on builds of at most 48 bits (`RTREE_LEAF_COMPACT`), else 16, a
+/// node element 8. Start-up makes one leaf, and on three levels one middle node: 57 bits,
+/// 256 KiB + 512 KiB; 48 bits, one 2 MiB leaf (the shapes [`Geometry::of`] knows).
+pub(super) fn startup_rtree_bytes(bits: u32) -> u64 {
+    let nsb = bits.saturating_sub(12);
+    let elm: u64 = if bits <= 48 { 8 } else { 16 };
+    match nsb {
+        0..=10 => 0,
+        11..=36 => elm << (nsb / 2 + nsb % 2),
+        _ => (8u64 << (nsb / 3 + nsb % 3 / 2)) + (elm << (nsb / 3 + nsb % 3 - nsb % 3 / 2)),
+    }
+}
+
 /// The modelled address space: where the next mapping goes and the radix tree's leaves.
 #[derive(Clone, Debug)]
 struct Space {
@@ -176,14 +199,13 @@ impl MetaState {
                 // The live replayer's idle arena, made after its workers: its base block.
                 cursor = (cursor - BLOCK) / BLOCK * BLOCK;
             }
-            // Start-up's leaves: the heap's, and any further ones taken to lie above it.
+            // Start-up's leaves: the heap's, and its mapping's (see `startup_leaves`).
             let nodes0 = u64::from(g.node_bytes > 0);
             let n = m.rtree_bytes.saturating_sub(nodes0 * g.node_bytes) / g.leaf_bytes;
-            let first = heap >> g.lg_leaf_span;
             Space {
                 geometry: g,
                 cursor,
-                leaves: (first..first + n.max(1)).collect(),
+                leaves: startup_leaves(g, heap, m.heap_mapping, n.max(1)),
                 nodes: (nodes0 > 0)
                     .then_some(heap >> g.lg_node_span)
                     .into_iter()
@@ -257,6 +279,27 @@ impl MetaState {
     }
 }
 
+/// Start-up's `n` leaves: the heap's, then those of the mapping holding it (`[lo, hi)`:
+/// start-up's extents, mapped top-down from there) downwards, then upwards, then any further
+/// ones above.
+fn startup_leaves(g: Geometry, heap: u64, (lo, hi): (u64, u64), n: u64) -> BTreeSet<u64> {
+    let s = g.lg_leaf_span;
+    let h = heap >> s;
+    let (a, b) = match lo <= heap && heap < hi {
+        true => (lo >> s, (hi - 1) >> s),
+        false => (h, h),
+    };
+    let (mut from, mut to) = (h, h);
+    while to - from + 1 < n && from > a {
+        from -= 1;
+    }
+    while to - from + 1 < n && to < b {
+        to += 1;
+    }
+    to = to.max(from + n - 1);
+    (from..=to).collect()
+}
+
 impl Space {
     /// Arena `i` now spans `v` bytes: maps its growth below the cursor; returns the middle
     /// nodes and leaves made.
@@ -323,6 +366,63 @@ mod tests {
             (2 << 20, 30, 0)
         );
         assert!(Geometry::of(0, 4096).is_none() && Geometry::of(12_345, 4096).is_none());
+    }
+
+    /// Start-up's two leaves, from a live run's clock line (python-threads, its
+    /// `/proc/self/maps`): the table at 0x7fa3f8200080 in a 28 MiB mapping
+    /// 0x7fa3f7200000-0x7fa3f8e00000 across the 128 MiB boundary 0x7fa3f8000000: the table's
+    /// leaf and the one below it (the run's mappings then went down to 0x7fa3f3800000 with two
+    /// leaves in all). Unknown mapping: the further leaf above, as before; one leaf: the
+    /// table's only.
+    #[test]
+    fn startup_leaves_follow_the_table_mapping() {
+        let g = Geometry::of(1_310_720, 4096).unwrap();
+        let (heap, map) = (0x7fa3_f820_0080, (0x7fa3_f720_0000, 0x7fa3_f8e0_0000));
+        let h = heap >> 27;
+        assert_eq!(
+            startup_leaves(g, heap, map, 2)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec![h - 1, h]
+        );
+        assert_eq!(
+            startup_leaves(g, heap, (0, 0), 2)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec![h, h + 1]
+        );
+        assert_eq!(
+            startup_leaves(g, heap, map, 1)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec![h]
+        );
+        // A mapping that does not hold the table is ignored.
+        assert_eq!(
+            startup_leaves(g, heap, (0x1000, 0x2000), 2)
+                .into_iter()
+                .collect::<Vec<_>>(),
+            vec![h, h + 1]
+        );
+    }
+
+    /// Start-up's tree by address width (hand derived from `rtree.h`, above): 57 bits as
+    /// measured live (786,432: `stats.metadata_rtree` before the first event), 48 bits one
+    /// 2 MiB leaf; both shapes the geometry knows.
+    #[test]
+    fn startup_tree_by_address_width() {
+        assert_eq!(startup_rtree_bytes(57), 786_432);
+        assert_eq!(startup_rtree_bytes(48), 2 << 20);
+        for bits in [48, 57] {
+            assert!(Geometry::of(startup_rtree_bytes(bits), 4096).is_some());
+        }
+        // The width read from /proc/cpuinfo's line (this machine's, as proc(5) prints it),
+        // and the default for 57 bits is what was measured.
+        let line = "address sizes\t: 46 bits physical, 57 bits virtual\n";
+        assert_eq!(super::super::parse_vaddr_bits(line), Some(57));
+        assert_eq!(super::super::parse_vaddr_bits("flags: la57\n"), None);
+        let m = Metadata::for_vaddr_bits(57);
+        assert_eq!((m.base_bytes, m.base_allocated), (1_449_984, 1_448_704));
     }
 
     /// Mappings go down from the cursor; one that reaches below a 128 MiB boundary makes a
