@@ -115,8 +115,6 @@ pub enum RecordProgress {
     Converted(u64),
 }
 
-/// Runs `command` under the recorder and writes its trace to `out` (children's to
-/// `out.<pid>`). The program's stdin, stdout and stderr are passed through.
 /// `LD_PRELOAD` with the recorder first, before what the user preloads already.
 fn preload_with(preload: PathBuf) -> std::ffi::OsString {
     let mut var = preload.canonicalize().unwrap_or(preload).into_os_string();
@@ -127,6 +125,8 @@ fn preload_with(preload: PathBuf) -> std::ffi::OsString {
     var
 }
 
+/// Runs `command` under the recorder and writes its trace to `out` (children's to
+/// `out.<pid>`). The program's stdin, stdout and stderr are passed through.
 pub fn record_native(
     command: &[std::ffi::OsString],
     out: &Path,
@@ -158,76 +158,35 @@ pub fn record_native_with_progress(
         source,
     })?;
     let raw_dir = raw_dir.canonicalize().unwrap_or(raw_dir);
-    let preload_var = preload_with(preload);
     let started = std::time::Instant::now();
-    let mut child = crate::cleanup::GuardedChild::spawn(
-        Command::new(&command[0])
-            .args(&command[1..])
-            .env("LD_PRELOAD", preload_var)
-            .env("FRAGSIM_PRELOAD_DIR", &raw_dir)
-            .env("FRAGSIM_PRELOAD_PARENT", std::process::id().to_string())
-            .env("FRAGSIM_PRELOAD_FLAGS", preload_flags(options)),
-    )
-    .map_err(|source| RecordError::Spawn {
-        program: program.clone(),
-        source,
+    let child = spawn_recorded(command, options, preload, &raw_dir).map_err(|source| {
+        RecordError::Spawn {
+            program: program.clone(),
+            source,
+        }
     })?;
-    let pid = child.id() as u64;
     let fields = Fields {
         threads: true,
         times: true,
         sites: options.stacks,
     };
-    let root_raw = raw_dir.join(format!("raw.{pid}"));
-    // The program's trace is converted while it runs (on this thread, another one waits for
-    // the program); its children's files (`--follow-forks`) after it has exited.
-    let ended = std::sync::atomic::AtomicBool::new(false);
-    let converter = std::thread::current();
-    let mut children = None;
-    let (waited, root) = std::thread::scope(|scope| {
-        let waiter = scope.spawn(|| {
-            let status = child.wait();
-            let elapsed = started.elapsed();
-            ended.store(true, std::sync::atomic::Ordering::SeqCst);
-            converter.unpark();
-            (status, elapsed)
-        });
-        let root = convert_into(out, fields, pid, |sink| {
-            let ended = || ended.load(std::sync::atomic::Ordering::SeqCst);
-            // Once the program has exited, the children's files are complete too: the bar
-            // covers what is left of the program's and all of theirs.
-            let mut tell = |p| match p {
-                RecordProgress::Converting { total } => {
-                    let parsed = parse_children(&raw_dir, pid, out);
-                    let more: u64 = parsed
-                        .iter()
-                        .flatten()
-                        .map(|(_, p, _)| p.event_bytes())
-                        .sum();
-                    progress(RecordProgress::Converting {
-                        total: total + more,
-                    });
-                    children = Some(parsed);
-                }
-                other => progress(other),
-            };
-            stream::convert_while_running(&root_raw, sink, &ended, &mut tell)
-        });
-        let waited = waiter
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (waited, root)
-    });
-    let (status, elapsed) = waited;
+    let pid = child.id() as u64;
+    let run = RootRun {
+        out,
+        fields,
+        pid,
+        raw_dir: &raw_dir,
+        started,
+    };
+    let ((status, elapsed), root, children) = run.convert_while_running(child, progress);
     let status = status.map_err(|source| RecordError::Spawn {
         program: program.clone(),
         source,
     })?;
-    drop(child);
-    let no_effect = !root_raw.exists();
+    let no_effect = !raw_file(&raw_dir, pid).exists();
     let mut traces = vec![root?];
     for (child_pid, process, path) in children.unwrap_or_else(|| Ok(Vec::new()))? {
-        let raw = raw_dir.join(format!("raw.{child_pid}"));
+        let raw = raw_file(&raw_dir, child_pid);
         traces.push(convert_into(&path, fields, child_pid, |sink| {
             let mut read = |bytes| progress(RecordProgress::Converted(bytes));
             convert_with_progress(&process, &raw.display().to_string(), sink, &mut read)
@@ -239,6 +198,96 @@ pub fn record_native_with_progress(
         traces,
         no_effect,
     })
+}
+
+/// The raw file the recorder writes for process `pid` in `raw_dir`.
+fn raw_file(raw_dir: &Path, pid: u64) -> PathBuf {
+    raw_dir.join(format!("raw.{pid}"))
+}
+
+/// Starts `command` with the recorder preloaded, writing its raw files into `raw_dir`.
+fn spawn_recorded(
+    command: &[std::ffi::OsString],
+    options: &NativeOptions,
+    preload: PathBuf,
+    raw_dir: &Path,
+) -> std::io::Result<crate::cleanup::GuardedChild> {
+    crate::cleanup::GuardedChild::spawn(
+        Command::new(&command[0])
+            .args(&command[1..])
+            .env("LD_PRELOAD", preload_with(preload))
+            .env("FRAGSIM_PRELOAD_DIR", raw_dir)
+            .env("FRAGSIM_PRELOAD_PARENT", std::process::id().to_string())
+            .env("FRAGSIM_PRELOAD_FLAGS", preload_flags(options)),
+    )
+}
+
+/// The program's exit status (or why waiting failed) and its wall time.
+type Waited = (std::io::Result<ExitStatus>, std::time::Duration);
+/// The children's raw files, indexed, once the program has exited (`None`: it never did
+/// while converting, as when the conversion failed first).
+type Children = Option<Result<Vec<(u64, RawProcess, PathBuf)>, RecordError>>;
+
+/// What converting the program's own trace while it runs needs.
+struct RootRun<'a> {
+    out: &'a Path,
+    fields: Fields,
+    pid: u64,
+    raw_dir: &'a Path,
+    started: std::time::Instant,
+}
+
+impl RootRun<'_> {
+    /// Converts the program's trace while it runs (on this thread, another one waits for
+    /// the program); its children's files (`--follow-forks`) are indexed once it has exited,
+    /// to be converted after.
+    fn convert_while_running(
+        &self,
+        mut child: crate::cleanup::GuardedChild,
+        progress: &mut dyn FnMut(RecordProgress),
+    ) -> (Waited, Result<RecordedTrace, RecordError>, Children) {
+        let pid = self.pid;
+        let root_raw = raw_file(self.raw_dir, pid);
+        let ended = std::sync::atomic::AtomicBool::new(false);
+        let converter = std::thread::current();
+        let mut children = None;
+        let (waited, root) = std::thread::scope(|scope| {
+            let waiter = scope.spawn(|| {
+                let status = child.wait();
+                let elapsed = self.started.elapsed();
+                ended.store(true, std::sync::atomic::Ordering::SeqCst);
+                converter.unpark();
+                (status, elapsed)
+            });
+            let root = convert_into(self.out, self.fields, pid, |sink| {
+                let ended = || ended.load(std::sync::atomic::Ordering::SeqCst);
+                // Once the program has exited, the children's files are complete too: the
+                // bar covers what is left of the program's and all of theirs.
+                let mut tell = |p| match p {
+                    RecordProgress::Converting { total } => {
+                        let parsed = parse_children(self.raw_dir, pid, self.out);
+                        let more: u64 = parsed
+                            .iter()
+                            .flatten()
+                            .map(|(_, p, _)| p.event_bytes())
+                            .sum();
+                        progress(RecordProgress::Converting {
+                            total: total + more,
+                        });
+                        children = Some(parsed);
+                    }
+                    other => progress(other),
+                };
+                stream::convert_while_running(&root_raw, sink, &ended, &mut tell)
+            });
+            let waited = waiter
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (waited, root)
+        });
+        drop(child);
+        (waited, root, children)
+    }
 }
 
 /// A temporary folder beside `out`, so a large recording does not fill /tmp.

@@ -1,8 +1,18 @@
 //! Per-thread event buffers (from `mmap`), the table of all of them (for the final flush) and
 //! raw chunk output.
+//!
+//! Chunks are written in `out.rs`; the final flush, a thread's exit and a fork child's
+//! reset of the table are in `lifecycle.rs`.
+
+mod lifecycle;
+mod out;
+
+pub use lifecycle::{flush_all, forget_other_threads, thread_exit};
+pub use out::chunk;
+use out::write_all;
 
 use crate::stack::StackTable;
-use crate::state::{self, FD, KEY, LATE_CALLS, LOST_BYTES, SEQ, STACKS};
+use crate::state::{self, KEY, LATE_CALLS, SEQ, STACKS};
 use libc::c_void;
 use std::cell::Cell;
 use std::ptr::null_mut;
@@ -417,131 +427,4 @@ pub unsafe fn flush_own() {
         end(b);
     }
     TLS.with(|t| t.busy.set(false));
-}
-
-/// Writes a chunk of `kind` with `payload` (copied through a small stack buffer for the
-/// header, so two writes; chunks other than events are rare).
-pub unsafe fn chunk(kind: u32, slot: u32, tid: u32, payload: &[u8]) {
-    let mut hdr = [0u8; HDR];
-    hdr[0..4].copy_from_slice(&MAGIC.to_le_bytes());
-    hdr[4..8].copy_from_slice(&kind.to_le_bytes());
-    hdr[8..12].copy_from_slice(&slot.to_le_bytes());
-    hdr[12..16].copy_from_slice(&tid.to_le_bytes());
-    hdr[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    hdr[24..32].copy_from_slice(&state::tsc().to_le_bytes());
-    hdr[32..40].copy_from_slice(&state::now_ns().to_le_bytes());
-    let iov = [
-        libc::iovec {
-            iov_base: hdr.as_mut_ptr() as *mut c_void,
-            iov_len: HDR,
-        },
-        libc::iovec {
-            iov_base: payload.as_ptr() as *mut c_void,
-            iov_len: payload.len(),
-        },
-    ];
-    let fd = FD.load(Ordering::Acquire);
-    let n = libc::writev(fd, iov.as_ptr(), 2);
-    if n < 0 || n as usize != HDR + payload.len() {
-        LOST_BYTES.fetch_add((HDR + payload.len()) as u64, Ordering::Relaxed);
-    }
-}
-
-unsafe fn write_all(mut p: *const u8, mut n: usize) {
-    let fd = FD.load(Ordering::Acquire);
-    while n > 0 {
-        let w = libc::write(fd, p as *const c_void, n);
-        if w < 0 {
-            if *libc::__errno_location() == libc::EINTR {
-                continue;
-            }
-            LOST_BYTES.fetch_add(n as u64, Ordering::Relaxed);
-            return;
-        }
-        p = p.add(w as usize);
-        n -= w as usize;
-    }
-}
-
-/// Writes every thread's buffer. A thread caught inside a hook by a signal still has only
-/// complete events in its buffer, so its own buffer is written without its lock; other
-/// threads get a bounded wait.
-pub unsafe fn flush_all() {
-    stop_owners();
-    // Every stack in the buffers was taken before: its objects are in these maps.
-    state::write_maps();
-    let own = TLS.with(|t| t.buf.get());
-    let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
-    for slot in &SLOTS[..n] {
-        let b = slot.load(Ordering::Acquire);
-        if b.is_null() || (*b).free.load(Ordering::Acquire) == 1 {
-            continue;
-        }
-        if b == own {
-            flush_locked(b, true);
-            continue;
-        }
-        let mut spins = 0u32;
-        while (*b).active.load(Ordering::Acquire) != 0 && spins < 1_000_000 {
-            spins += 1;
-            std::hint::spin_loop();
-        }
-        flush_locked(b, true);
-    }
-}
-
-/// pthread key destructor: re-armed for the first rounds so that calls from other keys'
-/// destructors are still recorded, then writes the thread's exit and frees the buffer.
-pub unsafe extern "C" fn thread_exit(p: *mut c_void) {
-    let b = p as *mut Buf;
-    if state::STATE.load(Ordering::Acquire) != state::ON {
-        return;
-    }
-    (*b).exit_rounds += 1;
-    if (*b).exit_rounds < DESTRUCTOR_ROUNDS {
-        libc::pthread_setspecific(KEY.load(Ordering::Acquire), p);
-        return;
-    }
-    TLS.with(|t| t.busy.set(true));
-    let ctx = Ctx {
-        b,
-        tls: TLS.with(|t| t as *const Tls),
-    };
-    (*b).in_call.store(1, Ordering::Relaxed);
-    if begin(b) {
-        let seq = ctx.seq();
-        ctx.push_locked(&[4 | seq << 8, state::stamp()]);
-        flush_locked(b, false);
-        end(b);
-    }
-    drop(ctx);
-    TLS.with(|t| {
-        t.buf.set(null_mut());
-        t.exited.set(true);
-    });
-    (*b).free.store(1, Ordering::Release);
-}
-
-/// In a fork child: the other threads do not exist here, their buffers become free; this
-/// thread's buffer held the parent's events (the parent writes them).
-pub unsafe fn forget_other_threads() {
-    resume_owners();
-    register_membarrier();
-    let own = TLS.with(|t| t.buf.get());
-    let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
-    for slot in &SLOTS[..n] {
-        let b = slot.load(Ordering::Acquire);
-        if b.is_null() {
-            continue;
-        }
-        (*b).len.store(0, Ordering::Release);
-        (*b).active.store(0, Ordering::Release);
-        (*b).first_seq.store(u64::MAX, Ordering::Release);
-        if !(*b).stacks.is_null() {
-            crate::stack::clear((*b).stacks);
-        }
-        if b != own {
-            (*b).free.store(1, Ordering::Release);
-        }
-    }
 }

@@ -1,0 +1,189 @@
+//! One merged event -> the trace's calls, thread exits and sites.
+
+use super::merge::{ImageState, Lane};
+use super::{exhausted, Converter};
+use crate::record::raw::{FastMap, RawEvent, RawImage, RawOp};
+use crate::record::symbols::Modules;
+use crate::trace::{Call, Event, Frame, Record, SiteId, ThreadId, TraceError};
+
+impl Converter<'_, '_> {
+    /// One merged event of `lane`.
+    pub(super) fn event(
+        &mut self,
+        image: &RawImage,
+        lane: &mut Lane,
+        ev: RawEvent,
+        st: &mut ImageState,
+    ) -> Result<(), TraceError> {
+        let thread = match lane.thread {
+            Some(t) => t,
+            None => {
+                let t = st.first_thread.take().unwrap_or_else(|| {
+                    let t = self.next_thread;
+                    self.next_thread += 1;
+                    t
+                });
+                lane.thread = Some(t);
+                t
+            }
+        };
+        let at = self.time(ev.time_ns);
+        let site = if st.stacks_on && ev.stack != 0 {
+            let key = (lane.slot, ev.stack);
+            match st.site_of.get(&key) {
+                Some(&s) => s,
+                None => {
+                    let s = match st.stacks.remove(&key) {
+                        Some((maps, ips)) => {
+                            if st.modules.len() <= maps {
+                                st.modules.resize(maps + 1, None);
+                            }
+                            let modules = st.modules[maps].get_or_insert_with(|| {
+                                image
+                                    .maps
+                                    .get(maps)
+                                    .map_or_else(Modules::default, |m| Modules::parse(m))
+                            });
+                            self.site(modules, maps, &mut st.frame_of, &ips)?
+                        }
+                        None => None,
+                    };
+                    st.site_of.insert(key, s);
+                    s
+                }
+            }
+        } else {
+            None
+        };
+        self.out.clear();
+        match ev.op {
+            RawOp::Alloc { size, align, addr } => {
+                self.importer
+                    .alloc(addr, size, align, &mut self.out)
+                    .map_err(|_| exhausted(&self.file))?;
+            }
+            RawOp::Free { addr } => {
+                self.importer.free(addr, &mut self.out);
+            }
+            RawOp::ReallocBegin { old } => {
+                lane.pending = Some(self.importer.detach(old));
+            }
+            RawOp::ReallocEnd { new, size, .. } => {
+                let id = lane.pending.take().flatten();
+                self.importer
+                    .attach(id, new, size, &mut self.out)
+                    .map_err(|_| exhausted(&self.file))?;
+            }
+            RawOp::Exit => {
+                lane.exited = true;
+                return self.exit(thread, at);
+            }
+        }
+        self.emit_calls(thread, at, site)
+    }
+
+    /// Nanoseconds since the start, never going back (threads read the clock a moment
+    /// after taking their sequence number).
+    pub(super) fn time(&mut self, raw_ns: u64) -> u64 {
+        let t = raw_ns.saturating_sub(self.base_ns).max(self.last_ns);
+        self.last_ns = t;
+        t
+    }
+
+    pub(super) fn exit(&mut self, thread: ThreadId, at: u64) -> Result<(), TraceError> {
+        self.summary.thread_exits += 1;
+        (self.sink)(&Record::ThreadExit {
+            thread,
+            time_ns: Some(at),
+        })
+    }
+
+    /// Writes the events in `self.out` as calls of `thread` (the site goes to the call's own
+    /// alloc or realloc, not to a repair's free).
+    pub(super) fn emit_calls(
+        &mut self,
+        thread: ThreadId,
+        at: u64,
+        site: Option<SiteId>,
+    ) -> Result<(), TraceError> {
+        let s = &mut self.summary;
+        let t = thread as usize;
+        if s.events_per_thread.len() <= t {
+            s.events_per_thread.resize(t + 1, 0);
+        }
+        for event in &self.out {
+            s.events += 1;
+            s.events_per_thread[t] += 1;
+            let site = match event {
+                Event::Alloc { .. } => {
+                    s.allocs += 1;
+                    site
+                }
+                Event::Realloc { .. } => {
+                    s.reallocs += 1;
+                    site
+                }
+                Event::Free { .. } => {
+                    s.frees += 1;
+                    None
+                }
+            };
+            (self.sink)(&Record::Call(Call {
+                event: *event,
+                thread,
+                time_ns: Some(at),
+                site,
+            }))?;
+        }
+        Ok(())
+    }
+
+    /// The trace site of a stack, defined (written) the first time it is seen.
+    fn site(
+        &mut self,
+        modules: &Modules,
+        maps: usize,
+        frame_of: &mut FastMap<(usize, u64), Option<u32>>,
+        ips: &[u64],
+    ) -> Result<Option<SiteId>, TraceError> {
+        let mut ids = Vec::with_capacity(ips.len());
+        for &ip in ips {
+            let id = match frame_of.get(&(maps, ip)) {
+                Some(&id) => id,
+                None => {
+                    let id = modules.frame(ip).map(|f| self.frame_id(f));
+                    frame_of.insert((maps, ip), id);
+                    id
+                }
+            };
+            ids.extend(id);
+        }
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        if let Some(&id) = self.sites.get(&ids) {
+            return Ok(Some(id));
+        }
+        let id = self.sites.len() as SiteId;
+        let frames = ids
+            .iter()
+            .map(|&f| self.frames[f as usize].clone())
+            .collect();
+        self.sites.insert(ids, id);
+        self.summary.sites += 1;
+        (self.sink)(&Record::Site { id, frames })?;
+        Ok(Some(id))
+    }
+
+    /// The id of a frame (symbolized here), the same for equal frames of any image.
+    fn frame_id(&mut self, frame: Frame) -> u32 {
+        let frame = self.symbolizer.name(frame);
+        if let Some(&id) = self.frame_ids.get(&frame) {
+            return id;
+        }
+        let id = self.frames.len() as u32;
+        self.frames.push(frame.clone());
+        self.frame_ids.insert(frame, id);
+        id
+    }
+}

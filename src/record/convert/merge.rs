@@ -1,0 +1,207 @@
+//! The merge of one image's threads by sequence number.
+
+use super::Converter;
+use crate::record::raw::{
+    CursorError, FastMap, RawEvent, RawImage, RawProcess, RawThread, Stacks, ThreadCursor,
+    FLAG_STACKS,
+};
+use crate::record::symbols::Modules;
+use crate::trace::{ObjectId, SiteId, ThreadId, TraceError};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// One thread of the image being merged: its cursor, the event due next, and what the
+/// merge learnt about it.
+pub(super) struct Lane {
+    tid: u32,
+    pub(super) slot: u32,
+    cursor: ThreadCursor,
+    head: Option<RawEvent>,
+    /// Its trace thread, from its first event on.
+    pub(super) thread: Option<ThreadId>,
+    /// A realloc between its two points: the object it moves (`None`: not live).
+    pub(super) pending: Option<Option<ObjectId>>,
+    pub(super) exited: bool,
+}
+
+/// What the events of one image share while they are merged.
+pub(super) struct ImageState {
+    /// The image's maps, parsed when first needed.
+    pub(super) modules: Vec<Option<Modules>>,
+    pub(super) stacks_on: bool,
+    pub(super) stacks: Stacks,
+    pub(super) site_of: FastMap<(u32, u32), Option<SiteId>>,
+    /// (maps, return address) -> frame id (`None`: the recorder's own frame), per image
+    /// (the mappings are the image's).
+    pub(super) frame_of: FastMap<(usize, u64), Option<u32>>,
+    /// The thread that exec'd into this image: it is the first one seen here.
+    pub(super) first_thread: Option<ThreadId>,
+}
+
+/// The merge of one image's threads by sequence number, in rounds as its file grows.
+///
+/// The lane with the lowest next number runs until its next event passes the second lowest,
+/// so the heap is touched once per run of a thread's events, not once per event. A round
+/// stops at its mark: a lane whose indexed events run out waits (parked) for more.
+pub(super) struct ImageMerge {
+    pub(super) index: usize,
+    lanes: Vec<Lane>,
+    lane_of: FastMap<u32, usize>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    parked: Vec<usize>,
+    st: ImageState,
+    /// The last sequence number converted: a mark that was wrong (or a corrupt file) shows
+    /// as a number going back.
+    last_seq: Option<u64>,
+}
+
+impl ImageMerge {
+    /// Converts the events numbered below `mark` (all of them: `u64::MAX`).
+    pub(super) fn round(
+        &mut self,
+        c: &mut Converter,
+        process: &RawProcess,
+        mark: u64,
+    ) -> Result<(), TraceError> {
+        let image = &process.images[self.index];
+        if self.lane_of.len() < image.threads.len() {
+            let clock = image.clock();
+            for (&tid, t) in &image.threads {
+                if !self.lane_of.contains_key(&tid) {
+                    self.lane_of.insert(tid, self.lanes.len());
+                    self.parked.push(self.lanes.len());
+                    self.lanes.push(Lane {
+                        tid,
+                        slot: t.slot,
+                        cursor: process.cursor(t, clock),
+                        head: None,
+                        thread: None,
+                        pending: None,
+                        exited: false,
+                    });
+                }
+            }
+        }
+        for li in std::mem::take(&mut self.parked) {
+            let lane = &mut self.lanes[li];
+            let thread = &image.threads[&lane.tid];
+            lane.head = c.next(process, thread, &mut lane.cursor, &mut self.st.stacks)?;
+            match lane.head {
+                Some(e) => self.heap.push(Reverse((e.seq, li))),
+                None => self.parked.push(li),
+            }
+        }
+        while let Some(&Reverse((seq, li))) = self.heap.peek() {
+            if seq >= mark {
+                break;
+            }
+            self.heap.pop();
+            let bound = self.heap.peek().map_or(u64::MAX, |r| r.0 .0);
+            let lane = &mut self.lanes[li];
+            let thread = &image.threads[&lane.tid];
+            while let Some(ev) = lane.head.take() {
+                if self.last_seq.is_some_and(|last| ev.seq <= last) {
+                    return Err(TraceError::Corrupt {
+                        file: c.file.clone(),
+                        offset: 0,
+                        what: format!("event number {} after {:?}", ev.seq, self.last_seq),
+                    });
+                }
+                self.last_seq = Some(ev.seq);
+                c.event(image, lane, ev, &mut self.st)?;
+                lane.head = c.next(process, thread, &mut lane.cursor, &mut self.st.stacks)?;
+                match lane.head {
+                    Some(e) if e.seq > bound || e.seq >= mark => {
+                        self.heap.push(Reverse((e.seq, li)));
+                        break;
+                    }
+                    None => self.parked.push(li),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// After the last round: the thread that exec'd (if it did) and the other live threads.
+    pub(super) fn finish(self, image: &RawImage) -> (Option<ThreadId>, Vec<ThreadId>) {
+        let exec_thread = image
+            .exec_tid
+            .and_then(|tid| self.lanes.iter().find(|l| l.tid == tid))
+            .and_then(|l| l.thread);
+        let live = self
+            .lanes
+            .iter()
+            .filter(|l| !l.exited)
+            .filter_map(|l| l.thread)
+            .filter(|&t| Some(t) != exec_thread)
+            .collect();
+        (exec_thread, live)
+    }
+}
+
+impl Converter<'_, '_> {
+    /// Starts image `index`; `inherited`: the thread that exec'd into it and the previous
+    /// image's other live threads.
+    pub(super) fn start_image(
+        &mut self,
+        image: &RawImage,
+        index: usize,
+        inherited: Option<(ThreadId, Vec<ThreadId>)>,
+    ) -> Result<ImageMerge, TraceError> {
+        let mut st = ImageState {
+            modules: Vec::new(),
+            stacks_on: image.flags & FLAG_STACKS != 0,
+            stacks: Stacks::default(),
+            site_of: FastMap::default(),
+            frame_of: FastMap::default(),
+            first_thread: None,
+        };
+        if let Some((exec_thread, others)) = inherited {
+            // The exec released the old address space and ended every other thread.
+            let at = self.time(image.start_ns);
+            self.out.clear();
+            self.importer.release_all(&mut self.out);
+            self.summary.released_by_exec += self.out.len() as u64;
+            self.emit_calls(exec_thread, at, None)?;
+            for t in others {
+                self.exit(t, at)?;
+            }
+            st.first_thread = Some(exec_thread);
+        }
+        Ok(ImageMerge {
+            index,
+            lanes: Vec::new(),
+            lane_of: FastMap::default(),
+            heap: BinaryHeap::new(),
+            parked: Vec::new(),
+            st,
+            last_seq: None,
+        })
+    }
+
+    fn next(
+        &mut self,
+        process: &RawProcess,
+        thread: &RawThread,
+        cursor: &mut ThreadCursor,
+        stacks: &mut Stacks,
+    ) -> Result<Option<RawEvent>, TraceError> {
+        let read = cursor.bytes_read;
+        let next = cursor.next_event(process, thread, stacks);
+        if cursor.bytes_read != read {
+            (self.progress)(cursor.bytes_read - read);
+        }
+        next.map_err(|e| match e {
+            CursorError::Corrupt(at, what) => TraceError::Corrupt {
+                file: self.file.clone(),
+                offset: at as u64,
+                what,
+            },
+            CursorError::Io(source) => TraceError::Io {
+                file: self.file.clone(),
+                source,
+            },
+        })
+    }
+}

@@ -1,0 +1,204 @@
+//! Raw per-thread events -> one stream of trace records: merged by sequence number,
+//! addresses -> ids lowest-free-first (the importer valgrind logs use), raw thread ids ->
+//! dense trace threads in order of first appearance, stacks -> the site table.
+//!
+//! The merge of one image's threads is in `merge.rs`, one merged event -> calls and sites in
+//! `calls.rs`.
+
+mod calls;
+mod merge;
+
+use super::raw::{FastMap, RawProcess, FLAG_NO_UNWINDER, FLAG_TSC};
+use super::symbols::Symbolizer;
+use crate::trace::{
+    AddressImporter, Event, Frame, IssueCounts, Record, SiteId, ThreadId, TraceError,
+};
+use merge::ImageMerge;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// What a conversion found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ConvertSummary {
+    /// Calls written (allocs, frees, reallocs; repairs included).
+    pub events: u64,
+    pub allocs: u64,
+    pub frees: u64,
+    pub reallocs: u64,
+    /// Calls per trace thread.
+    pub events_per_thread: Vec<u64>,
+    pub thread_exits: u64,
+    pub sites: u64,
+    /// Program images (1 + the number of execs).
+    pub images: usize,
+    /// Objects still live when an exec replaced the image (freed in the trace there).
+    pub released_by_exec: u64,
+    /// From the first image's start to the last event.
+    pub duration_ns: u64,
+    /// The last image ended without the recorder's `END` (killed, fatal signal).
+    pub truncated: bool,
+    pub signal: Option<u64>,
+    pub dropped_threads: u64,
+    pub late_calls: u64,
+    pub lost_bytes: u64,
+    /// Stacks were asked for but libunwind could not be loaded.
+    pub no_unwinder: bool,
+    pub issues: IssueCounts,
+}
+
+/// Where converted records go, in order.
+pub type Sink<'a> = dyn FnMut(&Record) -> Result<(), TraceError> + 'a;
+
+struct Converter<'a, 'p> {
+    file: String,
+    sink: &'a mut Sink<'a>,
+    /// Told how many more bytes of events were read, chunk by chunk.
+    progress: &'p mut dyn FnMut(u64),
+    importer: AddressImporter,
+    base_ns: u64,
+    last_ns: u64,
+    next_thread: ThreadId,
+    /// Sites by their frames' ids in `frames`.
+    sites: FastMap<Vec<u32>, SiteId>,
+    /// Every distinct frame of the recording, named once (a stack's frames are looked up by
+    /// return address in `ImageState::frame_of`, not symbolized again per stack).
+    frames: Vec<Frame>,
+    frame_ids: HashMap<Frame, u32>,
+    symbolizer: Symbolizer,
+    summary: ConvertSummary,
+    out: Vec<Event>,
+}
+
+/// Converts one process's raw file (`file` names it in errors), handing every record to
+/// `sink` in order.
+pub fn convert<'a>(
+    process: &RawProcess,
+    file: &str,
+    sink: &'a mut Sink<'a>,
+) -> Result<ConvertSummary, TraceError> {
+    convert_with_progress(process, file, sink, &mut |_| {})
+}
+
+/// As [`convert`], telling `progress` how many more bytes of the file's events
+/// ([`RawProcess::event_bytes`] in all) were read, each time a chunk is read.
+pub fn convert_with_progress<'a>(
+    process: &RawProcess,
+    file: &str,
+    sink: &'a mut Sink<'a>,
+    progress: &mut dyn FnMut(u64),
+) -> Result<ConvertSummary, TraceError> {
+    // Room for the live objects of a large recording from the start (about one object live
+    // per 80 bytes of raw events, at most 4 M: a few percent of the time was the table
+    // growing).
+    let live = (process.event_bytes() / 80).min(1 << 22) as usize;
+    let mut stream = StreamConverter::new(file, sink, progress, live);
+    stream.step(process, true)?;
+    Ok(stream.finish(process))
+}
+
+/// A conversion that goes on as the raw file grows: [`StreamConverter::step`] converts what
+/// the file allows so far (while the program runs, the last image up to its progress mark).
+pub struct StreamConverter<'a, 'p> {
+    c: Converter<'a, 'p>,
+    /// The image being merged.
+    merge: Option<ImageMerge>,
+    next_image: usize,
+    /// The thread that exec'd into the next image and the other live threads then.
+    inherited: Option<(ThreadId, Vec<ThreadId>)>,
+}
+
+impl<'a, 'p> StreamConverter<'a, 'p> {
+    /// `live`: the live objects to make room for from the start.
+    pub fn new(
+        file: &str,
+        sink: &'a mut Sink<'a>,
+        progress: &'p mut dyn FnMut(u64),
+        live: usize,
+    ) -> Self {
+        StreamConverter {
+            c: Converter {
+                file: file.to_string(),
+                sink,
+                progress,
+                importer: AddressImporter::with_capacity(live),
+                base_ns: 0,
+                last_ns: 0,
+                next_thread: 0,
+                sites: FastMap::default(),
+                frames: Vec::new(),
+                frame_ids: HashMap::new(),
+                symbolizer: Symbolizer::default(),
+                summary: ConvertSummary::default(),
+                out: Vec::new(),
+            },
+            merge: None,
+            next_image: 0,
+            inherited: None,
+        }
+    }
+
+    /// Converts what `process` holds so far: every image but the last whole, the last one
+    /// up to its progress mark, or whole once the program has `ended`. An image with TSC
+    /// stamps (scaled with all its clock pairs) waits for its end.
+    pub fn step(&mut self, process: &RawProcess, ended: bool) -> Result<(), TraceError> {
+        if let Some(first) = process.images.first() {
+            self.c.base_ns = first.start_ns;
+        }
+        loop {
+            let index = self.merge.as_ref().map_or(self.next_image, |m| m.index);
+            let Some(image) = process.images.get(index) else {
+                return Ok(());
+            };
+            let whole = ended || index + 1 < process.images.len();
+            if !whole && image.flags & FLAG_TSC != 0 {
+                return Ok(());
+            }
+            if self.merge.is_none() {
+                let inherited = self.inherited.take();
+                self.merge = Some(self.c.start_image(image, index, inherited)?);
+                self.next_image = index + 1;
+            }
+            let merge = self.merge.as_mut().expect("started");
+            merge.round(
+                &mut self.c,
+                process,
+                if whole { u64::MAX } else { image.mark },
+            )?;
+            if !whole {
+                return Ok(());
+            }
+            let merge = self.merge.take().expect("started");
+            let (exec_thread, live) = merge.finish(image);
+            if let Some(t) = exec_thread {
+                self.inherited = Some((t, live));
+            }
+            let s = &mut self.c.summary;
+            if let Some(end) = image.end {
+                s.dropped_threads += end.dropped_threads;
+                s.late_calls += end.late_calls;
+                s.lost_bytes += end.lost_bytes;
+            }
+            s.no_unwinder |= image.flags & FLAG_NO_UNWINDER != 0;
+        }
+    }
+
+    /// The summary, once [`StreamConverter::step`] has converted the whole file.
+    pub fn finish(self, process: &RawProcess) -> ConvertSummary {
+        let mut c = self.c;
+        c.summary.images = process.images.len();
+        if let Some(last) = process.images.last() {
+            c.summary.truncated = last.end.is_none();
+            c.summary.signal = last.signal;
+        }
+        c.summary.issues = c.importer.issues;
+        c.summary.duration_ns = c.last_ns;
+        c.summary
+    }
+}
+
+fn exhausted(file: &str) -> TraceError {
+    TraceError::Input {
+        file: file.to_string(),
+        what: "more than 2^32 live objects".into(),
+    }
+}

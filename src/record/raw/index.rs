@@ -1,0 +1,123 @@
+//! Indexing a raw file's chunks: headers only, events are decoded later by the cursors.
+
+use super::{
+    u32_at, u64_at, words, Chunk, RawEnd, RawImage, RawThread, CHUNK_HEADER, K_END, K_EVENTS,
+    K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC,
+};
+use crate::trace::TraceError;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+fn corrupt(file: &str, offset: usize, what: impl Into<String>) -> TraceError {
+    TraceError::Corrupt {
+        file: file.to_string(),
+        offset: offset as u64,
+        what: what.into(),
+    }
+}
+
+/// The image an image-header chunk starts (its clock pair `pair`), or `None` when the
+/// payload is not a version-1 header.
+fn image_from_header(payload: &[u8], pair: (u64, u64)) -> Option<RawImage> {
+    let w: Vec<u64> = words(payload).collect();
+    if w.len() < 6 || w[0] != 1 {
+        return None;
+    }
+    Some(RawImage {
+        clock_min: pair,
+        clock_max: pair,
+        pid: w[1],
+        ppid: w[2],
+        start_ns: w[3],
+        flags: w[4],
+        fork_seq: w[5],
+        ..RawImage::default()
+    })
+}
+
+/// An `END` chunk's counts (missing words are 0).
+fn end_of(payload: &[u8]) -> RawEnd {
+    let w: Vec<u64> = words(payload).collect();
+    RawEnd {
+        dropped_threads: w.first().copied().unwrap_or(0),
+        late_calls: w.get(1).copied().unwrap_or(0),
+        lost_bytes: w.get(2).copied().unwrap_or(0),
+    }
+}
+
+/// Indexes the complete chunks of `file` (`size` bytes) from offset `at` on into `images`;
+/// returns the offset after the last complete one.
+pub(super) fn index_chunks(
+    file: &File,
+    size: usize,
+    mut at: usize,
+    images: &mut Vec<RawImage>,
+    name: &str,
+) -> Result<usize, TraceError> {
+    let io = |e| TraceError::Io {
+        file: name.to_string(),
+        source: e,
+    };
+    let mut header = [0u8; CHUNK_HEADER];
+    let mut payload = Vec::new();
+    while at + CHUNK_HEADER <= size {
+        file.read_exact_at(&mut header, at as u64).map_err(io)?;
+        let h = &header;
+        if u32_at(h, 0) != MAGIC {
+            return Err(corrupt(name, at, "no chunk magic"));
+        }
+        let kind = u32_at(h, 4);
+        let slot = u32_at(h, 8);
+        let tid = u32_at(h, 12);
+        let len = u64_at(h, 16);
+        let pair = (u64_at(h, 24), u64_at(h, 32));
+        let start = at + CHUNK_HEADER;
+        let Some(end) = usize::try_from(len).ok().and_then(|l| start.checked_add(l)) else {
+            return Err(corrupt(name, at, "chunk length out of range"));
+        };
+        if end > size {
+            break;
+        }
+        if kind != K_EVENTS {
+            payload.resize(end - start, 0);
+            file.read_exact_at(&mut payload, start as u64).map_err(io)?;
+        }
+        if kind == K_HEADER {
+            let Some(image) = image_from_header(&payload, pair) else {
+                return Err(corrupt(name, at, "bad image header"));
+            };
+            images.push(image);
+        } else {
+            let Some(image) = images.last_mut() else {
+                return Err(corrupt(name, at, "chunk before the first image header"));
+            };
+            image.saw_clock(pair);
+            match kind {
+                K_EVENTS => {
+                    if !len.is_multiple_of(8) {
+                        return Err(corrupt(name, start, "events not in whole words"));
+                    }
+                    image.mark = image.mark.max(u64_at(h, 40));
+                    let thread = image.threads.entry(tid).or_insert_with(|| RawThread {
+                        slot,
+                        chunks: Vec::new(),
+                    });
+                    thread.chunks.push(Chunk {
+                        start,
+                        end,
+                        maps: image.maps.len(),
+                    });
+                }
+                K_MAPS => image
+                    .maps
+                    .push(String::from_utf8_lossy(&payload).into_owned()),
+                K_EXEC => image.exec_tid = Some(tid),
+                K_END => image.end = Some(end_of(&payload)),
+                K_SIGNAL => image.signal = words(&payload).next(),
+                other => return Err(corrupt(name, at, format!("unknown chunk kind {other}"))),
+            }
+        }
+        at = end;
+    }
+    Ok(at)
+}
