@@ -15,6 +15,7 @@ band() { # name trace conf scale runs
 }
 band cpp-threads-map cpp-threads-map 'dirty_decay_ms:200,muzzy_decay_ms:0' 10 5
 band python-threads python-threads 'dirty_decay_ms:200,muzzy_decay_ms:0' 5 5
+band c-thread-pool c-thread-pool 'dirty_decay_ms:200,muzzy_decay_ms:0' 10 5
 band bursty decay/bursty 'dirty_decay_ms:500,muzzy_decay_ms:0' 1 5
 band bursty-muzzy decay/bursty 'dirty_decay_ms:300,muzzy_decay_ms:300' 1 5
 band idle decay/idle 'dirty_decay_ms:500,muzzy_decay_ms:0' 1 5

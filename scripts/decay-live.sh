@@ -15,6 +15,7 @@ run() { # name trace conf scale
 }
 run cpp-threads-map cpp-threads-map 'dirty_decay_ms:200,muzzy_decay_ms:0' 10
 run python-threads python-threads 'dirty_decay_ms:200,muzzy_decay_ms:0' 5
+run c-thread-pool c-thread-pool 'dirty_decay_ms:200,muzzy_decay_ms:0' 10
 run bursty decay/bursty 'dirty_decay_ms:500,muzzy_decay_ms:0' 1
 run bursty-muzzy decay/bursty 'dirty_decay_ms:300,muzzy_decay_ms:300' 1
 run idle decay/idle 'dirty_decay_ms:500,muzzy_decay_ms:0' 1
