@@ -199,12 +199,7 @@ fn known_sequence_event_for_event() {
         .collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]));
     // The written trace (v2) holds the same records.
-    let written: Vec<Record> = TraceReader::open(&run.trace)
-        .unwrap()
-        .records()
-        .map(Result::unwrap)
-        .collect();
-    assert_eq!(written, records);
+    assert_eq!(records_of(&run.trace), records);
 }
 
 #[test]
@@ -541,10 +536,14 @@ fn progress_marks_hold_and_the_trace_converted_while_running_is_the_same() {
     // What `fragsim record` converted while the program ran is what the whole file gives.
     let (records, summary) = only_process(&run.raw);
     assert_eq!(summary.issues.total(), 0, "{:?}", summary.issues);
-    let written: Vec<Record> = TraceReader::open(&run.trace)
+    assert_eq!(records_of(&run.trace), records);
+}
+
+/// Every record of the trace at `path`.
+fn records_of(path: &std::path::Path) -> Vec<Record> {
+    TraceReader::open(path)
         .unwrap()
         .records()
         .map(Result::unwrap)
-        .collect();
-    assert_eq!(written, records);
+        .collect()
 }
