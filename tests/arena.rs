@@ -121,7 +121,7 @@ fn memory_only_measurement_has_the_bytes_and_no_times() {
         assert_eq!(m.runs, 0);
         assert!(m.build.is_zero() && m.reset.is_zero());
         for &i in &ms {
-            assert_eq!(row[i], fragsim::export::Cell::Text("-".into()), "{row:?}");
+            assert_eq!(row[i], fragsim::export::Cell::Missing("-"), "{row:?}");
         }
     }
 }
@@ -177,5 +177,36 @@ fn the_json_table_has_every_strategy() {
     assert_eq!(rows.len(), 3);
     for row in rows {
         assert_eq!(row["predicted_usable"], row["measured_usable"], "{row}");
+    }
+}
+
+#[test]
+fn json_writes_null_for_what_was_not_measured() {
+    // `--model-only` measures nothing: the measured columns are missing, which CSV and
+    // Markdown print as `-` and JSON must write as null (not the string "-").
+    let out = Command::new(env!("CARGO_BIN_EXE_fragsim"))
+        .args([
+            "bump-arena",
+            "--format",
+            "json",
+            "--vectors",
+            "1000",
+            "--model-only",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert!(row["measured_usable"].is_null(), "{row}");
+        assert!(row["build_ms"].is_null(), "{row}");
+        assert!(row["predicted_usable"].is_u64(), "{row}");
     }
 }

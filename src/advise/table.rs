@@ -58,7 +58,7 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
                 Cell::Int(o.run.peak_active_predicted),
                 Cell::Int(o.run.peak_active_measured),
             ),
-            _ => (Cell::Text(String::new()), Cell::Text(String::new())),
+            _ => (Cell::Missing(""), Cell::Missing("")),
         };
         t.push(vec![
             r.setting.malloc_conf.clone().into(),
@@ -67,7 +67,7 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
             r.peak_active_bytes.into(),
             Cell::Float(r.mean_active_bytes, 1),
             r.time_mean_active_bytes
-                .map_or(Cell::Text(String::new()), |m| Cell::Float(m, 1)),
+                .map_or(Cell::Missing(""), |m| Cell::Float(m, 1)),
             r.peak_resident_bytes.into(),
             Cell::Float(r.mean_resident_bytes, 1),
             ratio(r.peak_active_bytes as f64, base.peak_active_bytes as f64),

@@ -50,5 +50,6 @@ fn value(cell: &Cell) -> Value {
             .and_then(serde_json::Number::from_f64)
             .map_or(Value::Null, Value::Number),
         Cell::Text(s) => json!(s),
+        Cell::Missing(_) => Value::Null,
     }
 }

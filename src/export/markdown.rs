@@ -19,7 +19,7 @@ impl TableFormat for Markdown {
             table
                 .rows
                 .first()
-                .is_some_and(|r| !matches!(r[i], Cell::Text(_)))
+                .is_some_and(|r| !matches!(r[i], Cell::Text(_) | Cell::Missing(_)))
         };
         let rule: Vec<&str> = (0..table.columns.len())
             .map(|i| if numeric(i) { "---:" } else { "---" })

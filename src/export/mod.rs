@@ -27,6 +27,9 @@ pub enum Cell {
     /// A number and the decimals to print it with.
     Float(f64, usize),
     Text(String),
+    /// No value (not measured, not applicable): CSV and Markdown print the marker given
+    /// (`-` or nothing), JSON writes `null`.
+    Missing(&'static str),
 }
 
 impl Cell {
@@ -36,6 +39,7 @@ impl Cell {
             Cell::Int(v) => v.to_string(),
             Cell::Float(v, decimals) => format!("{v:.decimals$}"),
             Cell::Text(s) => s.clone(),
+            Cell::Missing(marker) => (*marker).to_string(),
         }
     }
 }

@@ -204,7 +204,7 @@ pub fn stats_table(name: &str, s: &TraceStats) -> Table {
         s.cross_thread_frees.into(),
         match s.duration_ns {
             Some(ns) => ns.into(),
-            None => Cell::Text(String::new()),
+            None => Cell::Missing(""),
         },
         s.sites.into(),
     ]);

@@ -114,13 +114,13 @@ pub fn bump_arena_table(r: &BumpArenaResult) -> Table {
             "total_ms",
         ],
     );
-    let opt = |v: Option<u64>| v.map_or(Cell::Text("-".into()), Cell::Int);
+    let opt = |v: Option<u64>| v.map_or(Cell::Missing("-"), Cell::Int);
     for p in &r.predictions {
         let m = r.measured(p.strategy);
         // Untimed (memory only): no time cells.
         let timed = m.filter(|m| m.runs > 0);
         let ms = |d: Option<std::time::Duration>| {
-            d.map_or(Cell::Text("-".into()), |d| {
+            d.map_or(Cell::Missing("-"), |d| {
                 Cell::Float(d.as_secs_f64() * 1e3, 2)
             })
         };
