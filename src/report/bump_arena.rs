@@ -75,7 +75,7 @@ pub fn write_files(
     if let Some(run) = timing {
         let summaries = summarize(&run.children);
         // The fewest warm faults of a general-allocator build move with decay on the wall
-        // clock (0k-19k: the committed table prints that band), so the chart is this run's.
+        // clock (the committed table says so), so the chart is this run's.
         let faults = faults_chart(&summaries, &format!("{stem}-faults"));
         written.extend(write_chart(&faults, &times_dir.join("charts"))?);
         let times = times_dir.join(format!("{stem}-times.md"));
