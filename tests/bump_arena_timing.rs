@@ -219,7 +219,9 @@ fn committed_section_rounds_faults_and_carries_no_times() {
         fragsim::experiments::bump_arena::timing::timing_section(&run, "fragsim test").unwrap();
     assert!(
         text.contains(
-            "| defaults | general | Vec<Vec<i32>> (malloc/free per vector) | 116k | 0k-19k |"
+            // Wall-clock decay moves this count run to run (0k to a whole build's, more
+            // under load): the committed cell names that, not a number.
+            "| defaults | general | Vec<Vec<i32>> (malloc/free per vector) | 116k | varies with decay |"
         ),
         "{text}"
     );
