@@ -363,8 +363,8 @@ pub fn compare_on_clock_band<'a>(
 ) -> Result<(RealBand, ClockComparison)> {
     ensure!(runs > 0, "no runs asked for");
     let trace = trace.into();
-    // The models restamp the records per live run: this comparison holds them (the live
-    // runs sleep to every event's time, so a trace that fits a run fits in memory).
+    // The models restamp the records per live run, so this comparison holds them (each live
+    // run lasts as long as the trace did: it is for short traces).
     let records = trace.load()?;
     let records = &records[..];
     let lives = (0..runs)

@@ -28,6 +28,24 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// A decimal `u64` as the child writes it (digits only): parsed off the bytes, as the parent
+/// reads a line per comparison with hundreds of numbers (`--every 1`).
+fn parse_number(t: &[u8]) -> Result<u64> {
+    let bad = || anyhow::anyhow!("bad number from the child");
+    if t.is_empty() {
+        return Err(bad());
+    }
+    t.iter().try_fold(0u64, |v, &b| {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(bad());
+        }
+        v.checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d)))
+            .ok_or_else(bad)
+    })
+}
+
 pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
     if let Some(err) = line.strip_prefix("error ") {
         bail!("live process replay: {err}");
@@ -35,8 +53,9 @@ pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
     let mut it = line
         .strip_prefix("s ")
         .with_context(|| format!("bad snapshot line from the child: '{line}'"))?
-        .split(' ')
-        .map(|t| t.parse::<u64>().context("bad number from the child"));
+        .as_bytes()
+        .split(|&b| b == b' ')
+        .map(parse_number);
     let mut next = || it.next().context("short snapshot line")?;
     let mut s = ProcessSnapshot {
         event: next()?,
