@@ -35,7 +35,7 @@ struct Op {
 /// alignment flags while live.
 struct OpMaker {
     live: Vec<Option<u8>>,
-    /// Records seen (the 1-based number of the next one's predecessor).
+    /// Records turned into ops so far (errors name the next one: this + 1).
     records: u64,
 }
 
