@@ -256,7 +256,7 @@ fn write_snapshot(out: &mut impl Write, s: &ProcessSnapshot) -> std::io::Result<
 /// (the build as JSON, then `narenas N`, then `baseline`) and a snapshot every `every` events.
 /// `on_clock`: each call waits for its time (from the first) and every snapshot line is
 /// followed by a decay line (`crate::live::decay`). The trace is read twice as a stream (a
-/// scan, then the replay a window at a time: [`super::baton_ops`]), never held.
+/// scan, then the replay a window at a time: `live/baton_ops.rs`), never held.
 pub fn serve_process_child(
     trace: ProcessTrace<'_>,
     every: u64,
