@@ -27,7 +27,7 @@ pub struct SettingResult {
     pub peak_resident_bytes: u64,
     /// Mean resident bytes over the trace's time (each state held until the next record, on
     /// the model's clock); over records when the trace has no times
-    /// ([`ProcessSummary::mean_resident_bytes`], as `replay --process`).
+    /// ([`crate::process::ProcessSummary::mean_resident_bytes`], as `replay --process`).
     pub mean_resident_bytes: f64,
     pub final_active_bytes: u64,
     /// Records applied.
