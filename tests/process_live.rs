@@ -3,7 +3,7 @@
 //! thread exits) replayed with one real thread per trace thread in trace order, in a child
 //! of the fragsim binary. The golden values are the live jemalloc's own statistics.
 
-use fragsim::live::process::{compare_process_live, ProcessAllocator};
+use fragsim::live::process::{compare_process_live, ProcessAllocator, ProcessTrace};
 use fragsim::process::{threaded_trace, ProcessOptions, ThreadedSpec};
 use std::path::{Path, PathBuf};
 
@@ -100,4 +100,61 @@ fn huge_arena_off_or_lower_and_one_arena() {
     // thread to arena 0 (arena_choose_hard's single-arena branch).
     check(&spec, "oversize_threshold:0,narenas:1");
     check(&spec, "oversize_threshold:1048576");
+}
+
+/// A trace file streamed on both sides (the model beside the child through the engine, the
+/// child reading the file itself a window of 16,384 calls at a time) matches the live
+/// jemalloc at every event, and with comparisons further apart than that window (17,000:
+/// the first span needs two refills) gives the comparisons the records in memory give.
+#[test]
+fn a_trace_file_streamed_on_both_sides_matches_at_every_comparison() {
+    let spec = ThreadedSpec {
+        seed: 11,
+        events: 20_000,
+        ..ThreadedSpec::default()
+    };
+    let records = threaded_trace(&spec);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("threads.trace");
+    let fields = fragsim::trace::Fields {
+        threads: true,
+        times: false,
+        sites: false,
+    };
+    fragsim::trace::write_records(&path, fields, records.iter().cloned().map(Ok)).unwrap();
+    let file = ProcessTrace::File {
+        path: &path,
+        time_scale: 1.0,
+    };
+    let options = ProcessOptions::parse("").unwrap();
+    for a in allocators() {
+        let every_event = compare_process_live(&exe(), &a, file, &options, 1, 5).unwrap();
+        assert!(
+            every_event.comparison.is_exact(),
+            "{a:?}: {:?}",
+            every_event.comparison.first
+        );
+        assert_eq!(every_event.comparison.snapshots as usize, records.len());
+        let streamed = compare_process_live(&exe(), &a, file, &options, 17_000, 5).unwrap();
+        let in_memory = compare_process_live(&exe(), &a, &records, &options, 17_000, 5).unwrap();
+        assert!(
+            streamed.comparison.is_exact(),
+            "{a:?}: {:?}",
+            streamed.comparison.first
+        );
+        // Calls and thread exits, 17,000 apart and after the last: two comparisons.
+        assert_eq!(streamed.comparison.snapshots, 2);
+        assert_eq!(
+            (
+                streamed.events,
+                streamed.comparison.values,
+                streamed.threads
+            ),
+            (
+                in_memory.events,
+                in_memory.comparison.values,
+                in_memory.threads
+            )
+        );
+    }
 }

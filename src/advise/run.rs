@@ -1,43 +1,12 @@
-//! The one pass: every setting's process model fed by the engine, its peak, means (active
-//! and resident) and the peak's decomposition.
+//! The one pass: every setting's process model ([`super::setting_run`]) fed by the engine,
+//! and the settings ranked by peak, mean and mean resident bytes.
 
+use super::setting_run::{PeakParts, SettingRun};
 use super::Setting;
-use crate::engine::{self, RecordConsumer, RunError};
-use crate::process::{DecayClock, Metadata, Process, ProcessError, ProcessSummary};
-use crate::sizeclass::SizeClasses;
+use crate::engine::{self, RunError};
+use crate::process::{DecayClock, ProcessError};
 use crate::trace::Record;
 use serde::Serialize;
-
-/// What the active bytes at the peak hold; the parts add up to the peak exactly:
-/// `requested + rounding + cached + cache_blocks + empty_regions + pad = active`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct PeakParts {
-    /// Bytes the program's live objects asked for.
-    pub requested: u64,
-    /// Their usable minus requested bytes (size-class rounding).
-    pub rounding: u64,
-    /// Objects held in thread caches (`stats.arenas.<i>.tcache_bytes`, summed).
-    pub cached: u64,
-    /// The caches' own blocks (pointer stacks), one per thread with a cache, in arena 0.
-    pub cache_blocks: u64,
-    /// Free regions of live slabs, and the tail bytes a slab cannot use: slab pages minus
-    /// the regions in use, from every bin's `curslabs` and `curregs`.
-    pub empty_regions: u64,
-    /// The rest of the active pages: the padding page of each live large extent
-    /// (cache-oblivious builds; cached large objects and cache blocks included).
-    pub pad: u64,
-}
-
-impl PeakParts {
-    pub fn total(&self) -> u64 {
-        self.requested
-            + self.rounding
-            + self.cached
-            + self.cache_blocks
-            + self.empty_regions
-            + self.pad
-    }
-}
 
 /// One setting's replay.
 #[derive(Clone, Debug, Serialize)]
@@ -58,7 +27,7 @@ pub struct SettingResult {
     pub peak_resident_bytes: u64,
     /// Mean resident bytes over the trace's time (each state held until the next record, on
     /// the model's clock); over records when the trace has no times
-    /// ([`ProcessSummary::mean_resident_bytes`], as `replay --process`).
+    /// ([`crate::process::ProcessSummary::mean_resident_bytes`], as `replay --process`).
     pub mean_resident_bytes: f64,
     pub final_active_bytes: u64,
     /// Records applied.
@@ -183,163 +152,6 @@ pub enum AdviseError {
     Live { setting: String, message: String },
 }
 
-/// `(size, slab size)` of every bin of a build.
-fn bin_shapes(classes: &SizeClasses) -> Vec<(u64, u64)> {
-    classes
-        .bins()
-        .iter()
-        .map(|c| (c.size, c.slab_size))
-        .collect()
-}
-
-/// One setting as an engine consumer.
-struct SettingRun {
-    model: Process,
-    bins: Vec<(u64, u64)>,
-    block_bytes: u64,
-    summary: ProcessSummary,
-    at_peak: PeakParts,
-    time: TimeMean,
-    /// The model refused a record (to name the setting in the error).
-    failed: bool,
-}
-
-/// The time-weighted mean: the state after each record holds until the next record's time.
-#[derive(Default)]
-struct TimeMean {
-    first: Option<u64>,
-    last: u64,
-    last_active: u64,
-    weighted: u128,
-    /// A record without a time: no time mean.
-    untimed: bool,
-}
-
-impl TimeMean {
-    fn observe(&mut self, time: Option<u64>, active: u64) {
-        let Some(t) = time else {
-            self.untimed = true;
-            return;
-        };
-        match self.first {
-            None => self.first = Some(t),
-            // Threads' clocks may interleave a little out of order: no negative spans.
-            Some(_) => {
-                self.weighted +=
-                    u128::from(self.last_active) * u128::from(t.saturating_sub(self.last));
-            }
-        }
-        self.last = self.last.max(t);
-        self.last_active = active;
-    }
-
-    fn mean(&self) -> Option<f64> {
-        let first = self.first?;
-        (!self.untimed && self.last > first)
-            .then(|| self.weighted as f64 / (self.last - first) as f64)
-    }
-}
-
-impl SettingRun {
-    fn new(setting: &Setting, cpus: u32, clock: DecayClock) -> Result<SettingRun, ProcessError> {
-        let config = setting.config();
-        let classes =
-            SizeClasses::new(config).map_err(|e| crate::sim::SimError::Config(e.to_string()))?;
-        let mut model = Process::new(config, setting.options.clone(), cpus)?;
-        // As `replay --process` sets its model up (`cli::process::model_run`).
-        model.set_decay_clock(clock);
-        model.set_metadata(Metadata::measured_default());
-        let block_bytes = if setting.options.tcache {
-            model.cache_block_bytes()
-        } else {
-            0
-        };
-        Ok(SettingRun {
-            model,
-            bins: bin_shapes(&classes),
-            block_bytes,
-            summary: ProcessSummary::default(),
-            at_peak: PeakParts::default(),
-            time: TimeMean::default(),
-            failed: false,
-        })
-    }
-
-    fn observe(&mut self, time: Option<u64>) {
-        let s = *self.model.stats();
-        let before = self.summary.peak_active_bytes;
-        self.summary.observe(&s);
-        self.time.observe(time, s.active_bytes);
-        if s.active_bytes > before {
-            self.at_peak = self.parts();
-        }
-    }
-
-    /// The decomposition now: requested and cached from the model's totals, cache blocks
-    /// from the live threads, empty regions from every bin's slabs, rounding and padding
-    /// the remainders of allocated and active bytes.
-    fn parts(&self) -> PeakParts {
-        let s = self.model.stats();
-        let snapshot = self.model.snapshot();
-        let mut slab_bytes = 0;
-        let mut region_bytes = 0;
-        for arena in &snapshot.arenas {
-            for (b, &(size, slab)) in arena.bins.iter().zip(&self.bins) {
-                slab_bytes += b.curslabs * slab;
-                region_bytes += b.curregs * size;
-            }
-        }
-        let cache_blocks = s.threads_live * self.block_bytes;
-        let empty_regions = slab_bytes - region_bytes;
-        PeakParts {
-            requested: s.requested_bytes,
-            rounding: s.allocated_bytes - s.requested_bytes - s.tcache_bytes - cache_blocks,
-            cached: s.tcache_bytes,
-            cache_blocks,
-            empty_regions,
-            pad: s.active_bytes - s.allocated_bytes - empty_regions,
-        }
-    }
-
-    fn apply(&mut self, record: &Record, time: Option<u64>) -> Result<(), ProcessError> {
-        if let Err(e) = self.model.apply(record) {
-            self.failed = true;
-            return Err(e);
-        }
-        self.observe(time);
-        Ok(())
-    }
-
-    fn finish(self, setting: Setting) -> SettingResult {
-        SettingResult {
-            narenas: self.model.narenas(),
-            setting,
-            peak_active_bytes: self.summary.peak_active_bytes,
-            peak_event: self.summary.at_active_peak.events,
-            mean_active_bytes: self.summary.mean_active_bytes(),
-            time_mean_active_bytes: self.time.mean(),
-            at_peak: self.at_peak,
-            peak_resident_bytes: self.summary.peak_resident_bytes,
-            mean_resident_bytes: self.summary.mean_resident_bytes(),
-            final_active_bytes: self.summary.final_stats.active_bytes,
-            events: self.summary.final_stats.events,
-        }
-    }
-}
-
-impl RecordConsumer for SettingRun {
-    type Error = ProcessError;
-
-    fn record(&mut self, record: &Record) -> Result<(), ProcessError> {
-        let time = match record {
-            Record::Call(call) => call.time_ns,
-            Record::ThreadExit { time_ns, .. } => *time_ns,
-            Record::Site { .. } => None,
-        };
-        self.apply(record, time)
-    }
-}
-
 /// Replays `records` once under every setting (the first is the baseline of `vs_defaults`),
 /// `cpus` CPUs for the default `narenas`, decay read on the trace's times exactly (seed 0).
 pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Advice, AdviseError> {
@@ -379,30 +191,11 @@ pub fn advise_stream<I, E>(
 where
     I: Iterator<Item = Result<Record, E>>,
 {
-    let mut skipped = Vec::new();
-    let mut all_timed = true;
-    if settings.iter().any(Setting::on_clock) {
-        for r in open().map_err(RunError::Trace)? {
-            if !timed(&r.map_err(RunError::Trace)?) {
-                all_timed = false;
-                break;
-            }
-        }
-    }
-    let settings: Vec<Setting> = if all_timed {
-        settings.to_vec()
-    } else {
-        let (kept, off): (Vec<Setting>, Vec<Setting>) =
-            settings.iter().cloned().partition(|s| !s.on_clock());
-        skipped = off
-            .into_iter()
-            .map(|s| {
-                let why = format!("the trace has no times, and {}", s.clock_reason());
-                (s, why)
-            })
-            .collect();
-        kept
+    let all_timed = match settings.iter().any(Setting::on_clock) {
+        true => all_timed(open().map_err(RunError::Trace)?).map_err(RunError::Trace)?,
+        false => true,
     };
+    let (settings, skipped) = runnable(settings, all_timed);
     if settings.is_empty() {
         return Err(RunError::Consumer(AdviseError::NoSettings));
     }
@@ -430,10 +223,43 @@ where
         .zip(&settings)
         .map(|(r, s)| r.finish(s.clone()))
         .collect();
+    Ok(ranked(results, cpus, skipped))
+}
+
+/// Whether every record of the stream has its time (read up to the first without).
+fn all_timed<E>(records: impl Iterator<Item = Result<Record, E>>) -> Result<bool, E> {
+    for r in records {
+        if !timed(&r?) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The settings that run, and those skipped with why: decay or the cache GC on the clock
+/// need every record's time.
+fn runnable(settings: &[Setting], all_timed: bool) -> (Vec<Setting>, Vec<(Setting, String)>) {
+    if all_timed {
+        return (settings.to_vec(), Vec::new());
+    }
+    let (kept, off): (Vec<Setting>, Vec<Setting>) =
+        settings.iter().cloned().partition(|s| !s.on_clock());
+    let skipped = off
+        .into_iter()
+        .map(|s| {
+            let why = format!("the trace has no times, and {}", s.clock_reason());
+            (s, why)
+        })
+        .collect();
+    (kept, skipped)
+}
+
+/// The results ranked by peak, mean and mean resident bytes.
+fn ranked(results: Vec<SettingResult>, cpus: u32, skipped: Vec<(Setting, String)>) -> Advice {
     let peaks: Vec<f64> = results.iter().map(|r| r.peak_active_bytes as f64).collect();
     let means: Vec<f64> = results.iter().map(|r| r.mean_active_bytes).collect();
     let resident: Vec<f64> = results.iter().map(|r| r.mean_resident_bytes).collect();
-    Ok(Advice {
+    Advice {
         events: results[0].events,
         cpus,
         rank_peak: ranks_by(&peaks),
@@ -441,7 +267,7 @@ where
         rank_resident: ranks_by(&resident),
         results,
         skipped,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -544,17 +370,5 @@ mod tests {
         assert_eq!(t.results[0].mean_resident_bytes, 81920.0 + b);
         assert_eq!(t.results[1].mean_resident_bytes, 20480.0 + b);
         assert_eq!(t.results[1].peak_resident_bytes, 81920 + base);
-    }
-
-    #[test]
-    fn the_time_mean_weighs_each_state_until_the_next_record() {
-        // 10 bytes for 1 ns, then 30 bytes for 3 ns: (10 + 90) / 4 = 25.
-        let mut t = TimeMean::default();
-        t.observe(Some(100), 10);
-        t.observe(Some(101), 30);
-        t.observe(Some(104), 0);
-        assert_eq!(t.mean(), Some(25.0));
-        t.observe(None, 0);
-        assert_eq!(t.mean(), None);
     }
 }

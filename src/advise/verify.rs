@@ -8,9 +8,10 @@
 //! `approximate`, with the command that compares their resident memory live.
 
 use super::{Advice, AdviseError, Setting};
-use crate::live::process::{compare_process_live, ProcessAllocator, ProcessLiveComparison};
+use crate::live::process::{
+    compare_process_live, ProcessAllocator, ProcessLiveComparison, ProcessTrace,
+};
 use crate::sizeclass::Preset;
-use crate::trace::Record;
 use std::path::{Path, PathBuf};
 
 /// One live run, predicted beside measured.
@@ -91,9 +92,10 @@ pub struct LivePlan {
     pub debian_jemalloc: PathBuf,
 }
 
-/// Live-checks one setting.
-pub fn verify(
-    records: &[Record],
+/// Live-checks one setting on `trace` (a file, which the child and the model beside it
+/// stream, or records in memory).
+pub fn verify<'a>(
+    trace: impl Into<ProcessTrace<'a>>,
     setting: &Setting,
     cpus: u32,
     plan: &LivePlan,
@@ -110,11 +112,12 @@ pub fn verify(
         Err(why) => return Ok(LiveCheck::NotRun(why)),
     };
     let options = setting.options_for(cpus);
-    let run = compare_process_live(&plan.exe, &allocator, records, &options, plan.every, 5)
-        .map_err(|e| AdviseError::Live {
+    let run = compare_process_live(&plan.exe, &allocator, trace, &options, plan.every, 5).map_err(
+        |e| AdviseError::Live {
             setting: setting.label(),
             message: format!("{e:#}"),
-        })?;
+        },
+    )?;
     Ok(LiveCheck::Ran(LiveOutcome {
         version: run.version.clone(),
         malloc_conf: setting.exact_conf(cpus),
@@ -125,11 +128,12 @@ pub fn verify(
 
 /// One check per result: the recommended settings run live (one after the other: each child
 /// has one thread per trace thread), the others `not-run`.
-pub fn verify_recommended(
-    records: &[Record],
+pub fn verify_recommended<'a>(
+    trace: impl Into<ProcessTrace<'a>>,
     advice: &Advice,
     plan: Option<&LivePlan>,
 ) -> Result<Vec<LiveCheck>, AdviseError> {
+    let trace = trace.into();
     let recommended = advice.recommended();
     advice
         .results
@@ -138,7 +142,7 @@ pub fn verify_recommended(
         .map(|(i, r)| match plan {
             None => Ok(LiveCheck::NotRun("--no-live".into())),
             Some(_) if !recommended.contains(&i) => Ok(LiveCheck::NotRun("not recommended".into())),
-            Some(plan) => verify(records, &r.setting, advice.cpus, plan),
+            Some(plan) => verify(trace, &r.setting, advice.cpus, plan),
         })
         .collect()
 }

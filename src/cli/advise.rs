@@ -9,8 +9,8 @@ use crate::advise::{
 };
 use crate::charts::{render_png, render_svg};
 use crate::export::{Format, OutputFile};
+use crate::live::process::ProcessTrace;
 use crate::process::{machine_coarse_clock_ns, machine_cpus, DecayClock};
-use crate::trace::Record;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;
@@ -149,18 +149,6 @@ impl Plan {
     }
 }
 
-/// The trace's records without sites (the model has no use for them).
-fn load_records(path: &Path) -> Result<Vec<Record>> {
-    let mut records = Vec::new();
-    for r in crate::trace::open(path)?.records() {
-        let r = r?;
-        if !matches!(r, Record::Site { .. }) {
-            records.push(r);
-        }
-    }
-    Ok(records)
-}
-
 pub fn run(args: AdviseArgs) -> Result<i32> {
     let plan = Plan::new(&args)?;
     // The decay clock as `replay --process` reads it (this machine's coarse clock).
@@ -169,16 +157,16 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
         resolution_ns: machine_coarse_clock_ns(),
         start_ns: 0,
     };
-    // The models stream the trace; only the live check, which replays it beside a child,
-    // holds its records (as `replay --process --live` does).
+    // The models stream the trace, and so does the live check (the model beside the child,
+    // which reads the file itself): memory follows the live objects, never the events.
     let open = super::trace::reopen(&plan.trace);
     let advice = advise_stream(open, &plan.settings, plan.cpus, clock)
         .map_err(super::trace::stream_error)?;
-    let records = match plan.live {
-        Some(_) => load_records(&plan.trace)?,
-        None => Vec::new(),
+    let trace = ProcessTrace::File {
+        path: &plan.trace,
+        time_scale: 1.0,
     };
-    let live = verify_recommended(&records, &advice, plan.live.as_ref())?;
+    let live = verify_recommended(trace, &advice, plan.live.as_ref())?;
     let title = format!(
         "advise {}: peak and mean active bytes, mean resident bytes, under {} settings (process model)",
         plan.name,

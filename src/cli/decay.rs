@@ -10,7 +10,6 @@ use crate::live::decay_compare::compare_on_clock_band;
 use crate::live::process::ProcessTrace;
 use crate::process::{machine_coarse_clock_ns, ProcessOptions};
 use crate::report::decay::{chart_of, checkpoint_table, error_record};
-use crate::trace::Record;
 use anyhow::Result;
 
 pub fn run_live_clock(
@@ -25,11 +24,7 @@ pub fn run_live_clock(
         allocator,
         exe,
     } = super::process::live_setup(args, options)?;
-    let calls = trace
-        .records()
-        .iter()
-        .filter(|r| !matches!(r, Record::Site { .. }))
-        .count() as u64;
+    let calls = trace.shape()?.records;
     // About 200 checkpoints: reading the statistics takes time the clock does not stop for.
     let every = args.every.unwrap_or_else(|| (calls / 200).max(1));
     let (band, c) = compare_on_clock_band(

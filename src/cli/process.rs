@@ -65,47 +65,14 @@ pub struct ProcessFlags {
     pub per_arena: Option<PathBuf>,
 }
 
-/// Reads any trace `fragsim replay` reads (binary v2 with threads, the text form with `t`
-/// and `x` lines, valgrind) as records; call sites are dropped (the model has no use).
-pub(super) fn load_records(path: &Path) -> Result<Vec<Record>> {
-    let records = crate::trace::open(path)?
-        .records()
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(records
-        .into_iter()
-        .filter(|r| !matches!(r, Record::Site { .. }))
-        .collect())
-}
-
-/// The records [`load_records`] gives, streamed: sites dropped, times multiplied by `factor`
-/// from the first timed record on (as `process::scale_times` does to a loaded trace).
+/// The records a process replay applies, streamed: sites dropped, times multiplied by
+/// `factor` from the first timed record on (as `process::scale_times` does in memory).
 fn stream_records(path: &Path, factor: f64) -> Result<impl Iterator<Item = Result<Record>>> {
-    let mut t0 = None;
-    let mut scale = move |t: &mut Option<u64>| {
-        if let Some(v) = t {
-            let first = *t0.get_or_insert(*v);
-            if factor != 1.0 {
-                *v = first + (v.saturating_sub(first) as f64 * factor).round() as u64;
-            }
-        }
-    };
-    Ok(crate::trace::open(path)?
-        .records()
-        .filter_map(move |r| match r {
-            Ok(Record::Site { .. }) => None,
-            Ok(mut r) => {
-                match &mut r {
-                    Record::Call(c) => scale(&mut c.time_ns),
-                    Record::ThreadExit { time_ns, .. } => scale(time_ns),
-                    Record::Site { .. } => {}
-                }
-                Some(Ok(r))
-            }
-            Err(e) => Some(Err(e.into())),
-        }))
+    let records = crate::trace::open(path)?.records();
+    Ok(crate::process::replay_records(records, factor).map(|r| r.map_err(Into::into)))
 }
 
-/// The number of records [`load_records`] gives and the threads of their calls, in one
+/// The number of records [`stream_records`] gives and the threads of their calls, in one
 /// streaming pass.
 fn count_records(path: &Path) -> Result<(u64, u32)> {
     let (mut n, mut threads) = (0u64, 0u32);
@@ -134,14 +101,9 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         .file_stem()
         .map_or("trace".into(), |s| s.to_string_lossy().to_string());
     if args.live {
-        let mut records = load_records(&args.trace)?;
-        if flags.time_scale != 1.0 {
-            crate::process::scale_times(&mut records, flags.time_scale);
-        }
-        // The child reads the trace itself, scaled as `records` were.
+        // Both sides stream the file: the model here, the child reading it itself.
         let trace = ProcessTrace::File {
             path: &args.trace,
-            records: &records,
             time_scale: flags.time_scale,
         };
         if flags.honour_clock {
@@ -174,18 +136,6 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     args.output
         .emit_record(&summary_record(title, threads, &runs))?;
     Ok(0)
-}
-
-/// The trace's threads (the highest thread id + 1; 0 for an empty trace).
-fn thread_count(records: &[Record]) -> u32 {
-    records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Call(c) => Some(c.thread),
-            _ => None,
-        })
-        .max()
-        .map_or(0, |t| t + 1)
 }
 
 fn mode(threads: u32) -> String {
@@ -434,10 +384,11 @@ fn run_live(
         allocator,
         exe,
     } = live_setup(args, options)?;
-    let every = args.every.unwrap_or_else(|| {
-        crate::live::arena_replay::default_live_every(trace.records().len() as u64)
-    });
-    let threads = thread_count(trace.records());
+    let shape = trace.shape()?;
+    let every = args
+        .every
+        .unwrap_or_else(|| crate::live::arena_replay::default_live_every(shape.records));
+    let threads = shape.threads;
     let bar = super::progress::later_bar("live replay");
     let run = LiveRun { every, keep: 5 };
     let r = compare_process_live_with(&exe, &allocator, trace, &options, run, &bar)?;

@@ -5,11 +5,13 @@
 //! See [`crate::live::process`] for why it is built this way.
 
 use super::arena_replay::{mib, read_mib, Api};
-use super::relay::{Baton, Step, Work};
+use super::baton_ops::{scan, ProcessWork, Window};
+use super::process_trace::ProcessTrace;
+use super::relay::Baton;
 use crate::process::{ArenaSnapshot, ProcessSnapshot};
 use crate::sim::BinStats;
-use crate::trace::{Event, Record};
-use anyhow::{ensure, Context, Result};
+use crate::trace::{Record, TraceError};
+use anyhow::{ensure, Result};
 use std::ffi::c_void;
 use std::io::{BufWriter, Write};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -100,58 +102,6 @@ pub fn manual_arena() -> Option<u32> {
 #[used]
 #[link_section = ".init_array"]
 static CHILD_CONSTRUCTOR: extern "C" fn() = child_constructor;
-
-/// One call as a worker runs it.
-#[derive(Clone, Copy)]
-struct Op {
-    kind: u8,
-    thread: u32,
-    id: u32,
-    size: usize,
-    flags: i32,
-}
-
-const OP_ALLOC: u8 = 0;
-const OP_FREE: u8 = 1;
-const OP_REALLOC: u8 = 2;
-const OP_EXIT: u8 = 3;
-/// What the workers share: the ops and one pointer per object id (read by whichever
-/// worker runs the next call; the baton orders them).
-struct ProcessWork {
-    api: Api,
-    ops: Vec<Op>,
-    ptrs: Vec<AtomicU64>,
-}
-
-impl Work for ProcessWork {
-    fn run(&self, i: usize) -> bool {
-        let op = self.ops[i];
-        let slot = &self.ptrs[op.id as usize];
-        // SAFETY: pointers in `ptrs` came from this jemalloc and are live (checked by the
-        // parent's model and the child's liveness table before the run).
-        unsafe {
-            match op.kind {
-                OP_ALLOC => {
-                    let p = (self.api.mallocx)(op.size, op.flags);
-                    slot.store(p as u64, Ordering::Relaxed);
-                    !p.is_null()
-                }
-                OP_FREE => {
-                    (self.api.dallocx)(slot.load(Ordering::Relaxed) as *mut c_void, 0);
-                    true
-                }
-                _ => {
-                    let old = slot.load(Ordering::Relaxed) as *mut c_void;
-                    let p = (self.api.rallocx)(old, op.size, op.flags);
-                    if !p.is_null() {
-                        slot.store(p as u64, Ordering::Relaxed);
-                    }
-                    !p.is_null()
-                }
-            }
-        }
-    }
-}
 
 /// The MIBs of one arena's statistics.
 struct ArenaMibs {
@@ -302,76 +252,16 @@ fn write_snapshot(out: &mut impl Write, s: &ProcessSnapshot) -> std::io::Result<
     writeln!(out)
 }
 
-/// Turns records into worker ops, checking liveness (so workers never see a bad pointer).
-fn ops_of(records: &[Record]) -> Result<(Vec<Op>, usize, usize)> {
-    let mut ops = Vec::with_capacity(records.len());
-    let mut live: Vec<Option<i32>> = Vec::new();
-    let mut threads = 0usize;
-    for (n, r) in records.iter().enumerate() {
-        let n = n + 1;
-        let (thread, kind, id, size, flags) = match r {
-            Record::Site { .. } => continue,
-            Record::ThreadExit { thread, .. } => (*thread, OP_EXIT, 0, 0, 0),
-            Record::Call(c) => match c.event {
-                Event::Alloc { id, size, align } => {
-                    let i = id as usize;
-                    if i >= live.len() {
-                        live.resize(i + 1, None);
-                    }
-                    ensure!(
-                        live[i].is_none(),
-                        "event {n}: alloc of id {id}, which is already live"
-                    );
-                    ensure!(
-                        align <= 1 || align.is_power_of_two(),
-                        "event {n}: alignment {align} is not a power of two"
-                    );
-                    let flags = if align > 1 {
-                        align.trailing_zeros() as i32
-                    } else {
-                        0
-                    };
-                    live[i] = Some(flags);
-                    (c.thread, OP_ALLOC, id, size.max(1) as usize, flags)
-                }
-                Event::Free { id } => {
-                    let slot = live.get_mut(id as usize).and_then(Option::take);
-                    ensure!(
-                        slot.is_some(),
-                        "event {n}: free of id {id}, which is not live"
-                    );
-                    (c.thread, OP_FREE, id, 0, 0)
-                }
-                Event::Realloc { id, size } => {
-                    let flags = live.get(id as usize).copied().flatten();
-                    let flags = flags.with_context(|| {
-                        format!("event {n}: realloc of id {id}, which is not live")
-                    })?;
-                    (c.thread, OP_REALLOC, id, size.max(1) as usize, flags)
-                }
-            },
-        };
-        threads = threads.max(thread as usize + 1);
-        ops.push(Op {
-            kind,
-            thread,
-            id,
-            size,
-            flags,
-        });
-    }
-    Ok((ops, live.len(), threads))
-}
-
-/// The child's side: replays `records` on one pthread per trace thread and prints a header
+/// The child's side: replays `trace` on one pthread per trace thread and prints a header
 /// (the build as JSON, then `narenas N`, then `baseline`) and a snapshot every `every` events.
-/// With `times` (one per op, ns from the first), each op waits for its time and every
-/// snapshot line is followed by a decay line (`crate::live::decay`).
+/// `on_clock`: each call waits for its time (from the first) and every snapshot line is
+/// followed by a decay line (`crate::live::decay`). The trace is read twice as a stream (a
+/// scan, then the replay a window at a time: `live/baton_ops.rs`), never held.
 pub fn serve_process_child(
-    records: &[Record],
+    trace: ProcessTrace<'_>,
     every: u64,
     api: Api,
-    times: Option<&[u64]>,
+    on_clock: bool,
     out: &mut impl Write,
 ) -> Result<()> {
     let manual = MANUAL_ARENA.load(Ordering::SeqCst);
@@ -389,29 +279,24 @@ pub fn serve_process_child(
     writeln!(out, "{}", serde_json::to_string(&config)?)?;
     writeln!(out, "narenas {narenas} oversize {oversize}")?;
     write_baseline(&api, out)?;
-    let (ops, nids, nthreads) = ops_of(records)?;
-    if let Some(times) = times {
-        ensure!(
-            times.len() == ops.len(),
-            "{} times for {} records",
-            times.len(),
-            ops.len()
-        );
-    }
+    let scan = scan(trace.records()?)?;
+    ensure!(!on_clock || scan.timed, super::decay::NO_TIMES);
     let reader = Reader::new(api, manual, narenas, nbins, config.page())?;
-    let work = ProcessWork {
-        api,
-        ops,
-        ptrs: (0..nids).map(|_| AtomicU64::new(0)).collect(),
+    // Everything the replay uses is made here, before the workers start.
+    let work = ProcessWork::new(api, scan.ids);
+    let mut window = Window::new(&scan);
+    let records = trace.records()?;
+    let clock = match on_clock {
+        true => Some(super::decay::ClockReader::new(&api, manual, narenas)?),
+        false => None,
     };
-    let clock = match times {
-        Some(times) => Some((
-            times,
-            super::decay::ClockReader::new(&api, manual, narenas)?,
-        )),
-        None => None,
+    let mut baton = Baton::start(&work, scan.threads)?;
+    let replay = Replay {
+        every: every.max(1),
+        reader: &reader,
+        clock,
     };
-    replay_spans(&work, nthreads, every, &reader, clock, out)
+    replay.run(&mut baton, &work, &mut window, records, out)
 }
 
 /// What start-up left live in arena 0 (the model starts from it): `baseline LARGE SMALL`.
@@ -448,67 +333,99 @@ impl Reader {
     }
 }
 
-/// Runs the ops span by span on the baton (one call at a time at its time when `clock` is
-/// given), a snapshot line after each span (and a decay line on the clock).
-fn replay_spans(
-    work: &ProcessWork,
-    nthreads: usize,
+/// How the replay reports: a snapshot line every `every` calls and after the last, and with
+/// the clock a decay line after each (and each call at its time).
+struct Replay<'r> {
     every: u64,
-    reader: &Reader,
-    clock: Option<(&[u64], super::decay::ClockReader)>,
-    out: &mut impl Write,
-) -> Result<()> {
-    let mut baton = Baton::start(work, nthreads)?;
-    let step = |i: usize| Step {
-        thread: work.ops[i].thread as usize,
-        exit: work.ops[i].kind == OP_EXIT,
-    };
-    let meta = match &clock {
-        Some((_, c)) => Some(c.header()?),
-        None => None,
-    };
-    let start = monotonic_ns();
-    if let Some(meta) = meta {
-        let since = start.saturating_sub(CONSTRUCTOR_NS.load(Ordering::SeqCst));
-        // Where the model places the trace's mappings: below the workers' stacks, and the
-        // heap made before them (the replayer's tables, in the leaf of the radix tree that
-        // start-up registered).
-        let below = baton.lowest_stack().unwrap_or(0);
-        let heap = work.ops.as_ptr() as u64;
-        // The mapping that holds it: start-up's extents, whose radix-tree leaves exist.
-        let (lo, hi) = super::decay::mapping_containing(heap).unwrap_or((0, 0));
-        writeln!(
-            out,
-            "clock {since} {} {below} {heap} {lo} {hi}",
-            meta.to_line()
-        )?;
-    }
-    let last = work.ops.len();
-    let every = every.max(1) as usize;
-    let mut from = 0;
-    while from < last {
-        let to = (from / every + 1).saturating_mul(every).min(last);
-        let ran = match &clock {
-            // On the trace's clock: one call at a time, each at its time.
-            Some((times, _)) => (from..to).try_for_each(|i| {
-                super::decay::sleep_until(start + times[i]);
-                baton.run_span(i, i + 1, step)
-            }),
-            None => baton.run_span(from, to, step),
-        };
-        if let Err(failed) = ran {
-            writeln!(out, "error event {}: the allocation failed", failed + 1)?;
-            out.flush()?;
-            return Ok(());
+    reader: &'r Reader,
+    clock: Option<super::decay::ClockReader>,
+}
+
+impl Replay<'_> {
+    /// Runs the trace window by window on the baton (one call at a time at its time on the
+    /// clock), a window never crossing a snapshot.
+    fn run(
+        &self,
+        baton: &mut Baton<'_, ProcessWork>,
+        work: &ProcessWork,
+        window: &mut Window,
+        mut records: impl Iterator<Item = Result<Record, TraceError>>,
+        out: &mut impl Write,
+    ) -> Result<()> {
+        let start = self.clock_line(baton, work, out)?;
+        let every = self.every;
+        let mut done = 0u64;
+        loop {
+            let n = window.fill(work, &mut records, every - done % every)?;
+            if n == 0 {
+                break;
+            }
+            let steps = &window.steps;
+            let step = |k: usize| steps[k];
+            let ran = match &self.clock {
+                // On the trace's clock: one call at a time, each at its time.
+                Some(_) => (0..n).try_for_each(|k| {
+                    super::decay::sleep_until(start + window.times[k]);
+                    baton.run_span(k, k + 1, step)
+                }),
+                None => baton.run_span(0, n, step),
+            };
+            if let Err(failed) = ran {
+                let event = done + failed as u64 + 1;
+                writeln!(out, "error event {event}: the allocation failed")?;
+                out.flush()?;
+                return Ok(());
+            }
+            done += n as u64;
+            if done.is_multiple_of(every) {
+                self.checkpoint(done, start, out)?;
+            }
         }
-        write_snapshot(out, &reader.snapshot(to as u64)?)?;
-        if let Some((_, c)) = &clock {
+        if !done.is_multiple_of(every) {
+            self.checkpoint(done, start, out)?;
+        }
+        out.flush()?;
+        Ok(())
+    }
+
+    /// On the clock, the `clock` line before the first call; the replay's start.
+    fn clock_line(
+        &self,
+        baton: &Baton<'_, ProcessWork>,
+        work: &ProcessWork,
+        out: &mut impl Write,
+    ) -> Result<u64> {
+        let meta = match &self.clock {
+            Some(c) => Some(c.header()?),
+            None => None,
+        };
+        let start = monotonic_ns();
+        if let Some(meta) = meta {
+            let since = start.saturating_sub(CONSTRUCTOR_NS.load(Ordering::SeqCst));
+            // Where the model places the trace's mappings: below the workers' stacks, and the
+            // heap made before them (the replayer's tables, in the leaf of the radix tree that
+            // start-up registered).
+            let below = baton.lowest_stack().unwrap_or(0);
+            let heap = work.table_address();
+            // The mapping that holds it: start-up's extents, whose radix-tree leaves exist.
+            let (lo, hi) = super::decay::mapping_containing(heap).unwrap_or((0, 0));
+            writeln!(
+                out,
+                "clock {since} {} {below} {heap} {lo} {hi}",
+                meta.to_line()
+            )?;
+        }
+        Ok(start)
+    }
+
+    /// The snapshot line after `done` calls (and the decay line on the clock).
+    fn checkpoint(&self, done: u64, start: u64, out: &mut impl Write) -> Result<()> {
+        write_snapshot(out, &self.reader.snapshot(done)?)?;
+        if let Some(c) = &self.clock {
             c.write_line(out, monotonic_ns() - start)?;
         }
-        from = to;
+        Ok(())
     }
-    out.flush()?;
-    Ok(())
 }
 
 /// What the process child is asked for (`fragsim __process-live-child`'s arguments).
@@ -525,18 +442,13 @@ pub struct ProcessChildOptions {
     pub time_scale: f64,
 }
 
-/// Reads the trace, writes the child's output to stdout (buffered) and leaves at once:
+/// Replays the trace, writes the child's output to stdout (buffered) and leaves at once:
 /// workers still parked are not woken (their caches would flush at exit, after the
 /// comparison).
 pub fn run_process_child(options: &ProcessChildOptions) -> Result<()> {
-    let mut records = crate::trace::read_all(&options.trace)?;
-    records.retain(|r| !matches!(r, Record::Site { .. }));
-    if options.time_scale != 1.0 {
-        crate::process::scale_times(&mut records, options.time_scale);
-    }
-    let times = match options.on_clock {
-        true => Some(super::decay::relative_times(&records)?),
-        false => None,
+    let trace = ProcessTrace::File {
+        path: &options.trace,
+        time_scale: options.time_scale,
     };
     let api = if options.system {
         Api::system()?
@@ -545,7 +457,7 @@ pub fn run_process_child(options: &ProcessChildOptions) -> Result<()> {
     };
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let served = serve_process_child(&records, options.every, api, times.as_deref(), &mut out);
+    let served = serve_process_child(trace, options.every, api, options.on_clock, &mut out);
     if let Err(e) = served {
         writeln!(out, "error {e:#}")?;
     }

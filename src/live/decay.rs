@@ -317,17 +317,23 @@ pub struct LiveClockRun {
     pub checkpoints: Vec<(ProcessSnapshot, LiveDecay)>,
 }
 
-/// Each record's time in ns from the first time stamp (a record without one keeps the
-/// previous record's; times never go back). An error when the trace has no times.
-pub fn relative_times(records: &[Record]) -> Result<Vec<u64>> {
-    let stamp = |r: &Record| match r {
+/// A record's time stamp, if it has one.
+pub(super) fn stamp(r: &Record) -> Option<u64> {
+    match r {
         Record::Call(c) => c.time_ns,
         Record::ThreadExit { time_ns, .. } => *time_ns,
         Record::Site { .. } => None,
-    };
-    let first = records.iter().find_map(stamp).context(
-        "the trace has no times: --honour-clock replays on the trace's clock (record with times)",
-    )?;
+    }
+}
+
+/// Why a trace without times cannot replay on its clock.
+pub(super) const NO_TIMES: &str =
+    "the trace has no times: --honour-clock replays on the trace's clock (record with times)";
+
+/// Each record's time in ns from the first time stamp (a record without one keeps the
+/// previous record's; times never go back). An error when the trace has no times.
+pub fn relative_times(records: &[Record]) -> Result<Vec<u64>> {
+    let first = records.iter().find_map(stamp).context(NO_TIMES)?;
     let mut last = 0u64;
     Ok(records
         .iter()
@@ -349,8 +355,16 @@ pub fn live_clock_run(
     options: &ProcessOptions,
     every: u64,
 ) -> Result<LiveClockRun> {
-    // The child computes the same times from the records it reads (`relative_times`).
-    relative_times(trace.records())?;
+    // The child computes the same times from the records it reads (`relative_times`); a
+    // trace without any is refused here, before it starts.
+    let first = trace.records()?.find_map(|r| match r {
+        Ok(r) => stamp(&r).map(|_| Ok(())),
+        Err(e) => Some(Err(e)),
+    });
+    match first {
+        Some(read) => read?,
+        None => bail!(NO_TIMES),
+    }
     let input = trace.child_args()?;
     let mut command = child_command(exe, allocator, options)?;
     command.args(["--every", &every.max(1).to_string(), "--on-clock"]);

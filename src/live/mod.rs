@@ -23,12 +23,14 @@ macro_rules! from_in_memory {
 mod arena_child;
 pub mod arena_replay;
 mod baton;
+mod baton_ops;
 mod build;
 pub mod ctl;
 pub mod decay;
 pub mod decay_band;
 pub mod decay_compare;
 pub mod process;
+mod process_trace;
 pub mod relay;
 pub mod replayed_clock;
 

@@ -16,16 +16,35 @@
 
 use super::arena_replay::parse_config;
 pub use super::baton::{run_process_child, serve_process_child, ProcessChildOptions};
+pub use super::process_trace::{ProcessRecords, ProcessTrace, TraceShape};
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{compare_snapshots, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot};
 use crate::progress::Progress;
 use crate::sim::{BinStats, Comparison};
 use crate::sizeclass::AllocatorConfig;
-use crate::trace::{Call, Fields, Record, TraceError};
+use crate::trace::Record;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
+
+/// A decimal `u64` as the child writes it (digits only): parsed off the bytes, as the parent
+/// reads a line per comparison with hundreds of numbers (`--every 1`).
+fn parse_number(t: &[u8]) -> Result<u64> {
+    let bad = || anyhow::anyhow!("bad number from the child");
+    if t.is_empty() {
+        return Err(bad());
+    }
+    t.iter().try_fold(0u64, |v, &b| {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(bad());
+        }
+        v.checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d)))
+            .ok_or_else(bad)
+    })
+}
 
 pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
     if let Some(err) = line.strip_prefix("error ") {
@@ -34,8 +53,9 @@ pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
     let mut it = line
         .strip_prefix("s ")
         .with_context(|| format!("bad snapshot line from the child: '{line}'"))?
-        .split(' ')
-        .map(|t| t.parse::<u64>().context("bad number from the child"));
+        .as_bytes()
+        .split(|&b| b == b' ')
+        .map(parse_number);
     let mut next = || it.next().context("short snapshot line")?;
     let mut s = ProcessSnapshot {
         event: next()?,
@@ -90,97 +110,6 @@ pub struct ProcessLiveComparison {
     pub residue_bytes: u64,
 }
 
-/// The trace of a live process replay: the records this process models, and what the child
-/// opens to replay them (it reads the trace file itself).
-#[derive(Clone, Copy, Debug)]
-pub enum ProcessTrace<'a> {
-    /// `records` as read from the trace at `path` (calls and exits; sites may be dropped),
-    /// their times multiplied by `time_scale` ([`crate::process::scale_times`], which the child
-    /// applies too).
-    File {
-        path: &'a Path,
-        records: &'a [Record],
-        time_scale: f64,
-    },
-    /// Records in memory (a generated trace): the child gets them as a binary trace written
-    /// once to a temporary folder, removed on success, failure and interrupt.
-    Records(&'a [Record]),
-}
-
-from_in_memory!(ProcessTrace, Record, Records);
-
-impl<'a> ProcessTrace<'a> {
-    pub fn records(&self) -> &'a [Record] {
-        match *self {
-            ProcessTrace::File { records, .. } | ProcessTrace::Records(records) => records,
-        }
-    }
-
-    /// The child's trace arguments (`--time-scale F` and the path), and the temporary folder
-    /// to keep until it exits.
-    pub(super) fn child_args(&self) -> Result<ChildTrace> {
-        match *self {
-            ProcessTrace::File {
-                path, time_scale, ..
-            } => Ok(ChildTrace {
-                path: path.to_path_buf(),
-                time_scale,
-                _temporary: None,
-            }),
-            ProcessTrace::Records(records) => {
-                let dir = tempfile::tempdir().context("temporary folder for the child's trace")?;
-                // An interrupt exits without running destructors: remove the folder then too.
-                let registration = crate::cleanup::remove_on_interrupt(dir.path());
-                let path = dir.path().join("records.trace");
-                write_without_sites(&path, records)?;
-                Ok(ChildTrace {
-                    path,
-                    time_scale: 1.0,
-                    _temporary: Some((dir, registration)),
-                })
-            }
-        }
-    }
-}
-
-/// The trace a process child reads: its path, the time scale it applies, and the temporary
-/// folder holding it if it is one.
-pub(super) struct ChildTrace {
-    path: std::path::PathBuf,
-    time_scale: f64,
-    _temporary: Option<(tempfile::TempDir, crate::cleanup::Registration)>,
-}
-
-impl ChildTrace {
-    /// Adds the trace to the child's command line.
-    pub(super) fn add_to(&self, command: &mut Command) {
-        if self.time_scale != 1.0 {
-            command.args(["--time-scale", &self.time_scale.to_string()]);
-        }
-        command.arg(&self.path);
-    }
-}
-
-/// `records` as a binary trace with their threads and times (the child has no use for sites,
-/// whose definitions the caller may have dropped).
-fn write_without_sites(path: &Path, records: &[Record]) -> Result<()> {
-    let calls = records.iter().filter(|r| !matches!(r, Record::Site { .. }));
-    let fields = calls.clone().fold(Fields::NONE, |f, r| {
-        let g = Fields::of(r);
-        Fields {
-            threads: f.threads || g.threads,
-            times: f.times || g.times,
-            sites: false,
-        }
-    });
-    let unsited = calls.map(|r| match r {
-        Record::Call(c) => Ok(Record::Call(Call { site: None, ..*c })),
-        other => Ok(other.clone()),
-    });
-    crate::trace::write_records(path, fields, unsited)?;
-    Ok(())
-}
-
 /// Replays the trace through the process model and a live child side by side (the model an
 /// engine consumer reading the child's snapshots), comparing every `every` events and after
 /// the last. `exe` is the fragsim executable.
@@ -213,12 +142,7 @@ pub fn compare_process_live_with<'a>(
     progress: &Progress,
 ) -> Result<ProcessLiveComparison> {
     let trace = trace.into();
-    let calls = trace
-        .records()
-        .iter()
-        .filter(|r| matches!(r, Record::Call(_)))
-        .count();
-    progress.start("events", calls as u64);
+    progress.start("events", trace.calls()?);
     let result = compare_observed(exe, allocator, trace, options, run, progress);
     progress.finish();
     result
@@ -238,6 +162,8 @@ fn compare_observed(
         options.experimental_tcache_gc != Some(true),
         "experimental_tcache_gc:true runs on a 10 ms wall clock and cannot be compared event by event: compare it on the trace's clock with --honour-clock"
     );
+    // Opened first: a bad trace is refused before the child starts.
+    let records = trace.records()?;
     let input = trace.child_args()?;
     let mut command = child_command(exe, allocator, options)?;
     command.args(["--every", &every.max(1).to_string()]);
@@ -254,11 +180,6 @@ fn compare_observed(
         }
     };
     let mut run = [ProcessCompare::new(&header, options, lines, every, keep)?];
-    let records = trace
-        .records()
-        .iter()
-        .filter(|r| !matches!(r, Record::Site { .. }))
-        .map(|r| Ok::<_, TraceError>(r.clone()));
     engine::run(records, &mut run, &|n| progress.advance(n)).map_err(|e| match e {
         RunError::Trace(e) => anyhow::Error::from(e),
         RunError::Consumer(e) => e,

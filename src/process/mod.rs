@@ -139,6 +139,37 @@ pub fn scale_times(records: &mut [crate::trace::Record], factor: f64) {
     }
 }
 
+/// The records a process replay applies, streamed from a trace's: sites dropped, times
+/// multiplied by `factor` from the first timed record on (what [`scale_times`] does to records
+/// in memory), so a replay never holds the trace.
+pub fn replay_records<E>(
+    records: impl Iterator<Item = Result<crate::trace::Record, E>>,
+    factor: f64,
+) -> impl Iterator<Item = Result<crate::trace::Record, E>> {
+    use crate::trace::Record;
+    let mut t0 = None;
+    let mut scale = move |t: &mut Option<u64>| {
+        if let Some(v) = t {
+            let first = *t0.get_or_insert(*v);
+            if factor != 1.0 {
+                *v = first + (v.saturating_sub(first) as f64 * factor).round() as u64;
+            }
+        }
+    };
+    records.filter_map(move |r| match r {
+        Ok(Record::Site { .. }) => None,
+        Ok(mut r) => {
+            match &mut r {
+                Record::Call(c) => scale(&mut c.time_ns),
+                Record::ThreadExit { time_ns, .. } => scale(time_ns),
+                Record::Site { .. } => {}
+            }
+            Some(Ok(r))
+        }
+        Err(e) => Some(Err(e)),
+    })
+}
+
 fn snapshot_of(event: u64, arenas: &[Option<ArenaModel>], tcache: &[u64]) -> ProcessSnapshot {
     let mut s = ProcessSnapshot {
         event,

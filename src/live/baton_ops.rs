@@ -1,0 +1,265 @@
+//! The process child's calls, read from the trace a window at a time: a scan first (threads,
+//! object ids, every free and realloc checked against the live objects, so workers never see
+//! a bad pointer), then the replay refills one fixed window of calls between baton runs. The
+//! child's memory follows the trace's live objects (a pointer per object id) and threads,
+//! never its length.
+
+use super::arena_replay::Api;
+use super::relay::{Step, Work};
+use crate::trace::{Event, Record, TraceError};
+use anyhow::{ensure, Context, Result};
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Calls in the window: enough that handing runs to the workers dominates, small enough to
+/// cost nothing beside the live objects (16 bytes shared, 24 the replayer's, per call).
+const WINDOW: usize = 1 << 14;
+
+const OP_ALLOC: u64 = 0;
+const OP_FREE: u64 = 1;
+const OP_REALLOC: u64 = 2;
+const OP_EXIT: u64 = 3;
+
+/// One call as a worker runs it.
+#[derive(Clone, Copy)]
+struct Op {
+    kind: u64,
+    thread: u32,
+    id: u32,
+    size: u64,
+    /// `MALLOCX_LG_ALIGN`: log2 of the alignment (0: none).
+    flags: u8,
+}
+
+/// Turns records into ops, checking them against the live objects: per object id, its
+/// alignment flags while live.
+struct OpMaker {
+    live: Vec<Option<u8>>,
+    /// Records turned into ops so far (errors name the next one: this + 1).
+    records: u64,
+}
+
+impl OpMaker {
+    fn with_ids(ids: usize) -> Self {
+        OpMaker {
+            live: Vec::with_capacity(ids),
+            records: 0,
+        }
+    }
+
+    /// The op of the next record (a site has none: the stream drops them).
+    fn op(&mut self, r: &Record) -> Result<Option<Op>> {
+        let n = self.records + 1;
+        let op = |kind, thread, id, size, flags| Op {
+            kind,
+            thread,
+            id,
+            size,
+            flags,
+        };
+        let op = match r {
+            Record::Site { .. } => return Ok(None),
+            Record::ThreadExit { thread, .. } => op(OP_EXIT, *thread, 0, 0, 0),
+            Record::Call(c) => match c.event {
+                Event::Alloc { id, size, align } => {
+                    let i = id as usize;
+                    if i >= self.live.len() {
+                        self.live.resize(i + 1, None);
+                    }
+                    ensure!(
+                        self.live[i].is_none(),
+                        "event {n}: alloc of id {id}, which is already live"
+                    );
+                    ensure!(
+                        align <= 1 || align.is_power_of_two(),
+                        "event {n}: alignment {align} is not a power of two"
+                    );
+                    let flags = if align > 1 {
+                        align.trailing_zeros() as u8
+                    } else {
+                        0
+                    };
+                    self.live[i] = Some(flags);
+                    op(OP_ALLOC, c.thread, id, size.max(1), flags)
+                }
+                Event::Free { id } => {
+                    let slot = self.live.get_mut(id as usize).and_then(Option::take);
+                    ensure!(
+                        slot.is_some(),
+                        "event {n}: free of id {id}, which is not live"
+                    );
+                    op(OP_FREE, c.thread, id, 0, 0)
+                }
+                Event::Realloc { id, size } => {
+                    let flags = self.live.get(id as usize).copied().flatten();
+                    let flags = flags.with_context(|| {
+                        format!("event {n}: realloc of id {id}, which is not live")
+                    })?;
+                    op(OP_REALLOC, c.thread, id, size.max(1), flags)
+                }
+            },
+        };
+        self.records = n;
+        Ok(Some(op))
+    }
+}
+
+/// What the scan found: the threads (one worker each), the object ids (one pointer slot
+/// each) and whether any record has a time.
+pub(super) struct Scan {
+    pub threads: usize,
+    pub ids: usize,
+    pub timed: bool,
+}
+
+/// Reads the records once, checking every call as the replay will run it.
+pub(super) fn scan(records: impl Iterator<Item = Result<Record, TraceError>>) -> Result<Scan> {
+    let mut maker = OpMaker::with_ids(0);
+    let (mut threads, mut timed) = (0, false);
+    for r in records {
+        let r = r?;
+        timed |= super::decay::stamp(&r).is_some();
+        if let Some(op) = maker.op(&r)? {
+            threads = threads.max(op.thread as usize + 1);
+        }
+    }
+    Ok(Scan {
+        threads,
+        ids: maker.live.len(),
+        timed,
+    })
+}
+
+/// What the workers share: the window's calls (per call its size, and its id, kind and
+/// alignment packed) and one pointer per object id, read by whichever worker runs the next
+/// call. The replayer writes the window only while every worker is parked: the baton's
+/// hand-over (release, then acquire) orders those writes before the calls that read them.
+pub(super) struct ProcessWork {
+    api: Api,
+    ops: Vec<[AtomicU64; 2]>,
+    ptrs: Vec<AtomicU64>,
+}
+
+impl ProcessWork {
+    /// The shared tables for `ids` object ids, allocated once before the workers start.
+    pub(super) fn new(api: Api, ids: usize) -> Self {
+        ProcessWork {
+            api,
+            ops: (0..WINDOW)
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .collect(),
+            ptrs: (0..ids).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// The address of a table made before the workers (the clock line's heap address).
+    pub(super) fn table_address(&self) -> u64 {
+        self.ops.as_ptr() as u64
+    }
+}
+
+impl Work for ProcessWork {
+    fn run(&self, i: usize) -> bool {
+        let [size, packed] = &self.ops[i];
+        let (size, packed) = (
+            size.load(Ordering::Relaxed) as usize,
+            packed.load(Ordering::Relaxed),
+        );
+        let (id, kind, flags) = (
+            packed as u32 as usize,
+            (packed >> 32) & 0xff,
+            (packed >> 40) as i32,
+        );
+        let slot = &self.ptrs[id];
+        // SAFETY: pointers in `ptrs` came from this jemalloc and are live (every call was
+        // checked against the live objects before it reached the window).
+        unsafe {
+            match kind {
+                OP_ALLOC => {
+                    let p = (self.api.mallocx)(size, flags);
+                    slot.store(p as u64, Ordering::Relaxed);
+                    !p.is_null()
+                }
+                OP_FREE => {
+                    (self.api.dallocx)(slot.load(Ordering::Relaxed) as *mut c_void, 0);
+                    true
+                }
+                _ => {
+                    let old = slot.load(Ordering::Relaxed) as *mut c_void;
+                    let p = (self.api.rallocx)(old, size, flags);
+                    if !p.is_null() {
+                        slot.store(p as u64, Ordering::Relaxed);
+                    }
+                    !p.is_null()
+                }
+            }
+        }
+    }
+}
+
+/// The replayer's side of the window: each call's thread (the baton's step) and time (ns
+/// from the trace's first time stamp, never going back: `super::decay::relative_times`),
+/// and the liveness check that made them.
+pub(super) struct Window {
+    pub steps: Vec<Step>,
+    pub times: Vec<u64>,
+    maker: OpMaker,
+    threads: usize,
+    first_time: Option<u64>,
+    last_time: u64,
+}
+
+impl Window {
+    /// An empty window for the trace `scan` read (allocated before the workers start, so
+    /// the replay itself allocates nothing).
+    pub(super) fn new(scan: &Scan) -> Self {
+        Window {
+            steps: Vec::with_capacity(WINDOW),
+            times: Vec::with_capacity(WINDOW),
+            maker: OpMaker::with_ids(scan.ids),
+            threads: scan.threads,
+            first_time: None,
+            last_time: 0,
+        }
+    }
+
+    /// Refills the window with the next calls of `records`, at most `max` (and the window's
+    /// size); returns how many (0: the trace is over).
+    pub(super) fn fill(
+        &mut self,
+        work: &ProcessWork,
+        records: &mut impl Iterator<Item = Result<Record, TraceError>>,
+        max: u64,
+    ) -> Result<usize> {
+        self.steps.clear();
+        self.times.clear();
+        let max = max.min(WINDOW as u64) as usize;
+        while self.steps.len() < max {
+            let Some(r) = records.next() else { break };
+            let r = r?;
+            let Some(op) = self.maker.op(&r)? else {
+                continue;
+            };
+            let exit = op.kind == OP_EXIT;
+            ensure!(
+                (exit || (op.id as usize) < work.ptrs.len()) && (op.thread as usize) < self.threads,
+                "event {}: the trace changed since the child scanned it",
+                self.maker.records
+            );
+            let [size, packed] = &work.ops[self.steps.len()];
+            size.store(op.size, Ordering::Relaxed);
+            let p = u64::from(op.id) | op.kind << 32 | u64::from(op.flags) << 40;
+            packed.store(p, Ordering::Relaxed);
+            self.steps.push(Step {
+                thread: op.thread as usize,
+                exit,
+            });
+            if let Some(t) = super::decay::stamp(&r) {
+                let first = *self.first_time.get_or_insert(t);
+                self.last_time = self.last_time.max(t.saturating_sub(first));
+            }
+            self.times.push(self.last_time);
+        }
+        Ok(self.steps.len())
+    }
+}
