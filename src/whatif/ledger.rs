@@ -294,3 +294,35 @@ impl Ledger {
         self.classes.all()[class].kind == ClassKind::Small
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sizeclass::AllocatorConfig;
+
+    /// The table read for unaligned small requests gives, for every request up to the
+    /// largest small class, the class the class table's own search finds (`class_for`: the
+    /// least class of at least the request, a binary search over the classes) and that
+    /// class's size as the usable size, in every preset build; past it, the general path.
+    #[test]
+    fn unaligned_small_requests_take_the_least_class_at_or_above_them() {
+        for preset in ["default", "quantum8", "page16k", "page64k", "dev"] {
+            let classes = SizeClasses::new(AllocatorConfig::preset(preset).unwrap()).unwrap();
+            let ledger = Ledger::new(&classes);
+            for size in 0..=classes.small_maxclass() + 64 {
+                let expected = classes.class_for(size).unwrap();
+                let usable = classes.usable_size(size).unwrap();
+                for align in [0, 1] {
+                    assert_eq!(
+                        ledger.class_of(size, align),
+                        Ok((usable, expected.index as u32)),
+                        "{preset}: request {size}, align {align}"
+                    );
+                }
+                if size <= classes.small_maxclass() {
+                    assert_eq!(usable, expected.size, "{preset}: request {size}");
+                }
+            }
+        }
+    }
+}
