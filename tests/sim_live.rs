@@ -34,6 +34,42 @@ fn random_traces_match_live_with_page_rounded_large_sizes() {
     }
 }
 
+/// The linked build replayed apart in a child process (one automatic arena there, so each
+/// statistics refresh merges two arenas) compares what the in-process replay compares, every
+/// event, and matches: the same values counted, none mismatched.
+#[test]
+fn the_linked_build_replayed_in_a_child_matches_as_in_process() {
+    let spec = WorkloadSpec {
+        seed: 4,
+        events: 5_000,
+        ..WorkloadSpec::default()
+    };
+    let events = random_trace(&spec);
+    let run = |allocator: LiveAllocator| {
+        let options = LiveOptions {
+            every: 1,
+            allocator,
+            child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
+            keep: 5,
+        };
+        replay_compare(&events, &options)
+            .expect("replay")
+            .comparison
+    };
+    // The linked 5.3.1 starts with disable_large_size_classes on: in process.
+    let inside = run(LiveAllocator::LinkedWith(true));
+    let apart = run(LiveAllocator::Isolated(true));
+    assert_eq!(apart.snapshots, spec.events);
+    assert_eq!(apart.values, inside.values);
+    assert!(
+        apart.is_exact() && inside.is_exact(),
+        "apart {} / in process {} values differ; first: {:?}",
+        apart.mismatched_values,
+        inside.mismatched_values,
+        apart.first
+    );
+}
+
 #[test]
 fn random_traces_match_live_with_large_size_classes() {
     for seed in 1..=3 {

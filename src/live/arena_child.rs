@@ -89,6 +89,14 @@ fn parse_snapshot(line: &str) -> Result<Snapshot> {
     })
 }
 
+/// The child's options besides the build's own: decay off, and one automatic arena. The
+/// replay runs in an arena of its own (`arenas.create`), which neither option's arena count
+/// touches; but every statistics refresh (`epoch`, before each snapshot) merges every
+/// initialized arena, and with the default count the child's first allocation initializes
+/// a second automatic one beside arena 0 (`arena_choose_hard`): `narenas:1` keeps the thread
+/// on arena 0, so each refresh merges two arenas instead of three.
+const CHILD_CONF: &str = "dirty_decay_ms:-1,muzzy_decay_ms:-1,narenas:1";
+
 /// The live-replay child's command line for `how`, reading the trace at `trace`; and the
 /// `disable_large_size_classes` its jemalloc must report (`None`: a system jemalloc, which
 /// has its own).
@@ -106,7 +114,7 @@ fn child_command(
         ChildAllocator::Linked(v) => {
             command.env(
                 "_RJEM_MALLOC_CONF",
-                format!("disable_large_size_classes:{v},dirty_decay_ms:-1,muzzy_decay_ms:-1"),
+                format!("disable_large_size_classes:{v},{CHILD_CONF}"),
             );
             Some(*v)
         }
@@ -115,7 +123,7 @@ fn child_command(
             command
                 .arg("--system")
                 .env("LD_PRELOAD", lib)
-                .env("MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1");
+                .env("MALLOC_CONF", CHILD_CONF);
             None
         }
     };

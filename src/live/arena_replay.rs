@@ -230,6 +230,13 @@ pub enum LiveAllocator {
     /// The linked jemalloc with `disable_large_size_classes` set to this value (in a child
     /// process when it differs from this process's setting).
     LinkedWith(bool),
+    /// The linked jemalloc with `disable_large_size_classes` set to this value, always in a
+    /// child process: the same comparisons, cheaper in a process with many threads. Each
+    /// statistics read first refreshes them (`epoch`: jemalloc's `ctl_refresh` merges every
+    /// initialized arena and clears their sum), so its cost grows with the arenas this
+    /// process's threads have touched (up to `opt.narenas`, the huge arena and any private
+    /// ones); the child, one thread, has arena 0 and the replay's.
+    Isolated(bool),
     /// A jemalloc shared library (e.g. Debian's 5.3.0 `libjemalloc.so.2`) preloaded into a
     /// child process.
     System(std::path::PathBuf),
@@ -254,6 +261,19 @@ impl Default for LiveOptions {
             allocator: LiveAllocator::Linked,
             child_exe: None,
             keep: 10,
+        }
+    }
+}
+
+impl LiveOptions {
+    /// The linked jemalloc as this process runs it, replayed in a child process of `exe`
+    /// (the fragsim executable): [`LiveAllocator::Isolated`], for callers with many threads.
+    pub fn isolated(exe: &Path) -> Self {
+        let linked = read_bool("opt.disable_large_size_classes").unwrap_or(false);
+        LiveOptions {
+            allocator: LiveAllocator::Isolated(linked),
+            child_exe: Some(exe.to_path_buf()),
+            ..LiveOptions::default()
         }
     }
 }
@@ -455,7 +475,9 @@ impl Place {
         match allocator {
             LiveAllocator::Linked => Place::InProcess,
             LiveAllocator::LinkedWith(v) if *v == linked => Place::InProcess,
-            LiveAllocator::LinkedWith(v) => Place::Child(ChildAllocator::Linked(*v)),
+            LiveAllocator::LinkedWith(v) | LiveAllocator::Isolated(v) => {
+                Place::Child(ChildAllocator::Linked(*v))
+            }
             LiveAllocator::System(lib) => Place::Child(ChildAllocator::System(lib.clone())),
         }
     }
@@ -643,9 +665,11 @@ pub fn validation_specs(quick: bool) -> Vec<crate::sim::WorkloadSpec> {
 }
 
 /// Replays every trace of [`validation_specs`] through the model and the linked jemalloc
-/// with both `disable_large_size_classes` settings (the other one in a child process of
-/// `exe`, the fragsim executable), every event compared. Also Debian's 5.3.0 when
-/// `system_jemalloc` names its library. 0 mismatches everywhere is the pass.
+/// with both `disable_large_size_classes` settings, every event compared. Also Debian's 5.3.0
+/// when `system_jemalloc` names its library. 0 mismatches everywhere is the pass. Each
+/// jemalloc replays in a child process of `exe`, the fragsim executable (the linked one too:
+/// [`LiveAllocator::Isolated`], whose statistics refresh merges two arenas, not every arena
+/// of a busy caller's); one engine pass per trace feeds them all at once.
 pub fn replay_validation(
     exe: &Path,
     quick: bool,
@@ -654,11 +678,11 @@ pub fn replay_validation(
     let mut allocators = vec![
         (
             "jemalloc 5.3.1 (linked), disable_large_size_classes:true".to_string(),
-            LiveAllocator::LinkedWith(true),
+            LiveAllocator::Isolated(true),
         ),
         (
             "jemalloc 5.3.1 (linked), disable_large_size_classes:false".to_string(),
-            LiveAllocator::LinkedWith(false),
+            LiveAllocator::Isolated(false),
         ),
     ];
     if let Some(lib) = system_jemalloc {
@@ -667,17 +691,17 @@ pub fn replay_validation(
             LiveAllocator::System(lib.to_path_buf()),
         ));
     }
+    let options = LiveOptions {
+        every: 1,
+        child_exe: Some(exe.to_path_buf()),
+        keep: 5,
+        ..LiveOptions::default()
+    };
     let mut checks = Vec::new();
     for spec in validation_specs(quick) {
         let events = crate::sim::random_trace(&spec);
-        for (label, allocator) in &allocators {
-            let options = LiveOptions {
-                every: 1,
-                allocator: allocator.clone(),
-                child_exe: Some(exe.to_path_buf()),
-                keep: 5,
-            };
-            let result = replay_compare(&events, &options)?;
+        let results = compare_builds(&events, &allocators, &options)?;
+        for ((label, _), result) in allocators.iter().zip(results) {
             checks.push(ReplayCheck {
                 allocator: format!("{label} ({})", result.config.version.as_str()),
                 spec,

@@ -101,12 +101,36 @@ pub fn write_files(
     Ok(written)
 }
 
-/// The scenario: memory in this process, time in child processes (when the executable is
+/// The scenario's memory side, in this process: exact bytes of private arenas, so it may run
+/// beside other shared lanes ([`super::job::Load::Shared`]); [`write_section`] takes it.
+/// Memory only when the builds are timed in child processes (timing them here too would add a
+/// fifth of the section's work for a table only the uncommitted times file showed); without
+/// the children, the builds are timed here (then run it alone).
+pub(super) fn memory(options: &super::ReportOptions) -> Result<BumpArenaResult> {
+    let runs = if timed(options) {
+        0
+    } else {
+        options.bump_arena_runs
+    };
+    run_scenario(options.bump_arena, runs, false, None)
+}
+
+/// Whether the builds are timed in child processes: the executable is known and the elements
+/// are the children's 4 bytes.
+pub(super) fn timed(options: &super::ReportOptions) -> bool {
+    options.fragsim_exe.is_some() && options.bump_arena.elem_bytes == 4
+}
+
+/// The scenario: memory from [`memory`], time in child processes (when the executable is
 /// known) with the seed's C++ program beside it (when its script is given).
-pub(super) fn write_section(dir: &Path, options: &super::ReportOptions) -> Result<SectionOutput> {
+pub(super) fn write_section(
+    dir: &Path,
+    options: &super::ReportOptions,
+    memory: Result<BumpArenaResult>,
+) -> Result<SectionOutput> {
     let progress = &options.bump_arena_progress;
     let exe = options.fragsim_exe.as_deref();
-    let timed = exe.is_some() && options.bump_arena.elem_bytes == 4;
+    let timed = timed(options);
     // A reused arena grows in builds 2 and 3: 6 builds keep the warm median steady.
     let matrix = exe.map(|exe| {
         MatrixOptions::all(
@@ -116,20 +140,14 @@ pub(super) fn write_section(dir: &Path, options: &super::ReportOptions) -> Resul
             options.bump_arena_runs.max(6),
         )
     });
-    // Steps: the in-process scenario, each timing child, the C++ program.
+    // Steps: each timing child, the C++ program.
     let children = matrix
         .as_ref()
         .filter(|_| timed)
         .map_or(0, |m| m.settings.len() * m.strategies.len());
     let cxx = usize::from(timed && options.seed_script.is_some());
-    progress.start("steps", (1 + children + cxx) as u64);
-    // Memory only in this process: the time side is the children's (cold and warm apart),
-    // and timing the same builds here too would add a fifth of the section's work for a
-    // table only the uncommitted times file showed. Without the children, time here.
-    let runs = if timed { 0 } else { options.bump_arena_runs };
-    let result = run_scenario(options.bump_arena, runs, false, None);
-    progress.advance(1);
-    let timing = match (result.is_ok() && timed, &matrix) {
+    progress.start("steps", (children + cxx) as u64);
+    let timing = match (memory.is_ok() && timed, &matrix) {
         (true, Some(matrix)) => Some(measure_all(
             matrix,
             options.seed_script.as_deref(),
@@ -138,7 +156,7 @@ pub(super) fn write_section(dir: &Path, options: &super::ReportOptions) -> Resul
         _ => None,
     };
     progress.finish();
-    let result = result?;
+    let result = memory?;
     let timing = timing.transpose()?;
     let paths = write_files(&result, timing.as_ref(), dir, STEM, "fragsim report")?;
     Ok(index_entries(&paths, dir))

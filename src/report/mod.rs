@@ -174,6 +174,8 @@ pub fn write_report(
     std::fs::create_dir_all(&charts_dir)
         .with_context(|| format!("cannot create folder '{}'", charts_dir.display()))?;
     let mut validation = None;
+    // The bump-arena scenario's memory side, from its lane to the timing lane.
+    let memory_side = std::sync::Mutex::new(None);
     let mut plan = Plan::new();
     // The lanes in the index's order; the longest shared lanes first (they start first).
     plan.lane(Load::Shared, |job| {
@@ -193,10 +195,27 @@ pub fn write_report(
         validation = Some(checked);
         Ok(())
     });
-    // Times, page faults and jemalloc's statistics of child processes: alone.
-    plan.lane(Load::Alone, |job| {
+    // The bump-arena scenario's memory side (exact bytes of private arenas) runs beside the
+    // other shared lanes; its times, page faults and jemalloc's statistics of child processes
+    // alone, after every shared lane (so the memory side is done by then). Its step adds
+    // nothing to the index under the section's heading (the alone step fills it). Without
+    // timing children the builds are timed here: then all of it runs alone.
+    let memory = &memory_side;
+    let memory_load = match bump_arena::timed(options) {
+        true => Load::Shared,
+        false => Load::Alone,
+    };
+    plan.lane(memory_load, move |job| {
+        job.section("bump-arena memory", bump_arena::SECTION, |_| {
+            *memory.lock().unwrap_or_else(|e| e.into_inner()) = Some(bump_arena::memory(options));
+            Ok(SectionOutput::default())
+        })
+    });
+    plan.lane(Load::Alone, move |job| {
         job.section("bump-arena scenario", bump_arena::SECTION, |dir| {
-            bump_arena::write_section(dir, options)
+            let measured = memory.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let measured = measured.context("the bump-arena memory lane did not run")?;
+            bump_arena::write_section(dir, options, measured)
         })
     });
     if let Some(programs) = &options.programs {

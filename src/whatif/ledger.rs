@@ -55,8 +55,12 @@ pub(super) struct Ledger {
     classes: SizeClasses,
     nbins: usize,
     /// The class of each small usable size, indexed by `(usable - 1) >> 3` (every class is a
-    /// multiple of 8 bytes): a table lookup instead of a search on every event.
+    /// multiple of 8 bytes): a table lookup instead of a search on every event. Entry `i`
+    /// holds the least class of at least `8i + 1` bytes, so it is also the class of any
+    /// request `r` with `(r - 1) >> 3 == i`: an unaligned small request needs no rounding.
     small_index: Vec<u16>,
+    /// The size of each small class (the usable size of its objects), by class index.
+    bin_size: Vec<u64>,
     pad: u64,
     objects: Vec<Object>,
     pub state: Vec<ClassState>,
@@ -92,6 +96,10 @@ impl Ledger {
             classes: classes.clone(),
             nbins: classes.bins().len(),
             small_index,
+            bin_size: classes.all()[..classes.bins().len()]
+                .iter()
+                .map(|c| c.size)
+                .collect(),
             pad,
             objects: Vec::new(),
             state: vec![ClassState::default(); n],
@@ -139,6 +147,13 @@ impl Ledger {
     }
 
     fn class_of(&self, size: u64, align: u64) -> Result<(u64, u32), LedgerError> {
+        // Most events: an unaligned small request, its class read straight from the table
+        // (what `usable_of` then the lookup below would find: the least class >= the request).
+        if align <= 1 {
+            if let Some(&index) = self.small_index.get((size.max(1) - 1) as usize >> 3) {
+                return Ok((self.bin_size[usize::from(index)], u32::from(index)));
+            }
+        }
         let usable = self.usable_of(size, align)?;
         if let Some(&index) = self.small_index.get(((usable - 1) >> 3) as usize) {
             return Ok((usable, u32::from(index)));
@@ -153,7 +168,7 @@ impl Ledger {
     fn usable_of_object(&self, object: &Object) -> u64 {
         let c = object.class as usize;
         if c < self.nbins {
-            self.classes.all()[c].size
+            self.bin_size[c]
         } else {
             // Accepted on the way in, so it has a usable size.
             self.usable_of(object.size, u64::from(object.align))
@@ -168,14 +183,16 @@ impl Ledger {
         }
     }
 
+    /// Adds object `id` of `size` bytes (aligned to `align`), whose class is `class` of
+    /// `usable` bytes ([`Ledger::class_of`]).
     fn add(
         &mut self,
         id: ObjectId,
         size: u64,
         align: u64,
+        (usable, class): (u64, u32),
         counted: bool,
     ) -> Result<u32, LedgerError> {
-        let (usable, class) = self.class_of(size, align)?;
         let slot = id as usize;
         if slot >= self.objects.len() {
             self.objects.resize(
@@ -240,7 +257,8 @@ impl Ledger {
         self.changed = [NO_CLASS; 2];
         match event {
             Event::Alloc { id, size, align } => {
-                self.changed[0] = self.add(id, size, align, true)?;
+                let class = self.class_of(size, align)?;
+                self.changed[0] = self.add(id, size, align, class, true)?;
             }
             Event::Free { id } => {
                 self.changed[0] = self.remove(id)?.class;
@@ -248,9 +266,9 @@ impl Ledger {
             Event::Realloc { id, size } => {
                 let old = self.remove(id)?;
                 let align = u64::from(old.align);
-                let (_, new_class) = self.class_of(size, align)?;
+                let class = self.class_of(size, align)?;
                 self.changed[0] = old.class;
-                self.changed[1] = self.add(id, size, align, new_class != old.class)?;
+                self.changed[1] = self.add(id, size, align, class, class.1 != old.class)?;
             }
         }
         Ok(())
@@ -274,5 +292,37 @@ impl Ledger {
 
     pub fn is_small(&self, class: usize) -> bool {
         self.classes.all()[class].kind == ClassKind::Small
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sizeclass::AllocatorConfig;
+
+    /// The table read for unaligned small requests gives, for every request up to the
+    /// largest small class, the class the class table's own search finds (`class_for`: the
+    /// least class of at least the request, a binary search over the classes) and that
+    /// class's size as the usable size, in every preset build; past it, the general path.
+    #[test]
+    fn unaligned_small_requests_take_the_least_class_at_or_above_them() {
+        for preset in ["default", "quantum8", "page16k", "page64k", "dev"] {
+            let classes = SizeClasses::new(AllocatorConfig::preset(preset).unwrap()).unwrap();
+            let ledger = Ledger::new(&classes);
+            for size in 0..=classes.small_maxclass() + 64 {
+                let expected = classes.class_for(size).unwrap();
+                let usable = classes.usable_size(size).unwrap();
+                for align in [0, 1] {
+                    assert_eq!(
+                        ledger.class_of(size, align),
+                        Ok((usable, expected.index as u32)),
+                        "{preset}: request {size}, align {align}"
+                    );
+                }
+                if size <= classes.small_maxclass() {
+                    assert_eq!(usable, expected.size, "{preset}: request {size}");
+                }
+            }
+        }
     }
 }

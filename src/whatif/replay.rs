@@ -226,6 +226,9 @@ pub struct BuildRun<A> {
     at_peak: PeakBreakdown,
     timeline: Vec<TimelinePoint>,
     every: Option<u64>,
+    /// The event of the next timeline point (`u64::MAX` without a timeline): a comparison
+    /// per event instead of a division.
+    next_point: u64,
     count: u64,
     live_objects: u64,
 }
@@ -245,12 +248,13 @@ impl<A: WhatifModel> BuildRun<A> {
             at_peak: PeakBreakdown::default(),
             timeline: Vec::new(),
             every: options.every.map(|k| k.max(1)),
+            next_point: options.every.map_or(u64::MAX, |k| k.max(1)),
             count: 0,
             live_objects: 0,
         })
     }
 
-    /// Event number `count` (1-based).
+    /// Event number `count` (1-based; the next call gets `count + 1`).
     pub fn apply(&mut self, count: u64, event: Event) -> Result<(), ReplayError> {
         self.count = count;
         match event {
@@ -297,7 +301,9 @@ impl<A: WhatifModel> BuildRun<A> {
             active: peak.active.max(now.active),
             mapped: peak.mapped.max(now.mapped),
         };
-        if self.every.is_some_and(|k| count.is_multiple_of(k)) {
+        if count == self.next_point {
+            // Every `k`-th event, as `count % k == 0` with consecutive counts.
+            self.next_point = self.every.map_or(u64::MAX, |k| count.saturating_add(k));
             self.timeline.push(TimelinePoint {
                 event: count,
                 live_objects: self.live_objects,
