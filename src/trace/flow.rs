@@ -188,6 +188,21 @@ impl Flow {
         self.time(call.time_ns)
     }
 
+    /// Whether `call` passes [`Flow::call`] without changing anything but the time: on the
+    /// current thread, still alive, a site already defined (never on a free), a time not
+    /// before the latest. The reader's fast path asks this, then commits the time itself.
+    #[inline(always)]
+    pub(crate) fn accepts_in_place(&self, call: &Call) -> bool {
+        call.thread == self.thread
+            && !self.exited[call.thread as usize]
+            && call.site.is_none_or(|s| {
+                s < self.sites && !matches!(call.event, Event::Free { .. })
+            })
+            && call
+                .time_ns
+                .is_none_or(|t| self.fields.times && t >= self.time_ns)
+    }
+
     /// Applies a record that is not a call.
     pub fn other(&mut self, record: &Record) -> Result<(), String> {
         match record {
