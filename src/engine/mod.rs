@@ -113,7 +113,11 @@ where
         return run_one(records, &mut consumers[0], progress);
     }
     let mut records = records.into_iter();
-    drive(|batch| batch.fill_from(&mut records, BATCH), consumers, progress)
+    drive(
+        |batch| batch.fill_from(&mut records, BATCH),
+        consumers,
+        progress,
+    )
 }
 
 /// Feeds every call and thread exit of an opened trace to every consumer, as [`run`] does;

@@ -194,14 +194,16 @@ pub fn decode_record(
     }
 }
 
-/// A call record (kinds 0-3) at the front of `buf`, decoded without changing `st`: `None` for
-/// any other record and for anything [`decode_record`] would refuse or find short, which the
-/// caller then decodes with full reporting. The caller commits `prev_id` and `time_ns`.
+/// A call record (kinds 0-3) at the front of `buf`, after a call on `prev_id` at `time_ns`, on
+/// `thread`: `None` for any other record and for anything [`decode_record`] would refuse or
+/// find short, which the caller then decodes with full reporting.
 #[inline(always)]
 pub(crate) fn decode_call_fast(
     buf: &[u8],
     fields: Fields,
-    st: &CodecState,
+    prev_id: ObjectId,
+    time_ns: u64,
+    thread: u32,
 ) -> Option<(Call, usize)> {
     let mut pos = 0;
     let tag = get_varint(buf, &mut pos).ok()?;
@@ -209,7 +211,7 @@ pub(crate) fn decode_call_fast(
     if kind > 3 {
         return None;
     }
-    let id = ObjectId::try_from(st.prev_id as i64 + unzigzag(tag >> 3)).ok()?;
+    let id = ObjectId::try_from(prev_id as i64 + unzigzag(tag >> 3)).ok()?;
     let event = event_fields(kind, id, buf, &mut pos).ok()?;
     let site = if fields.sites && kind != 1 {
         match get_varint(buf, &mut pos).ok()? {
@@ -220,13 +222,13 @@ pub(crate) fn decode_call_fast(
         None
     };
     let time_ns = if fields.times {
-        Some(st.time_ns.checked_add(get_varint(buf, &mut pos).ok()?)?)
+        Some(time_ns.checked_add(get_varint(buf, &mut pos).ok()?)?)
     } else {
         None
     };
     let call = Call {
         event,
-        thread: st.thread,
+        thread,
         time_ns,
         site,
     };

@@ -188,19 +188,14 @@ impl Flow {
         self.time(call.time_ns)
     }
 
-    /// Whether `call` passes [`Flow::call`] without changing anything but the time: on the
-    /// current thread, still alive, a site already defined (never on a free), a time not
-    /// before the latest. The reader's fast path asks this, then commits the time itself.
-    #[inline(always)]
-    pub(crate) fn accepts_in_place(&self, call: &Call) -> bool {
-        call.thread == self.thread
-            && !self.exited[call.thread as usize]
-            && call.site.is_none_or(|s| {
-                s < self.sites && !matches!(call.event, Event::Free { .. })
-            })
-            && call
-                .time_ns
-                .is_none_or(|t| self.fields.times && t >= self.time_ns)
+    /// For a run of calls on `thread` that change nothing but the time: the sites defined
+    /// and the latest time, if `thread` is the current thread and alive (then a call passes
+    /// [`Flow::call`] when its site is below those sites, it is no free with a site, and its
+    /// time is not before that time). The reader's fast path asks this once per run.
+    #[inline]
+    pub(crate) fn run_on(&self, thread: ThreadId) -> Option<(u32, u64)> {
+        (thread == self.thread && !self.exited[thread as usize])
+            .then_some((self.sites, self.time_ns))
     }
 
     /// Applies a record that is not a call.

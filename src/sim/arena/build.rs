@@ -15,7 +15,10 @@ static BIN_TABLES: Mutex<Vec<(Vec<u64>, Arc<BinTable>)>> = Mutex::new(Vec::new()
 const BIN_TABLES_KEPT: usize = 16;
 
 impl ArenaModel {
-    pub(super) fn with_bin_heap(config: AllocatorConfig, heap: Heap) -> Result<ArenaModel, SimError> {
+    pub(super) fn with_bin_heap(
+        config: AllocatorConfig,
+        heap: Heap,
+    ) -> Result<ArenaModel, SimError> {
         let classes = SizeClasses::new(config).map_err(|e| SimError::Config(e.to_string()))?;
         let rules = rules(config)?;
         let psz = PageSizeClasses::new(&classes);
@@ -115,7 +118,8 @@ fn shared_bin_table(classes: &SizeClasses) -> Arc<BinTable> {
     if let Some((_, table)) = tables.iter().find(|(s, _)| *s == sizes) {
         return Arc::clone(table);
     }
-    let table = Arc::new(bin_table(&sizes));
+    // Built in a zeroed heap block, moved into the shared one once.
+    let table: Arc<BinTable> = Arc::from(bin_table(&sizes));
     if tables.len() == BIN_TABLES_KEPT {
         tables.remove(0);
     }
@@ -126,8 +130,11 @@ fn shared_bin_table(classes: &SizeClasses) -> Arc<BinTable> {
 /// One pass over the bins' sizes (they ascend): entry i serves sizes 8i+1 ..= 8i+8; the
 /// entries past the small sizes are never read but the last (size 0, see `bin_of`), which
 /// stays bin 0.
-fn bin_table(sizes: &[u64]) -> BinTable {
-    let mut bin_of = [0u8; 1 << 16];
+fn bin_table(sizes: &[u64]) -> Box<BinTable> {
+    let mut bin_of: Box<BinTable> = vec![0u8; 1 << 16]
+        .into_boxed_slice()
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("a slice of the table's length"));
     let mut start = 0;
     for (b, size) in sizes.iter().enumerate() {
         let end = size.div_ceil(8) as usize;

@@ -1,12 +1,15 @@
 //! The reader's batch loop: calls decoded straight into a [`Batch`], one monomorphic loop per
-//! file version, without a `Record` or a `Result` per call. Each call first tries a fast path
-//! that changes nothing unless every check passes; anything else (a refill, a thread switch or
-//! exit, a site, the end, an error) takes the record-by-record path, which redoes it with full
-//! reporting, so batches hold exactly what [`TraceReader::records`] yields.
+//! file version, without a `Record` or a `Result` per call. A run of ordinary calls is decoded
+//! by a tight loop over the buffer (state in locals, committed once per run) that stops,
+//! changing nothing for that call, at anything else: a call too close to the buffer's end, a
+//! thread switch or exit, a site, the end, a call that breaks a rule. The record-by-record
+//! path then redoes that one with full reporting, so batches hold exactly what
+//! [`TraceReader::records`] yields.
 
 use super::super::codec::decode_call_fast;
-use super::super::format::VERSION_CONTEXT;
-use super::super::{Batch, Call, Event, TraceError};
+use super::super::format::{decode_event, MAX_EVENT_LEN, VERSION, VERSION_CONTEXT};
+use super::super::ids::LiveSet;
+use super::super::{Batch, Call, Event, ObjectId, TraceError};
 use super::TraceReader;
 use std::io::Read;
 
@@ -25,25 +28,22 @@ impl<R: Read> TraceReader<R> {
 
     fn fill_plain(&mut self, batch: &mut Batch, max: usize) -> Result<(), TraceError> {
         while batch.len() < max {
-            let event = match self.next_fast() {
-                Some(event) => event,
-                None => match self.next_slow() {
-                    Some(event) => event?,
-                    None => break,
-                },
-            };
-            batch.push_call(Call::plain(event));
+            self.plain_run(batch, max);
+            if batch.len() == max {
+                break;
+            }
+            match self.next_slow() {
+                Some(event) => batch.push_call(Call::plain(event?)),
+                None => break,
+            }
         }
         Ok(())
     }
 
     fn fill_context(&mut self, batch: &mut Batch, max: usize) -> Result<(), TraceError> {
         while batch.len() < max {
-            if let Some(call) = self.next_call_fast() {
-                batch.push_call(call);
-                continue;
-            }
-            if self.done {
+            self.context_run(batch, max);
+            if batch.len() == max || self.done {
                 break;
             }
             match self.next_record() {
@@ -58,45 +58,104 @@ impl<R: Read> TraceReader<R> {
         Ok(())
     }
 
-    /// Version 3: a call on the current thread that passes every check of `next_record`,
-    /// committed; `None` (nothing changed) sends the caller to `next_record`.
-    #[inline(always)]
-    fn next_call_fast(&mut self) -> Option<Call> {
-        if self.done || self.events_read >= self.header.events {
-            return None;
+    /// Version 2: the calls that need no refill and pass every check, up to `max` records.
+    fn plain_run(&mut self, batch: &mut Batch, max: usize) {
+        if self.done || self.header.version != VERSION {
+            return;
         }
-        let start = self.offset();
-        let payload_end = self.header_len as u64 + self.header.payload_bytes;
-        if start >= payload_end {
-            return None;
-        }
-        let avail = (self.end - self.pos).min((payload_end - start) as usize);
-        let buf = &self.buf[self.pos..self.pos + avail];
-        let (call, len) = decode_call_fast(buf, self.header.fields, &self.codec)?;
-        if !self.flow.accepts_in_place(&call) {
-            return None;
-        }
-        let id = call.event.id();
-        if id as u64 >= self.header.id_limit {
-            return None;
-        }
-        // A refused check leaves the set as it was.
-        let consistent = match call.event {
-            Event::Alloc { .. } => self.live.insert(id),
-            Event::Free { .. } => self.live.remove(id),
-            Event::Realloc { .. } => self.live.contains(id),
+        // A whole event fits from any `pos` up to `limit` (else the record path refills).
+        let Some(limit) = self.end.checked_sub(MAX_EVENT_LEN) else {
+            return;
         };
-        if !consistent {
-            return None;
+        let left = self.left(batch, max);
+        let id_limit = self.header.id_limit;
+        let buf = &self.buf[..self.end];
+        let live = &mut self.live;
+        let (mut pos, mut prev, mut n) = (self.pos, self.prev_id, 0);
+        while n < left && pos <= limit {
+            let Ok((event, len)) = decode_event(&buf[pos..], prev) else {
+                break;
+            };
+            if !take(live, &event, id_limit) {
+                break;
+            }
+            pos += len;
+            prev = event.id();
+            n += 1;
+            batch.push_call(Call::plain(event));
         }
-        self.pos += len;
-        self.codec.prev_id = id;
-        if let Some(t) = call.time_ns {
-            self.codec.time_ns = t;
-            self.flow.time_ns = t;
+        self.pos = pos;
+        self.prev_id = prev;
+        self.events_read += n as u64;
+    }
+
+    /// Version 3: the calls on the current thread that pass every check of `next_record`, up
+    /// to `max` records.
+    fn context_run(&mut self, batch: &mut Batch, max: usize) {
+        let thread = self.codec.thread;
+        let Some((sites, flow_time)) = self.flow.run_on(thread) else {
+            return;
+        };
+        let payload_end = self.header_len as u64 + self.header.payload_bytes;
+        if self.done || self.offset() >= payload_end || self.codec.time_ns < flow_time {
+            return;
         }
-        self.events_read += 1;
-        Some(call)
+        let left = self.left(batch, max);
+        // The buffer up to the end of the event section.
+        let stop = self.end.min((payload_end - self.base) as usize);
+        let (fields, id_limit) = (self.header.fields, self.header.id_limit);
+        let buf = &self.buf[..stop];
+        let live = &mut self.live;
+        let (mut pos, mut prev, mut time, mut n) =
+            (self.pos, self.codec.prev_id, self.codec.time_ns, 0);
+        while n < left && pos < stop {
+            let Some((call, len)) = decode_call_fast(&buf[pos..], fields, prev, time, thread)
+            else {
+                break;
+            };
+            // Times only grow from `time`, which is not before the flow's: only sites to check
+            // (the decoder gives frees none).
+            if call.site.is_some_and(|s| s >= sites) || !take(live, &call.event, id_limit) {
+                break;
+            }
+            pos += len;
+            prev = call.event.id();
+            if let Some(t) = call.time_ns {
+                time = t;
+            }
+            n += 1;
+            batch.push_call(call);
+        }
+        self.pos = pos;
+        self.codec.prev_id = prev;
+        self.codec.time_ns = time;
+        if n > 0 && fields.times {
+            self.flow.time_ns = time;
+        }
+        self.events_read += n as u64;
+    }
+
+    /// Calls the batch may still take: room left, and calls left by the header's count.
+    fn left(&self, batch: &Batch, max: usize) -> usize {
+        let room = max.saturating_sub(batch.len()) as u64;
+        self.header
+            .events
+            .saturating_sub(self.events_read)
+            .min(room) as usize
     }
 }
 
+/// The object rules for one call (an id below the limit, alloc of a dead id, free or realloc
+/// of a live one), applied if they hold; a refused call leaves the set as it was.
+#[inline(always)]
+fn take(live: &mut LiveSet, event: &Event, id_limit: u64) -> bool {
+    let id: ObjectId = event.id();
+    if id as u64 >= id_limit {
+        return false;
+    }
+    match event {
+        Event::Alloc { .. } => live.insert(id),
+        Event::Free { .. } => live.remove(id),
+        Event::Realloc { .. } => live.contains(id),
+    }
+}
