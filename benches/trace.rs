@@ -42,6 +42,20 @@ fn consume(events: impl Iterator<Item = Result<Event, fragsim::trace::TraceError
     sum
 }
 
+/// As [`consume`], over the batches the engine reads.
+fn consume_batches(trace: fragsim::trace::OpenedTrace) -> u64 {
+    let mut batches = trace.batches();
+    let mut batch = fragsim::trace::Batch::with_capacity(fragsim::engine::BATCH);
+    let mut sum = 0u64;
+    loop {
+        batches.fill(&mut batch, fragsim::engine::BATCH).unwrap();
+        if batch.is_empty() {
+            return sum;
+        }
+        sum = sum.wrapping_add(consume(batch.calls().iter().map(|c| Ok(c.event))));
+    }
+}
+
 /// This thread's CPU time so far.
 fn thread_cpu() -> Duration {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
@@ -93,7 +107,11 @@ fn trace(c: &mut Criterion) {
         b.iter_custom(|iters| cpu_timed(iters, || consume(read_text(&text[..]))))
     });
     group.bench_function("read_binary_file", |b| {
-        b.iter(|| consume(TraceReader::open(black_box(&path)).unwrap()))
+        b.iter(|| consume(fragsim::trace::open(black_box(&path)).unwrap().events()))
+    });
+    // The engine's way in: the same file decoded a batch at a time.
+    group.bench_function("read_binary_file_batches", |b| {
+        b.iter(|| consume_batches(fragsim::trace::open(black_box(&path)).unwrap()))
     });
     group.bench_function("read_text_memory", |b| {
         b.iter(|| consume(read_text(black_box(&text[..]))))

@@ -180,7 +180,10 @@ fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
     let opened = crate::trace::open(&args.trace)?;
     let summary = if let Some(count) = opened.events_hint() {
         let every = args.every.unwrap_or_else(|| default_every(count));
-        replay_one(config, opened.records(), every, on_row)?
+        let mut run = [ArenaRun::new(config, every, on_row)?];
+        engine::run_trace(opened, &mut run, &|_| {}).map_err(run_error)?;
+        let [run] = run;
+        run.finish()
     } else {
         let records = opened.records().collect::<Result<Vec<_>, _>>()?;
         let calls = records
@@ -202,7 +205,7 @@ fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
     Ok(0)
 }
 
-/// `records` through one [`ArenaRun`] driven by the engine.
+/// `records` (a text trace, in memory) through one [`ArenaRun`] driven by the engine.
 fn replay_one(
     config: AllocatorConfig,
     records: impl IntoIterator<Item = Result<Record, TraceError>>,
@@ -210,12 +213,16 @@ fn replay_one(
     on_row: impl FnMut(&crate::sim::ArenaStats) + Send,
 ) -> Result<crate::sim::ReplaySummary> {
     let mut run = [ArenaRun::new(config, every, on_row)?];
-    engine::run(records, &mut run, &|_| {}).map_err(|e| match e {
-        RunError::Trace(e) => anyhow::Error::from(e),
-        RunError::Consumer(e) => e.into(),
-    })?;
+    engine::run(records, &mut run, &|_| {}).map_err(run_error)?;
     let [run] = run;
     Ok(run.finish())
+}
+
+fn run_error(e: RunError<crate::sim::SimError>) -> anyhow::Error {
+    match e {
+        RunError::Trace(e) => e.into(),
+        RunError::Consumer(e) => e.into(),
+    }
 }
 
 fn run_live(args: &ReplayArgs, name: &str) -> Result<i32> {

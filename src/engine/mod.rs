@@ -7,7 +7,7 @@
 //! with their 1-based index; a consumer's error stops the run at the end of that batch, the
 //! first error by consumer order wins.
 
-use crate::trace::{Call, Record, TraceError};
+use crate::trace::{Batch, Call, OpenedTrace, Record, TraceError};
 use rayon::prelude::*;
 use std::convert::Infallible;
 
@@ -20,6 +20,15 @@ pub trait Consumer: Send {
     type Error: Send;
     /// Call number `index` (1-based over calls) of the trace, in order.
     fn call(&mut self, index: u64, call: &Call) -> Result<(), Self::Error>;
+    /// Calls `first`, `first + 1`, ... in order: by default [`Consumer::call`] on each, which
+    /// the compiler inlines into this loop (one loop per consumer type).
+    #[inline]
+    fn calls(&mut self, first: u64, calls: &[Call]) -> Result<(), Self::Error> {
+        for (index, call) in (first..).zip(calls) {
+            self.call(index, call)?;
+        }
+        Ok(())
+    }
     /// A thread's exit (a one-arena model has nothing to do).
     fn thread_exit(&mut self, _thread: u32, _index: u64) -> Result<(), Self::Error> {
         Ok(())
@@ -89,12 +98,6 @@ pub enum RunError<E, T = TraceError> {
     Consumer(E),
 }
 
-#[derive(Clone, Copy)]
-enum Item {
-    Call(Call),
-    Exit(u32, Option<u64>),
-}
-
 /// Feeds every record of `records` to every consumer; returns the number of calls.
 /// `progress` hears calls done (once per batch, counted once whatever the consumers).
 pub fn run<C, I, T>(
@@ -109,40 +112,46 @@ where
     if consumers.len() == 1 {
         return run_one(records, &mut consumers[0], progress);
     }
-    let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
-    let mut calls = 0u64;
     let mut records = records.into_iter();
+    drive(
+        |batch| batch.fill_from(&mut records, BATCH),
+        consumers,
+        progress,
+    )
+}
+
+/// Feeds every call and thread exit of an opened trace to every consumer, as [`run`] does;
+/// returns the number of calls. The trace is decoded a batch at a time straight into a reused
+/// buffer (no boxed iterator, no `Record` per call), and each consumer takes the batch's calls
+/// as slices ([`Consumer::calls`]); `progress` hears the calls of every batch.
+pub fn run_trace<C: Consumer>(
+    trace: OpenedTrace,
+    consumers: &mut [C],
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, RunError<C::Error>> {
+    let mut batches = trace.batches();
+    drive(|batch| batches.fill(batch, BATCH), consumers, progress)
+}
+
+/// The batched loop: `fill` gives the next batch (empty at the end; on an error, the records
+/// before it), every consumer takes it, then a read error stops the run.
+fn drive<C: Consumer, T>(
+    mut fill: impl FnMut(&mut Batch) -> Result<(), T>,
+    consumers: &mut [C],
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, RunError<C::Error, T>> {
+    let mut batch = Batch::with_capacity(BATCH);
+    let mut calls = 0u64;
     loop {
-        batch.clear();
-        let first = calls + 1;
-        let mut read_error = None;
-        for record in records.by_ref() {
-            match record {
-                Ok(Record::Call(call)) => {
-                    batch.push(Item::Call(call));
-                    calls += 1;
-                }
-                Ok(Record::ThreadExit { thread, time_ns }) => {
-                    batch.push(Item::Exit(thread, time_ns))
-                }
-                Ok(Record::Site { .. }) => {}
-                Err(e) => {
-                    read_error = Some(e);
-                    break;
-                }
-            }
-            if batch.len() == BATCH {
-                break;
-            }
+        let read = fill(&mut batch);
+        if batch.is_empty() {
+            return read.map(|()| calls).map_err(RunError::Trace);
         }
-        if batch.is_empty() && read_error.is_none() {
-            return Ok(calls);
-        }
-        feed(&batch, first, consumers).map_err(RunError::Consumer)?;
-        progress(calls + 1 - first);
-        if let Some(e) = read_error {
-            return Err(RunError::Trace(e));
-        }
+        feed(&batch, calls + 1, consumers).map_err(RunError::Consumer)?;
+        let n = batch.calls().len() as u64;
+        calls += n;
+        progress(n);
+        read.map_err(RunError::Trace)?;
     }
 }
 
@@ -187,19 +196,18 @@ where
     Ok(calls)
 }
 
-fn feed<C: Consumer>(batch: &[Item], first: u64, consumers: &mut [C]) -> Result<(), C::Error> {
+/// One batch to every consumer: the calls between thread exits as slices.
+fn feed<C: Consumer>(batch: &Batch, first: u64, consumers: &mut [C]) -> Result<(), C::Error> {
     let one = |c: &mut C| -> Result<(), C::Error> {
-        let mut index = first;
-        for item in batch {
-            match item {
-                Item::Call(call) => {
-                    c.call(index, call)?;
-                    index += 1;
-                }
-                Item::Exit(thread, time) => c.thread_exit_at(*thread, index - 1, *time)?,
-            }
+        let calls = batch.calls();
+        let mut done = 0;
+        for exit in batch.exits() {
+            c.calls(first + done as u64, &calls[done..exit.after])?;
+            done = exit.after;
+            // The exit's index is the number of calls before it.
+            c.thread_exit_at(exit.thread, first + done as u64 - 1, exit.time_ns)?;
         }
-        Ok(())
+        c.calls(first + done as u64, &calls[done..])
     };
     if consumers.len() == 1 {
         return one(&mut consumers[0]);

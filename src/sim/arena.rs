@@ -2,14 +2,16 @@
 //! `arena.c`, `large.c`).
 
 use super::decay::Decay;
-use super::pac::{Pac, Rules, State};
+use super::pac::{Pac, State};
 use super::ph::{Heap, NIL};
 use super::{ArenaStats, BinStats, SimError, Snapshot};
-use crate::sizeclass::{AllocatorConfig, JemallocVersion, PageSizeClasses, SizeClasses};
+use crate::sizeclass::{AllocatorConfig, JemallocVersion, SizeClasses};
 use crate::trace::Event;
 
+mod build;
 mod decay;
 mod fill;
+mod realloc;
 mod view;
 pub(crate) use fill::SlabPlace;
 pub use view::ExtentView;
@@ -40,6 +42,9 @@ const DEAD: Object = Object {
     request: 0,
 };
 
+/// Bin index by `(size - 1) >> 3`, truncated to 16 bits (see `ArenaModel::bin_of`).
+type BinTable = [u8; 1 << 16];
+
 /// One jemalloc arena, modelled. See the module documentation of [`crate::sim`].
 pub struct ArenaModel {
     classes: SizeClasses,
@@ -59,7 +64,8 @@ pub struct ArenaModel {
     /// by that value truncated to 16 bits (no bounds check; small sizes are below 512 KiB)
     /// and its last entry is bin 0, so that size 0 (`(0 - 1) >> 3` truncated) needs no
     /// branch either.
-    bin_of: Box<[u8; 1 << 16]>,
+    /// Shared by every model of the build (see `build.rs`).
+    bin_of: std::sync::Arc<BinTable>,
     /// `small_maxclass`, kept at hand for the fast path.
     small_max: u64,
     big_requests: std::collections::HashMap<u32, u64>,
@@ -95,97 +101,6 @@ impl ArenaModel {
     /// before it mirrored 5.3.0's heap. Kept to show where the two part ways.
     pub fn with_min_heap_bins(config: AllocatorConfig) -> Result<ArenaModel, SimError> {
         Self::with_bin_heap(config, Heap::default())
-    }
-
-    fn with_bin_heap(config: AllocatorConfig, heap: Heap) -> Result<ArenaModel, SimError> {
-        let classes = SizeClasses::new(config).map_err(|e| SimError::Config(e.to_string()))?;
-        let rules = match config.version {
-            JemallocVersion::V5_3_1 => Rules {
-                batch_tail: config.large_page_rounding,
-                enumerate_below: config.large_page_rounding,
-                cap_dirty_merge: true,
-                grow_start: 2 << 20,
-            },
-            JemallocVersion::V5_3_0 => {
-                if config.large_page_rounding {
-                    return Err(SimError::Config(
-                        "jemalloc 5.3.0 has no disable_large_size_classes (large page rounding)"
-                            .into(),
-                    ));
-                }
-                Rules {
-                    batch_tail: false,
-                    enumerate_below: false,
-                    cap_dirty_merge: false,
-                    // HUGEPAGE on x86-64.
-                    grow_start: 2 << 20,
-                }
-            }
-        };
-        let psz = PageSizeClasses::new(&classes);
-        let large_pad = psz.large_pad();
-        let pac = Pac::new(
-            psz,
-            rules,
-            classes.large_minclass(),
-            classes.large_maxclass(),
-            config.lg_quantum,
-            config.lg_ngroup,
-        );
-        let nbins = classes.bins().len();
-        if nbins > 254 {
-            return Err(SimError::Config(format!(
-                "{nbins} small size classes (the model handles up to 254)"
-            )));
-        }
-        let small_max = classes.small_maxclass();
-        if small_max > 1 << 19 {
-            return Err(SimError::Config(format!(
-                "small sizes up to {small_max} bytes (the model handles up to 512 KiB)"
-            )));
-        }
-        let unused = Bin {
-            cur: NIL,
-            nonfull: heap,
-            size: 0,
-            nregs: 0,
-            slab_size: 0,
-        };
-        let mut bins = [unused; 256];
-        for (bin, c) in bins.iter_mut().zip(classes.bins()) {
-            *bin = Bin {
-                size: c.size,
-                nregs: c.nregs as u32,
-                slab_size: c.slab_size,
-                ..unused
-            };
-        }
-        // One pass over the classes (they ascend): entry i serves sizes 8i+1 ..= 8i+8; the
-        // entries past the small sizes are never read but the last (size 0, see `bin_of`).
-        // (The last entry, size 0's, stays bin 0.)
-        let mut bin_of = Box::new([0u8; 1 << 16]);
-        let mut start = 0;
-        for (b, c) in classes.bins().iter().enumerate() {
-            let end = c.size.div_ceil(8) as usize;
-            bin_of[start..end].fill(b as u8);
-            start = end;
-        }
-        Ok(ArenaModel {
-            big_requests: Default::default(),
-            aligns: Default::default(),
-            bin_of,
-            small_max,
-            bin_stats: [BinStats::default(); 256],
-            nbins,
-            bins,
-            pac,
-            objects: Vec::new(),
-            stats: ArenaStats::default(),
-            page: config.page(),
-            large_pad,
-            classes,
-            decay: None,
-        })
     }
 
     pub fn stats(&self) -> &ArenaStats {
@@ -547,45 +462,6 @@ impl ArenaModel {
             self.stats.allocated_bytes -= size - self.large_pad;
             self.pac.dalloc(extent);
         }
-    }
-
-    /// `arena_ralloc`: same small class in place; large to large in place when the page
-    /// allocator can (`large_ralloc_no_move`); anything else allocates anew, then frees.
-    fn realloc(&mut self, event: u64, extent: u32, usize: u64) -> Result<u32, SimError> {
-        let small_max = self.small_max;
-        let e = *self.pac.ext.get(extent);
-        if e.slab && usize <= small_max {
-            if self.bin_index(usize) == e.bin as usize {
-                return Ok(extent);
-            }
-        } else if !e.slab && usize > small_max && self.resize_in_place(extent, usize) {
-            return Ok(extent);
-        }
-        let new = self.place(event, usize)?;
-        self.remove(extent);
-        Ok(new)
-    }
-
-    /// `large_ralloc_no_move` for a large extent and a large `usize`: grow in place when the
-    /// page allocator can, keep the same size, or shrink in place; false when it must move.
-    pub(crate) fn resize_in_place(&mut self, extent: u32, usize: u64) -> bool {
-        let old = self.pac.ext.get(extent).size - self.large_pad;
-        if usize > old && self.pac.expand(extent, usize + self.large_pad) {
-            self.stats.active_bytes += usize - old;
-            self.stats.allocated_bytes += usize - old;
-            self.note_mappings();
-            return true;
-        }
-        if usize == old {
-            return true;
-        }
-        if usize < old {
-            self.pac.shrink(extent, usize + self.large_pad);
-            self.stats.active_bytes -= old - usize;
-            self.stats.allocated_bytes -= old - usize;
-            return true;
-        }
-        false
     }
 
     /// Purges every dirty extent to retained (the process model's thread exit).

@@ -194,6 +194,47 @@ pub fn decode_record(
     }
 }
 
+/// A call record (kinds 0-3) at the front of `buf`, after a call on `prev_id` at `time_ns`, on
+/// `thread`: `None` for any other record and for anything [`decode_record`] would refuse or
+/// find short, which the caller then decodes with full reporting.
+#[inline(always)]
+pub(crate) fn decode_call_fast(
+    buf: &[u8],
+    fields: Fields,
+    prev_id: ObjectId,
+    time_ns: u64,
+    thread: u32,
+) -> Option<(Call, usize)> {
+    let mut pos = 0;
+    let tag = get_varint(buf, &mut pos).ok()?;
+    let kind = tag & 7;
+    if kind > 3 {
+        return None;
+    }
+    let id = ObjectId::try_from(prev_id as i64 + unzigzag(tag >> 3)).ok()?;
+    let event = event_fields(kind, id, buf, &mut pos).ok()?;
+    let site = if fields.sites && kind != 1 {
+        match get_varint(buf, &mut pos).ok()? {
+            0 => None,
+            s => Some(u32::try_from(s - 1).ok()?),
+        }
+    } else {
+        None
+    };
+    let time_ns = if fields.times {
+        Some(time_ns.checked_add(get_varint(buf, &mut pos).ok()?)?)
+    } else {
+        None
+    };
+    let call = Call {
+        event,
+        thread,
+        time_ns,
+        site,
+    };
+    Some((call, pos))
+}
+
 fn get_time(
     buf: &[u8],
     pos: &mut usize,

@@ -188,6 +188,16 @@ impl Flow {
         self.time(call.time_ns)
     }
 
+    /// For a run of calls on `thread` that change nothing but the time: the sites defined
+    /// and the latest time, if `thread` is the current thread and alive (then a call passes
+    /// [`Flow::call`] when its site is below those sites, it is no free with a site, and its
+    /// time is not before that time). The reader's fast path asks this once per run.
+    #[inline]
+    pub(crate) fn run_on(&self, thread: ThreadId) -> Option<(u32, u64)> {
+        (thread == self.thread && !self.exited[thread as usize])
+            .then_some((self.sites, self.time_ns))
+    }
+
     /// Applies a record that is not a call.
     pub fn other(&mut self, record: &Record) -> Result<(), String> {
         match record {

@@ -236,37 +236,42 @@ pub(crate) enum DecodeError {
 
 #[inline(always)]
 pub(crate) fn get_varint(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
-    // One and two bytes are most sizes and tags.
-    if let Some(&b0) = buf.get(*pos) {
+    // One and two bytes are most sizes and tags. The position is passed by value below, so
+    // that a caller's loop keeps it in a register.
+    let p = *pos;
+    if let Some(&b0) = buf.get(p) {
         if b0 < 0x80 {
-            *pos += 1;
+            *pos = p + 1;
             return Ok(b0 as u64);
         }
-        if let Some(&b1) = buf.get(*pos + 1) {
+        if let Some(&b1) = buf.get(p + 1) {
             if b1 < 0x80 {
-                *pos += 2;
+                *pos = p + 2;
                 return Ok((b0 & 0x7f) as u64 | (b1 as u64) << 7);
             }
         }
     }
-    get_varint_long(buf, pos)
+    let (value, end) = get_varint_long(buf, p)?;
+    *pos = end;
+    Ok(value)
 }
 
+/// A varint of any length at `pos`: its value and the position after it.
 #[inline(never)]
-fn get_varint_long(buf: &[u8], pos: &mut usize) -> Result<u64, DecodeError> {
+fn get_varint_long(buf: &[u8], mut pos: usize) -> Result<(u64, usize), DecodeError> {
     let mut value = 0u64;
     let mut shift = 0u32;
     loop {
-        let Some(&byte) = buf.get(*pos) else {
+        let Some(&byte) = buf.get(pos) else {
             return Err(DecodeError::Short);
         };
-        *pos += 1;
+        pos += 1;
         if shift == 63 && byte > 1 {
             return Err(DecodeError::Malformed("varint overflows 64 bits"));
         }
         value |= ((byte & 0x7f) as u64) << shift;
         if byte < 0x80 {
-            return Ok(value);
+            return Ok((value, pos));
         }
         shift += 7;
         if shift > 63 {

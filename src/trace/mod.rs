@@ -24,6 +24,7 @@
 //! `valgrind --trace-malloc=yes`. [`RecordingAllocator`]: a Rust program's own allocations.
 
 mod addr;
+mod batch;
 mod codec;
 mod context;
 mod error;
@@ -41,13 +42,14 @@ mod valgrind;
 mod writer;
 
 pub use addr::{AddressImporter, AddressIssue, IdsExhausted, IssueCounts};
+pub use batch::{Batch, Exit};
 pub use context::{Call, Frame, Record, SiteId, SiteTable, ThreadId};
 pub use error::TraceError;
 pub use flow::Fields;
 pub use format::TraceHeader;
 pub use heaptrack::{import_heaptrack, HeaptrackSummary};
 pub use ids::{IdPool, LiveSet};
-pub use open::{open, read_all, EventStream, OpenedTrace, RecordStream, TraceKind};
+pub use open::{open, read_all, Batches, EventStream, OpenedTrace, RecordStream, TraceKind};
 pub use reader::{Records, TraceReader};
 pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};
 pub use stats::{

@@ -1,7 +1,7 @@
 //! The one way in: [`open`] detects what a trace file is and yields its records.
 
 use super::format::MAGIC;
-use super::{read_text_records, Event, Record, TraceError, TraceHeader, TraceReader};
+use super::{read_text_records, Batch, Event, Record, TraceError, TraceHeader, TraceReader};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -60,9 +60,34 @@ impl OpenedTrace {
         }
     }
 
+    /// The calls and thread exits a batch at a time (what the engine reads): the binary form
+    /// is decoded straight into the batch, the text form's records are moved into it.
+    pub fn batches(self) -> Batches {
+        Batches {
+            source: self.source,
+        }
+    }
+
     /// The number of calls when the file says it up front (the binary form).
     pub fn events_hint(&self) -> Option<u64> {
         self.header.map(|h| h.events)
+    }
+}
+
+/// An opened trace read a batch at a time ([`OpenedTrace::batches`]).
+pub struct Batches {
+    source: Source,
+}
+
+impl Batches {
+    /// Clears `batch` and fills it with the next records (calls and thread exits), up to
+    /// `max`; an empty batch and `Ok` at the end. On an error the batch keeps the records
+    /// before it, and the trace ends there.
+    pub fn fill(&mut self, batch: &mut Batch, max: usize) -> Result<(), TraceError> {
+        match &mut self.source {
+            Source::Binary(reader) => reader.fill_batch(batch, max),
+            Source::Records(records) => batch.fill_from(records, max),
+        }
     }
 }
 

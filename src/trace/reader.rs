@@ -13,6 +13,8 @@ use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::Path;
 
+mod fill;
+
 const BUF_LEN: usize = 1 << 18;
 
 /// Streams the events of a trace, checking each one: an id below the header's `id_limit`, no
