@@ -173,17 +173,23 @@ mod tests {
     use super::*;
 
     /// The same ids as [`IdPool`] (the heap it has always been) for a long mixed run of takes
-    /// and give-backs, also across the bitmap's growth past 64^2 and 64^3 ids.
+    /// and give-backs, after the bitmap has grown past 64^3 ids.
     #[test]
     fn free_ids_hand_out_what_the_id_pool_does() {
         let (mut pool, mut free) = (IdPool::new(), FreeIds::default());
         let mut live: Vec<ObjectId> = Vec::new();
+        // Past 64^3 ids first: the bitmap grows to four levels.
+        for _ in 0..300_000 {
+            let a = pool.take().unwrap();
+            assert_eq!(free.take(), Some(a));
+            live.push(a);
+        }
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
         for step in 0..600_000u64 {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            // Phases: mostly growing, then mostly shrinking, so ids reach past 2^18.
+            // Phases: mostly growing, then mostly shrinking.
             let grow = if (step / 150_000) % 2 == 0 { 8 } else { 3 };
             if live.is_empty() || x % 10 < grow {
                 let a = pool.take().unwrap();
@@ -196,6 +202,13 @@ mod tests {
                 free.give_back(id);
             }
         }
-        assert!(live.iter().any(|&id| id >= 1 << 18));
+        // Emptied the same way, lowest first.
+        for id in live.drain(..) {
+            pool.give_back(id);
+            free.give_back(id);
+        }
+        for _ in 0..1000 {
+            assert_eq!(free.take(), pool.take());
+        }
     }
 }
