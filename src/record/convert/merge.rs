@@ -211,16 +211,17 @@ impl Converter<'_, '_> {
         if cursor.bytes_read != read {
             (self.progress)(cursor.bytes_read - read);
         }
-        more.map(|_| cursor.current().map(|e| e.seq)).map_err(|e| match e {
-            CursorError::Corrupt(at, what) => TraceError::Corrupt {
-                file: self.file.clone(),
-                offset: at as u64,
-                what,
-            },
-            CursorError::Io(source) => TraceError::Io {
-                file: self.file.clone(),
-                source,
-            },
-        })
+        more.map(|_| cursor.current().map(|e| e.seq))
+            .map_err(|e| match e {
+                CursorError::Corrupt(at, what) => TraceError::Corrupt {
+                    file: self.file.clone(),
+                    offset: at as u64,
+                    what,
+                },
+                CursorError::Io(source) => TraceError::Io {
+                    file: self.file.clone(),
+                    source,
+                },
+            })
     }
 }

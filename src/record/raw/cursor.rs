@@ -186,7 +186,9 @@ impl ThreadCursor {
             *stamp = Some(word(1));
         }
         let Some(stamp) = *stamp else {
-            return Err(corrupt("an event without a stamp first in its chunk".into()));
+            return Err(corrupt(
+                "an event without a stamp first in its chunk".into(),
+            ));
         };
         let b = |i: usize| word(1 + stamped + i);
         let event = |seq, op| RawEvent {
