@@ -145,6 +145,25 @@ impl ThreadCursor {
         self.events = events;
     }
 
+    /// Decodes the `STACK` event at byte `at` of `buf` into `stacks`; returns its length.
+    fn decode_stack(&self, at: usize, stacks: &mut Stacks) -> Result<usize, CursorError> {
+        let word = |i: usize| u64_at(&self.buf, at + 8 * i);
+        let (head, left) = (word(0), (self.buf.len() - at) / 8);
+        let n = (head >> 8) as usize;
+        if 2usize.saturating_add(n) > left {
+            return Err(CursorError::Corrupt(
+                self.base + at,
+                format!(
+                    "event cut short ({left} of {} words)",
+                    2usize.saturating_add(n)
+                ),
+            ));
+        }
+        let ips = (0..n).map(|i| word(2 + i)).collect();
+        stacks.insert((self.slot, word(1) as u32), (self.maps, ips));
+        Ok(8 * (2 + n))
+    }
+
     /// Decodes the event at byte `at` of `buf` onto `out`; returns its length. `stamp`: the
     /// chunk's last stamp (an event with `SAME_STAMP` has none of its own).
     #[inline(always)]
@@ -169,11 +188,7 @@ impl ThreadCursor {
         let head = word(0);
         let kind = head & 0x3f;
         if kind == E_STACK {
-            let n = (head >> 8) as usize;
-            need(2usize.saturating_add(n))?;
-            let ips = (0..n).map(|i| word(2 + i)).collect();
-            stacks.insert((self.slot, word(1) as u32), (self.maps, ips));
-            return Ok(8 * (2 + n));
+            return self.decode_stack(at, stacks);
         }
         let Some(body) = body_words(kind) else {
             return Err(corrupt(format!("unknown event kind {kind}")));
