@@ -489,16 +489,19 @@ fn chunk_marks(raw: &Path) -> Vec<(u64, u64, u64)> {
             let (mut lo, mut hi, mut p) = (u64::MAX, 0, start);
             while p < end {
                 let head = word(p);
-                let kind = head & 0x7f;
+                let kind = head & 0x3f;
                 let site = usize::from(head & 0x80 != 0);
+                let stamp = usize::from(head & 0x40 == 0);
                 if kind == 5 {
                     p += 8 * (2 + (head >> 8) as usize);
                     continue;
                 }
-                let body = [0, 3, 1, 4, 0][kind as usize];
+                let body = [0, 2, 1, 4, 0, 0, 3][kind as usize];
                 lo = lo.min(head >> 8);
-                hi = hi.max(if kind == 3 { word(p + 40) } else { head >> 8 });
-                p += 8 * (2 + body + site);
+                // A realloc's seq_after is its fourth body word.
+                let after = p + 8 * (1 + stamp + 3);
+                hi = hi.max(if kind == 3 { word(after) } else { head >> 8 });
+                p += 8 * (1 + stamp + body + site);
             }
             chunks.push((word(at + 40), lo, hi));
         }

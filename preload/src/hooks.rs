@@ -12,6 +12,7 @@ use std::ptr::null_mut;
 const ALLOC: u64 = 1;
 const FREE: u64 = 2;
 const REALLOC: u64 = 3;
+const ALIGNED: u64 = 6;
 const HAS_SITE: u64 = 0x80;
 
 macro_rules! call_real {
@@ -42,26 +43,31 @@ fn ready(slot: &std::sync::atomic::AtomicUsize) -> bool {
     get(slot).is_some()
 }
 
+/// An allocation: `ALLOC` (size, addr) for the default alignment, else `ALIGNED` (size,
+/// align, addr); the site last.
 unsafe fn record_alloc(ctx: &Ctx, size: usize, align: usize, p: *mut c_void) {
     let site = ctx.site();
     let seq = ctx.seq();
-    let head = [
-        ALLOC | seq << 8,
-        state::stamp(),
-        size as u64,
-        align as u64,
-        p as u64,
-    ];
-    match site {
-        None => ctx.push(&head),
-        Some(s) => {
-            let mut w = [0u64; 6];
-            w[..5].copy_from_slice(&head);
-            w[0] |= HAS_SITE;
-            w[5] = s;
-            ctx.push(&w);
-        }
+    let mut w = [0u64; 6];
+    let mut n = if align == 0 {
+        w[..4].copy_from_slice(&[ALLOC | seq << 8, state::stamp(), size as u64, p as u64]);
+        4
+    } else {
+        w[..5].copy_from_slice(&[
+            ALIGNED | seq << 8,
+            state::stamp(),
+            size as u64,
+            align as u64,
+            p as u64,
+        ]);
+        5
+    };
+    if let Some(s) = site {
+        w[0] |= HAS_SITE;
+        w[n] = s;
+        n += 1;
     }
+    ctx.push(&w[..n]);
 }
 
 #[no_mangle]

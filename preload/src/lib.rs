@@ -28,12 +28,13 @@
 //! pairs of an image scale its event stamps to nanoseconds. `slot` is the
 //! thread buffer (stack ids are per slot), `tid` the thread's raw id (unique in the image).
 //! Kinds:
-//! - 1 `HEADER`: an image starts: u64 words `version (1), pid, ppid, start_ns, flags
+//! - 1 `HEADER`: an image starts: u64 words `version (2), pid, ppid, start_ns, flags
 //!   (1 = stacks on, 2 = follow forks, 4 = no unwinder found, 8 = event stamps are TSC
 //!   ticks, else `CLOCK_MONOTONIC_COARSE` ns; `start_ns` is on the same clock), fork_seq (the sequence number at
 //!   the fork that made this process, 0 for exec/start)`.
 //! - 2 `EVENTS`: u64 words. Each event starts with `kind | seq << 8`, then its stamp (see
-//!   flag 8), then: `ALLOC (1)`: size, align (0 = default), addr;
+//!   flag 8; left out when the head has bit `0x40`: the stamp is that of the chunk's event
+//!   before), then: `ALLOC (1)`: size, addr; `ALIGNED (6)`: size, align, addr;
 //!   `FREE (2)`: addr; `REALLOC (3)`: old, new, size, seq_after (`seq` is taken before the real
 //!   call, `seq_after` after it; the stamp is at `seq_after`); `EXIT (4)`: nothing. Kind bit
 //!   `0x80` means one more word follows: the call's stack id (per slot). `STACK (5)`:

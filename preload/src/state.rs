@@ -211,7 +211,9 @@ unsafe fn open_raw(fork_seq: u64) -> bool {
     }
     FD.store(fd, Ordering::Release);
     let words = [
-        1,
+        // The header's version: 2 since `ALLOC` lost its align word and events their stamp
+        // when it is their chunk's last one.
+        2,
         libc::getpid() as u64,
         libc::getppid() as u64,
         // On the events' clock, so the first events are not before the start.

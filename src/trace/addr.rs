@@ -1,7 +1,7 @@
 //! From address-level allocator calls (valgrind logs, in-process recordings) to id events:
 //! every live address holds an id, ids handed out lowest-free-first.
 
-use super::ids::IdPool;
+use super::ids::FreeIds;
 use super::{Event, ObjectId};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -103,7 +103,7 @@ impl std::fmt::Display for IssueCounts {
 /// Maps live addresses to ids and turns calls into events (pushed onto `out`).
 #[derive(Debug, Default)]
 pub struct AddressImporter {
-    ids: IdPool,
+    ids: FreeIds,
     live: HashMap<u64, ObjectId, BuildHasherDefault<AddressHasher>>,
     pub issues: IssueCounts,
 }

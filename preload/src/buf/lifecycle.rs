@@ -84,6 +84,7 @@ pub unsafe fn forget_other_threads() {
         (*b).len.store(0, Ordering::Release);
         (*b).active.store(0, Ordering::Release);
         (*b).first_seq.store(u64::MAX, Ordering::Release);
+        (*b).last_stamp.store(u64::MAX, Ordering::Relaxed);
         if !(*b).stacks.is_null() {
             crate::stack::clear((*b).stacks);
         }

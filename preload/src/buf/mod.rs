@@ -27,6 +27,8 @@ const DATA_AT: usize = 128;
 const DATA_CAP: usize = BUF_BYTES - DATA_AT;
 pub const MAX_SLOTS: usize = 4096;
 const MAGIC: u32 = 0x4B43_5346;
+/// Event head bit: no stamp word, the stamp is that of the chunk's event before.
+const SAME_STAMP: u64 = 0x40;
 pub const K_EVENTS: u32 = 2;
 
 #[repr(C)]
@@ -48,6 +50,9 @@ pub struct Buf {
     in_call: AtomicU32,
     /// The sequence number of the first event in the buffer (`u64::MAX`: none).
     first_seq: AtomicU64,
+    /// The stamp of the buffer's last event (`u64::MAX`: none yet, the next one writes its
+    /// own): an event with the same stamp leaves it out (`SAME_STAMP`).
+    last_stamp: AtomicU64,
     /// One past the last sequence number of the events the owner has put in its buffer: any
     /// number it takes later is at least this.
     floor: AtomicU64,
@@ -191,13 +196,14 @@ impl Ctx {
     }
 
     /// Inlined, with the event's words stored one by one: a call's few words were a
-    /// `memmove` call each.
+    /// `memmove` call each. A call's event (not a `STACK` one) has its stamp in `words[1]`:
+    /// left out when it is the last event's (the coarse clock moves every few ms, so most
+    /// events leave it out: a fifth to a third fewer bytes to write and convert).
     #[inline(always)]
     pub unsafe fn push_locked(&self, words: &[u64]) {
         let b = self.b;
         let len = (*b).len.load(Ordering::Relaxed);
-        let bytes = words.len() * 8;
-        let len = if len + bytes > DATA_CAP {
+        let len = if len + words.len() * 8 > DATA_CAP {
             flush_locked(b, false);
             0
         } else {
@@ -205,13 +211,26 @@ impl Ctx {
         };
         // The data area and every event are whole words.
         let dst = data(b).add(len) as *mut u64;
-        for (i, &w) in words.iter().enumerate() {
-            dst.add(i).write(w);
-        }
+        let head = words[0];
+        let kind = head & 0x3f;
+        let same = kind != 5 && words[1] == (*b).last_stamp.load(Ordering::Relaxed);
+        let bytes = if same {
+            dst.write(head | SAME_STAMP);
+            for (i, &w) in words[2..].iter().enumerate() {
+                dst.add(1 + i).write(w);
+            }
+            (words.len() - 1) * 8
+        } else {
+            for (i, &w) in words.iter().enumerate() {
+                dst.add(i).write(w);
+            }
+            if kind != 5 {
+                (*b).last_stamp.store(words[1], Ordering::Relaxed);
+            }
+            words.len() * 8
+        };
         (*b).len.store(len + bytes, Ordering::Release);
         // The progress mark's view of this buffer (a `STACK` event has no number).
-        let head = words[0];
-        let kind = head & 0x7f;
         if kind != 5 {
             let seq = head >> 8;
             if (*b).first_seq.load(Ordering::Relaxed) == u64::MAX {
@@ -310,6 +329,7 @@ unsafe fn new_thread_buf() -> *mut Buf {
             (*b).len.store(0, Ordering::Release);
             (*b).first_seq.store(u64::MAX, Ordering::Release);
             (*b).floor.store(0, Ordering::Release);
+            (*b).last_stamp.store(u64::MAX, Ordering::Relaxed);
             return b;
         }
     }
@@ -345,6 +365,7 @@ unsafe fn new_thread_buf() -> *mut Buf {
         },
         in_call: AtomicU32::new(0),
         first_seq: AtomicU64::new(u64::MAX),
+        last_stamp: AtomicU64::new(u64::MAX),
         floor: AtomicU64::new(0),
     });
     SLOTS[i].store(b, Ordering::Release);
@@ -374,6 +395,8 @@ unsafe fn flush_locked(b: *mut Buf, final_flush: bool) {
     std::ptr::copy_nonoverlapping(tail.as_ptr() as *const u8, hdr.add(16), 32);
     write_all(hdr, HDR + len);
     (*b).len.store(0, Ordering::Release);
+    // A chunk's first event has its stamp.
+    (*b).last_stamp.store(u64::MAX, Ordering::Relaxed);
     // After the write: a thread that sees the buffer empty finds its events in the file.
     (*b).first_seq.store(u64::MAX, Ordering::Release);
 }

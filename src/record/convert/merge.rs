@@ -16,7 +16,6 @@ pub(super) struct Lane {
     tid: u32,
     pub(super) slot: u32,
     cursor: ThreadCursor,
-    head: Option<RawEvent>,
     /// Its trace thread, from its first event on.
     pub(super) thread: Option<ThreadId>,
     /// A realloc between its two points: the object it moves (`None`: not live).
@@ -74,7 +73,6 @@ impl ImageMerge {
                         tid,
                         slot: t.slot,
                         cursor: process.cursor(t, clock),
-                        head: None,
                         thread: None,
                         pending: None,
                         exited: false,
@@ -85,9 +83,8 @@ impl ImageMerge {
         for li in std::mem::take(&mut self.parked) {
             let lane = &mut self.lanes[li];
             let thread = &image.threads[&lane.tid];
-            lane.head = c.next(process, thread, &mut lane.cursor, &mut self.st.stacks)?;
-            match lane.head {
-                Some(e) => self.heap.push(Reverse((e.seq, li))),
+            match c.head(process, thread, &mut lane.cursor, &mut self.st.stacks)? {
+                Some(seq) => self.heap.push(Reverse((seq, li))),
                 None => self.parked.push(li),
             }
         }
@@ -99,7 +96,8 @@ impl ImageMerge {
             let bound = self.heap.peek().map_or(u64::MAX, |r| r.0 .0);
             let lane = &mut self.lanes[li];
             let thread = &image.threads[&lane.tid];
-            while let Some(ev) = lane.head.take() {
+            loop {
+                let ev: RawEvent = *lane.cursor.current().expect("a lane in the heap has one");
                 if self.last_seq.is_some_and(|last| ev.seq <= last) {
                     return Err(TraceError::Corrupt {
                         file: c.file.clone(),
@@ -109,13 +107,16 @@ impl ImageMerge {
                 }
                 self.last_seq = Some(ev.seq);
                 c.event(image, lane, ev, &mut self.st)?;
-                lane.head = c.next(process, thread, &mut lane.cursor, &mut self.st.stacks)?;
-                match lane.head {
-                    Some(e) if e.seq > bound || e.seq >= mark => {
-                        self.heap.push(Reverse((e.seq, li)));
+                lane.cursor.advance();
+                match c.head(process, thread, &mut lane.cursor, &mut self.st.stacks)? {
+                    Some(seq) if seq > bound || seq >= mark => {
+                        self.heap.push(Reverse((seq, li)));
                         break;
                     }
-                    None => self.parked.push(li),
+                    None => {
+                        self.parked.push(li);
+                        break;
+                    }
                     _ => {}
                 }
             }
@@ -180,28 +181,47 @@ impl Converter<'_, '_> {
         })
     }
 
-    fn next(
+    /// The number of `cursor`'s event due next (its next chunk decoded if need be), `None`
+    /// if the chunks indexed so far hold no more.
+    #[inline(always)]
+    fn head(
         &mut self,
         process: &RawProcess,
         thread: &RawThread,
         cursor: &mut ThreadCursor,
         stacks: &mut Stacks,
-    ) -> Result<Option<RawEvent>, TraceError> {
+    ) -> Result<Option<u64>, TraceError> {
+        match cursor.current() {
+            Some(e) => Ok(Some(e.seq)),
+            None => self.refill(process, thread, cursor, stacks),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refill(
+        &mut self,
+        process: &RawProcess,
+        thread: &RawThread,
+        cursor: &mut ThreadCursor,
+        stacks: &mut Stacks,
+    ) -> Result<Option<u64>, TraceError> {
         let read = cursor.bytes_read;
-        let next = cursor.next_event(process, thread, stacks);
+        let more = cursor.refill(process, thread, stacks);
         if cursor.bytes_read != read {
             (self.progress)(cursor.bytes_read - read);
         }
-        next.map_err(|e| match e {
-            CursorError::Corrupt(at, what) => TraceError::Corrupt {
-                file: self.file.clone(),
-                offset: at as u64,
-                what,
-            },
-            CursorError::Io(source) => TraceError::Io {
-                file: self.file.clone(),
-                source,
-            },
-        })
+        more.map(|_| cursor.current().map(|e| e.seq))
+            .map_err(|e| match e {
+                CursorError::Corrupt(at, what) => TraceError::Corrupt {
+                    file: self.file.clone(),
+                    offset: at as u64,
+                    what,
+                },
+                CursorError::Io(source) => TraceError::Io {
+                    file: self.file.clone(),
+                    source,
+                },
+            })
     }
 }

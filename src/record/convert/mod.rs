@@ -88,9 +88,9 @@ pub fn convert_with_progress<'a>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<ConvertSummary, TraceError> {
     // Room for the live objects of a large recording from the start (about one object live
-    // per 80 bytes of raw events, at most 4 M: a few percent of the time was the table
+    // per 50 bytes of raw events, at most 4 M: a few percent of the time was the table
     // growing).
-    let live = (process.event_bytes() / 80).min(1 << 22) as usize;
+    let live = (process.event_bytes() / 50).min(1 << 22) as usize;
     let mut stream = StreamConverter::new(file, sink, progress, live);
     stream.step(process, true)?;
     Ok(stream.finish(process))

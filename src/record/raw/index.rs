@@ -17,10 +17,10 @@ fn corrupt(file: &str, offset: usize, what: impl Into<String>) -> TraceError {
 }
 
 /// The image an image-header chunk starts (its clock pair `pair`), or `None` when the
-/// payload is not a version-1 header.
+/// payload is not a version-2 header (the event layout of this build's recorder).
 fn image_from_header(payload: &[u8], pair: (u64, u64)) -> Option<RawImage> {
     let w: Vec<u64> = words(payload).collect();
-    if w.len() < 6 || w[0] != 1 {
+    if w.len() < 6 || w[0] != 2 {
         return None;
     }
     Some(RawImage {

@@ -1,6 +1,6 @@
 //! Reading the native recorder's raw files (the format is documented in
-//! `preload/src/lib.rs`): chunks -> images -> per-thread chunk lists, decoded lazily, one
-//! event at a time, by a [`ThreadCursor`] while the threads are merged (the events of a
+//! `preload/src/lib.rs`): chunks -> images -> per-thread chunk lists, decoded lazily, a
+//! chunk at a time, by a [`ThreadCursor`] while the threads are merged (the events of a
 //! recording are never all in memory at once).
 //!
 //! Chunks are indexed in `index.rs`, decoded in `cursor.rs`; `hash.rs` holds the converter's
@@ -31,6 +31,9 @@ const E_FREE: u64 = 2;
 const E_REALLOC: u64 = 3;
 const E_EXIT: u64 = 4;
 const E_STACK: u64 = 5;
+const E_ALIGNED: u64 = 6;
+/// Head bits: the event has no stamp word (its stamp is its chunk's event before), a site.
+const SAME_STAMP: u64 = 0x40;
 const HAS_SITE: u64 = 0x80;
 
 pub const FLAG_STACKS: u64 = 1;
