@@ -21,6 +21,7 @@ macro_rules! from_in_memory {
 }
 
 mod arena_child;
+mod arena_mibs;
 pub mod arena_replay;
 mod baton;
 mod build;
