@@ -32,6 +32,7 @@ pub mod decay_compare;
 pub mod process;
 pub mod relay;
 pub mod replayed_clock;
+pub mod snapshot_line;
 
 pub use baton::manual_arena;
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
