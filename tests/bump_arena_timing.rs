@@ -3,7 +3,7 @@
 
 use fragsim::experiments::bump_arena::timing::{
     parse_cxx_lines, run_cxx, run_one, summarize, summarize_cxx, ChildReport, JemallocInfo,
-    JemallocSetting, RunSample, TimedStrategy,
+    JemallocSetting, RunSample, TimedStrategy, Workload,
 };
 use std::path::Path;
 use std::process::Command;
@@ -83,7 +83,12 @@ fn cxx_lines_parse_runs_and_skips_and_reject_garbage() {
 /// freed extent above the threshold is purged at once unless decay is off).
 #[test]
 fn chunks_above_the_threshold_live_in_the_huge_arena_and_are_purged_unless_decay_is_off() {
-    let run = |setting| run_one(exe(), setting, TimedStrategy::Arena, 40_000, 100, 2).unwrap();
+    let workload = Workload {
+        vectors: 40_000,
+        elements: 100,
+        runs: 2,
+    };
+    let run = |setting| run_one(exe(), setting, TimedStrategy::Arena, workload).unwrap();
     let defaults = run(JemallocSetting::Defaults);
     let huge = defaults
         .jemalloc
@@ -133,9 +138,11 @@ fn a_reused_arena_stops_faulting_once_its_chunk_holds_everything() {
         exe(),
         JemallocSetting::Defaults,
         TimedStrategy::Reused,
-        40_000,
-        100,
-        4,
+        Workload {
+            vectors: 40_000,
+            elements: 100,
+            runs: 4,
+        },
     )
     .unwrap();
     let last = report.runs.last().unwrap();

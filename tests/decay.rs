@@ -303,7 +303,7 @@ fn live_resident_on_the_clock_is_within_the_run_to_run_spread() {
             .collect();
     fragsim::process::scale_times(&mut records, 5.0);
     let o = ProcessOptions::parse("dirty_decay_ms:100,muzzy_decay_ms:0").unwrap();
-    let c = compare_on_clock(
+    let (_, c) = compare_on_clock(
         std::path::Path::new(exe),
         &ProcessAllocator::Linked,
         &records,

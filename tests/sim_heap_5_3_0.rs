@@ -4,7 +4,8 @@
 //! the two rules part ways, replayed against Debian's libjemalloc2 (5.3.0) at every event.
 
 use fragsim::live::arena_replay::{replay_compare, LiveAllocator, LiveOptions};
-use fragsim::sim::{compare, ArenaModel, BinStats, Snapshot};
+use fragsim::live::snapshot_line::parse_snapshot;
+use fragsim::sim::{compare, ArenaModel, Snapshot};
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use fragsim::trace::Event;
 use std::path::Path;
@@ -126,24 +127,7 @@ fn live_5_3_0(events: &[Event]) -> Vec<Snapshot> {
     let stdout = String::from_utf8(out.stdout).unwrap();
     let mut lines = stdout.lines();
     assert!(lines.next().unwrap().contains("\"5.3.0\""), "not 5.3.0");
-    lines
-        .map(|l| {
-            let n: Vec<u64> = l[2..].split(' ').map(|t| t.parse().unwrap()).collect();
-            Snapshot {
-                event: n[0],
-                allocated_bytes: n[1],
-                active_bytes: n[2],
-                bins: n[3..]
-                    .chunks(3)
-                    .map(|c| BinStats {
-                        curregs: c[0],
-                        curslabs: c[1],
-                        nonfull_slabs: c[2],
-                    })
-                    .collect(),
-            }
-        })
-        .collect()
+    lines.map(|l| parse_snapshot(l).unwrap()).collect()
 }
 
 fn config() -> AllocatorConfig {

@@ -120,7 +120,8 @@ fn random_traces_match_system_jemalloc_5_3_0() {
 
 #[test]
 fn the_validation_set_passes_quickly() {
-    use fragsim::live::arena_replay::{replay_validation, replay_validation_table};
+    use fragsim::live::arena_replay::replay_validation;
+    use fragsim::validate::replay_validation_table;
     let checks = replay_validation(env!("CARGO_BIN_EXE_fragsim").as_ref(), true, None).unwrap();
     assert_eq!(checks.len(), 4);
     for c in &checks {

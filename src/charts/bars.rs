@@ -1,7 +1,7 @@
 //! Grouped bars: one group per category (e.g. strategy), one bar per series (e.g. build and
 //! reset time).
 
-use super::{category_label, draw_legend, legend_box, named_chart, palette, plot_err, Chart, FONT};
+use super::{category_frame, draw_legend, legend_box, named_chart, palette, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -34,24 +34,14 @@ impl Chart for GroupedBars {
             .max(1e-9)
             * 1.5;
         let n = self.categories.len();
-        let mut chart = ChartBuilder::on(area)
-            .caption(self.title(), (FONT, 28))
-            .margin(20)
-            .x_label_area_size(50)
-            .y_label_area_size(110)
-            .build_cartesian_2d(0f64..n as f64, 0f64..top)
-            .map_err(plot_err)?;
-        let categories = self.categories.clone();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n * 2 + 1)
-            .x_label_formatter(&|x| category_label(&categories, *x))
-            .y_desc(self.y_desc.clone())
-            .label_style((FONT, 18))
-            .axis_desc_style((FONT, 22))
-            .draw()
-            .map_err(plot_err)?;
+        let mut chart = category_frame(
+            area,
+            self.title(),
+            &self.categories,
+            n as f64,
+            top,
+            self.y_desc.clone(),
+        )?;
         let k = self.series.len().max(1) as f64;
         let width = 0.7 / k;
         for (s, (label, values)) in self.series.iter().enumerate() {

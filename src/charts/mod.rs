@@ -117,6 +117,47 @@ pub(crate) fn category_label(categories: &[String], x: f64) -> String {
     }
 }
 
+/// The frame of the bar charts with one slot per category along x (grouped and stacked
+/// bars): caption, margins, `0..x_end` by `0..top`, the categories' names under their slots,
+/// no vertical grid lines, `y_desc` on the value axis.
+pub(crate) fn category_frame<'a, DB>(
+    area: &'a DrawingArea<DB, Shift>,
+    title: String,
+    categories: &[String],
+    x_end: f64,
+    top: f64,
+    y_desc: String,
+) -> Result<
+    ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+>
+where
+    DB: DrawingBackend,
+    DB::ErrorType: 'static,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT, 28))
+        .margin(20)
+        .x_label_area_size(50)
+        .y_label_area_size(110)
+        .build_cartesian_2d(0f64..x_end, 0f64..top)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(categories.len() * 2 + 1)
+        .x_label_formatter(&|x| category_label(categories, *x))
+        .y_desc(y_desc)
+        .label_style((FONT, 18))
+        .axis_desc_style((FONT, 22))
+        .draw()
+        .map_err(plot_err)?;
+    Ok(chart)
+}
+
 /// The frame of the line charts over events: caption, margins, label areas.
 pub(crate) fn events_frame<'a, 'b, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,

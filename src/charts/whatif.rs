@@ -2,7 +2,7 @@
 //! rounding, slab fragmentation), the total printed on top.
 
 use super::timeline::{stack_total, stacked_scale};
-use super::{category_label, draw_legend, draw_stacked, named_chart, plot_err, Chart, FONT};
+use super::{category_frame, draw_legend, draw_stacked, named_chart, plot_err, Chart, FONT};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -27,24 +27,14 @@ impl Chart for StackedBars {
         let n = self.categories.len();
         let (max, unit, unit_name) = stacked_scale(&self.parts, n);
         let top = max * 1.35 / unit;
-        let mut chart = ChartBuilder::on(area)
-            .caption(self.title(), (FONT, 28))
-            .margin(20)
-            .x_label_area_size(50)
-            .y_label_area_size(110)
-            .build_cartesian_2d(0f64..n.max(1) as f64, 0f64..top)
-            .map_err(plot_err)?;
-        let categories = self.categories.clone();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n * 2 + 1)
-            .x_label_formatter(&|x| category_label(&categories, *x))
-            .y_desc(format!("{}, {unit_name}", self.y_desc))
-            .label_style((FONT, 18))
-            .axis_desc_style((FONT, 22))
-            .draw()
-            .map_err(plot_err)?;
+        let mut chart = category_frame(
+            area,
+            self.title(),
+            &self.categories,
+            n.max(1) as f64,
+            top,
+            format!("{}, {unit_name}", self.y_desc),
+        )?;
         draw_stacked(&mut chart, &self.parts, n, unit, 0, |i, from, to| {
             [(i as f64 + 0.2, from), (i as f64 + 0.8, to)]
         })?;

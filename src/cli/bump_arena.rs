@@ -2,7 +2,7 @@ use super::output::{print_error, print_text};
 use super::AllocatorArgs;
 use crate::experiments::bump_arena::timing::{
     cxx_table, measure_all, ratio_table, run_strategy, stats_table, summarize, summarize_cxx,
-    timing_table, JemallocSetting, MatrixOptions, TimedStrategy,
+    timing_table, JemallocSetting, MatrixOptions, TimedStrategy, Workload,
 };
 use crate::experiments::bump_arena::{
     bump_arena_table, run_scenario, BumpArenaResult, BumpArenaSpec,
@@ -76,7 +76,12 @@ pub struct BumpArenaArgs {
 
 pub fn run(args: BumpArenaArgs) -> Result<i32> {
     if let Some(strategy) = args.timing_child {
-        let report = run_strategy(strategy, args.vectors, args.elements, args.runs)?;
+        let workload = Workload {
+            vectors: args.vectors,
+            elements: args.elements,
+            runs: args.runs,
+        };
+        let report = run_strategy(strategy, workload)?;
         outln!("{}", serde_json::to_string(&report)?)?;
         return Ok(0);
     }
@@ -151,7 +156,7 @@ fn timing(args: &BumpArenaArgs, spec: BumpArenaSpec, script: Option<&Path>) -> R
     spec.validate()?;
     let exe = std::env::current_exe()?;
     let mut options = MatrixOptions::all(&exe, spec.vectors, spec.elements, args.runs);
-    options.runs = args.runs;
+    options.workload.runs = args.runs;
     options.settings = args.settings.clone();
     options.strategies = args.strategies.clone();
     let run = measure_all(&options, script, &mut |setting, report| {

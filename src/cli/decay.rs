@@ -6,7 +6,7 @@ use super::replay::ReplayArgs;
 use crate::charts::render_png;
 use crate::export::{write_atomic, Csv, TableFormat};
 use crate::live::decay_band::{machine_description, BandHeader, RecordedBand};
-use crate::live::decay_compare::compare_on_clock_band;
+use crate::live::decay_compare::compare_on_clock;
 use crate::live::process::ProcessTrace;
 use crate::process::{machine_coarse_clock_ns, ProcessOptions};
 use crate::report::decay::{chart_of, checkpoint_table, error_record};
@@ -27,7 +27,7 @@ pub fn run_live_clock(
     let calls = trace.shape()?.records;
     // About 200 checkpoints: reading the statistics takes time the clock does not stop for.
     let every = args.every.unwrap_or_else(|| (calls / 200).max(1));
-    let (band, c) = compare_on_clock_band(
+    let (band, c) = compare_on_clock(
         &exe,
         &allocator,
         trace,

@@ -241,34 +241,35 @@ fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fie
         Cell::Float(summary.mean_active_bytes(), 1),
     );
     resident_fields(&mut r, runs);
-    r.field(
-        "final_allocated_bytes",
-        "final allocated bytes",
-        f.allocated_bytes,
-    )
-    .field("final_active_bytes", "final active bytes", f.active_bytes)
-    .field(
-        "final_tcache_bytes",
-        "final thread cache bytes",
-        f.tcache_bytes,
-    )
-    .field("final_dirty_bytes", "final dirty bytes", f.dirty_bytes)
-    .field("final_muzzy_bytes", "final muzzy bytes", f.muzzy_bytes)
-    .field(
-        "final_retained_bytes",
-        "final retained bytes",
-        f.retained_bytes,
-    )
-    .field(
-        "final_mapped_bytes",
-        "final mapped bytes (stats.mapped less metadata)",
-        f.mapped_bytes,
-    )
-    .field(
-        "final_resident_bytes",
-        "final resident bytes",
-        f.resident_bytes,
-    );
+    let mapped = "final mapped bytes (stats.mapped less metadata)";
+    for (name, label, bytes) in [
+        (
+            "final_allocated_bytes",
+            "final allocated bytes",
+            f.allocated_bytes,
+        ),
+        ("final_active_bytes", "final active bytes", f.active_bytes),
+        (
+            "final_tcache_bytes",
+            "final thread cache bytes",
+            f.tcache_bytes,
+        ),
+        ("final_dirty_bytes", "final dirty bytes", f.dirty_bytes),
+        ("final_muzzy_bytes", "final muzzy bytes", f.muzzy_bytes),
+        (
+            "final_retained_bytes",
+            "final retained bytes",
+            f.retained_bytes,
+        ),
+        ("final_mapped_bytes", mapped, f.mapped_bytes),
+        (
+            "final_resident_bytes",
+            "final resident bytes",
+            f.resident_bytes,
+        ),
+    ] {
+        r.field(name, label, bytes);
+    }
     r
 }
 

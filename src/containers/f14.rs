@@ -177,13 +177,21 @@ fn transient_rehash(size: u64, old_chunks: u64, new_chunks: u64) -> bool {
     size > 0 && !(old_chunks == 1 && new_chunks == 1) && new_chunks > 256
 }
 
+/// `len` and `capacity` of an F14 model with `size` and `capacity` fields (both
+/// generations count the same way).
+macro_rules! f14_counts {
+    () => {
+        fn len(&self) -> u64 {
+            self.size
+        }
+        fn capacity(&self) -> u64 {
+            self.capacity
+        }
+    };
+}
+
 impl Container for F14Today {
-    fn len(&self) -> u64 {
-        self.size
-    }
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
+    f14_counts!();
     fn insert(&mut self, t: &mut Tracer) {
         if self.size == self.capacity {
             let (chunks, capacity) = self.geometry.grow(self.size, self.capacity);
@@ -289,12 +297,7 @@ impl F14Vector2018 {
 }
 
 impl Container for F14Vector2018 {
-    fn len(&self) -> u64 {
-        self.size
-    }
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
+    f14_counts!();
     fn insert(&mut self, t: &mut Tracer) {
         if self.size == self.capacity {
             let capacity = Self::next_capacity(self.size + 1);

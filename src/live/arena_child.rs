@@ -3,7 +3,8 @@
 //! parent's end of it ([`ChildReplay`]), read by [`super::arena_replay`]'s comparison.
 
 use super::arena_replay::{Api, LiveArena};
-use crate::sim::{BinStats, Snapshot};
+use super::snapshot_line::{parse_snapshot, write_snapshot};
+use crate::sim::Snapshot;
 use crate::sizeclass::AllocatorConfig;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -46,47 +47,6 @@ pub fn serve_child(path: &Path, every: u64, api: Api, out: &mut impl Write) -> R
     }
     out.flush()?;
     Ok(())
-}
-
-fn write_snapshot(out: &mut impl Write, s: &Snapshot) -> std::io::Result<()> {
-    write!(
-        out,
-        "s {} {} {}",
-        s.event, s.allocated_bytes, s.active_bytes
-    )?;
-    for b in &s.bins {
-        write!(out, " {} {} {}", b.curregs, b.curslabs, b.nonfull_slabs)?;
-    }
-    writeln!(out)
-}
-
-fn parse_snapshot(line: &str) -> Result<Snapshot> {
-    if let Some(err) = line.strip_prefix("error ") {
-        bail!("live replay: {err}");
-    }
-    let nums = line
-        .strip_prefix("s ")
-        .with_context(|| format!("bad snapshot line from the child: '{line}'"))?
-        .split(' ')
-        .map(|t| t.parse::<u64>().context("bad number from the child"))
-        .collect::<Result<Vec<_>>>()?;
-    ensure!(
-        nums.len() >= 3 && (nums.len() - 3) % 3 == 0,
-        "bad snapshot line"
-    );
-    Ok(Snapshot {
-        event: nums[0],
-        allocated_bytes: nums[1],
-        active_bytes: nums[2],
-        bins: nums[3..]
-            .chunks(3)
-            .map(|c| BinStats {
-                curregs: c[0],
-                curslabs: c[1],
-                nonfull_slabs: c[2],
-            })
-            .collect(),
-    })
 }
 
 /// The child's options besides the build's own: decay off, and one automatic arena. The

@@ -711,33 +711,3 @@ pub fn replay_validation(
     }
     Ok(checks)
 }
-
-/// The checks as a table: one row per trace and allocator.
-pub fn replay_validation_table(checks: &[ReplayCheck]) -> crate::export::Table {
-    let mut t = crate::export::Table::new(
-        "arena model vs live jemalloc, random traces, every event",
-        &[
-            "allocator",
-            "seed",
-            "events",
-            "large_share",
-            "snapshots",
-            "values_compared",
-            "values_mismatched",
-            "first_mismatch",
-        ],
-    );
-    for c in checks {
-        t.push(vec![
-            c.allocator.clone().into(),
-            c.spec.seed.into(),
-            c.spec.events.into(),
-            crate::export::Cell::Float(c.spec.large_share, 2),
-            c.comparison.snapshots.into(),
-            c.comparison.values.into(),
-            c.comparison.mismatched_values.into(),
-            c.comparison.first_text().into(),
-        ]);
-    }
-    t
-}

@@ -4,6 +4,7 @@
 //! reader.
 //! See [`crate::live::process`] for why it is built this way.
 
+use super::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
 use super::arena_replay::{mib, read_mib, Api};
 use super::baton_ops::{scan, ProcessWork, Window};
 use super::process_trace::ProcessTrace;
@@ -116,48 +117,39 @@ struct ArenaMibs {
 }
 
 fn arena_mibs(api: &Api, i: usize, nbins: usize) -> Result<ArenaMibs> {
-    let at = |name: &str, pos: usize| -> Result<Vec<usize>> {
-        let mut m = mib(api, name)?;
-        m[pos] = i;
-        Ok(m)
-    };
     let bins = (0..nbins)
         .map(|j| {
             let f = |field: &str| -> Result<Vec<usize>> {
-                let mut m = at(&format!("stats.arenas.0.bins.0.{field}"), 2)?;
+                let mut m = arena_mib(api, &format!("stats.arenas.0.bins.0.{field}"), i)?;
                 m[4] = j;
                 Ok(m)
             };
             Ok([f("curregs")?, f("curslabs")?, f("nonfull_slabs")?])
         })
         .collect::<Result<Vec<_>>>()?;
+    let [initialized, small, large, pactive, tcache, mapped, retained] = arena_mibs_of(
+        api,
+        i,
+        [
+            "arena.0.initialized",
+            "stats.arenas.0.small.allocated",
+            "stats.arenas.0.large.allocated",
+            "stats.arenas.0.pactive",
+            "stats.arenas.0.tcache_bytes",
+            "stats.arenas.0.mapped",
+            "stats.arenas.0.retained",
+        ],
+    )?;
     Ok(ArenaMibs {
-        initialized: at("arena.0.initialized", 1)?,
-        small: at("stats.arenas.0.small.allocated", 2)?,
-        large: at("stats.arenas.0.large.allocated", 2)?,
-        pactive: at("stats.arenas.0.pactive", 2)?,
-        tcache: at("stats.arenas.0.tcache_bytes", 2)?,
-        mapped: at("stats.arenas.0.mapped", 2)?,
-        retained: at("stats.arenas.0.retained", 2)?,
+        initialized,
+        small,
+        large,
+        pactive,
+        tcache,
+        mapped,
+        retained,
         bins,
     })
-}
-
-fn read_bool_mib(api: &Api, m: &[usize]) -> bool {
-    let mut v = false;
-    let mut len = 1usize;
-    // SAFETY: arena.<i>.initialized is a bool.
-    let err = unsafe {
-        (api.bymib)(
-            m.as_ptr(),
-            m.len(),
-            (&mut v as *mut bool).cast(),
-            &mut len,
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    err == 0 && v
 }
 
 struct Reader {

@@ -12,6 +12,7 @@
 //! The parent ([`live_clock_run`]) runs the child once and returns every checkpoint; the
 //! comparison with the model over seeds is [`crate::live::decay_compare`].
 
+use super::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
 use super::arena_replay::{mib, read_mib, Api};
 use super::baton::monotonic_ns;
 use super::process::{child_command, parse_header, parse_snapshot, ProcessAllocator, ProcessTrace};
@@ -104,19 +105,27 @@ struct Pages {
 }
 
 fn pages_mibs(api: &Api, i: usize) -> Result<Pages> {
-    let at = |name: &str, pos: usize| -> Result<Vec<usize>> {
-        let mut m = mib(api, name)?;
-        m[pos] = i;
-        Ok(m)
-    };
+    let [initialized, resident, mapped, retained, pactive, pdirty, pmuzzy] = arena_mibs_of(
+        api,
+        i,
+        [
+            "arena.0.initialized",
+            "stats.arenas.0.resident",
+            "stats.arenas.0.mapped",
+            "stats.arenas.0.retained",
+            "stats.arenas.0.pactive",
+            "stats.arenas.0.pdirty",
+            "stats.arenas.0.pmuzzy",
+        ],
+    )?;
     Ok(Pages {
-        initialized: at("arena.0.initialized", 1)?,
-        resident: at("stats.arenas.0.resident", 2)?,
-        mapped: at("stats.arenas.0.mapped", 2)?,
-        retained: at("stats.arenas.0.retained", 2)?,
-        pactive: at("stats.arenas.0.pactive", 2)?,
-        pdirty: at("stats.arenas.0.pdirty", 2)?,
-        pmuzzy: at("stats.arenas.0.pmuzzy", 2)?,
+        initialized,
+        resident,
+        mapped,
+        retained,
+        pactive,
+        pdirty,
+        pmuzzy,
     })
 }
 
@@ -166,11 +175,7 @@ impl ClockReader {
             let pages = self.read(&p.pactive)? + self.read(&p.pdirty)?;
             Ok(self.read(&p.resident)?.saturating_sub(pages * self.page))
         };
-        let base = |i: usize| -> Result<u64> {
-            let mut m = mib(&self.api, "stats.arenas.0.base")?;
-            m[2] = i;
-            self.read(&m)
-        };
+        let base = |i: usize| self.read(&arena_mib(&self.api, "stats.arenas.0.base", i)?);
         let fresh_pages = pages_mibs(&self.api, fresh as usize)?;
         Ok(StartMeta {
             resident0: meta(&self.arenas[0])?,
@@ -188,20 +193,7 @@ impl ClockReader {
         let mut tot = [0u64; 5];
         let mut meta = String::new();
         for p in &self.arenas {
-            let mut v = false;
-            let mut len = 1usize;
-            // SAFETY: arena.<i>.initialized is a bool.
-            let err = unsafe {
-                (self.api.bymib)(
-                    p.initialized.as_ptr(),
-                    p.initialized.len(),
-                    (&mut v as *mut bool).cast(),
-                    &mut len,
-                    std::ptr::null_mut(),
-                    0,
-                )
-            };
-            if err != 0 || !v {
+            if !read_bool_mib(&self.api, &p.initialized) {
                 meta.push_str(" 0");
                 continue;
             }

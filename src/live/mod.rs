@@ -21,6 +21,7 @@ macro_rules! from_in_memory {
 }
 
 mod arena_child;
+mod arena_mibs;
 pub mod arena_replay;
 mod baton;
 mod baton_ops;
@@ -33,6 +34,7 @@ pub mod process;
 mod process_trace;
 pub mod relay;
 pub mod replayed_clock;
+pub mod snapshot_line;
 
 pub use baton::manual_arena;
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};

@@ -8,13 +8,13 @@ mod allocations;
 mod checks;
 pub mod exhaustive;
 mod process;
+mod tables;
 mod text;
 
 pub use crate::progress::{Progress, ProgressObserver};
 pub use allocations::F14Measurement;
-pub use process::{
-    process_specs, process_validation, process_validation_table, ProcessCheck, TraceShape,
-};
+pub use process::{process_specs, process_validation, ProcessCheck, TraceShape};
+pub use tables::{process_validation_table, replay_validation_table};
 pub use text::{validation_markdown, validation_table};
 
 use crate::experiments::sweep::{SizeRange, SweepSpec};

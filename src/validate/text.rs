@@ -1,9 +1,8 @@
 //! A validation run as a table (predicted beside measured) and as a Markdown report.
 
-use super::process_validation_table;
 use super::Validation;
+use super::{process_validation_table, replay_validation_table};
 use crate::export::{Markdown, Table, TableFormat};
-use crate::live::arena_replay::replay_validation_table;
 use anyhow::Result;
 
 /// All checks as one table: predicted beside measured.

@@ -1,6 +1,6 @@
 //! The parent's side: one fresh child process per (jemalloc setting, strategy).
 
-use super::{validate, ChildReport, JemallocSetting, TimedStrategy, TimingError, MALLOC_CONF_ENV};
+use super::{ChildReport, JemallocSetting, TimedStrategy, TimingError, Workload, MALLOC_CONF_ENV};
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,10 +10,8 @@ use std::process::Command;
 pub struct MatrixOptions {
     /// The fragsim executable; its hidden `bump-arena --timing-child` mode does one pair.
     pub exe: PathBuf,
-    pub vectors: u64,
-    pub elements: u64,
-    /// Runs per child: the first is cold, the rest warm.
-    pub runs: usize,
+    /// Each child's workload (its runs: the first is cold, the rest warm).
+    pub workload: Workload,
     pub settings: Vec<JemallocSetting>,
     pub strategies: Vec<TimedStrategy>,
 }
@@ -23,9 +21,11 @@ impl MatrixOptions {
     pub fn all(exe: &Path, vectors: u64, elements: u64, runs: usize) -> Self {
         MatrixOptions {
             exe: exe.to_path_buf(),
-            vectors,
-            elements,
-            runs: runs.max(2),
+            workload: Workload {
+                vectors,
+                elements,
+                runs: runs.max(2),
+            },
             settings: JemallocSetting::ALL.to_vec(),
             strategies: TimedStrategy::ALL.to_vec(),
         }
@@ -37,11 +37,9 @@ pub fn run_one(
     exe: &Path,
     setting: JemallocSetting,
     strategy: TimedStrategy,
-    vectors: u64,
-    elements: u64,
-    runs: usize,
+    workload: Workload,
 ) -> Result<ChildReport> {
-    validate(vectors, elements, runs)?;
+    workload.validate()?;
     let what = format!("{} / {}", setting.key(), strategy.key());
     let mut command = Command::new(exe);
     match setting.malloc_conf() {
@@ -50,9 +48,9 @@ pub fn run_one(
     };
     command
         .args(["bump-arena", "--timing-child", strategy.key()])
-        .args(["--vectors", &vectors.to_string()])
-        .args(["--elements", &elements.to_string()])
-        .args(["--runs", &runs.to_string()]);
+        .args(["--vectors", &workload.vectors.to_string()])
+        .args(["--elements", &workload.elements.to_string()])
+        .args(["--runs", &workload.runs.to_string()]);
     // Stopped with the parent if the run is interrupted (Ctrl-C).
     let output = crate::cleanup::output(&mut command).map_err(|e| TimingError::ChildFailed {
         what: what.clone(),
@@ -72,7 +70,7 @@ pub fn run_one(
             message: e.to_string(),
         })?;
     if report.strategy != strategy
-        || report.runs.len() != runs
+        || report.runs.len() != workload.runs
         || !setting.applied(&report.jemalloc)
     {
         return Err(TimingError::SettingNotApplied {
@@ -92,14 +90,7 @@ pub fn run_matrix(
     let mut out = Vec::new();
     for &setting in &options.settings {
         for &strategy in &options.strategies {
-            let report = run_one(
-                &options.exe,
-                setting,
-                strategy,
-                options.vectors,
-                options.elements,
-                options.runs,
-            )?;
+            let report = run_one(&options.exe, setting, strategy, options.workload)?;
             on_done(setting, &report);
             out.push((setting, report));
         }
@@ -116,7 +107,10 @@ pub fn measure_all(
 ) -> Result<super::TimingRun> {
     let children = run_matrix(options, on_done)?;
     let cxx = match cxx_script {
-        Some(script) => super::run_cxx(script, options.vectors, options.elements, options.runs)?,
+        Some(script) => {
+            let w = options.workload;
+            super::run_cxx(script, w.vectors, w.elements, w.runs)?
+        }
         None => super::CxxOutput::default(),
     };
     Ok(super::TimingRun { children, cxx })

@@ -207,14 +207,33 @@ pub enum TimingError {
     Cxx { script: String, message: String },
 }
 
-/// Checks a run count and workload the way every entry point needs them.
-pub fn validate(vectors: u64, elements: u64, runs: usize) -> Result<(), TimingError> {
-    if !(2..=1000).contains(&runs) {
-        return Err(TimingError::BadRuns(runs));
+/// What one child does: `runs` builds (the first cold, the rest warm) of `vectors` vectors
+/// of `elements` elements each, and their resets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Workload {
+    pub vectors: u64,
+    pub elements: u64,
+    pub runs: usize,
+}
+
+impl Workload {
+    /// Checks the run count and workload the way every entry point needs them.
+    pub fn validate(&self) -> Result<(), TimingError> {
+        let Workload {
+            vectors,
+            elements,
+            runs,
+        } = *self;
+        if !(2..=1000).contains(&runs) {
+            return Err(TimingError::BadRuns(runs));
+        }
+        let ok = |n: u64| (1..=100_000_000).contains(&n);
+        if !ok(vectors)
+            || !ok(elements)
+            || vectors.checked_mul(elements).is_none_or(|t| t > 1 << 36)
+        {
+            return Err(TimingError::BadWorkload { vectors, elements });
+        }
+        Ok(())
     }
-    let ok = |n: u64| (1..=100_000_000).contains(&n);
-    if !ok(vectors) || !ok(elements) || vectors.checked_mul(elements).is_none_or(|t| t > 1 << 36) {
-        return Err(TimingError::BadWorkload { vectors, elements });
-    }
-    Ok(())
 }

@@ -1,7 +1,7 @@
 //! The child's side: one strategy, several runs in this process, each with its time, page
 //! faults and jemalloc's per-arena statistics.
 
-use super::{validate, TimedStrategy};
+use super::{TimedStrategy, Workload};
 use crate::live::ctl::{read_isize, read_string, read_u32, read_u64, read_usize, refresh_stats};
 use anyhow::Result;
 use bumpalo::collections::Vec as BumpVec;
@@ -166,18 +166,14 @@ fn presize_bytes(m: usize, k: usize) -> usize {
 }
 
 /// Runs `strategy` `runs` times in this process (`runs` >= 2: one cold, the rest warm).
-pub fn run_strategy(
-    strategy: TimedStrategy,
-    vectors: u64,
-    elements: u64,
-    runs: usize,
-) -> Result<ChildReport> {
-    validate(vectors, elements, runs)?;
+pub fn run_strategy(strategy: TimedStrategy, workload: Workload) -> Result<ChildReport> {
+    workload.validate()?;
+    let (vectors, elements) = (workload.vectors, workload.elements);
     let jemalloc = JemallocInfo::read()?;
     let (m, k) = (vectors as usize, elements as usize);
     let mut reused = Bump::new();
-    let mut samples = Vec::with_capacity(runs);
-    for run in 1..=runs as u32 {
+    let mut samples = Vec::with_capacity(workload.runs);
+    for run in 1..=workload.runs as u32 {
         let (build, reset, bump_allocated, at_peak);
         match strategy {
             TimedStrategy::General => {
