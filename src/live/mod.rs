@@ -30,6 +30,7 @@ pub mod ctl;
 pub mod decay;
 pub mod decay_band;
 pub mod decay_compare;
+mod live_arena;
 pub mod process;
 mod process_trace;
 pub mod relay;
