@@ -219,39 +219,7 @@ pub fn write_report(
         })
     });
     if let Some(programs) = &options.programs {
-        plan.lane(Load::Shared, |job| {
-            job.section("real programs", programs::SECTION, |dir| {
-                let section = programs::write_programs(dir, programs)?;
-                Ok(SectionOutput {
-                    files: section.files,
-                    markdown: "Every table inline, with its charts: [programs.md](programs.md).\n"
-                        .into(),
-                })
-            })
-        });
-        plan.lane(Load::Shared, |job| {
-            job.section("whole process", process::SECTION, |dir| {
-                process::write_section(dir, &programs.traces, options.fragsim_exe.as_deref())
-            })
-        });
-        plan.lane(Load::Shared, |job| {
-            job.section("run-time options", advise::SECTION, |dir| {
-                let traces = programs::trace_files(&programs.traces)?;
-                advise::write_section(dir, &traces, options.fragsim_exe.as_deref())
-            })
-        });
-        plan.lane(Load::Shared, |job| {
-            job.section("decay bands", decay::SECTION, |dir| {
-                // The band files name their traces from the repository's root: data/traces/..
-                let root = programs.traces.parent().and_then(Path::parent);
-                decay::write_section(dir, root.unwrap_or(Path::new(".")))
-            })
-        });
-        plan.lane(Load::Shared, |job| {
-            job.section("waste by call site", blame::SECTION, |dir| {
-                blame::write_section(dir, &programs.traces)
-            })
-        });
+        program_lanes(&mut plan, programs, options.fragsim_exe.as_deref());
     }
     // Measured bytes and times of other allocators: alone.
     plan.lane(Load::Alone, |job| {
@@ -275,6 +243,48 @@ pub fn write_report(
         validation_passed: validation.passed(),
         mismatches: validation.mismatches(),
     })
+}
+
+/// The lanes over the real programs' traces: replays, the whole process, run-time options,
+/// decay bands and waste by call site (all exact: shared lanes).
+fn program_lanes<'a>(
+    plan: &mut Plan<'a>,
+    programs: &'a programs::ProgramsOptions,
+    fragsim_exe: Option<&'a Path>,
+) {
+    plan.lane(Load::Shared, move |job| {
+        job.section("real programs", programs::SECTION, |dir| {
+            let section = programs::write_programs(dir, programs)?;
+            Ok(SectionOutput {
+                files: section.files,
+                markdown: "Every table inline, with its charts: [programs.md](programs.md).\n"
+                    .into(),
+            })
+        })
+    });
+    plan.lane(Load::Shared, move |job| {
+        job.section("whole process", process::SECTION, |dir| {
+            process::write_section(dir, &programs.traces, fragsim_exe)
+        })
+    });
+    plan.lane(Load::Shared, move |job| {
+        job.section("run-time options", advise::SECTION, |dir| {
+            let traces = programs::trace_files(&programs.traces)?;
+            advise::write_section(dir, &traces, fragsim_exe)
+        })
+    });
+    plan.lane(Load::Shared, move |job| {
+        job.section("decay bands", decay::SECTION, |dir| {
+            // The band files name their traces from the repository's root: data/traces/..
+            let root = programs.traces.parent().and_then(Path::parent);
+            decay::write_section(dir, root.unwrap_or(Path::new(".")))
+        })
+    });
+    plan.lane(Load::Shared, move |job| {
+        job.section("waste by call site", blame::SECTION, |dir| {
+            blame::write_section(dir, &programs.traces)
+        })
+    });
 }
 
 fn is_chart(file: &str) -> bool {
