@@ -150,28 +150,22 @@ fn bad_workloads_are_one_line_errors() {
     }
 }
 
+/// `fragsim bump-arena --format json --vectors 1000 EXTRA...`, which must exit 0: its table.
+fn bump_arena_json(extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_fragsim"))
+        .args(["bump-arena", "--format", "json", "--vectors", "1000"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{extra:?}: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn the_json_table_has_every_strategy() {
     // What `fragsim bump-arena --format json` prints: the table shape of every command.
-    let out = Command::new(env!("CARGO_BIN_EXE_fragsim"))
-        .args([
-            "bump-arena",
-            "--format",
-            "json",
-            "--vectors",
-            "1000",
-            "--runs",
-            "1",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = bump_arena_json(&["--runs", "1"]);
     assert!(json["title"].as_str().unwrap().starts_with("1000 vectors"));
     let rows = json["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 3);
@@ -184,24 +178,7 @@ fn the_json_table_has_every_strategy() {
 fn json_writes_null_for_what_was_not_measured() {
     // `--model-only` measures nothing: the measured columns are missing, which CSV and
     // Markdown print as `-` and JSON must write as null (not the string "-").
-    let out = Command::new(env!("CARGO_BIN_EXE_fragsim"))
-        .args([
-            "bump-arena",
-            "--format",
-            "json",
-            "--vectors",
-            "1000",
-            "--model-only",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = bump_arena_json(&["--model-only"]);
     let rows = json["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 3);
     for row in rows {
