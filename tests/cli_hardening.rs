@@ -726,18 +726,46 @@ fn files_under(dir: &Path, skip: &str) -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// A stand-in fragsim project in `dir`: a Cargo.toml naming the package, and a subfolder `src`.
+fn stand_in_project(dir: &Path) -> std::path::PathBuf {
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"fragsim\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    let sub = dir.join("src");
+    std::fs::create_dir(&sub).unwrap();
+    sub
+}
+
 #[test]
 fn two_reports_are_identical_outside_the_timing_folder() {
+    // One report into `--out a`, one with no `--out` from a stand-in project's subfolder,
+    // which lands in that project's reports/ (one run less than testing each apart).
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    for out in [&a, &b] {
-        let result = fragsim().args(small_report(out)).output().unwrap();
-        assert!(
-            result.status.code().is_some_and(|c| c <= 1),
-            "{}",
-            stderr_of(&result)
-        );
-    }
+    let a = dir.path().join("a");
+    let project = dir.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    let sub = stand_in_project(&project);
+    let b = project.join("reports");
+    let result = fragsim().args(small_report(&a)).output().unwrap();
+    assert!(
+        result.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr_of(&result)
+    );
+    let result = fragsim()
+        .current_dir(&sub)
+        .args(["report", "--arena-vectors", "1000", "--arena-runs", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        result.status.code().is_some_and(|c| c <= 1),
+        "{}",
+        stderr_of(&result)
+    );
+    assert!(b.join("README.md").exists());
+    assert!(!sub.join("reports").exists());
     let (fa, fb) = (files_under(&a, "timing"), files_under(&b, "timing"));
     assert_eq!(
         fa.iter().map(|f| &f.0).collect::<Vec<_>>(),
@@ -753,29 +781,7 @@ fn two_reports_are_identical_outside_the_timing_folder() {
 }
 
 #[test]
-fn default_output_folder_is_the_projects_reports() {
-    // A stand-in project: the report run from its subfolder lands in its reports/.
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("Cargo.toml"),
-        "[package]\nname = \"fragsim\"\nversion = \"0.1.0\"\n",
-    )
-    .unwrap();
-    let sub = dir.path().join("src");
-    std::fs::create_dir(&sub).unwrap();
-    let out = fragsim()
-        .current_dir(&sub)
-        .args(["report", "--arena-vectors", "1000", "--arena-runs", "1"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.code().is_some_and(|c| c <= 1),
-        "{}",
-        stderr_of(&out)
-    );
-    assert!(dir.path().join("reports/README.md").exists());
-    assert!(!sub.join("reports").exists());
-
+fn outside_a_project_the_report_needs_out() {
     // Outside any fragsim project there is no default: say so, write nothing.
     let outside = tempfile::tempdir().unwrap();
     let out = fragsim()
