@@ -110,6 +110,8 @@ pub fn run_matrix(
     options: &MatrixOptions,
     on_done: &mut dyn FnMut(JemallocSetting, &ChildReport),
 ) -> Result<Vec<(JemallocSetting, ChildReport)>> {
+    // The runs asked for are refused before any child runs (not only a strategy's children).
+    options.workload.validate()?;
     let mut out = Vec::new();
     for &setting in &options.settings {
         for &strategy in &options.strategies {
