@@ -2,8 +2,8 @@
 //! statistics behind the huge-arena explanation, and the seed's C++ program.
 
 use fragsim::experiments::bump_arena::timing::{
-    parse_cxx_lines, run_cxx, run_one, summarize, summarize_cxx, ChildReport, JemallocInfo,
-    JemallocSetting, RunSample, TimedStrategy, Workload,
+    parse_cxx_lines, run_cxx, run_one, stats_table, summarize, summarize_cxx, ArenaPages,
+    ChildReport, JemallocInfo, JemallocSetting, MatrixOptions, RunSample, TimedStrategy, Workload,
 };
 use std::path::Path;
 use std::process::Command;
@@ -59,6 +59,54 @@ fn cold_is_the_first_run_and_warm_the_median_of_the_rest() {
     assert_eq!(s.warm.total_range_ms, (20.0, 40.0));
     assert_eq!(s.warm.faults, (0, 7));
     assert_eq!(s.warm.runs, 3);
+}
+
+/// `Vec<Vec<i32>>` runs as children of two builds: their runs in one report, each numbered
+/// within its process; every run 1 is cold, and the purged pages per warm run count only
+/// within a process (each child's counter starts again).
+#[test]
+fn children_of_two_builds_are_cold_then_warm_and_their_purges_count_per_process() {
+    let exe = Path::new("fragsim");
+    let options = MatrixOptions {
+        reused_runs: 6,
+        ..MatrixOptions::all(exe, 10, 10, 4)
+    };
+    assert_eq!(options.children(TimedStrategy::General), (2, 2));
+    assert_eq!(options.children(TimedStrategy::Reused), (1, 6));
+    assert_eq!(options.children(TimedStrategy::Arena), (1, 4));
+    let purged = |run, pages| RunSample {
+        after_reset: vec![ArenaPages {
+            arena: 0,
+            large_allocated: 0,
+            pdirty: 0,
+            pmuzzy: 0,
+            mapped: 0,
+            dirty_purged: pages,
+        }],
+        ..sample(run, 10 * u64::from(run), 0, 100 / u64::from(run))
+    };
+    // Child 1 purged 256 pages in its warm run, child 2 (whose counter starts at 1000 after
+    // its cold run) 768: 512 pages of 4 KiB a warm run = 2 MiB.
+    let report = ChildReport {
+        strategy: TimedStrategy::General,
+        vectors: 1,
+        elements: 1,
+        jemalloc: info(),
+        runs: vec![
+            purged(1, 0),
+            purged(2, 256),
+            purged(1, 1000),
+            purged(2, 1768),
+        ],
+    };
+    let results = [(JemallocSetting::Defaults, report)];
+    let s = &summarize(&results)[0];
+    assert_eq!((s.cold.runs, s.warm.runs), (2, 2));
+    assert_eq!((s.cold.total_ms, s.warm.total_ms), (10.0, 20.0));
+    assert_eq!((s.cold.faults, s.warm.faults), ((100, 100), (50, 50)));
+    let table = stats_table(&results);
+    let col = table.column("purged_per_warm_run_mib").unwrap();
+    assert_eq!(table.rows[0][col].text(), "2.0");
 }
 
 #[test]

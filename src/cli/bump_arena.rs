@@ -27,7 +27,8 @@ pub struct BumpArenaArgs {
     elem_bytes: u64,
     /// Timed runs per strategy (the median is reported; with --timing, builds per child
     /// process: the first cold, the rest warm; a reused arena still grows in builds 2 and 3,
-    /// so 6 or more keep its warm median a steady-state build).
+    /// so 6 or more keep its warm median a steady-state build; `Vec<Vec<i32>>` runs as
+    /// RUNS/2 children of two builds, which bounds its resident memory at two builds).
     #[arg(long, default_value_t = 6, value_parser = super::args::at_least_one, conflicts_with = "model_only")]
     runs: usize,
     /// Only predict; run nothing.

@@ -62,9 +62,10 @@ pub struct ReportOptions {
     pub out: PathBuf,
     pub sweep: SweepSpec,
     pub validate: ValidateOptions,
-    /// The bump-arena scenario's workload, and the builds per timing child (at least 6 are
-    /// run: one cold, five warm); without the children (no executable, or elements other
-    /// than 4 bytes), the timed runs per strategy in this process.
+    /// The bump-arena scenario's workload, and the builds per strategy's timing (at least 2:
+    /// one cold, the rest warm; the reused arena's child runs at least 6, `Vec<Vec<i32>>`
+    /// runs as children of two builds); without the children (no executable, or elements
+    /// other than 4 bytes), the timed runs per strategy in this process.
     pub bump_arena: BumpArenaSpec,
     pub bump_arena_runs: usize,
     /// The fragsim executable, to time the bump-arena scenario in child processes, one per
@@ -86,7 +87,7 @@ impl ReportOptions {
             sweep: SweepSpec::default(),
             validate: ValidateOptions::reduced(),
             bump_arena: BumpArenaSpec::seed(),
-            bump_arena_runs: 5,
+            bump_arena_runs: 4,
             fragsim_exe: None,
             programs: Some(programs::ProgramsOptions::new(Path::new(env!(
                 "CARGO_MANIFEST_DIR"

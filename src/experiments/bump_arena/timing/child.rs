@@ -14,7 +14,16 @@ pub struct MatrixOptions {
     pub workload: Workload,
     pub settings: Vec<JemallocSetting>,
     pub strategies: Vec<TimedStrategy>,
+    /// Builds of the reused arena's child when more than `workload.runs`: it grows in builds 2
+    /// and 3, so 6 keep its warm median a steady-state build.
+    pub reused_runs: usize,
 }
+
+/// Builds per `Vec<Vec<i32>>` child: one cold, one warm. With decay on the wall clock a warm
+/// build may take fresh pages while the previous build's freed slabs are still dirty (the
+/// statistics show them dirty, not purged), so a child of six builds held up to three builds'
+/// worth (1.3 GB at the seed's size); two builds per child bound it at two.
+pub const GENERAL_BUILDS: usize = 2;
 
 impl MatrixOptions {
     /// Every setting and strategy, `runs` builds per child (at least 2: one cold, one warm).
@@ -28,6 +37,18 @@ impl MatrixOptions {
             },
             settings: JemallocSetting::ALL.to_vec(),
             strategies: TimedStrategy::ALL.to_vec(),
+            reused_runs: 0,
+        }
+    }
+
+    /// The children one strategy runs as: (how many, builds each). `Vec<Vec<i32>>` runs as
+    /// children of [`GENERAL_BUILDS`] builds, as many as make about `workload.runs` builds.
+    pub fn children(&self, strategy: TimedStrategy) -> (usize, usize) {
+        let runs = self.workload.runs;
+        match strategy {
+            TimedStrategy::General => ((runs / GENERAL_BUILDS).max(1), GENERAL_BUILDS),
+            TimedStrategy::Reused => (1, runs.max(self.reused_runs)),
+            _ => (1, runs),
         }
     }
 }
@@ -82,15 +103,28 @@ pub fn run_one(
     Ok(report)
 }
 
-/// Every setting x strategy, each in its own child, in order. `on_done` sees each result.
+/// Every setting x strategy in its own children ([`MatrixOptions::children`]), in order; a
+/// strategy's children's runs are kept in one report, each numbered within its process (run
+/// 1 of each is cold). `on_done` sees each (setting, strategy) once its children are done.
 pub fn run_matrix(
     options: &MatrixOptions,
     on_done: &mut dyn FnMut(JemallocSetting, &ChildReport),
 ) -> Result<Vec<(JemallocSetting, ChildReport)>> {
+    // The runs asked for are refused before any child runs (not only a strategy's children).
+    options.workload.validate()?;
     let mut out = Vec::new();
     for &setting in &options.settings {
         for &strategy in &options.strategies {
-            let report = run_one(&options.exe, setting, strategy, options.workload)?;
+            let (children, runs) = options.children(strategy);
+            let workload = Workload {
+                runs,
+                ..options.workload
+            };
+            let mut report = run_one(&options.exe, setting, strategy, workload)?;
+            for _ in 1..children {
+                let more = run_one(&options.exe, setting, strategy, workload)?;
+                report.runs.extend(more.runs);
+            }
             on_done(setting, &report);
             out.push((setting, report));
         }

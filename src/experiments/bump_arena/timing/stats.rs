@@ -24,7 +24,7 @@ pub fn stats_table(results: &[(JemallocSetting, ChildReport)]) -> Table {
         ],
     );
     for (setting, report) in results {
-        let (Some(first), Some(last)) = (report.runs.first(), report.runs.last()) else {
+        let Some(last) = report.runs.last() else {
             continue;
         };
         let page = report.jemalloc.page as f64;
@@ -40,9 +40,18 @@ pub fn stats_table(results: &[(JemallocSetting, ChildReport)]) -> Table {
         let sum = |f: fn(&super::ArenaPages) -> u64, pages: &[super::ArenaPages]| -> u64 {
             pages.iter().map(f).sum()
         };
-        let purged = sum(|a| a.dirty_purged, &last.after_reset)
-            .saturating_sub(sum(|a| a.dirty_purged, &first.after_reset));
-        let warm_runs = report.runs.len().saturating_sub(1).max(1) as f64;
+        // The counter is per process: each warm run adds what it purged since the run before
+        // it in the same process (a report may hold several children's runs).
+        let purged: u64 = report
+            .runs
+            .windows(2)
+            .filter(|w| w[1].run == w[0].run + 1)
+            .map(|w| {
+                sum(|a| a.dirty_purged, &w[1].after_reset)
+                    .saturating_sub(sum(|a| a.dirty_purged, &w[0].after_reset))
+            })
+            .sum();
+        let warm_runs = report.runs.iter().filter(|r| r.run > 1).count().max(1) as f64;
         table.push(vec![
             setting.key().into(),
             report.strategy.key().into(),

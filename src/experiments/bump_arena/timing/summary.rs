@@ -6,7 +6,7 @@ use crate::export::{Cell, Table};
 /// One phase's numbers over the runs it covers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PhaseSummary {
-    /// Median build + reset time (ms); for the cold phase, the one run's.
+    /// Median build + reset time (ms) over the phase's runs (cold: run 1 of each process).
     pub total_ms: f64,
     pub build_ms: f64,
     pub reset_ms: f64,
@@ -55,27 +55,31 @@ pub struct Summary {
     pub warm: PhaseSummary,
 }
 
-/// Splits each child's runs: run 1 cold, runs 2.. warm.
+/// Splits each report's runs: run 1 of a process cold, its later runs warm (a report may
+/// hold several children's runs, each numbered within its process).
 pub fn summarize(results: &[(JemallocSetting, ChildReport)]) -> Vec<Summary> {
     results
         .iter()
         .filter_map(|(setting, report)| {
-            let runs: Vec<(f64, f64, u64)> = report
-                .runs
-                .iter()
-                .map(|r| {
-                    (
-                        r.build_ns as f64 / 1e6,
-                        r.reset_ns as f64 / 1e6,
-                        r.build_faults + r.reset_faults,
-                    )
-                })
-                .collect();
+            let (cold, warm): (Vec<_>, Vec<_>) = report.runs.iter().partition(|r| r.run == 1);
+            let phase_of = |runs: Vec<&super::RunSample>| {
+                let rows: Vec<(f64, f64, u64)> = runs
+                    .iter()
+                    .map(|r| {
+                        (
+                            r.build_ns as f64 / 1e6,
+                            r.reset_ns as f64 / 1e6,
+                            r.build_faults + r.reset_faults,
+                        )
+                    })
+                    .collect();
+                phase(&rows)
+            };
             Some(Summary {
                 setting: *setting,
                 strategy: report.strategy,
-                cold: phase(runs.get(..1)?)?,
-                warm: phase(runs.get(1..)?)?,
+                cold: phase_of(cold)?,
+                warm: phase_of(warm)?,
             })
         })
         .collect()
