@@ -37,30 +37,25 @@ impl Tally {
     }
 
     /// Applies one event, or says why it contradicts the events before it.
-    // Inlined into the writers, the reasons built out of line: the checks are a few
-    // compares per event.
-    #[inline]
     pub fn apply(&mut self, event: &Event) -> Result<(), String> {
         match *event {
             Event::Alloc { id, size, align } => {
                 check_size(size)?;
                 if align > 1 && !align.is_power_of_two() {
-                    return Err(refused(format_args!("align {align} is not a power of two")));
+                    return Err(format!("align {align} is not a power of two"));
                 }
                 let slot = id as usize;
                 if slot > self.sizes.len() {
-                    return Err(refused(format_args!(
+                    return Err(format!(
                         "alloc id {id} is out of range: a new id may be at most one past the highest id used so far ({})",
                         self.sizes.len()
-                    )));
+                    ));
                 }
                 if slot == self.sizes.len() {
                     self.sizes.push(DEAD);
                 }
                 if self.sizes[slot] != DEAD {
-                    return Err(refused(format_args!(
-                        "alloc of id {id}, which is already live"
-                    )));
+                    return Err(format!("alloc of id {id}, which is already live"));
                 }
                 self.sizes[slot] = size;
                 self.allocs += 1;
@@ -69,9 +64,9 @@ impl Tally {
                 self.requested += size as u128;
             }
             Event::Free { id } => {
-                let Some(size) = self.size_of(id) else {
-                    return Err(refused(format_args!("free of id {id}, which is not live")));
-                };
+                let size = self
+                    .size_of(id)
+                    .ok_or_else(|| format!("free of id {id}, which is not live"))?;
                 self.sizes[id as usize] = DEAD;
                 self.frees += 1;
                 self.live -= 1;
@@ -79,11 +74,9 @@ impl Tally {
             }
             Event::Realloc { id, size } => {
                 check_size(size)?;
-                let Some(old) = self.size_of(id) else {
-                    return Err(refused(format_args!(
-                        "realloc of id {id}, which is not live"
-                    )));
-                };
+                let old = self
+                    .size_of(id)
+                    .ok_or_else(|| format!("realloc of id {id}, which is not live"))?;
                 self.sizes[id as usize] = size;
                 self.reallocs += 1;
                 self.requested = self.requested - old as u128 + size as u128;
@@ -120,19 +113,9 @@ fn saturate(v: u128) -> u64 {
     u64::try_from(v).unwrap_or(u64::MAX)
 }
 
-/// Why an event is refused, built out of the checks' line.
-#[cold]
-#[inline(never)]
-fn refused(why: std::fmt::Arguments) -> String {
-    why.to_string()
-}
-
-#[inline(always)]
 fn check_size(size: u64) -> Result<(), String> {
     if size > MAX_SIZE {
-        Err(refused(format_args!(
-            "size {size} is absurd (above 2^63-1)"
-        )))
+        Err(format!("size {size} is absurd (above 2^63-1)"))
     } else {
         Ok(())
     }
