@@ -9,11 +9,9 @@ use crate::state;
 use libc::{c_char, c_int, c_void, size_t};
 use std::ptr::null_mut;
 
-const ALLOC: u64 = 1;
-const FREE: u64 = 2;
-const REALLOC: u64 = 3;
-const ALIGNED: u64 = 6;
-const HAS_SITE: u64 = 0x80;
+use crate::wire::{
+    E_ALIGNED as ALIGNED, E_ALLOC as ALLOC, E_FREE as FREE, E_REALLOC as REALLOC, HAS_SITE,
+};
 
 macro_rules! call_real {
     ($slot:ident as fn($($t:ty),*) -> $r:ty, $($a:expr),*) => {{

@@ -60,5 +60,10 @@ mod hooks;
 mod real;
 mod stack;
 mod state;
+/// The raw format's numbers, one copy shared with the reader (`src/record/raw/wire.rs`).
+#[allow(dead_code)]
+mod wire {
+    include!("../../src/record/raw/wire.rs");
+}
 
 pub use hooks::*;

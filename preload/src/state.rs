@@ -28,16 +28,9 @@ pub static KEY: AtomicU32 = AtomicU32::new(0);
 pub static LATE_CALLS: AtomicU64 = AtomicU64::new(0);
 pub static LOST_BYTES: AtomicU64 = AtomicU64::new(0);
 
-pub const FLAG_STACKS: u64 = 1;
-pub const FLAG_FOLLOW: u64 = 2;
-pub const FLAG_NO_UNWINDER: u64 = 4;
-pub const FLAG_TSC: u64 = 8;
-
-pub const K_HEADER: u32 = 1;
-pub const K_MAPS: u32 = 3;
-pub const K_EXEC: u32 = 4;
-pub const K_END: u32 = 5;
-pub const K_SIGNAL: u32 = 6;
+pub use crate::wire::{
+    FLAG_FOLLOW, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, K_END, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL,
+};
 
 /// The directory of raw files (NUL-terminated, from the environment), kept for forks.
 static mut DIR: [u8; 4096] = [0; 4096];

@@ -357,8 +357,8 @@ fn child_raw_files(dir: &Path, root: u64) -> Result<Vec<(u64, PathBuf)>, RecordE
 pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceError> {
     let process = parse(raw)?;
     let mut records = Vec::new();
-    let mut push = |r: &Record| {
-        records.push(r.clone());
+    let mut push = |batch: &mut Vec<Record>| {
+        records.append(batch);
         Ok(())
     };
     let summary = convert(&process, &raw.display().to_string(), &mut push)?;
@@ -378,8 +378,6 @@ pub fn convert_file(
     })
 }
 
-/// Records handed from the converting thread to the writing one at a time.
-const BATCH: usize = 8192;
 /// Batches in flight (a bound, so a slow disk holds the converter back).
 const BATCHES_IN_FLIGHT: usize = 4;
 
@@ -426,28 +424,19 @@ fn convert_into(
             path: out.to_path_buf(),
             source: std::io::Error::other("the trace writer stopped"),
         };
-        let mut batch = Vec::with_capacity(BATCH);
+        // The converter's batch is sent whole and a returned one (emptied by the writer)
+        // takes its place.
         let send = |batch: &mut Vec<Record>| {
             let next = returned
                 .try_recv()
-                .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                .unwrap_or_else(|_| Vec::with_capacity(convert::SINK_BATCH));
             let full = std::mem::replace(batch, next);
             to_writer
                 .send(ToWriter::Records(full))
                 .map_err(|_| writer_gone())
         };
-        let converted = {
-            let mut write = |r: &Record| {
-                batch.push(r.clone());
-                if batch.len() >= BATCH {
-                    send(&mut batch)?;
-                }
-                Ok(())
-            };
-            run(&mut write)
-        };
+        let converted = run(&mut |batch: &mut Vec<Record>| send(batch));
         let sent = converted.and_then(|summary| {
-            send(&mut batch)?;
             to_writer
                 .send(ToWriter::Finish)
                 .map_err(|_| writer_gone())?;

@@ -57,7 +57,7 @@ pub unsafe extern "C" fn thread_exit(p: *mut c_void) {
     (*b).in_call.store(1, Ordering::Relaxed);
     if begin(b) {
         let seq = ctx.seq();
-        ctx.push_locked(&[4 | seq << 8, state::stamp()]);
+        ctx.push_locked(&[crate::wire::E_EXIT | seq << 8, state::stamp()]);
         flush_locked(b, false);
         end(b);
     }

@@ -22,14 +22,12 @@ use std::sync::atomic::{
 
 const BUF_BYTES: usize = 1 << 20;
 /// The chunk header sits right before the data, so a flush is one `write`.
-const HDR: usize = 48;
+const HDR: usize = CHUNK_HEADER;
 const DATA_AT: usize = 128;
 const DATA_CAP: usize = BUF_BYTES - DATA_AT;
 pub const MAX_SLOTS: usize = 4096;
-const MAGIC: u32 = 0x4B43_5346;
-/// Event head bit: no stamp word, the stamp is that of the chunk's event before.
-const SAME_STAMP: u64 = 0x40;
-pub const K_EVENTS: u32 = 2;
+use crate::wire::K_EVENTS;
+use crate::wire::{CHUNK_HEADER, E_REALLOC, E_STACK, MAGIC, SAME_STAMP};
 
 #[repr(C)]
 pub struct Buf {
@@ -213,7 +211,7 @@ impl Ctx {
         let dst = data(b).add(len) as *mut u64;
         let head = words[0];
         let kind = head & 0x3f;
-        let same = kind != 5 && words[1] == (*b).last_stamp.load(Ordering::Relaxed);
+        let same = kind != E_STACK && words[1] == (*b).last_stamp.load(Ordering::Relaxed);
         let bytes = if same {
             dst.write(head | SAME_STAMP);
             for (i, &w) in words[2..].iter().enumerate() {
@@ -224,19 +222,19 @@ impl Ctx {
             for (i, &w) in words.iter().enumerate() {
                 dst.add(i).write(w);
             }
-            if kind != 5 {
+            if kind != E_STACK {
                 (*b).last_stamp.store(words[1], Ordering::Relaxed);
             }
             words.len() * 8
         };
         (*b).len.store(len + bytes, Ordering::Release);
         // The progress mark's view of this buffer (a `STACK` event has no number).
-        if kind != 5 {
+        if kind != E_STACK {
             let seq = head >> 8;
             if (*b).first_seq.load(Ordering::Relaxed) == u64::MAX {
                 (*b).first_seq.store(seq, Ordering::Release);
             }
-            let last = if kind == 3 { words[5] } else { seq };
+            let last = if kind == E_REALLOC { words[5] } else { seq };
             (*b).floor.store(last + 1, Ordering::Relaxed);
         }
     }

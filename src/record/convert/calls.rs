@@ -92,7 +92,7 @@ impl Converter<'_, '_> {
 
     pub(super) fn exit(&mut self, thread: ThreadId, at: u64) -> Result<(), TraceError> {
         self.summary.thread_exits += 1;
-        (self.sink)(&Record::ThreadExit {
+        self.push(Record::ThreadExit {
             thread,
             time_ns: Some(at),
         })
@@ -111,9 +111,9 @@ impl Converter<'_, '_> {
         if s.events_per_thread.len() <= t {
             s.events_per_thread.resize(t + 1, 0);
         }
-        for event in &self.out {
-            s.events += 1;
-            s.events_per_thread[t] += 1;
+        s.events += self.out.len() as u64;
+        s.events_per_thread[t] += self.out.len() as u64;
+        for &event in &self.out {
             let site = match event {
                 Event::Alloc { .. } => {
                     s.allocs += 1;
@@ -128,12 +128,15 @@ impl Converter<'_, '_> {
                     None
                 }
             };
-            (self.sink)(&Record::Call(Call {
-                event: *event,
+            self.records.push(Record::Call(Call {
+                event,
                 thread,
                 time_ns: Some(at),
                 site,
-            }))?;
+            }));
+        }
+        if self.records.len() >= super::SINK_BATCH {
+            self.hand_over()?;
         }
         Ok(())
     }
@@ -171,7 +174,7 @@ impl Converter<'_, '_> {
             .collect();
         self.sites.insert(ids, id);
         self.summary.sites += 1;
-        (self.sink)(&Record::Site { id, frames })?;
+        self.push(Record::Site { id, frames })?;
         Ok(Some(id))
     }
 

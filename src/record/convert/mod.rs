@@ -46,8 +46,13 @@ pub struct ConvertSummary {
     pub issues: IssueCounts,
 }
 
-/// Where converted records go, in order.
-pub type Sink<'a> = dyn FnMut(&Record) -> Result<(), TraceError> + 'a;
+/// Where converted records go, in order, a batch at a time: the sink takes what it wants out
+/// of the vector (what it leaves is dropped). A call per record, through a `dyn`, and the
+/// record's copy into the writer's batch were a tenth of a conversion.
+pub type Sink<'a> = dyn FnMut(&mut Vec<Record>) -> Result<(), TraceError> + 'a;
+
+/// Records handed to the sink at a time.
+pub const SINK_BATCH: usize = 8192;
 
 struct Converter<'a, 'p> {
     file: String,
@@ -67,6 +72,29 @@ struct Converter<'a, 'p> {
     symbolizer: Symbolizer,
     summary: ConvertSummary,
     out: Vec<Event>,
+    /// Records not yet handed to the sink.
+    records: Vec<Record>,
+}
+
+impl Converter<'_, '_> {
+    #[inline(always)]
+    fn push(&mut self, record: Record) -> Result<(), TraceError> {
+        self.records.push(record);
+        if self.records.len() >= SINK_BATCH {
+            self.hand_over()?;
+        }
+        Ok(())
+    }
+
+    /// Hands the records converted so far to the sink.
+    fn hand_over(&mut self) -> Result<(), TraceError> {
+        if self.records.is_empty() {
+            return Ok(());
+        }
+        let done = (self.sink)(&mut self.records);
+        self.records.clear();
+        done
+    }
 }
 
 /// Converts one process's raw file (`file` names it in errors), handing every record to
@@ -130,6 +158,7 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
                 symbolizer: Symbolizer::default(),
                 summary: ConvertSummary::default(),
                 out: Vec::new(),
+                records: Vec::with_capacity(SINK_BATCH),
             },
             merge: None,
             next_image: 0,
@@ -141,6 +170,11 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
     /// up to its progress mark, or whole once the program has `ended`. An image with TSC
     /// stamps (scaled with all its clock pairs) waits for its end.
     pub fn step(&mut self, process: &RawProcess, ended: bool) -> Result<(), TraceError> {
+        self.step_images(process, ended)?;
+        self.c.hand_over()
+    }
+
+    fn step_images(&mut self, process: &RawProcess, ended: bool) -> Result<(), TraceError> {
         if let Some(first) = process.images.first() {
             self.c.base_ns = first.start_ns;
         }

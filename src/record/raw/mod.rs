@@ -18,29 +18,12 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;
 
-const MAGIC: u32 = 0x4B43_5346;
-const K_HEADER: u32 = 1;
-const K_EVENTS: u32 = 2;
-const K_MAPS: u32 = 3;
-const K_EXEC: u32 = 4;
-const K_END: u32 = 5;
-const K_SIGNAL: u32 = 6;
-
-const E_ALLOC: u64 = 1;
-const E_FREE: u64 = 2;
-const E_REALLOC: u64 = 3;
-const E_EXIT: u64 = 4;
-const E_STACK: u64 = 5;
-const E_ALIGNED: u64 = 6;
-/// Head bits: the event has no stamp word (its stamp is its chunk's event before), a site.
-const SAME_STAMP: u64 = 0x40;
-const HAS_SITE: u64 = 0x80;
-
-pub const FLAG_STACKS: u64 = 1;
-pub const FLAG_NO_UNWINDER: u64 = 4;
-/// Event stamps are TSC ticks (scaled with the chunk headers' clock pairs).
-pub const FLAG_TSC: u64 = 8;
-const CHUNK_HEADER: usize = 48;
+pub mod wire;
+use wire::{
+    CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_EXIT, E_FREE, E_REALLOC, E_STACK, HAS_SITE, K_END,
+    K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, SAME_STAMP,
+};
+pub use wire::{FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC};
 
 /// What one call did, with a realloc split at its two sequence points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

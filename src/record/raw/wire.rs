@@ -1,0 +1,35 @@
+// The raw format's numbers (documented in `preload/src/lib.rs`), the one copy: the preload
+// library `include!`s this file, the reader declares it as the module `record::raw::wire`.
+// Plain items only (no attributes, no `use`): it is compiled in both crates.
+
+/// Every chunk header starts with it.
+pub const MAGIC: u32 = 0x4B43_5346;
+/// Bytes of a chunk header: magic, kind, slot, tid (u32 each), then length, TSC, ns and the
+/// progress mark (u64 each).
+pub const CHUNK_HEADER: usize = 48;
+
+/// Chunk kinds.
+pub const K_HEADER: u32 = 1;
+pub const K_EVENTS: u32 = 2;
+pub const K_MAPS: u32 = 3;
+pub const K_EXEC: u32 = 4;
+pub const K_END: u32 = 5;
+pub const K_SIGNAL: u32 = 6;
+
+/// Event kinds (the head word's low 6 bits).
+pub const E_ALLOC: u64 = 1;
+pub const E_FREE: u64 = 2;
+pub const E_REALLOC: u64 = 3;
+pub const E_EXIT: u64 = 4;
+pub const E_STACK: u64 = 5;
+pub const E_ALIGNED: u64 = 6;
+/// Head bits: the event has no stamp word (its stamp is its chunk's event before), a site.
+pub const SAME_STAMP: u64 = 0x40;
+pub const HAS_SITE: u64 = 0x80;
+
+/// Image header flags.
+pub const FLAG_STACKS: u64 = 1;
+pub const FLAG_FOLLOW: u64 = 2;
+pub const FLAG_NO_UNWINDER: u64 = 4;
+/// Event stamps are TSC ticks (scaled with the chunk headers' clock pairs).
+pub const FLAG_TSC: u64 = 8;
