@@ -56,9 +56,11 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod buf;
+mod cfi;
 mod hooks;
 mod real;
 mod stack;
+mod unwind;
 mod state;
 
 pub use hooks::*;

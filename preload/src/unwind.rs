@@ -1,0 +1,108 @@
+//! The call stack from unwind rules cached per thread by return address: a cached frame is a
+//! hash probe, one or two loads and an add (libunwind's `unw_backtrace` spends 60-80
+//! instructions a frame and 300 more a call). A rule comes from the object's `.eh_frame`
+//! ([`crate::cfi`]) the first time its address is seen; a stack with a frame the rules do not
+//! cover (a signal frame, an expression, no unwind table) is left to libunwind whole.
+
+use crate::cfi::{self, Rule};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Rule cache slots per thread (a power of two), direct-mapped: a clash costs a re-parse.
+pub const CACHE_SLOTS: usize = 1 << 12;
+/// A cached "no rule": the stack goes to libunwind.
+const NO_RULE: u64 = 1;
+/// A frame more than this above the first is taken for a bad rule (libunwind then).
+const MAX_SPAN: u64 = 1 << 28;
+
+#[repr(C)]
+pub struct Slot {
+    ip: u64,
+    rule: u64,
+}
+
+/// The packed rule of [`backtrace`]'s own frame at its one address (0: not known yet).
+static OWN_RULE: AtomicU64 = AtomicU64::new(0);
+/// Bumped when objects were loaded or unloaded: each thread forgets its rules on seeing it.
+pub static RULES_GEN: AtomicU64 = AtomicU64::new(0);
+
+#[inline(always)]
+fn slot_of(ip: u64) -> usize {
+    (ip.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CACHE_SLOTS.trailing_zeros())) as usize
+}
+
+#[inline(always)]
+unsafe fn lookup(cache: *mut Slot, ip: u64) -> Option<Rule> {
+    let s = &mut *cache.add(slot_of(ip));
+    let w = if s.ip == ip && s.rule != 0 {
+        s.rule
+    } else {
+        miss(s, ip)
+    };
+    (w != NO_RULE).then(|| Rule::unpack(w))
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn miss(s: &mut Slot, ip: u64) -> u64 {
+    // A return address: the call is the instruction before it (it may end its function).
+    let w = cfi::rule_at(ip.wrapping_sub(1)).map_or(NO_RULE, Rule::pack);
+    s.ip = ip;
+    s.rule = w;
+    w
+}
+
+/// Forgets the thread's rules (objects were unloaded: their addresses may hold other code).
+pub unsafe fn clear(cache: *mut Slot) {
+    std::ptr::write_bytes(cache, 0, CACHE_SLOTS);
+}
+
+/// Fills `out` (`max` words) with the return addresses from this function's caller outward, as
+/// `unw_backtrace` would from its own; `None`: some frame has no rule, libunwind must.
+#[inline(never)]
+pub unsafe fn backtrace(cache: *mut Slot, out: *mut u64, max: usize) -> Option<usize> {
+    let (ip, mut sp, mut bp): (u64, u64, u64);
+    std::arch::asm!(
+        "lea {0}, [rip]",
+        "mov {1}, rsp",
+        "mov {2}, rbp",
+        out(reg) ip,
+        out(reg) sp,
+        out(reg) bp,
+        options(nomem, nostack, preserves_flags)
+    );
+    let mut w = OWN_RULE.load(Ordering::Relaxed);
+    if w == 0 {
+        // The first frame is at `ip` itself, not after a call.
+        w = cfi::rule_at(ip).map_or(NO_RULE, Rule::pack);
+        OWN_RULE.store(w, Ordering::Relaxed);
+    }
+    if w == NO_RULE {
+        return None;
+    }
+    let mut rule = Rule::unpack(w);
+    let sp0 = sp;
+    let mut n = 0;
+    while n < max {
+        let base = if rule.cfa_rbp { bp } else { sp };
+        let cfa = base.wrapping_add(rule.cfa_off as i64 as u64);
+        // The caller's frame is above this one on the same stack.
+        if cfa <= sp || cfa - sp0 > MAX_SPAN || cfa & 7 != 0 {
+            return None;
+        }
+        let ra = *((cfa - 8) as *const u64);
+        if let Some(off) = rule.rbp_off {
+            bp = *(cfa.wrapping_add(off as i64 as u64) as *const u64);
+        }
+        sp = cfa;
+        if ra == 0 {
+            break;
+        }
+        out.add(n).write(ra);
+        n += 1;
+        rule = lookup(cache, ra)?;
+        if rule.last {
+            break;
+        }
+    }
+    Some(n)
+}
