@@ -8,7 +8,7 @@ use crate::cfi::{self, Rule};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Rule cache slots per thread (a power of two), direct-mapped: a clash costs a re-parse.
-pub const CACHE_SLOTS: usize = 1 << 12;
+pub const CACHE_SLOTS: usize = 1 << 14;
 /// A cached "no rule": the stack goes to libunwind.
 const NO_RULE: u64 = 1;
 /// A frame more than this above the first is taken for a bad rule (libunwind then).
