@@ -9,12 +9,19 @@ use std::path::Path;
 use std::process::Command;
 
 fn programs() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/native_programs"))
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/native_programs"
+    ))
 }
 
 fn checked_record(dir: &Path, source: &str, cflags: &[&str], args: &[&str]) {
     let exe = dir.join(format!("{}{}", source.replace('.', "_"), cflags.join("")));
-    let compiler = if source.ends_with(".cpp") { "g++" } else { "cc" };
+    let compiler = if source.ends_with(".cpp") {
+        "g++"
+    } else {
+        "cc"
+    };
     let built = Command::new(compiler)
         .args(cflags)
         .arg("-pthread")

@@ -168,9 +168,7 @@ unsafe extern "C" fn find_object(
     let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize);
     let base = info.dlpi_addr;
     let inside = phdrs.iter().any(|p| {
-        p.p_type == libc::PT_LOAD
-            && f.pc >= base + p.p_vaddr
-            && f.pc < base + p.p_vaddr + p.p_memsz
+        p.p_type == libc::PT_LOAD && f.pc >= base + p.p_vaddr && f.pc < base + p.p_vaddr + p.p_memsz
     });
     if !inside {
         return 0;

@@ -60,7 +60,7 @@ mod cfi;
 mod hooks;
 mod real;
 mod stack;
-mod unwind;
 mod state;
+mod unwind;
 
 pub use hooks::*;

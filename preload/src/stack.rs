@@ -44,7 +44,10 @@ pub unsafe fn load_unwinder() -> bool {
         policy(*space, UNW_CACHE_PER_THREAD);
     }
     let check = libc::getenv(c"FRAGSIM_STACKS_CHECK".as_ptr());
-    CHECK.store(!check.is_null() && *check == b'1' as libc::c_char, Ordering::Relaxed);
+    CHECK.store(
+        !check.is_null() && *check == b'1' as libc::c_char,
+        Ordering::Relaxed,
+    );
     UNW_BACKTRACE.store(bt as usize, Ordering::Release);
     true
 }
@@ -117,8 +120,9 @@ pub unsafe fn clear(t: *mut StackTable) {
     (*t).next_id = 1;
 }
 
-/// This thread's stack into `out` (`MAX_FRAMES - 1` words), the innermost frame (this
-/// function's, whose address depends on the way taken) left out; the frames' count.
+/// This thread's stack into `out[1..]` (`out` has `MAX_FRAMES` words), the innermost frame
+/// (this function's, whose address depends on the way taken) in `out[0]`, left out of the
+/// count returned.
 #[inline(always)]
 unsafe fn take(t: *mut StackTable, bt: Backtrace, out: *mut u64) -> usize {
     let gen = RULES_GEN.load(Ordering::Relaxed);
@@ -126,9 +130,7 @@ unsafe fn take(t: *mut StackTable, bt: Backtrace, out: *mut u64) -> usize {
         unwind::clear(rules(t));
         (*t).rules_gen = gen;
     }
-    let mut raw = [MaybeUninit::<u64>::uninit(); MAX_FRAMES];
-    let raw = raw.as_mut_ptr() as *mut u64;
-    let fast = unwind::backtrace(rules(t), raw, MAX_FRAMES);
+    let fast = unwind::backtrace(rules(t), out, MAX_FRAMES);
     let n = match fast {
         Some(n) if !CHECK.load(Ordering::Relaxed) => n,
         _ => {
@@ -136,18 +138,16 @@ unsafe fn take(t: *mut StackTable, bt: Backtrace, out: *mut u64) -> usize {
             let m = bt(slow.as_mut_ptr() as *mut *mut c_void, MAX_FRAMES as c_int).max(0);
             let m = m as usize;
             if let Some(n) = fast {
-                let mine = std::slice::from_raw_parts(raw.add(1), n.saturating_sub(1));
+                let mine = std::slice::from_raw_parts(out.add(1), n.saturating_sub(1));
                 if mine != &slow[1.min(m)..m] {
                     check_failed(mine, &slow[1.min(m)..m]);
                 }
             }
-            std::ptr::copy_nonoverlapping(slow.as_ptr(), raw, m);
+            std::ptr::copy_nonoverlapping(slow.as_ptr(), out, m);
             m
         }
     };
-    let n = n.saturating_sub(1);
-    std::ptr::copy_nonoverlapping(raw.add(1), out, n);
-    n
+    n.saturating_sub(1)
 }
 
 #[cold]
@@ -184,10 +184,11 @@ pub unsafe fn capture(ctx: &Ctx) -> u64 {
         return NO_STACK;
     }
     let bt: Backtrace = std::mem::transmute(bt);
-    // words[0..2] are the STACK event's head, the frames follow (only those written are read).
+    // words[0..2] are the STACK event's head (words[1] first holds the dropped innermost
+    // frame), the frames follow (only those written are read).
     let mut words = [MaybeUninit::<u64>::uninit(); MAX_FRAMES + 1];
     let words = words.as_mut_ptr() as *mut u64;
-    let n = take(t, bt, words.add(2));
+    let n = take(t, bt, words.add(1));
     let frames = std::slice::from_raw_parts(words.add(2), n);
     // FNV-1a over the addresses.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ n as u64;

@@ -9,20 +9,50 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Rule cache slots per thread (a power of two), direct-mapped: a clash costs a re-parse.
 pub const CACHE_SLOTS: usize = 1 << 14;
-/// A cached "no rule": the stack goes to libunwind.
-const NO_RULE: u64 = 1;
 /// A frame more than this above the first is taken for a bad rule (libunwind then).
 const MAX_SPAN: u64 = 1 << 28;
 
+/// A slot's `flags`: no rule (the stack goes to libunwind), the CFA from `rbp`, the
+/// outermost frame, `rbp` saved.
+const NONE: u16 = 1;
+const CFA_RBP: u16 = 2;
+const LAST: u16 = 4;
+const RBP_SAVED: u16 = 8;
+
+/// One return address's rule, unpacked (`ip` 0: empty; a return address is never 0).
 #[repr(C)]
+#[derive(Clone, Copy)]
 pub struct Slot {
     ip: u64,
-    rule: u64,
+    cfa_off: i32,
+    rbp_off: i16,
+    flags: u16,
+}
+
+impl Slot {
+    fn of(ip: u64, rule: Option<Rule>) -> Slot {
+        let Some(r) = rule else {
+            return Slot {
+                ip,
+                cfa_off: 0,
+                rbp_off: 0,
+                flags: NONE,
+            };
+        };
+        Slot {
+            ip,
+            cfa_off: r.cfa_off,
+            rbp_off: r.rbp_off.unwrap_or(0),
+            flags: if r.cfa_rbp { CFA_RBP } else { 0 }
+                | if r.last { LAST } else { 0 }
+                | if r.rbp_off.is_some() { RBP_SAVED } else { 0 },
+        }
+    }
 }
 
 /// The packed rule of [`backtrace`]'s own frame at its one address (0: not known yet).
 static OWN_RULE: AtomicU64 = AtomicU64::new(0);
-/// Bumped when objects were loaded or unloaded: each thread forgets its rules on seeing it.
+/// Bumped when objects were unloaded: each thread forgets its rules on seeing it.
 pub static RULES_GEN: AtomicU64 = AtomicU64::new(0);
 
 #[inline(always)]
@@ -31,24 +61,19 @@ fn slot_of(ip: u64) -> usize {
 }
 
 #[inline(always)]
-unsafe fn lookup(cache: *mut Slot, ip: u64) -> Option<Rule> {
+unsafe fn lookup(cache: *mut Slot, ip: u64) -> Slot {
     let s = &mut *cache.add(slot_of(ip));
-    let w = if s.ip == ip && s.rule != 0 {
-        s.rule
-    } else {
-        miss(s, ip)
-    };
-    (w != NO_RULE).then(|| Rule::unpack(w))
+    if s.ip != ip {
+        miss(s, ip);
+    }
+    *s
 }
 
 #[cold]
 #[inline(never)]
-unsafe fn miss(s: &mut Slot, ip: u64) -> u64 {
+unsafe fn miss(s: &mut Slot, ip: u64) {
     // A return address: the call is the instruction before it (it may end its function).
-    let w = cfi::rule_at(ip.wrapping_sub(1)).map_or(NO_RULE, Rule::pack);
-    s.ip = ip;
-    s.rule = w;
-    w
+    *s = Slot::of(ip, cfi::rule_at(ip.wrapping_sub(1)));
 }
 
 /// Forgets the thread's rules (objects were unloaded: their addresses may hold other code).
@@ -73,34 +98,38 @@ pub unsafe fn backtrace(cache: *mut Slot, out: *mut u64, max: usize) -> Option<u
     let mut w = OWN_RULE.load(Ordering::Relaxed);
     if w == 0 {
         // The first frame is at `ip` itself, not after a call.
-        w = cfi::rule_at(ip).map_or(NO_RULE, Rule::pack);
+        w = cfi::rule_at(ip).map_or(1, Rule::pack);
         OWN_RULE.store(w, Ordering::Relaxed);
     }
-    if w == NO_RULE {
+    if w == 1 {
         return None;
     }
-    let mut rule = Rule::unpack(w);
+    let mut rule = Slot::of(ip, Some(Rule::unpack(w)));
     let sp0 = sp;
     let mut n = 0;
     while n < max {
-        let base = if rule.cfa_rbp { bp } else { sp };
+        let base = if rule.flags & CFA_RBP != 0 { bp } else { sp };
         let cfa = base.wrapping_add(rule.cfa_off as i64 as u64);
         // The caller's frame is above this one on the same stack.
-        if cfa <= sp || cfa - sp0 > MAX_SPAN || cfa & 7 != 0 {
+        if cfa <= sp || cfa - sp0 > MAX_SPAN {
             return None;
         }
         let ra = *((cfa - 8) as *const u64);
-        if let Some(off) = rule.rbp_off {
-            bp = *(cfa.wrapping_add(off as i64 as u64) as *const u64);
+        if rule.flags & RBP_SAVED != 0 {
+            bp = *(cfa.wrapping_add(rule.rbp_off as i64 as u64) as *const u64);
         }
         sp = cfa;
+        // An end without an undefined return address: libunwind's way of ending it.
         if ra == 0 {
-            break;
+            return None;
         }
         out.add(n).write(ra);
         n += 1;
-        rule = lookup(cache, ra)?;
-        if rule.last {
+        rule = lookup(cache, ra);
+        if rule.flags & (NONE | LAST) != 0 {
+            if rule.flags & NONE != 0 {
+                return None;
+            }
             break;
         }
     }
