@@ -1,6 +1,6 @@
 //! The call stack from unwind rules cached per thread by return address: a cached frame is a
-//! hash probe, one or two loads and an add (libunwind's `unw_backtrace` spends 60-80
-//! instructions a frame and 300 more a call). A rule comes from the object's `.eh_frame`
+//! hash probe, one or two loads and an add (a stack of the C++ benchmark program: 353
+//! instructions, `unw_backtrace` 1014). A rule comes from the object's `.eh_frame`
 //! ([`crate::cfi`]) the first time its address is seen; a stack with a frame the rules do not
 //! cover (a signal frame, an expression, no unwind table) is left to libunwind whole.
 
