@@ -5,7 +5,10 @@
 //! (expressions, signal frames, other registers, odd encodings) is `None`: the stack is then
 //! taken by libunwind, as before. Allocation-free: it runs inside malloc.
 
+mod program;
+
 use libc::{c_int, c_void};
+use program::{run, Reg, Row, RA, RBP, RSP};
 
 /// How to go from a frame to its caller's.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -46,31 +49,6 @@ impl Rule {
             last: w >> 49 & 1 != 0,
         }
     }
-}
-
-const RBP: u64 = 6;
-const RSP: u64 = 7;
-const RA: u64 = 16;
-
-/// A register's rule while the CFI program runs.
-#[derive(Clone, Copy, PartialEq)]
-enum Reg {
-    Same,
-    Undefined,
-    /// Saved at CFA + this.
-    At(i64),
-    /// Anything else (another register, an expression, a value rule).
-    Other,
-}
-
-#[derive(Clone, Copy)]
-struct Row {
-    /// 0xff: the CFA is an expression or based on another register.
-    cfa_reg: u64,
-    cfa_off: i64,
-    rbp: Reg,
-    rsp: Reg,
-    ra: Reg,
 }
 
 #[derive(Clone, Copy)]
@@ -346,159 +324,4 @@ pub unsafe fn rule_at(pc: u64) -> Option<Rule> {
         rbp_off,
         last,
     })
-}
-
-/// Runs CFI instructions from `loc` until the row covering `pc` (`u64::MAX`: all of them).
-unsafe fn run(
-    r: &mut Reader,
-    c: &Cie,
-    init: Row,
-    mut row: Row,
-    mut loc: u64,
-    pc: u64,
-) -> Option<Row> {
-    let mut saved = [init; 8];
-    let mut depth = 0;
-    let set = |row: &mut Row, reg: u64, rule: Reg| match reg {
-        RBP => row.rbp = rule,
-        RSP => row.rsp = rule,
-        RA => row.ra = rule,
-        _ => {}
-    };
-    let restore = |row: &mut Row, reg: u64| match reg {
-        RBP => row.rbp = init.rbp,
-        RSP => row.rsp = init.rsp,
-        RA => row.ra = init.ra,
-        _ => {}
-    };
-    while r.p < r.end {
-        let op = r.u8()?;
-        let delta = match op >> 6 {
-            1 => Some((op & 0x3f) as u64),
-            2 => {
-                let off = r.uleb()? as i64 * c.data_align;
-                set(&mut row, (op & 0x3f) as u64, Reg::At(off));
-                None
-            }
-            3 => {
-                restore(&mut row, (op & 0x3f) as u64);
-                None
-            }
-            _ => match op {
-                0x00 => None,
-                0x01 => {
-                    let to = r.ptr(c.fde_enc, 0)?;
-                    if to > pc {
-                        return Some(row);
-                    }
-                    loc = to;
-                    None
-                }
-                0x02 => Some(r.u8()? as u64),
-                0x03 => Some(u16::from_le_bytes(r.fixed::<2>()?) as u64),
-                0x04 => Some(u32::from_le_bytes(r.fixed::<4>()?) as u64),
-                0x05 => {
-                    let reg = r.uleb()?;
-                    let off = r.uleb()? as i64 * c.data_align;
-                    set(&mut row, reg, Reg::At(off));
-                    None
-                }
-                0x06 => {
-                    restore(&mut row, r.uleb()?);
-                    None
-                }
-                0x07 => {
-                    set(&mut row, r.uleb()?, Reg::Undefined);
-                    None
-                }
-                0x08 => {
-                    set(&mut row, r.uleb()?, Reg::Same);
-                    None
-                }
-                0x09 => {
-                    let reg = r.uleb()?;
-                    r.uleb()?;
-                    set(&mut row, reg, Reg::Other);
-                    None
-                }
-                0x0a => {
-                    *saved.get_mut(depth)? = row;
-                    depth += 1;
-                    None
-                }
-                0x0b => {
-                    depth = depth.checked_sub(1)?;
-                    // The whole row, the CFA too (as libunwind and libgcc restore it).
-                    row = saved[depth];
-                    None
-                }
-                0x0c => {
-                    row.cfa_reg = r.uleb()?;
-                    row.cfa_off = r.uleb()? as i64;
-                    None
-                }
-                0x0d => {
-                    row.cfa_reg = r.uleb()?;
-                    None
-                }
-                0x0e => {
-                    row.cfa_off = r.uleb()? as i64;
-                    None
-                }
-                0x0f => {
-                    let len = r.uleb()? as usize;
-                    r.p = r.p.add(len);
-                    row.cfa_reg = 0xff;
-                    None
-                }
-                0x10 | 0x16 => {
-                    let reg = r.uleb()?;
-                    let len = r.uleb()? as usize;
-                    r.p = r.p.add(len);
-                    set(&mut row, reg, Reg::Other);
-                    None
-                }
-                0x11 => {
-                    let reg = r.uleb()?;
-                    let off = r.sleb()? * c.data_align;
-                    set(&mut row, reg, Reg::At(off));
-                    None
-                }
-                0x12 => {
-                    row.cfa_reg = r.uleb()?;
-                    row.cfa_off = r.sleb()? * c.data_align;
-                    None
-                }
-                0x13 => {
-                    row.cfa_off = r.sleb()? * c.data_align;
-                    None
-                }
-                0x14 | 0x15 => {
-                    let reg = r.uleb()?;
-                    r.uleb()?;
-                    set(&mut row, reg, Reg::Other);
-                    None
-                }
-                0x2e => {
-                    r.uleb()?;
-                    None
-                }
-                0x2f => {
-                    let reg = r.uleb()?;
-                    let off = -(r.uleb()? as i64) * c.data_align;
-                    set(&mut row, reg, Reg::At(off));
-                    None
-                }
-                _ => return None,
-            },
-        };
-        if let Some(d) = delta {
-            let to = loc.wrapping_add(d.wrapping_mul(c.code_align));
-            if to > pc {
-                return Some(row);
-            }
-            loc = to;
-        }
-    }
-    Some(row)
 }
