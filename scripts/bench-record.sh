@@ -7,6 +7,8 @@
 # Prints a markdown table of median wall and CPU times (RUNS=5 runs each; VALGRIND_RUNS, default
 # RUNS, for the slow valgrind column), ratios to bare, events and trace bytes per event.
 # PYTHON=... picks the interpreter (default python3.11); WORKLOADS="cpp" runs one of them. Needs g++, heaptrack, valgrind.
+# STACKS_ONLY=1 runs only bare, preload --stacks and record --stacks; with BEFORE_LIB=path/to/an
+# older libfragsim_preload.so, the same two with it beside them (a before/after of the recorder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
@@ -69,6 +71,43 @@ record_after() {
     "$convert_raw" "$work"/raw/raw.* "$work/after.trace" ${stacks:+--stacks} &&
     rm -f "$work"/raw/* "$work/after.trace"
 }
+# Only the --stacks columns, with an older recorder library's beside them if given.
+stacks_only() {
+  local before=${BEFORE_LIB:-}
+  echo "Medians of $RUNS runs, the columns in turn run by run, seconds wall / CPU (ratio to bare)."
+  echo
+  echo "| workload | bare | preload --stacks | record --stacks |${before:+ preload --stacks (before) | record --stacks (before) |}"
+  echo "|---|---:|---:|---:|${before:+---:|---:|}"
+  for workload in ${WORKLOADS:-python cpp}; do
+    case $workload in
+      python) cmd=("$python" -c 'd = {str(i): i for i in range(1_000_000)}') ;;
+      cpp) cmd=("$work/threads_map" 100000) ;;
+    esac
+    if [ "$workload" = python ]; then export PYTHONMALLOC=malloc; else unset PYTHONMALLOC; fi
+    mkdir -p "$work/raw"
+    rm -f "$work"/*.times
+    for i in $(seq "$RUNS"); do
+      run bare "${cmd[@]}"
+      run preload_s env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow,stacks "${cmd[@]}"
+      rm -f "$work"/raw/*
+      run stacks "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
+      if [ -n "$before" ]; then
+        run preload_b env LD_PRELOAD="$before" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow,stacks "${cmd[@]}"
+        rm -f "$work"/raw/*
+        run stacks_b env FRAGSIM_PRELOAD="$before" "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
+      fi
+    done
+    read -r bare_w bare_c <<<"$(med bare)"
+    local extra=""
+    [ -n "$before" ] && extra=" $(cell "$(med preload_b)") | $(cell "$(med stacks_b)") |"
+    echo "| $workload | $bare_w / $bare_c | $(cell "$(med preload_s)") | $(cell "$(med stacks)") |$extra"
+  done
+}
+if [ -n "${STACKS_ONLY:-}" ]; then
+  stacks_only
+  exit 0
+fi
+
 echo "Medians of $RUNS runs (valgrind: $VALGRIND_RUNS), the columns in turn run by run, seconds wall / CPU (ratio to bare). 'preload'"
 echo "is the program under the recorder alone; 'record' is all of \`fragsim record\` (run + conversion + trace, converting while"
 echo "the program runs); 'after' is the program under the recorder, then the same conversion once it has exited (as before)."

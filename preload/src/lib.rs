@@ -20,6 +20,8 @@
 //!   program, also after `exec`) records; others only with `follow` in the flags.
 //! - `FRAGSIM_PRELOAD_FLAGS`: comma-separated `stacks`, `follow`, `tsc` (event stamps from
 //!   the TSC; else `CLOCK_MONOTONIC_COARSE`).
+//! - `FRAGSIM_STACKS_CHECK=1` (tests): every stack taken both by the unwind rules and by
+//!   libunwind; the first that differs aborts the program.
 //!
 //! # Raw file format (little endian; all one process, several images if it exec'd)
 //! A sequence of chunks, each a 48-byte header `magic u32 = 0x4B435346 ("FSCK"), kind u32,
@@ -56,10 +58,12 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod buf;
+mod cfi;
 mod hooks;
 mod real;
 mod stack;
 mod state;
+mod unwind;
 /// The raw format's numbers, one copy shared with the reader (`src/record/raw/wire.rs`).
 #[allow(dead_code)]
 mod wire {

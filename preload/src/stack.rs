@@ -1,15 +1,20 @@
-//! Call stacks: libunwind's `unw_backtrace` (loaded with `dlopen(RTLD_LOCAL)` only when
+//! Call stacks: taken from cached unwind rules ([`crate::unwind`]), or where those do not
+//! cover a frame by libunwind's `unw_backtrace` (loaded with `dlopen(RTLD_LOCAL)` only when
 //! stacks are asked for, so its `_Unwind_*` symbols never replace the C++ runtime's), interned
 //! per thread buffer: a stack is written once as a `STACK` event, calls carry its id.
+//! `FRAGSIM_STACKS_CHECK=1` takes every stack both ways and aborts if they differ (tests).
 
 use crate::buf::Ctx;
+use crate::unwind::{self, Slot, CACHE_SLOTS, RULES_GEN};
 use libc::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 type Backtrace = unsafe extern "C" fn(*mut *mut c_void, c_int) -> c_int;
 type CachingPolicy = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
 static UNW_BACKTRACE: AtomicUsize = AtomicUsize::new(0);
+static CHECK: AtomicBool = AtomicBool::new(false);
 const UNW_CACHE_PER_THREAD: c_int = 2;
 const MAX_FRAMES: usize = 64;
 /// Hash slots per table (a power of two); the table stops interning at 3/4 full.
@@ -38,6 +43,11 @@ pub unsafe fn load_unwinder() -> bool {
         let policy: CachingPolicy = std::mem::transmute(policy);
         policy(*space, UNW_CACHE_PER_THREAD);
     }
+    let check = libc::getenv(c"FRAGSIM_STACKS_CHECK".as_ptr());
+    CHECK.store(
+        !check.is_null() && *check == b'1' as libc::c_char,
+        Ordering::Relaxed,
+    );
     UNW_BACKTRACE.store(bt as usize, Ordering::Release);
     true
 }
@@ -55,6 +65,8 @@ pub struct StackTable {
     used_words: usize,
     count: usize,
     next_id: u32,
+    /// [`RULES_GEN`] when the rule cache was last cleared.
+    rules_gen: u64,
 }
 
 const TABLE_HEAD: usize = 64;
@@ -67,9 +79,16 @@ unsafe fn arena(t: *mut StackTable) -> *mut u64 {
     (entries(t) as *mut u8).add(TABLE_SLOTS * std::mem::size_of::<Entry>()) as *mut u64
 }
 
+unsafe fn rules(t: *mut StackTable) -> *mut Slot {
+    arena(t).add(ARENA_WORDS) as *mut Slot
+}
+
 /// A new table (lazily backed memory: only the pages touched count).
 pub unsafe fn new_table() -> *mut StackTable {
-    let bytes = TABLE_HEAD + TABLE_SLOTS * std::mem::size_of::<Entry>() + ARENA_WORDS * 8;
+    let bytes = TABLE_HEAD
+        + TABLE_SLOTS * std::mem::size_of::<Entry>()
+        + ARENA_WORDS * 8
+        + CACHE_SLOTS * std::mem::size_of::<Slot>();
     let mem = libc::mmap(
         std::ptr::null_mut(),
         bytes,
@@ -83,7 +102,14 @@ pub unsafe fn new_table() -> *mut StackTable {
     }
     let t = mem as *mut StackTable;
     (*t).next_id = 1;
+    (*t).rules_gen = RULES_GEN.load(Ordering::Acquire);
     t
+}
+
+/// Makes every thread clear its unwind rule cache before its next stack (objects were
+/// unloaded; libunwind's own caches are kept the same way, at its next miss).
+pub fn forget_rules() {
+    RULES_GEN.fetch_add(1, Ordering::Release);
 }
 
 /// Forgets every stack (a fork child's file must define its stacks again).
@@ -92,6 +118,61 @@ pub unsafe fn clear(t: *mut StackTable) {
     (*t).used_words = 0;
     (*t).count = 0;
     (*t).next_id = 1;
+}
+
+/// This thread's stack into `out[1..]` (`out` has `MAX_FRAMES` words), the innermost frame
+/// (this function's, whose address depends on the way taken) in `out[0]`, left out of the
+/// count returned.
+#[inline(always)]
+unsafe fn take(t: *mut StackTable, bt: Backtrace, out: *mut u64) -> usize {
+    let gen = RULES_GEN.load(Ordering::Relaxed);
+    if (*t).rules_gen != gen {
+        unwind::clear(rules(t));
+        (*t).rules_gen = gen;
+    }
+    let fast = unwind::backtrace(rules(t), out, MAX_FRAMES);
+    let n = match fast {
+        Some(n) if !CHECK.load(Ordering::Relaxed) => n,
+        _ => {
+            let mut slow = [0u64; MAX_FRAMES];
+            let m = bt(slow.as_mut_ptr() as *mut *mut c_void, MAX_FRAMES as c_int).max(0);
+            let m = m as usize;
+            if let Some(n) = fast {
+                let mine = std::slice::from_raw_parts(out.add(1), n.saturating_sub(1));
+                if mine != &slow[1.min(m)..m] {
+                    check_failed(mine, &slow[1.min(m)..m]);
+                }
+            }
+            std::ptr::copy_nonoverlapping(slow.as_ptr(), out, m);
+            m
+        }
+    };
+    n.saturating_sub(1)
+}
+
+#[cold]
+unsafe fn check_failed(mine: &[u64], libunwind: &[u64]) -> ! {
+    let mut line = [0u8; 64 * 17 * 2 + 64];
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        let k = bytes.len().min(line.len() - at);
+        line[at..at + k].copy_from_slice(&bytes[..k]);
+        at += k;
+    };
+    put(b"fragsim-preload: stacks differ:");
+    for (tag, frames) in [(b" rules".as_slice(), mine), (b" libunwind", libunwind)] {
+        put(tag);
+        for &f in frames {
+            let mut hex = *b" 0000000000000000";
+            for i in 0..16 {
+                hex[16 - i] = b"0123456789abcdef"[(f >> (4 * i) & 15) as usize];
+            }
+            put(&hex);
+        }
+    }
+    put(b"\n");
+    libc::write(2, line.as_ptr() as *const c_void, at);
+    libc::abort();
 }
 
 /// The current call stack's id in this thread's table, written as a `STACK` event the
@@ -103,14 +184,12 @@ pub unsafe fn capture(ctx: &Ctx) -> u64 {
         return NO_STACK;
     }
     let bt: Backtrace = std::mem::transmute(bt);
-    // words[0..2] are the STACK event's head, the frames follow.
-    let mut words = [0u64; MAX_FRAMES + 2];
-    let n = bt(
-        words.as_mut_ptr().add(2) as *mut *mut c_void,
-        MAX_FRAMES as c_int,
-    )
-    .max(0) as usize;
-    let frames = &words[2..2 + n];
+    // words[0..2] are the STACK event's head (words[1] first holds the dropped innermost
+    // frame), the frames follow (only those written are read).
+    let mut words = [MaybeUninit::<u64>::uninit(); MAX_FRAMES + 1];
+    let words = words.as_mut_ptr() as *mut u64;
+    let n = take(t, bt, words.add(1));
+    let frames = std::slice::from_raw_parts(words.add(2), n);
     // FNV-1a over the addresses.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ n as u64;
     for &ip in frames {
@@ -147,8 +226,8 @@ pub unsafe fn capture(ctx: &Ctx) -> u64 {
     e.hash = hash;
     e.off = off as u32;
     e.id = id;
-    words[0] = 5 | (n as u64) << 8;
-    words[1] = id as u64;
-    ctx.push(&words[..n + 2]);
+    words.write(5 | (n as u64) << 8);
+    words.add(1).write(id as u64);
+    ctx.push(std::slice::from_raw_parts(words, n + 2));
     id as u64
 }

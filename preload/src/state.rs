@@ -246,9 +246,12 @@ pub fn as_bytes(words: &[u64]) -> &[u8] {
 
 /// `dlpi_adds + dlpi_subs` (objects loaded and unloaded) when the maps were last written.
 static MAPS_GEN: AtomicU64 = AtomicU64::new(u64::MAX);
+/// `dlpi_subs` when last seen: an unloading makes every thread forget its unwind rules.
+static SUBS: AtomicU64 = AtomicU64::new(0);
 
 unsafe extern "C" fn loads(info: *mut libc::dl_phdr_info, _: usize, out: *mut c_void) -> c_int {
-    *(out as *mut u64) = (*info).dlpi_adds.wrapping_add((*info).dlpi_subs);
+    let out = out as *mut [u64; 2];
+    *out = [(*info).dlpi_adds, (*info).dlpi_subs];
     // The counts are the same for every object: the first one is enough.
     1
 }
@@ -262,9 +265,13 @@ pub unsafe fn maps_if_changed() {
     if !STACKS.load(Ordering::Relaxed) {
         return;
     }
-    let mut gen = 0u64;
-    libc::dl_iterate_phdr(Some(loads), &mut gen as *mut u64 as *mut c_void);
+    let mut counts = [0u64; 2];
+    libc::dl_iterate_phdr(Some(loads), &mut counts as *mut [u64; 2] as *mut c_void);
+    let gen = counts[0].wrapping_add(counts[1]);
     if gen != MAPS_GEN.load(Ordering::Acquire) {
+        if SUBS.swap(counts[1], Ordering::Relaxed) != counts[1] {
+            stack::forget_rules();
+        }
         write_maps();
         MAPS_GEN.store(gen, Ordering::Release);
     }
