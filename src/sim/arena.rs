@@ -137,20 +137,21 @@ impl ArenaModel {
         match event {
             Event::Alloc { id, size, align } if align <= 1 && size <= self.small_max => {
                 let i = id as usize;
-                match self.objects.get(i) {
-                    Some(o) if o.extent != NIL => {
-                        return Err(SimError::AllocOfLiveId {
-                            event: self.stats.events,
-                            id,
-                        })
-                    }
-                    Some(_) => {}
-                    None => self.grow_objects(i),
+                if i >= self.objects.len() {
+                    self.grow_objects(i);
+                }
+                // SAFETY: `i < objects.len()`, just ensured; the table never shrinks.
+                if unsafe { self.objects.get_unchecked(i) }.extent != NIL {
+                    return Err(SimError::AllocOfLiveId {
+                        event: self.stats.events,
+                        id,
+                    });
                 }
                 let b = self.bin_index(size);
                 let slab = self.malloc_small(self.stats.events, b)?;
                 // `size <= small_max` fits in the short request field.
-                self.objects[i] = Object {
+                // SAFETY: as above (`malloc_small` does not touch the table).
+                *unsafe { self.objects.get_unchecked_mut(i) } = Object {
                     extent: slab,
                     request: size as u32,
                 };
@@ -174,7 +175,7 @@ impl ArenaModel {
                 } else {
                     u64::from(obj.request)
                 };
-                self.remove(obj.extent);
+                self.remove_from::<false>(obj.extent);
                 self.stats.live_objects -= 1;
                 self.stats.requested_bytes -= request;
                 Ok(())
@@ -450,7 +451,21 @@ impl ArenaModel {
     // Always inlined: the common free is a few instructions, not worth a call.
     #[inline(always)]
     pub(crate) fn remove(&mut self, extent: u32) {
-        let e = self.pac.ext.get_mut(extent);
+        self.remove_from::<true>(extent)
+    }
+
+    /// `remove`; `CHECKED` false skips the bounds check, for the free of an object from
+    /// this arena's own table (see `apply`).
+    #[inline(always)]
+    fn remove_from<const CHECKED: bool>(&mut self, extent: u32) {
+        let e = if CHECKED {
+            self.pac.ext.get_mut(extent)
+        } else {
+            debug_assert!((extent as usize) < self.pac.ext.v.len());
+            // SAFETY: the caller took `extent` from a live object of the table: a slab or
+            // extent record that is in use (records are recycled, never dropped).
+            unsafe { self.pac.ext.v.get_unchecked_mut(extent as usize) }
+        };
         if e.slab {
             e.nfree += 1;
             // A bin index is below 254: through a `u8` it indexes the bins unchecked.

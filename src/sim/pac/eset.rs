@@ -62,14 +62,6 @@ impl Pac {
         self.memo.get(&self.psz, size, true)
     }
 
-    fn eset(&mut self, state: State) -> &mut Eset {
-        match state {
-            State::Dirty => &mut self.dirty,
-            State::Muzzy => &mut self.muzzy,
-            _ => &mut self.retained,
-        }
-    }
-
     pub(super) fn eset_ref(&self, state: State) -> &Eset {
         match state {
             State::Dirty => &self.dirty,
@@ -166,25 +158,27 @@ impl Pac {
         }
         let lg_max_fit = lg_max_fit.min(63);
         let npsizes = self.psz.npsizes();
-        let mut i = self.eset(state).next_nonempty(pind);
+        // The set, the records and the size classes borrowed apart once, not per class.
+        let (psz, ext) = (&self.psz, &mut self.ext);
+        let eset = match state {
+            State::Dirty => &mut self.dirty,
+            State::Muzzy => &mut self.muzzy,
+            _ => &mut self.retained,
+        };
+        let mut i = eset.next_nonempty(pind);
         while i <= npsizes {
-            if self.psz.pind2sz(i) >> lg_max_fit > size {
+            if psz.pind2sz(i) >> lg_max_fit > size {
                 break;
             }
-            let root = self.eset(state).heaps[i].root;
-            if ret == NIL || self.ext.key(root) < ret_key {
-                let eset = match state {
-                    State::Dirty => &mut self.dirty,
-                    State::Muzzy => &mut self.muzzy,
-                    _ => &mut self.retained,
-                };
-                ret = eset.heaps[i].first(&mut self.ext);
-                ret_key = self.ext.key(ret);
+            let root = eset.heaps[i].root;
+            if ret == NIL || ext.key(root) < ret_key {
+                ret = eset.heaps[i].first(ext);
+                ret_key = ext.key(ret);
             }
             if i == npsizes {
                 break;
             }
-            i = self.eset(state).next_nonempty(i + 1);
+            i = eset.next_nonempty(i + 1);
         }
         ret
     }
