@@ -69,7 +69,10 @@ pub(super) fn drive_threads<C: super::Consumer, T>(
             let slot = Arc::new(slot);
             for queue in queues.iter_mut() {
                 // A consumer that stopped (an error) has dropped its end: it takes no more.
-                if queue.as_ref().is_some_and(|q| q.send(Arc::clone(&slot)).is_err()) {
+                if queue
+                    .as_ref()
+                    .is_some_and(|q| q.send(Arc::clone(&slot)).is_err())
+                {
                     *queue = None;
                 }
             }
@@ -82,7 +85,10 @@ pub(super) fn drive_threads<C: super::Consumer, T>(
         drop(queues);
         let failures: Vec<Option<(u64, C::Error)>> = workers
             .into_iter()
-            .map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
             .collect();
         (read, calls, failures)
     });
@@ -126,4 +132,106 @@ fn consume<C: super::Consumer>(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{run, Consumer, RunError, BATCH};
+    use crate::trace::{Call, Event, Record};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Logs what it sees; fails at call `fail_at` if given.
+    struct Log {
+        seen: Vec<(u64, u32)>,
+        exits: Vec<(u32, u64)>,
+        fail_at: Option<u64>,
+        name: usize,
+    }
+
+    impl Consumer for Log {
+        type Error = (usize, u64);
+        fn call(&mut self, index: u64, call: &Call) -> Result<(), (usize, u64)> {
+            if self.fail_at == Some(index) {
+                return Err((self.name, index));
+            }
+            let Event::Free { id } = call.event else {
+                unreachable!()
+            };
+            self.seen.push((index, id));
+            Ok(())
+        }
+        fn thread_exit(&mut self, thread: u32, index: u64) -> Result<(), (usize, u64)> {
+            self.exits.push((thread, index));
+            Ok(())
+        }
+    }
+
+    fn records(n: u32) -> Vec<Result<Record, String>> {
+        let mut out = Vec::new();
+        for id in 0..n {
+            out.push(Ok(Record::Call(Call::plain(Event::Free { id }))));
+            if id % 5000 == 7 {
+                out.push(Ok(Record::ThreadExit {
+                    thread: id,
+                    time_ns: None,
+                }));
+            }
+        }
+        out
+    }
+
+    fn logs(fail: &[Option<u64>]) -> Vec<Log> {
+        (0..fail.len())
+            .map(|name| Log {
+                seen: Vec::new(),
+                exits: Vec::new(),
+                fail_at: fail[name],
+                name,
+            })
+            .collect()
+    }
+
+    /// Every consumer sees every call and exit with the indices one consumer alone sees, and
+    /// progress hears every call once.
+    #[test]
+    fn every_consumer_sees_the_whole_trace_in_order() {
+        let n = 3 * BATCH as u32 + 17;
+        let mut alone = logs(&[None]);
+        run(records(n), &mut alone, &|_| {}).unwrap();
+        let mut many = logs(&[None; 5]);
+        let heard = AtomicU64::new(0);
+        let calls = run(records(n), &mut many, &|k| {
+            heard.fetch_add(k, Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!((calls, heard.into_inner()), (n as u64, n as u64));
+        for log in &many {
+            assert_eq!(log.seen, alone[0].seen);
+            assert_eq!(log.exits, alone[0].exits);
+        }
+    }
+
+    /// The first failure in trace order is reported whichever consumer has it, then the
+    /// first in consumer order; a consumer's failure comes before a read error after it.
+    #[test]
+    fn the_first_error_in_trace_order_wins() {
+        let late = 2 * BATCH as u64 + 5;
+        let early = BATCH as u64 / 2;
+        let mut c = logs(&[Some(late), None, Some(early), Some(early + 1)]);
+        let err = run(records(3 * BATCH as u32), &mut c, &|_| {}).unwrap_err();
+        assert!(matches!(err, RunError::Consumer((2, i)) if i == early));
+        // Same batch: consumer order decides, not the index within the batch.
+        let mut c = logs(&[None, Some(early + 1), Some(early)]);
+        let err = run(records(3 * BATCH as u32), &mut c, &|_| {}).unwrap_err();
+        assert!(matches!(err, RunError::Consumer((1, i)) if i == early + 1));
+        // A read error in the second batch: a failure in the first batch wins, else it.
+        let mut damaged = records(3 * BATCH as u32);
+        damaged.insert(BATCH + 10, Err("bad".to_string()));
+        let mut c = logs(&[None, Some(early)]);
+        let err = run(damaged.clone(), &mut c, &|_| {}).unwrap_err();
+        assert!(matches!(err, RunError::Consumer((1, i)) if i == early));
+        let mut c = logs(&[None, Some(late)]);
+        let err = run(damaged, &mut c, &|_| {}).unwrap_err();
+        assert!(matches!(err, RunError::Trace(ref e) if e == "bad"));
+    }
 }

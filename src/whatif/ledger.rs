@@ -184,7 +184,7 @@ impl Ledger {
     /// Adds object `id` of `size` bytes (aligned to `align`), whose class is `class` of
     /// `usable` bytes ([`Ledger::class_of`]). Inlined, as `remove` and `apply`: they run on
     /// every event of every build, and the calls cost as much as their bodies.
-    #[inline]
+    #[inline(always)]
     fn add(
         &mut self,
         id: ObjectId,
@@ -228,7 +228,7 @@ impl Ledger {
         Ok(class)
     }
 
-    #[inline]
+    #[inline(always)]
     fn remove(&mut self, id: ObjectId) -> Result<Object, LedgerError> {
         let object = match self.objects.get(id as usize) {
             Some(o) if o.class != NO_CLASS => *o,
