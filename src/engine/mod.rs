@@ -1,14 +1,15 @@
 //! The replay engine: one loop reads a trace once and drives any number of consumers (a model
 //! with its observers: peaks, ledger, timeline, a live comparison) in one pass.
 //!
-//! Records are read in batches; each batch goes to every consumer, in parallel (rayon) when
-//! there are several, so the trace is decoded once whatever the number of builds, and the
-//! consumers never wait for one another within a batch. Consumers see the calls in trace order
-//! with their 1-based index; a consumer's error stops the run at the end of that batch, the
-//! first error by consumer order wins.
+//! Records are read in batches; each batch goes to every consumer, each on a thread of its
+//! own when there are several (`pipeline.rs`), so the trace is decoded once whatever the
+//! number of builds, and the consumers never wait for one another. Consumers see the calls in
+//! trace order with their 1-based index; a consumer's error stops the run after that batch,
+//! the first error in trace order (then by consumer order) wins.
+
+mod pipeline;
 
 use crate::trace::{Batch, Call, OpenedTrace, Record, TraceError};
-use rayon::prelude::*;
 use std::convert::Infallible;
 
 /// Records handed to the consumers at a time: large enough that the parallel hand-off costs
@@ -134,12 +135,16 @@ pub fn run_trace<C: Consumer>(
 }
 
 /// The batched loop: `fill` gives the next batch (empty at the end; on an error, the records
-/// before it), every consumer takes it, then a read error stops the run.
+/// before it), every consumer takes it, then a read error stops the run. Several consumers
+/// take the batches on threads of their own ([`pipeline`]).
 fn drive<C: Consumer, T>(
     mut fill: impl FnMut(&mut Batch) -> Result<(), T>,
     consumers: &mut [C],
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<u64, RunError<C::Error, T>> {
+    if consumers.len() > 1 {
+        return pipeline::drive_threads(fill, consumers, progress);
+    }
     let mut batch = Batch::with_capacity(BATCH);
     let mut calls = 0u64;
     loop {
@@ -147,7 +152,9 @@ fn drive<C: Consumer, T>(
         if batch.is_empty() {
             return read.map(|()| calls).map_err(RunError::Trace);
         }
-        feed(&batch, calls + 1, consumers).map_err(RunError::Consumer)?;
+        for consumer in consumers.iter_mut() {
+            feed_one(&batch, calls + 1, consumer).map_err(RunError::Consumer)?;
+        }
         let n = batch.calls().len() as u64;
         calls += n;
         progress(n);
@@ -196,23 +203,15 @@ where
     Ok(calls)
 }
 
-/// One batch to every consumer: the calls between thread exits as slices.
-fn feed<C: Consumer>(batch: &Batch, first: u64, consumers: &mut [C]) -> Result<(), C::Error> {
-    let one = |c: &mut C| -> Result<(), C::Error> {
-        let calls = batch.calls();
-        let mut done = 0;
-        for exit in batch.exits() {
-            c.calls(first + done as u64, &calls[done..exit.after])?;
-            done = exit.after;
-            // The exit's index is the number of calls before it.
-            c.thread_exit_at(exit.thread, first + done as u64 - 1, exit.time_ns)?;
-        }
-        c.calls(first + done as u64, &calls[done..])
-    };
-    if consumers.len() == 1 {
-        return one(&mut consumers[0]);
+/// One batch to one consumer: the calls between thread exits as slices.
+fn feed_one<C: Consumer>(batch: &Batch, first: u64, c: &mut C) -> Result<(), C::Error> {
+    let calls = batch.calls();
+    let mut done = 0;
+    for exit in batch.exits() {
+        c.calls(first + done as u64, &calls[done..exit.after])?;
+        done = exit.after;
+        // The exit's index is the number of calls before it.
+        c.thread_exit_at(exit.thread, first + done as u64 - 1, exit.time_ns)?;
     }
-    // Every consumer runs its batch; the first error in consumer order is the one reported.
-    let results: Vec<Result<(), C::Error>> = consumers.par_iter_mut().map(one).collect();
-    results.into_iter().collect()
+    c.calls(first + done as u64, &calls[done..])
 }

@@ -73,8 +73,6 @@ pub(super) struct Ledger {
     /// Classes the current event changed (at most two), for the caller to read slabs.
     pub changed: [u32; 2],
     pub live_large: u64,
-    pub requested: u64,
-    pub usable: u64,
 }
 
 impl Ledger {
@@ -109,8 +107,6 @@ impl Ledger {
             is_touched: vec![false; n],
             changed: [NO_CLASS; 2],
             live_large: 0,
-            requested: 0,
-            usable: 0,
         }
     }
 
@@ -146,6 +142,7 @@ impl Ledger {
         plain(size.max(large_min))
     }
 
+    #[inline]
     fn class_of(&self, size: u64, align: u64) -> Result<(u64, u32), LedgerError> {
         // Most events: an unaligned small request, its class read straight from the table
         // (what `usable_of` then the lookup below would find: the least class >= the request).
@@ -176,6 +173,7 @@ impl Ledger {
         }
     }
 
+    #[inline]
     fn touch(&mut self, class: u32) {
         if !self.is_touched[class as usize] {
             self.is_touched[class as usize] = true;
@@ -184,7 +182,9 @@ impl Ledger {
     }
 
     /// Adds object `id` of `size` bytes (aligned to `align`), whose class is `class` of
-    /// `usable` bytes ([`Ledger::class_of`]).
+    /// `usable` bytes ([`Ledger::class_of`]). Inlined, as `remove` and `apply`: they run on
+    /// every event of every build, and the calls cost as much as their bodies.
+    #[inline(always)]
     fn add(
         &mut self,
         id: ObjectId,
@@ -224,12 +224,11 @@ impl Ledger {
         if c >= self.nbins {
             self.live_large += 1;
         }
-        self.requested += size;
-        self.usable += usable;
         self.touch(class);
         Ok(class)
     }
 
+    #[inline(always)]
     fn remove(&mut self, id: ObjectId) -> Result<Object, LedgerError> {
         let object = match self.objects.get(id as usize) {
             Some(o) if o.class != NO_CLASS => *o,
@@ -245,14 +244,13 @@ impl Ledger {
         if c >= self.nbins {
             self.live_large -= 1;
         }
-        self.requested -= object.size;
-        self.usable -= usable;
         self.touch(object.class);
         Ok(object)
     }
 
     /// Accounts for one event. A realloc that lands in another class counts as an allocation
     /// of that class (jemalloc allocates a new region for it); one that stays is not counted.
+    #[inline]
     pub fn apply(&mut self, event: Event) -> Result<(), LedgerError> {
         self.changed = [NO_CLASS; 2];
         match event {

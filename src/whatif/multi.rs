@@ -1,10 +1,10 @@
 //! Every build of a what-if run from one read of the trace: the engine (`crate::engine`) feeds
-//! each batch of events to every build's model in parallel.
+//! each batch of events to every build's model, each build on a thread of its own.
 
 use super::builds::Build;
 use super::replay::{BuildReplay, BuildRun, ReplayError, ReplayOptions, WhatifModel};
-use crate::engine::{run, RunError};
-use crate::trace::{Call, Event, Record};
+use crate::engine::{run, run_trace, RunError};
+use crate::trace::{Call, Event, OpenedTrace, Record};
 
 /// Replays the events `open_events` yields under every build; rows keep the order of
 /// `builds`. `progress` hears events done, summed over builds.
@@ -20,17 +20,46 @@ where
     I: IntoIterator<Item = Result<Event, E>>,
     E: std::error::Error + Send + Sync + 'static,
 {
-    let mut runs = builds
-        .iter()
-        .map(|build| BuildRun::new(build, new_arena(build)?, options))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut runs = new_runs(builds, new_arena, options)?;
     let records = open_events()?
         .into_iter()
         .map(|e| e.map(|e| Record::Call(Call::plain(e))));
     let n = builds.len() as u64;
-    run(records, &mut runs, &|done| progress(done * n)).map_err(|e| match e {
+    run(records, &mut runs, &|done| progress(done * n)).map_err(run_error)?;
+    Ok(runs.into_iter().map(BuildRun::finish).collect())
+}
+
+/// [`replay_builds`] over the trace `open` opens, decoded a batch at a time straight into the
+/// engine's buffers (`crate::engine::run_trace`): the same rows and errors, a cheaper read.
+pub fn replay_opened<A: WhatifModel + Send>(
+    builds: &[Build],
+    new_arena: impl Fn(&Build) -> Result<A, ReplayError>,
+    open: impl FnOnce() -> Result<OpenedTrace, ReplayError>,
+    options: ReplayOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<BuildReplay>, ReplayError> {
+    let mut runs = new_runs(builds, new_arena, options)?;
+    let n = builds.len() as u64;
+    run_trace(open()?, &mut runs, &|done| progress(done * n)).map_err(run_error)?;
+    Ok(runs.into_iter().map(BuildRun::finish).collect())
+}
+
+fn new_runs<A: WhatifModel>(
+    builds: &[Build],
+    new_arena: impl Fn(&Build) -> Result<A, ReplayError>,
+    options: ReplayOptions,
+) -> Result<Vec<BuildRun<A>>, ReplayError> {
+    builds
+        .iter()
+        .map(|build| BuildRun::new(build, new_arena(build)?, options))
+        .collect()
+}
+
+fn run_error<T: std::error::Error + Send + Sync + 'static>(
+    e: RunError<ReplayError, T>,
+) -> ReplayError {
+    match e {
         RunError::Trace(e) => ReplayError::Trace(Box::new(e)),
         RunError::Consumer(e) => e,
-    })?;
-    Ok(runs.into_iter().map(BuildRun::finish).collect())
+    }
 }

@@ -254,7 +254,9 @@ impl<A: WhatifModel> BuildRun<A> {
         })
     }
 
-    /// Event number `count` (1-based; the next call gets `count + 1`).
+    /// Event number `count` (1-based; the next call gets `count + 1`). Inlined into the
+    /// engine's loop over a batch (`Consumer::calls`): it runs on every event of every build.
+    #[inline]
     pub fn apply(&mut self, count: u64, event: Event) -> Result<(), ReplayError> {
         self.count = count;
         match event {
@@ -341,6 +343,7 @@ impl<A: WhatifModel> BuildRun<A> {
 impl<A: WhatifModel + Send> crate::engine::Consumer for BuildRun<A> {
     type Error = ReplayError;
 
+    #[inline]
     fn call(&mut self, index: u64, call: &crate::trace::Call) -> Result<(), ReplayError> {
         self.apply(index, call.event)
     }

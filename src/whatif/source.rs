@@ -2,7 +2,7 @@
 //! call.
 
 use super::builds::Build;
-use super::multi::replay_builds;
+use super::multi::replay_opened;
 use super::replay::{BuildReplay, ReplayError, ReplayOptions, SlabTurnover, Totals, WhatifModel};
 use crate::sim::{ArenaModel, SimError};
 pub use crate::trace::EventStream;
@@ -64,8 +64,8 @@ pub fn trace_events(path: &Path) -> Result<u64, ReplayError> {
     Ok(count)
 }
 
-/// Replays the trace at `path` under every build with [`crate::sim::ArenaModel`], one rayon task
-/// per build; rows keep the order of `builds`. `progress` hears events done, summed over
+/// Replays the trace at `path` under every build with [`crate::sim::ArenaModel`], each build on
+/// a thread of its own, from one read of the trace; rows keep the order of `builds`. `progress` hears events done, summed over
 /// builds (the total is `builds.len() * header.events`).
 pub fn replay_trace(
     path: &Path,
@@ -73,7 +73,7 @@ pub fn replay_trace(
     options: ReplayOptions,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<BuildReplay>, ReplayError> {
-    replay_builds(
+    replay_opened(
         builds,
         |build| {
             ArenaModel::new(build.config).map_err(|e| ReplayError::Model {
@@ -81,7 +81,7 @@ pub fn replay_trace(
                 source: Box::new(e),
             })
         },
-        || open_events(path),
+        || crate::trace::open(path).map_err(trace_error),
         options,
         progress,
     )
