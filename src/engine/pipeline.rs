@@ -17,6 +17,11 @@ use std::sync::Arc;
 /// Batches a consumer's queue holds beyond the one it works on.
 const AHEAD: usize = 4;
 
+/// At most this many consumer threads: beyond it consumers share a thread, taking each batch
+/// in turn (an advise grid of a hundred settings must not start a hundred threads). More
+/// threads than cores is deliberate below it: the system shares the cores out among them.
+const MAX_THREADS: usize = 16;
+
 /// One decoded batch, shared by every consumer's thread.
 struct Slot {
     batch: Batch,
@@ -29,23 +34,26 @@ struct Slot {
 }
 
 /// Feeds the batches `fill` gives to every consumer (at least two), each on a thread of its
-/// own; returns the number of calls, as the barrier loop would.
+/// own (up to [`MAX_THREADS`], then a few to a thread); returns the number of calls, as the
+/// barrier loop would.
 pub(super) fn drive_threads<C: super::Consumer, T>(
     mut fill: impl FnMut(&mut Batch) -> Result<(), T>,
     consumers: &mut [C],
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<u64, RunError<C::Error, T>> {
-    let n = consumers.len();
+    let per_thread = consumers.len().div_ceil(MAX_THREADS);
+    let n = consumers.len().div_ceil(per_thread);
     // The earliest batch any consumer failed on (u64::MAX: none yet): no one needs later ones.
     let stop = AtomicU64::new(u64::MAX);
     let (read, calls, failures) = std::thread::scope(|scope| {
         let mut queues = Vec::with_capacity(n);
         let mut workers = Vec::with_capacity(n);
-        for consumer in consumers.iter_mut() {
+        for (k, group) in consumers.chunks_mut(per_thread).enumerate() {
             let (tx, rx) = sync_channel::<Arc<Slot>>(AHEAD);
             queues.push(Some(tx));
             let stop = &stop;
-            workers.push(scope.spawn(move || consume(consumer, rx, stop, progress)));
+            let first = k * per_thread;
+            workers.push(scope.spawn(move || consume(group, first, rx, stop, progress)));
         }
         let mut spare: Vec<Arc<Slot>> = Vec::new();
         let mut calls = 0u64;
@@ -83,7 +91,7 @@ pub(super) fn drive_threads<C: super::Consumer, T>(
         };
         // The consumers finish the batches they were given, then see their queue close.
         drop(queues);
-        let failures: Vec<Option<(u64, C::Error)>> = workers
+        let failures: Vec<Option<(u64, usize, C::Error)>> = workers
             .into_iter()
             .map(|w| {
                 w.join()
@@ -95,8 +103,7 @@ pub(super) fn drive_threads<C: super::Consumer, T>(
     // The first error in trace order, then in consumer order.
     let first = failures
         .into_iter()
-        .enumerate()
-        .filter_map(|(i, f)| f.map(|(seq, e)| (seq, i, e)))
+        .flatten()
         .min_by_key(|&(seq, i, _)| (seq, i));
     if let Some((_, _, e)) = first {
         return Err(RunError::Consumer(e));
@@ -111,21 +118,26 @@ fn reusable(spare: &mut Vec<Arc<Slot>>) -> Option<Slot> {
     Arc::into_inner(spare.swap_remove(i))
 }
 
-/// One consumer's thread: every batch in order until the queue closes, an error, or a batch
-/// past one another consumer failed on (the run stops there).
+/// One thread's consumers (`group`, the first of them consumer number `first`): every batch
+/// in order, to each of them in turn, until the queue closes, an error, or a batch past one
+/// another consumer failed on (the run stops there). Its error: the batch, the consumer's
+/// number, the error. After its first error nothing later in trace order can come first.
 fn consume<C: super::Consumer>(
-    consumer: &mut C,
+    group: &mut [C],
+    first: usize,
     queue: Receiver<Arc<Slot>>,
     stop: &AtomicU64,
     progress: &(dyn Fn(u64) + Sync),
-) -> Option<(u64, C::Error)> {
+) -> Option<(u64, usize, C::Error)> {
     for slot in queue {
         if slot.seq > stop.load(Ordering::Acquire) {
             return None;
         }
-        if let Err(e) = feed_one(&slot.batch, slot.first, consumer) {
-            stop.fetch_min(slot.seq, Ordering::AcqRel);
-            return Some((slot.seq, e));
+        for (j, consumer) in group.iter_mut().enumerate() {
+            if let Err(e) = feed_one(&slot.batch, slot.first, consumer) {
+                stop.fetch_min(slot.seq, Ordering::AcqRel);
+                return Some((slot.seq, first + j, e));
+            }
         }
         if slot.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
             progress(slot.batch.calls().len() as u64);
@@ -233,5 +245,27 @@ mod tests {
         let mut c = logs(&[None, Some(late)]);
         let err = run(damaged, &mut c, &|_| {}).unwrap_err();
         assert!(matches!(err, RunError::Trace(ref e) if e == "bad"));
+    }
+
+    /// More consumers than threads: they share threads, and still each sees the whole trace
+    /// and the first failure in trace order, then consumer order, is reported.
+    #[test]
+    fn consumers_beyond_the_thread_cap_share_threads_alike() {
+        let n = 2 * BATCH as u32 + 3;
+        let mut alone = logs(&[None]);
+        run(records(n), &mut alone, &|_| {}).unwrap();
+        let count = 3 * super::MAX_THREADS + 1;
+        let mut many = logs(&vec![None; count]);
+        assert_eq!(run(records(n), &mut many, &|_| {}).unwrap(), n as u64);
+        assert!(many.iter().all(|log| log.seen == alone[0].seen));
+        // Two in the same group (4 a thread here) and one in another, same batch.
+        let mut fail = vec![None; count];
+        let early = BATCH as u64 / 3;
+        fail[count - 1] = Some(early);
+        fail[6] = Some(early + 2);
+        fail[5] = Some(early + 1);
+        let mut c = logs(&fail);
+        let err = run(records(n), &mut c, &|_| {}).unwrap_err();
+        assert!(matches!(err, RunError::Consumer((5, i)) if i == early + 1));
     }
 }
