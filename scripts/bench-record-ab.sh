@@ -18,33 +18,12 @@ trap 'rm -rf "$work"' EXIT
 g++ -O2 -pthread -o "$work/threads_map" tests/native_programs/threads_map.cpp
 python=$("$PYTHON" -c 'import sys; print(sys.executable)')
 
-timed() {
-  local t
-  t=$( { TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>"$work/stderr"; } 2>&1 ) || {
-    cat "$work/stderr" >&2
-    return 1
-  }
-  awk '{printf "%.3f %.3f\n", $1, $2 + $3}' <<<"$t"
-}
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-run() {
-  local col=$1
-  shift
-  timed "$@" >>"$work/$col.times"
-}
-med() { echo "$(cut -d' ' -f1 "$work/$1.times" | median) $(cut -d' ' -f2 "$work/$1.times" | median)"; }
-cell() {
-  read -r w c <<<"$1"
-  printf '%s (%.2fx) / %s (%.2fx)' "$w" "$(bc -l <<<"$w / $bare_w")" "$c" "$(bc -l <<<"$c / $bare_c")"
-}
+source scripts/bench-common.sh
+
 echo "| workload | bare | record (baseline) | record | record --stacks (baseline) | record --stacks | conversion CPU s (baseline) | conversion CPU s |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for workload in ${WORKLOADS:-python cpp}; do
-  case $workload in
-    python) cmd=("$python" -c 'd = {str(i): i for i in range(1_000_000)}') ;;
-    cpp) cmd=("$work/threads_map" 100000) ;;
-  esac
-  if [ "$workload" = python ]; then export PYTHONMALLOC=malloc; else unset PYTHONMALLOC; fi
+  workload_cmd "$workload"
   rm -rf "$work"/*.times "$work/raw"
   mkdir -p "$work/raw"
   env LD_PRELOAD="$B/libfragsim_preload.so" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow "${cmd[@]}" >/dev/null

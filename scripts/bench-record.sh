@@ -29,36 +29,7 @@ g++ -O2 -pthread -o "$work/threads_map" tests/native_programs/threads_map.cpp
 # The interpreter itself, not a wrapper script (pyenv's shims run several processes).
 python=$("$PYTHON" -c 'import sys; print(sys.executable)')
 
-# "WALL CPU" seconds of one run of "$@" (CPU: user + sys of it and its children), output
-# discarded. The machine may be shared: CPU time is the steadier figure, wall what a user sees.
-timed() {
-  local t
-  t=$( { TIMEFORMAT='%R %U %S'; time "$@" >/dev/null 2>"$work/stderr"; } 2>&1 ) || {
-    cat "$work/stderr" >&2
-    return 1
-  }
-  awk '{printf "%.3f %.3f\n", $1, $2 + $3}' <<<"$t"
-}
-
-median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
-
-# One more run of "$@" into column $1's times.
-run() {
-  local col=$1
-  shift
-  timed "$@" >>"$work/$col.times"
-}
-
-# "WALL CPU" medians of column $1's runs
-med() {
-  echo "$(cut -d' ' -f1 "$work/$1.times" | median) $(cut -d' ' -f2 "$work/$1.times" | median)"
-}
-
-# "WALL (RATIO) / CPU (RATIO)" against the bare medians
-cell() {
-  read -r w c <<<"$1"
-  printf '%s (%.2fx) / %s (%.2fx)' "$w" "$(bc -l <<<"$w / $bare_w")" "$c" "$(bc -l <<<"$c / $bare_c")"
-}
+source scripts/bench-common.sh
 
 lib=$PWD/target/release/libfragsim_preload.so
 
@@ -71,6 +42,13 @@ record_after() {
     "$convert_raw" "$work"/raw/raw.* "$work/after.trace" ${stacks:+--stacks} &&
     rm -f "$work"/raw/* "$work/after.trace"
 }
+# One run into column $1 of the program under recorder library $2 with flags $3 alone (no
+# conversion); its raw files are removed after.
+preload_run() {
+  local col=$1 library=$2 flags=$3
+  run "$col" env LD_PRELOAD="$library" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS="$flags" "${cmd[@]}"
+  rm -f "$work"/raw/*
+}
 # Only the --stacks columns, with an older recorder library's beside them if given.
 stacks_only() {
   local before=${BEFORE_LIB:-}
@@ -79,21 +57,15 @@ stacks_only() {
   echo "| workload | bare | preload --stacks | record --stacks |${before:+ preload --stacks (before) | record --stacks (before) |}"
   echo "|---|---:|---:|---:|${before:+---:|---:|}"
   for workload in ${WORKLOADS:-python cpp}; do
-    case $workload in
-      python) cmd=("$python" -c 'd = {str(i): i for i in range(1_000_000)}') ;;
-      cpp) cmd=("$work/threads_map" 100000) ;;
-    esac
-    if [ "$workload" = python ]; then export PYTHONMALLOC=malloc; else unset PYTHONMALLOC; fi
+    workload_cmd "$workload"
     mkdir -p "$work/raw"
     rm -f "$work"/*.times
     for i in $(seq "$RUNS"); do
       run bare "${cmd[@]}"
-      run preload_s env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow,stacks "${cmd[@]}"
-      rm -f "$work"/raw/*
+      preload_run preload_s "$lib" follow,stacks
       run stacks "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
       if [ -n "$before" ]; then
-        run preload_b env LD_PRELOAD="$before" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow,stacks "${cmd[@]}"
-        rm -f "$work"/raw/*
+        preload_run preload_b "$before" follow,stacks
         run stacks_b env FRAGSIM_PRELOAD="$before" "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
       fi
     done
@@ -115,23 +87,15 @@ echo
 echo "| workload | bare | preload | record | after | preload --stacks | record --stacks | after --stacks | heaptrack -r | valgrind (record --with valgrind) | events | bytes/event | bytes/event --stacks |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for workload in ${WORKLOADS:-python cpp}; do
-  case $workload in
-    # PYTHONMALLOC through the environment, not `env`: valgrind and heaptrack would trace
-    # `env` alone (they do not follow its exec).
-    python) cmd=("$python" -c 'd = {str(i): i for i in range(1_000_000)}') ;;
-    cpp) cmd=("$work/threads_map" 100000) ;;
-  esac
-  if [ "$workload" = python ]; then export PYTHONMALLOC=malloc; else unset PYTHONMALLOC; fi
+  workload_cmd "$workload"
   mkdir -p "$work/raw"
   rm -f "$work"/*.times
   # The columns take turns, run by run (bare, preload, ..., bare, preload, ...), so a change
   # in the machine's load between runs touches every column alike.
   for i in $(seq "$RUNS"); do
     run bare "${cmd[@]}"
-    run preload env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow "${cmd[@]}"
-    rm -f "$work"/raw/*
-    run preload_s env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow,stacks "${cmd[@]}"
-    rm -f "$work"/raw/*
+    preload_run preload "$lib" follow
+    preload_run preload_s "$lib" follow,stacks
     run native "$fragsim" record -o "$work/t.trace" -- "${cmd[@]}"
     summary=$(grep '^recorded' "$work/stderr")
     run after record_after "" "${cmd[@]}"

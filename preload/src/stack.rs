@@ -226,7 +226,7 @@ pub unsafe fn capture(ctx: &Ctx) -> u64 {
     e.hash = hash;
     e.off = off as u32;
     e.id = id;
-    words.write(5 | (n as u64) << 8);
+    words.write(crate::wire::E_STACK | (n as u64) << 8);
     words.add(1).write(id as u64);
     ctx.push(std::slice::from_raw_parts(words, n + 2));
     id as u64
