@@ -119,9 +119,8 @@ for workload in ${WORKLOADS:-python cpp}; do
   after=$(med after)
   after_s=$(med after_s)
   heaptrack=$(med heaptrack)
-  valgrind=$(med valgrind)
   # VALGRIND_RUNS=0 leaves the slow column out.
   valgrind_cell="not run"
-  [ -s "$work/valgrind.times" ] && valgrind_cell=$(cell "$valgrind")
+  [ -s "$work/valgrind.times" ] && valgrind_cell=$(cell "$(med valgrind)")
   echo "| $workload | $bare_w / $bare_c | $(cell "$preload") | $(cell "$native") | $(cell "$after") | $(cell "$preload_s") | $(cell "$stacks") | $(cell "$after_s") | $(cell "$heaptrack") | $valgrind_cell | $events | $bpe | $bpe_stacks |"
 done
