@@ -42,7 +42,7 @@ impl MatrixOptions {
     }
 
     /// The children one strategy runs as: (how many, builds each). `Vec<Vec<i32>>` runs as
-    /// children of [`GENERAL_BUILDS`] builds, as many as make about `workload.runs` builds.
+    /// children of `GENERAL_BUILDS` (2) builds, as many as make about `workload.runs` builds.
     pub fn children(&self, strategy: TimedStrategy) -> (usize, usize) {
         let runs = self.workload.runs;
         match strategy {
