@@ -54,9 +54,10 @@ pub fn encode_record(out: &mut Vec<u8>, record: &Record, fields: Fields, st: &mu
     match record {
         Record::Call(call) => encode_call(out, call, fields, st),
         Record::ThreadExit { thread, time_ns } => {
-            switch_to(out, *thread, st);
-            put_varint(out, KIND_EXIT);
-            put_time(out, *time_ns, fields, st);
+            let mut put = |v| put_varint(out, v);
+            switch_to(&mut put, *thread, st);
+            put(KIND_EXIT);
+            put_time(&mut put, *time_ns, fields, st);
         }
         Record::Site { id, frames } => {
             put_varint(out, (*id as u64) << 3 | KIND_SITE);
@@ -105,10 +106,7 @@ pub fn encode_call(out: &mut Vec<u8>, call: &Call, fields: Fields, st: &mut Code
         spare[n].write(v as u8);
         n += 1;
     };
-    if call.thread != st.thread {
-        put((call.thread as u64) << 3 | KIND_SWITCH);
-        st.thread = call.thread;
-    }
+    switch_to(&mut put, call.thread, st);
     let id = call.event.id();
     let tag = |kind: u64| zigzag(id as i64 - st.prev_id as i64) << 3 | kind;
     let free = match call.event {
@@ -137,29 +135,28 @@ pub fn encode_call(out: &mut Vec<u8>, call: &Call, fields: Fields, st: &mut Code
     if fields.sites && !free {
         put(call.site.map_or(0, |s| s as u64 + 1));
     }
-    if fields.times {
-        // A call without a time (before a text trace's first `T` line) is at the last time.
-        let t = call.time_ns.unwrap_or(st.time_ns);
-        put(t - st.time_ns);
-        st.time_ns = t;
-    }
+    put_time(&mut put, call.time_ns, fields, st);
     // SAFETY: the first n bytes of the spare capacity were just written (n <= MAX_CALL: at
     // most six varints of at most 10 bytes).
     unsafe { out.set_len(len + n) };
 }
 
-fn switch_to(out: &mut Vec<u8>, thread: u32, st: &mut CodecState) {
+/// The thread switch before a record of `thread`, if it is not the current one; `put` writes
+/// a varint (to a vector, or to room `encode_call` reserved).
+#[inline(always)]
+fn switch_to(put: &mut impl FnMut(u64), thread: u32, st: &mut CodecState) {
     if thread != st.thread {
-        put_varint(out, (thread as u64) << 3 | KIND_SWITCH);
+        put((thread as u64) << 3 | KIND_SWITCH);
         st.thread = thread;
     }
 }
 
-fn put_time(out: &mut Vec<u8>, time_ns: Option<u64>, fields: Fields, st: &mut CodecState) {
+#[inline(always)]
+fn put_time(put: &mut impl FnMut(u64), time_ns: Option<u64>, fields: Fields, st: &mut CodecState) {
     if fields.times {
         // A call without a time (before a text trace's first `T` line) is at the last time.
         let t = time_ns.unwrap_or(st.time_ns);
-        put_varint(out, t - st.time_ns);
+        put(t - st.time_ns);
         st.time_ns = t;
     }
 }
