@@ -25,7 +25,7 @@ pub struct ReportArgs {
     /// Builds per strategy in the bump-arena timing (at least 2 are run: one cold, the rest
     /// warm; the reused arena's child runs at least 6, as it grows in builds 2 and 3;
     /// `Vec<Vec<i32>>` runs as children of two builds each).
-    #[arg(long, default_value_t = 4, value_parser = at_least_one)]
+    #[arg(long, default_value_t = ReportOptions::DEFAULT_BUMP_ARENA_RUNS, value_parser = at_least_one)]
     arena_runs: usize,
     /// Skip the seed's C++ program in the bump-arena timing.
     #[arg(long)]

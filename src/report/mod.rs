@@ -81,13 +81,17 @@ pub struct ReportOptions {
 }
 
 impl ReportOptions {
+    /// Builds per strategy in the bump-arena timing unless asked otherwise (`report
+    /// --arena-runs`): one cold, three warm.
+    pub const DEFAULT_BUMP_ARENA_RUNS: usize = 4;
+
     pub fn new(out: PathBuf) -> Self {
         ReportOptions {
             out,
             sweep: SweepSpec::default(),
             validate: ValidateOptions::reduced(),
             bump_arena: BumpArenaSpec::seed(),
-            bump_arena_runs: 4,
+            bump_arena_runs: Self::DEFAULT_BUMP_ARENA_RUNS,
             fragsim_exe: None,
             programs: Some(programs::ProgramsOptions::new(Path::new(env!(
                 "CARGO_MANIFEST_DIR"
