@@ -46,6 +46,15 @@ fn checked_record(dir: &Path, source: &str, cflags: &[&str], args: &[&str]) {
         out.status.success() && !stderr.contains("stacks differ"),
         "{source} {cflags:?}: {stderr}"
     );
+    // The check passes trivially if every stack went to libunwind: the rules must have
+    // taken some (the programs' own frames all have plain unwind rules).
+    let by_rules: u64 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("fragsim-preload: stacks checked: "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{source} {cflags:?}: no check summary in {stderr}"));
+    assert!(by_rules > 0, "{source} {cflags:?}: {stderr}");
 }
 
 #[test]

@@ -8,13 +8,17 @@ use crate::buf::Ctx;
 use crate::unwind::{self, Slot, CACHE_SLOTS, RULES_GEN};
 use libc::{c_int, c_void};
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 type Backtrace = unsafe extern "C" fn(*mut *mut c_void, c_int) -> c_int;
 type CachingPolicy = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
 static UNW_BACKTRACE: AtomicUsize = AtomicUsize::new(0);
 static CHECK: AtomicBool = AtomicBool::new(false);
+/// Under the check: stacks the rules took (each found equal to libunwind's), and stacks only
+/// libunwind could take, for [`report_check`].
+static CHECKED_BY_RULES: AtomicU64 = AtomicU64::new(0);
+static CHECKED_BY_LIBUNWIND: AtomicU64 = AtomicU64::new(0);
 const UNW_CACHE_PER_THREAD: c_int = 2;
 const MAX_FRAMES: usize = 64;
 /// Hash slots per table (a power of two); the table stops interning at 3/4 full.
@@ -142,12 +146,51 @@ unsafe fn take(t: *mut StackTable, bt: Backtrace, out: *mut u64) -> usize {
                 if mine != &slow[1.min(m)..m] {
                     check_failed(mine, &slow[1.min(m)..m]);
                 }
+                CHECKED_BY_RULES.fetch_add(1, Ordering::Relaxed);
+            } else if CHECK.load(Ordering::Relaxed) {
+                CHECKED_BY_LIBUNWIND.fetch_add(1, Ordering::Relaxed);
             }
             std::ptr::copy_nonoverlapping(slow.as_ptr(), out, m);
             m
         }
     };
     n.saturating_sub(1)
+}
+
+/// Under `FRAGSIM_STACKS_CHECK=1`, at the image's end: one line on standard error saying how
+/// many stacks the rules took (each equal to libunwind's) and how many libunwind alone, so a
+/// test can tell that the rules were used at all.
+pub unsafe fn report_check() {
+    if !CHECK.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut line = [0u8; 128];
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        line[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    let decimal = |mut v: u64| {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        (digits, i)
+    };
+    put(b"fragsim-preload: stacks checked: ");
+    let (d, i) = decimal(CHECKED_BY_RULES.load(Ordering::Relaxed));
+    put(&d[i..]);
+    put(b" by the rules, ");
+    let (d, i) = decimal(CHECKED_BY_LIBUNWIND.load(Ordering::Relaxed));
+    put(&d[i..]);
+    put(b" by libunwind alone\n");
+    libc::write(2, line.as_ptr() as *const c_void, at);
 }
 
 #[cold]

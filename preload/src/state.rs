@@ -335,6 +335,7 @@ pub unsafe fn finish() {
         LOST_BYTES.load(Ordering::Relaxed),
     ];
     chunk(K_END, 0, 0, as_bytes(&words));
+    crate::stack::report_check();
 }
 
 /// The image is about to be replaced: write what the threads have (if the exec fails,
