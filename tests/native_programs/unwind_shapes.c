@@ -21,7 +21,9 @@ __attribute__((noinline)) void *with_vla(int n) {
 __attribute__((noinline)) int deep(int depth) {
     if (depth == 0) {
         free(with_vla(17));
-        free(malloc(33));
+        /* Through the volatile sink: a malloc freed at once is elided at -O2. */
+        sink = malloc(33);
+        free(sink);
         return 1;
     }
     return deep(depth - 1) + 1;
@@ -29,7 +31,8 @@ __attribute__((noinline)) int deep(int depth) {
 
 static void handler(int sig) {
     (void)sig;
-    free(malloc(4321));
+    sink = malloc(4321);
+    free(sink);
 }
 
 static void *worker(void *arg) {
