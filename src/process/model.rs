@@ -2,18 +2,21 @@
 //! calls in trace order (`jemalloc.c`'s malloc/free/realloc paths, `arena_choose_hard`,
 //! `arena_choose_maybe_huge`, `tsd_tcache_data_init`, `tsd_do_data_cleanup`).
 
-use super::tcache::{CacheInfo, Item, Tcache};
+use super::tcache::{CacheInfo, Tcache};
 
 mod cache;
 mod decay;
 mod gc;
 mod meta;
+mod metadata;
+mod threads;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{ArenaModel, SimError};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Record, ThreadId};
 pub use decay::DecayClock;
+pub use metadata::{machine_vaddr_bits, Metadata};
 pub use view::{HeldBlock, LiveObject};
 
 const NIL: u32 = u32::MAX;
@@ -55,78 +58,6 @@ const DEAD: Object = Object {
     request: 0,
     align: 0,
 };
-
-/// What the metadata model starts from (`base_resident` summed over arenas: see
-/// `model/meta.rs`): arena 0's base before the first event (it holds the global tables and
-/// the radix tree) and a fresh arena's, as resident and allocated bytes, the radix tree's
-/// bytes then (its shape follows from them), and where the trace's mappings start
-/// (`below`, 0: drawn from the seed) and the heap start-up made (`heap`), as measured by the
-/// live replayer's child (`crate::live::decay`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Metadata {
-    pub base_bytes: u64,
-    pub per_arena_bytes: u64,
-    pub base_allocated: u64,
-    pub per_arena_allocated: u64,
-    /// 0: no radix-tree model.
-    pub rtree_bytes: u64,
-    pub below: u64,
-    pub heap: u64,
-    /// The mapping that holds `heap`, `[start, end)` (start-up's extents: where its leaves
-    /// lie; `(0, 0)`: unknown, its further leaves are taken to lie above the heap's).
-    pub heap_mapping: (u64, u64),
-}
-
-impl Metadata {
-    /// The metadata the live replayer's child starts from on this machine: measured here on
-    /// the linked jemalloc 5.3.1 (4 KiB pages, 8 arenas, 57 address bits) before its first
-    /// event (`fragsim replay data/traces/cpp-threads-map.trace --process --malloc-conf
-    /// dirty_decay_ms:200,muzzy_decay_ms:0 --time-scale 10 --live --honour-clock --runs 5`,
-    /// the child's clock line; the same in all five runs): arena 0's base 1,449,984 bytes
-    /// resident (1,448,704 allocated), of which the radix tree 786,432 (its middle node and
-    /// one leaf; in some runs one leaf more); a fresh arena's 94,208 resident, 92,880
-    /// allocated. Addresses are drawn from the seed.
-    ///
-    /// The radix tree's shape follows from the virtual address width jemalloc was built for
-    /// (`LG_VADDR`, which its configure reads through CPUID on the machine that builds it):
-    /// this machine's (`/proc/cpuinfo` "address sizes", [`machine_vaddr_bits`]; 48 bits, the
-    /// configure's own default, where unknown), see [`Metadata::for_vaddr_bits`].
-    pub fn measured_default() -> Metadata {
-        Metadata::for_vaddr_bits(machine_vaddr_bits().unwrap_or(48))
-    }
-
-    /// [`Metadata::measured_default`] for a jemalloc built for `bits` virtual address bits:
-    /// the base outside the tree as measured (57 bits: 663,552 resident, 662,272 allocated),
-    /// plus start-up's tree of that width (one leaf, and a middle node on a three-level
-    /// tree: `rtree.h`'s rule, see `model/meta.rs`). Only 57 bits was measured; other widths
-    /// are derived, and a 48-bit build's 2 MiB leaf starting a new base block is left out.
-    pub fn for_vaddr_bits(bits: u32) -> Metadata {
-        let rtree = meta::startup_rtree_bytes(bits);
-        Metadata {
-            base_bytes: 663_552 + rtree,
-            per_arena_bytes: 94_208,
-            base_allocated: 662_272 + rtree,
-            per_arena_allocated: 92_880,
-            rtree_bytes: rtree,
-            below: 0,
-            heap: 0,
-            heap_mapping: (0, 0),
-        }
-    }
-}
-
-/// The virtual address bits this machine's CPU reports (`/proc/cpuinfo`: "address sizes :
-/// 46 bits physical, 57 bits virtual"), `None` where unreadable.
-pub fn machine_vaddr_bits() -> Option<u32> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    parse_vaddr_bits(&info)
-}
-
-fn parse_vaddr_bits(info: &str) -> Option<u32> {
-    let line = info.lines().find(|l| l.starts_with("address sizes"))?;
-    let virt = line.split(',').find(|p| p.contains("virtual"))?;
-    virt.split_whitespace().next()?.parse().ok()
-}
 
 /// A trace thread as jemalloc sees it after its first call.
 #[derive(Clone, Debug)]
@@ -448,99 +379,6 @@ impl Process {
             self.objects.resize(i + 1, DEAD);
         }
         self.objects[i] = obj;
-    }
-
-    /// A thread's first call: `tsd_tcache_data_init` allocates its cache block from arena 0
-    /// (`ipallocztm(..., arena_get(0))`), then `arena_choose` binds it.
-    fn ensure_thread(&mut self, t: usize) -> Result<(), ProcessError> {
-        if t >= self.threads.len() {
-            self.threads.resize(t + 1, None);
-            self.exited.resize(t + 1, false);
-        }
-        if self.threads[t].is_some() {
-            return Ok(());
-        }
-        let block = if self.options.tcache {
-            let bytes = self.cache_block_bytes();
-            let n = self.stats.events;
-            let extent = self.arena_mut(0).place(n, bytes)?;
-            self.tick(t, 0, 1);
-            Some(Item { arena: 0, extent })
-        } else {
-            None
-        };
-        let iarena = self.choose_internal();
-        self.ithreads[iarena as usize] += 1;
-        let arena = self.choose_arena()?;
-        self.nthreads[arena as usize] += 1;
-        // te_init: the event counters start from the bytes counted so far.
-        let deallocated = self.minimal_deallocated.get(t).copied().unwrap_or(0);
-        self.threads[t] = Some(Thread {
-            arena,
-            iarena,
-            tcache: block.map(|b| Tcache::new(&self.info, arena, b)),
-            allocated: 0,
-            deallocated,
-            alloc_gc_last: 0,
-            dalloc_gc_last: deallocated,
-        });
-        Ok(())
-    }
-
-    /// `arena_choose_hard`'s internal choice, made on the arenas as they were before the
-    /// application choice: like it, on the internal bindings' counts; a new arena it makes
-    /// is the same the application choice makes, if that one makes one.
-    fn choose_internal(&mut self) -> u32 {
-        let n = self.narenas as usize;
-        let (mut choose, mut first_null) = (0, n);
-        for i in 1..n {
-            if self.arenas[i].is_some() || self.imade[i] {
-                if self.ithreads[i] < self.ithreads[choose] {
-                    choose = i;
-                }
-            } else if first_null == n {
-                first_null = i;
-            }
-        }
-        if self.ithreads[choose] == 0 || first_null == n {
-            return choose as u32;
-        }
-        self.imade[first_null] = true;
-        first_null as u32
-    }
-
-    /// `arena_choose_hard` (application arena): the first arena with the fewest threads;
-    /// if it has threads and an index below `narenas` is still free, a new arena there.
-    fn choose_arena(&mut self) -> Result<u32, ProcessError> {
-        let n = self.narenas as usize;
-        let mut choose = 0;
-        let mut first_null = n;
-        for i in 1..n {
-            if self.arenas[i].is_some() {
-                if self.nthreads[i] < self.nthreads[choose] {
-                    choose = i;
-                }
-            } else if first_null == n {
-                first_null = i;
-            }
-        }
-        if self.nthreads[choose] == 0 || first_null == n {
-            return Ok(choose as u32);
-        }
-        self.arenas[first_null] = Some(self.new_arena(first_null as u32)?);
-        Ok(first_null as u32)
-    }
-
-    /// `arena_choose_maybe_huge` for an allocation that bypasses the cache.
-    fn arena_for(&mut self, t: usize, usize: u64) -> Result<u32, ProcessError> {
-        if usize >= self.oversize {
-            let h = self.huge.expect("oversize implies a huge arena");
-            if self.arenas[h as usize].is_none() {
-                self.arenas[h as usize] = Some(self.new_arena(h)?);
-            }
-            return Ok(h);
-        }
-        Ok(self.thread(t).arena)
     }
 
     fn thread(&self, t: usize) -> &Thread {

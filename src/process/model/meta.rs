@@ -419,8 +419,11 @@ mod tests {
         // The width read from /proc/cpuinfo's line (this machine's, as proc(5) prints it),
         // and the default for 57 bits is what was measured.
         let line = "address sizes\t: 46 bits physical, 57 bits virtual\n";
-        assert_eq!(super::super::parse_vaddr_bits(line), Some(57));
-        assert_eq!(super::super::parse_vaddr_bits("flags: la57\n"), None);
+        assert_eq!(super::super::metadata::parse_vaddr_bits(line), Some(57));
+        assert_eq!(
+            super::super::metadata::parse_vaddr_bits("flags: la57\n"),
+            None
+        );
         let m = Metadata::for_vaddr_bits(57);
         assert_eq!((m.base_bytes, m.base_allocated), (1_449_984, 1_448_704));
     }

@@ -1,0 +1,73 @@
+//! What the metadata model starts from, as measured live, and the machine's address width.
+
+/// What the metadata model starts from (`base_resident` summed over arenas: see
+/// `model/meta.rs`): arena 0's base before the first event (it holds the global tables and
+/// the radix tree) and a fresh arena's, as resident and allocated bytes, the radix tree's
+/// bytes then (its shape follows from them), and where the trace's mappings start
+/// (`below`, 0: drawn from the seed) and the heap start-up made (`heap`), as measured by the
+/// live replayer's child (`crate::live::decay`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Metadata {
+    pub base_bytes: u64,
+    pub per_arena_bytes: u64,
+    pub base_allocated: u64,
+    pub per_arena_allocated: u64,
+    /// 0: no radix-tree model.
+    pub rtree_bytes: u64,
+    pub below: u64,
+    pub heap: u64,
+    /// The mapping that holds `heap`, `[start, end)` (start-up's extents: where its leaves
+    /// lie; `(0, 0)`: unknown, its further leaves are taken to lie above the heap's).
+    pub heap_mapping: (u64, u64),
+}
+
+impl Metadata {
+    /// The metadata the live replayer's child starts from on this machine: measured here on
+    /// the linked jemalloc 5.3.1 (4 KiB pages, 8 arenas, 57 address bits) before its first
+    /// event (`fragsim replay data/traces/cpp-threads-map.trace --process --malloc-conf
+    /// dirty_decay_ms:200,muzzy_decay_ms:0 --time-scale 10 --live --honour-clock --runs 5`,
+    /// the child's clock line; the same in all five runs): arena 0's base 1,449,984 bytes
+    /// resident (1,448,704 allocated), of which the radix tree 786,432 (its middle node and
+    /// one leaf; in some runs one leaf more); a fresh arena's 94,208 resident, 92,880
+    /// allocated. Addresses are drawn from the seed.
+    ///
+    /// The radix tree's shape follows from the virtual address width jemalloc was built for
+    /// (`LG_VADDR`, which its configure reads through CPUID on the machine that builds it):
+    /// this machine's (`/proc/cpuinfo` "address sizes", [`machine_vaddr_bits`]; 48 bits, the
+    /// configure's own default, where unknown), see [`Metadata::for_vaddr_bits`].
+    pub fn measured_default() -> Metadata {
+        Metadata::for_vaddr_bits(machine_vaddr_bits().unwrap_or(48))
+    }
+
+    /// [`Metadata::measured_default`] for a jemalloc built for `bits` virtual address bits:
+    /// the base outside the tree as measured (57 bits: 663,552 resident, 662,272 allocated),
+    /// plus start-up's tree of that width (one leaf, and a middle node on a three-level
+    /// tree: `rtree.h`'s rule, see `model/meta.rs`). Only 57 bits was measured; other widths
+    /// are derived, and a 48-bit build's 2 MiB leaf starting a new base block is left out.
+    pub fn for_vaddr_bits(bits: u32) -> Metadata {
+        let rtree = super::meta::startup_rtree_bytes(bits);
+        Metadata {
+            base_bytes: 663_552 + rtree,
+            per_arena_bytes: 94_208,
+            base_allocated: 662_272 + rtree,
+            per_arena_allocated: 92_880,
+            rtree_bytes: rtree,
+            below: 0,
+            heap: 0,
+            heap_mapping: (0, 0),
+        }
+    }
+}
+
+/// The virtual address bits this machine's CPU reports (`/proc/cpuinfo`: "address sizes :
+/// 46 bits physical, 57 bits virtual"), `None` where unreadable.
+pub fn machine_vaddr_bits() -> Option<u32> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    parse_vaddr_bits(&info)
+}
+
+pub(super) fn parse_vaddr_bits(info: &str) -> Option<u32> {
+    let line = info.lines().find(|l| l.starts_with("address sizes"))?;
+    let virt = line.split(',').find(|p| p.contains("virtual"))?;
+    virt.split_whitespace().next()?.parse().ok()
+}
