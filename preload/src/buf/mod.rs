@@ -6,15 +6,16 @@
 
 mod lifecycle;
 mod out;
+mod tls;
 
 pub use lifecycle::{flush_all, forget_other_threads, thread_exit};
 pub use out::chunk;
 use out::write_all;
+use tls::{Tls, TLS};
 
 use crate::stack::StackTable;
 use crate::state::{self, KEY, LATE_CALLS, SEQ, STACKS};
 use libc::c_void;
-use std::cell::Cell;
 use std::ptr::null_mut;
 use std::sync::atomic::{
     compiler_fence, fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
@@ -79,21 +80,6 @@ pub unsafe fn register_membarrier() {
         0,
     ) == 0;
     ASYMMETRIC.store(ok, Ordering::Release);
-}
-
-struct Tls {
-    buf: Cell<*mut Buf>,
-    /// Inside a hook (or init): nested calls are forwarded unrecorded.
-    busy: Cell<bool>,
-    /// The thread's exit is written: its later calls are not recorded.
-    exited: Cell<bool>,
-}
-
-thread_local! {
-    // Const-initialised without a destructor: no allocation, no registration.
-    static TLS: Tls = const {
-        Tls { buf: Cell::new(null_mut()), busy: Cell::new(false), exited: Cell::new(false) }
-    };
 }
 
 pub fn set_busy(b: bool) {
