@@ -1,5 +1,6 @@
 //! The merge of one image's threads by sequence number.
 
+use super::calls::Emit;
 use super::Converter;
 use crate::record::raw::{
     CursorError, FastMap, RawEvent, RawImage, RawProcess, RawThread, Stacks, ThreadCursor,
@@ -212,10 +213,11 @@ impl Converter<'_, '_> {
         if let Some((exec_thread, others)) = inherited {
             // The exec released the old address space and ended every other thread.
             let at = self.time(image.start_ns);
-            self.out.clear();
-            self.importer.release_all(&mut self.out);
-            self.summary.released_by_exec += self.out.len() as u64;
-            self.emit_calls(exec_thread, at, None)?;
+            let before = self.summary.events;
+            let mut out = Emit::new(&mut self.records, &mut self.summary, exec_thread, at, None);
+            self.importer.release_all(&mut out);
+            self.summary.released_by_exec += self.summary.events - before;
+            self.hand_over_if_full()?;
             for t in others {
                 self.exit(t, at)?;
             }
