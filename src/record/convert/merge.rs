@@ -32,8 +32,16 @@ impl Heads {
             self.heap.push(Reverse(head));
             return;
         }
-        let at = self.sorted.partition_point(|&h| h > head);
-        self.sorted.insert(at, head);
+        // From the end down to its place (a thread's next head is most often the highest,
+        // and a few moves cost less than `insert`'s copy call).
+        let v = &mut self.sorted;
+        v.push(head);
+        let mut i = v.len() - 1;
+        while i > 0 && v[i - 1] < head {
+            v[i] = v[i - 1];
+            i -= 1;
+        }
+        v[i] = head;
     }
 
     #[inline]
