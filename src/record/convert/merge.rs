@@ -25,12 +25,10 @@ struct Heads {
 }
 
 impl Heads {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, head: (u64, usize)) {
         if !self.heap.is_empty() || self.sorted.len() >= FEW_LANES {
-            self.heap.extend(self.sorted.drain(..).map(Reverse));
-            self.heap.push(Reverse(head));
-            return;
+            return self.push_heap(head);
         }
         // From the end down to its place (a thread's next head is most often the highest,
         // and a few moves cost less than `insert`'s copy call).
@@ -42,6 +40,13 @@ impl Heads {
             i -= 1;
         }
         v[i] = head;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_heap(&mut self, head: (u64, usize)) {
+        self.heap.extend(self.sorted.drain(..).map(Reverse));
+        self.heap.push(Reverse(head));
     }
 
     #[inline]
