@@ -39,7 +39,7 @@ impl Tally {
     /// Applies one event, or says why it contradicts the events before it. Inlined, with
     /// the reasons made apart (cold): the writer applies every call of a trace, and the
     /// call and its checks were a tenth of writing one.
-    #[inline]
+    #[inline(always)]
     pub fn apply(&mut self, event: &Event) -> Result<(), String> {
         match *event {
             Event::Alloc { id, size, align } => {
