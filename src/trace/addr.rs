@@ -100,6 +100,19 @@ impl std::fmt::Display for IssueCounts {
     }
 }
 
+/// Where an importer's events go: a vector, or (the native recorder's converter) straight
+/// into the records it hands on, without a vector of events between them per call.
+pub trait EventOut {
+    fn push(&mut self, event: Event);
+}
+
+impl EventOut for Vec<Event> {
+    #[inline(always)]
+    fn push(&mut self, event: Event) {
+        Vec::push(self, event)
+    }
+}
+
 /// Maps live addresses to ids and turns calls into events (pushed onto `out`).
 #[derive(Debug, Default)]
 pub struct AddressImporter {
@@ -133,7 +146,7 @@ impl AddressImporter {
     }
 
     /// Frees whatever is live at `addr` (a repair); returns the issue.
-    fn evict(&mut self, addr: u64, out: &mut Vec<Event>) -> Option<AddressIssue> {
+    fn evict(&mut self, addr: u64, out: &mut impl EventOut) -> Option<AddressIssue> {
         let id = self.live.remove(&addr)?;
         self.ids.give_back(id);
         out.push(Event::Free { id });
@@ -143,12 +156,15 @@ impl AddressImporter {
     }
 
     /// An allocation of `size` bytes (alignment `align`, 0 = default) at `addr`.
+    // Inlined: one of them per call of a conversion (the converter's instance of it was
+    // left apart at times, a twentieth more).
+    #[inline(always)]
     pub fn alloc(
         &mut self,
         addr: u64,
         size: u64,
         align: u64,
-        out: &mut Vec<Event>,
+        out: &mut impl EventOut,
     ) -> Result<Option<AddressIssue>, IdsExhausted> {
         // One probe of the table (an evict and then an insert were two, and the table of a
         // large recording is mostly out of cache).
@@ -179,7 +195,8 @@ impl AddressImporter {
     }
 
     /// A free of `addr` (not null).
-    pub fn free(&mut self, addr: u64, out: &mut Vec<Event>) -> Option<AddressIssue> {
+    #[inline(always)]
+    pub fn free(&mut self, addr: u64, out: &mut impl EventOut) -> Option<AddressIssue> {
         match self.live.remove(&addr) {
             Some(id) => {
                 self.ids.give_back(id);
@@ -200,7 +217,7 @@ impl AddressImporter {
         old: u64,
         new: u64,
         size: u64,
-        out: &mut Vec<Event>,
+        out: &mut impl EventOut,
     ) -> Result<Option<AddressIssue>, IdsExhausted> {
         let Some(id) = self.live.remove(&old) else {
             let issue = AddressIssue::ReallocOfUnknown(old);
@@ -239,7 +256,7 @@ impl AddressImporter {
         id: Option<ObjectId>,
         new: u64,
         size: u64,
-        out: &mut Vec<Event>,
+        out: &mut impl EventOut,
     ) -> Result<Option<AddressIssue>, IdsExhausted> {
         let issue = self.evict(new, out);
         match id {
@@ -256,7 +273,7 @@ impl AddressImporter {
     }
 
     /// Frees every live object (an exec replaced the address space), in id order.
-    pub fn release_all(&mut self, out: &mut Vec<Event>) {
+    pub fn release_all(&mut self, out: &mut impl EventOut) {
         let mut ids: Vec<ObjectId> = self.live.drain().map(|(_, id)| id).collect();
         ids.sort_unstable();
         for id in ids {

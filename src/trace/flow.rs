@@ -203,6 +203,17 @@ impl Flow {
             .then_some((self.sites, self.time_ns))
     }
 
+    /// As [`Flow::run_on`] for a call on any thread seen before and alive, the current one
+    /// or not (what [`Flow::thread`] lets through without a change but the current thread,
+    /// which the caller sets once the call is taken). Nothing changes here: a call refused
+    /// after this leaves the flow as it was.
+    #[inline]
+    pub(crate) fn run_or_switch(&self, thread: ThreadId) -> Option<(u32, u64)> {
+        let known = thread == self.thread
+            || (thread < self.threads && (thread == 0 || self.fields.threads));
+        (known && !self.exited[thread as usize]).then_some((self.sites, self.time_ns))
+    }
+
     /// Applies a record that is not a call.
     #[inline]
     pub fn other(&mut self, record: &Record) -> Result<(), String> {

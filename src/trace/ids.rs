@@ -119,8 +119,15 @@ impl FreeIds {
     }
 
     /// Returns a live id to the pool.
+    #[inline]
     pub fn give_back(&mut self, id: ObjectId) {
-        self.make_room(id as usize);
+        if self
+            .levels
+            .first()
+            .is_none_or(|l| id as usize / 64 >= l.len())
+        {
+            self.make_room(id as usize);
+        }
         let mut i = id as usize;
         for level in &mut self.levels {
             let w = &mut level[i / 64];
@@ -134,7 +141,10 @@ impl FreeIds {
     }
 
     /// Grows the levels to hold bit `id` (new words are zero; a new top level gets the bits
-    /// of the words below it that are set).
+    /// of the words below it that are set). Out of line: it is rare, and inlined it made
+    /// every give-back save and restore registers for it.
+    #[cold]
+    #[inline(never)]
     fn make_room(&mut self, id: usize) {
         if self.levels.first().is_some_and(|l| id / 64 < l.len()) {
             return;

@@ -41,7 +41,7 @@ mod text;
 mod valgrind;
 mod writer;
 
-pub use addr::{AddressImporter, AddressIssue, IdsExhausted, IssueCounts};
+pub use addr::{AddressImporter, AddressIssue, EventOut, IdsExhausted, IssueCounts};
 pub use batch::{Batch, Exit};
 pub use context::{Call, Frame, Record, SiteId, SiteTable, ThreadId};
 pub use error::TraceError;

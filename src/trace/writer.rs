@@ -141,14 +141,15 @@ impl<W: Write + Seek> TraceWriter<W> {
     }
 
     /// The common case of [`TraceWriter::write_record`], checked the same way for less: a
-    /// call on the current thread (alive) with a time not before the last and a site defined
-    /// before (the thread and site rules then hold without the flow's general path, its
-    /// mark and undo: a tenth of a recording's conversion). `None`: any other record, or a
-    /// call that breaks a rule, which the general path then refuses with its reason.
+    /// call on a thread seen before (alive) with a time not before the last and a site
+    /// defined before (the thread and site rules then hold without the flow's general path,
+    /// its mark and undo: a tenth of a recording's conversion; a recording of threads that
+    /// run at once switches threads every few calls). `None`: any other record, or a call
+    /// that breaks a rule, which the general path then refuses with its reason.
     #[inline]
     fn write_call_in_run(&mut self, call: &Call) -> Option<Result<(), TraceError>> {
         let fields = self.flow.fields;
-        let (sites, time_ns) = self.flow.run_on(call.thread)?;
+        let (sites, time_ns) = self.flow.run_or_switch(call.thread)?;
         let time_ok = match call.time_ns {
             None => true,
             Some(t) => fields.times && t >= time_ns,
@@ -167,6 +168,7 @@ impl<W: Write + Seek> TraceWriter<W> {
         if let Some(t) = call.time_ns {
             self.flow.time_ns = t;
         }
+        self.flow.thread = call.thread;
         encode_call(&mut self.buf, call, fields, &mut self.codec);
         Some(self.flush_if_full())
     }

@@ -1,5 +1,6 @@
 //! The merge of one image's threads by sequence number.
 
+use super::calls::Emit;
 use super::Converter;
 use crate::record::raw::{
     CursorError, FastMap, RawEvent, RawImage, RawProcess, RawThread, Stacks, ThreadCursor,
@@ -9,6 +10,60 @@ use crate::record::symbols::Modules;
 use crate::trace::{ObjectId, SiteId, ThreadId, TraceError};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// Lanes with more threads waiting than this keep their heads in a heap.
+const FEW_LANES: usize = 16;
+
+/// The next sequence numbers of the lanes waiting to run, lowest first as a heap of
+/// `(seq, lane)` would give them: while few, a vector sorted from the highest down (the
+/// merge pops a head per run of a thread's events, and threads that run at once make runs
+/// of a call or two: a heap's pop was 5% of a conversion), past [`FEW_LANES`] a heap.
+#[derive(Default)]
+struct Heads {
+    sorted: Vec<(u64, usize)>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+}
+
+impl Heads {
+    #[inline(always)]
+    fn push(&mut self, head: (u64, usize)) {
+        if !self.heap.is_empty() || self.sorted.len() >= FEW_LANES {
+            return self.push_heap(head);
+        }
+        // From the end down to its place (a thread's next head is most often the highest,
+        // and a few moves cost less than `insert`'s copy call).
+        let v = &mut self.sorted;
+        v.push(head);
+        let mut i = v.len() - 1;
+        while i > 0 && v[i - 1] < head {
+            v[i] = v[i - 1];
+            i -= 1;
+        }
+        v[i] = head;
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_heap(&mut self, head: (u64, usize)) {
+        self.heap.extend(self.sorted.drain(..).map(Reverse));
+        self.heap.push(Reverse(head));
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<(u64, usize)> {
+        match self.sorted.last() {
+            Some(&h) => Some(h),
+            None => self.heap.peek().map(|r| r.0),
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) {
+        if self.sorted.pop().is_none() {
+            self.heap.pop();
+        }
+    }
+}
 
 /// One thread of the image being merged: its cursor, the event due next, and what the
 /// merge learnt about it.
@@ -46,7 +101,7 @@ pub(super) struct ImageMerge {
     pub(super) index: usize,
     lanes: Vec<Lane>,
     lane_of: FastMap<u32, usize>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    heads: Heads,
     parked: Vec<usize>,
     st: ImageState,
     /// The last sequence number converted: a mark that was wrong (or a corrupt file) shows
@@ -82,20 +137,24 @@ impl ImageMerge {
         }
         for li in std::mem::take(&mut self.parked) {
             let lane = &mut self.lanes[li];
-            let thread = &image.threads[&lane.tid];
-            match c.head(process, thread, &mut lane.cursor, &mut self.st.stacks)? {
-                Some(seq) => self.heap.push(Reverse((seq, li))),
+            match c.head(
+                process,
+                self.index,
+                &mut lane.cursor,
+                lane.tid,
+                &mut self.st.stacks,
+            )? {
+                Some(seq) => self.heads.push((seq, li)),
                 None => self.parked.push(li),
             }
         }
-        while let Some(&Reverse((seq, li))) = self.heap.peek() {
+        while let Some((seq, li)) = self.heads.peek() {
             if seq >= mark {
                 break;
             }
-            self.heap.pop();
-            let bound = self.heap.peek().map_or(u64::MAX, |r| r.0 .0);
+            self.heads.pop();
+            let bound = self.heads.peek().map_or(u64::MAX, |h| h.0);
             let lane = &mut self.lanes[li];
-            let thread = &image.threads[&lane.tid];
             loop {
                 let ev: RawEvent = *lane.cursor.current().expect("a lane in the heap has one");
                 if self.last_seq.is_some_and(|last| ev.seq <= last) {
@@ -108,9 +167,15 @@ impl ImageMerge {
                 self.last_seq = Some(ev.seq);
                 c.event(image, lane, ev, &mut self.st)?;
                 lane.cursor.advance();
-                match c.head(process, thread, &mut lane.cursor, &mut self.st.stacks)? {
+                match c.head(
+                    process,
+                    self.index,
+                    &mut lane.cursor,
+                    lane.tid,
+                    &mut self.st.stacks,
+                )? {
                     Some(seq) if seq > bound || seq >= mark => {
-                        self.heap.push(Reverse((seq, li)));
+                        self.heads.push((seq, li));
                         break;
                     }
                     None => {
@@ -161,10 +226,11 @@ impl Converter<'_, '_> {
         if let Some((exec_thread, others)) = inherited {
             // The exec released the old address space and ended every other thread.
             let at = self.time(image.start_ns);
-            self.out.clear();
-            self.importer.release_all(&mut self.out);
-            self.summary.released_by_exec += self.out.len() as u64;
-            self.emit_calls(exec_thread, at, None)?;
+            let before = self.summary.events;
+            let mut out = Emit::new(&mut self.records, &mut self.summary, exec_thread, at, None);
+            self.importer.release_all(&mut out);
+            self.summary.released_by_exec += self.summary.events - before;
+            self.hand_over_if_full()?;
             for t in others {
                 self.exit(t, at)?;
             }
@@ -174,26 +240,32 @@ impl Converter<'_, '_> {
             index,
             lanes: Vec::new(),
             lane_of: FastMap::default(),
-            heap: BinaryHeap::new(),
+            heads: Heads::default(),
             parked: Vec::new(),
             st,
             last_seq: None,
         })
     }
 
-    /// The number of `cursor`'s event due next (its next chunk decoded if need be), `None`
-    /// if the chunks indexed so far hold no more.
+    /// The number of `cursor`'s event due next (its next chunk of thread `tid` decoded if
+    /// need be), `None` if the chunks indexed so far hold no more.
     #[inline(always)]
     fn head(
         &mut self,
         process: &RawProcess,
-        thread: &RawThread,
+        image: usize,
         cursor: &mut ThreadCursor,
+        tid: u32,
         stacks: &mut Stacks,
     ) -> Result<Option<u64>, TraceError> {
         match cursor.current() {
             Some(e) => Ok(Some(e.seq)),
-            None => self.refill(process, thread, cursor, stacks),
+            None => self.refill(
+                process,
+                &process.images[image].threads[&tid],
+                cursor,
+                stacks,
+            ),
         }
     }
 

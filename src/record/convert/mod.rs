@@ -10,9 +10,7 @@ mod merge;
 
 use super::raw::{FastMap, RawProcess, FLAG_NO_UNWINDER, FLAG_TSC};
 use super::symbols::Symbolizer;
-use crate::trace::{
-    AddressImporter, Event, Frame, IssueCounts, Record, SiteId, ThreadId, TraceError,
-};
+use crate::trace::{AddressImporter, Frame, IssueCounts, Record, SiteId, ThreadId, TraceError};
 use merge::ImageMerge;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -71,7 +69,6 @@ struct Converter<'a, 'p> {
     frame_ids: HashMap<Frame, u32>,
     symbolizer: Symbolizer,
     summary: ConvertSummary,
-    out: Vec<Event>,
     /// Records not yet handed to the sink.
     records: Vec<Record>,
 }
@@ -157,7 +154,6 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
                 frame_ids: HashMap::new(),
                 symbolizer: Symbolizer::default(),
                 summary: ConvertSummary::default(),
-                out: Vec::new(),
                 records: Vec::with_capacity(SINK_BATCH),
             },
             merge: None,
