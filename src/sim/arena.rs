@@ -57,8 +57,8 @@ const DEAD: Object = Object {
 
 /// Bin index by `(size + 7) >> 3` (see `ArenaModel::bin_of`).
 type BinTable = [u8; BIN_TABLE_LEN];
-/// Entries for sizes up to 512 KiB (the model's limit on `small_max`, see `build.rs`).
-const BIN_TABLE_LEN: usize = (1 << 16) + 1;
+/// Entries for sizes below 512 KiB (the model's limit on `small_max`, see `build.rs`).
+const BIN_TABLE_LEN: usize = 1 << 16;
 
 /// One jemalloc arena, modelled. See the module documentation of [`crate::sim`].
 pub struct ArenaModel {
@@ -258,13 +258,14 @@ impl ArenaModel {
     /// `bin_index` without the check, for the allocation's fast path.
     ///
     /// # Safety
-    /// `usize <= small_max`, so that `bin_of` has its entry (`small_max <= 512 KiB` is
+    /// `usize <= small_max`, so that `bin_of` has its entry (`small_max < 512 KiB` is
     /// checked when the model is made).
     #[inline(always)]
     unsafe fn small_bin_index(&self, usize: u64) -> usize {
         debug_assert!(usize <= self.small_max);
         let i = ((usize + 7) >> 3) as usize;
-        // SAFETY: `i <= (512 KiB + 7) >> 3 < BIN_TABLE_LEN` (see above).
+        // SAFETY: `usize < 512 KiB` (see above), so `i <= (512 KiB - 1 + 7) >> 3`, which is
+        // `BIN_TABLE_LEN - 1`.
         unsafe { *self.bin_of.get_unchecked(i) as usize }
     }
 

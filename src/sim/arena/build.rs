@@ -39,9 +39,9 @@ impl ArenaModel {
         }
         let small_max = classes.small_maxclass();
         // The size-to-bin table's reach (see `BIN_TABLE_LEN`): the fast path relies on it.
-        if small_max > 1 << 19 {
+        if small_max >= 1 << 19 {
             return Err(SimError::Config(format!(
-                "small sizes up to {small_max} bytes (the model handles up to 512 KiB)"
+                "small sizes up to {small_max} bytes (the model handles below 512 KiB)"
             )));
         }
         Ok(ArenaModel {
