@@ -42,7 +42,7 @@ fn model_beside_live(
             for &e in events {
                 arena.apply(e).unwrap();
             }
-            black_box(*arena.stats())
+            black_box(arena.stats())
         })
     });
     group.bench_function("live", |b| {

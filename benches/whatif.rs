@@ -27,7 +27,7 @@ fn whatif(c: &mut Criterion) {
             for &e in &events {
                 arena.apply(e).unwrap();
             }
-            black_box(*arena.stats())
+            black_box(arena.stats())
         })
     });
     group.bench_function("whatif", |b| {

@@ -380,7 +380,7 @@ impl ArenaCompare {
         Ok(LiveComparison {
             config: self.config,
             comparison: self.tally.finish(),
-            final_stats: *self.model.stats(),
+            final_stats: self.model.stats(),
         })
     }
 }

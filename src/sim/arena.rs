@@ -2,7 +2,7 @@
 //! `arena.c`, `large.c`).
 
 use super::decay::Decay;
-use super::pac::{Pac, State};
+use super::pac::{OutOfAddressSpace, Pac, State};
 use super::ph::{Heap, NIL};
 use super::{ArenaStats, BinStats, SimError, Snapshot};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion, SizeClasses};
@@ -11,12 +11,15 @@ use crate::trace::Event;
 mod build;
 mod decay;
 mod fill;
+mod objects;
 mod realloc;
 mod view;
 pub(crate) use fill::SlabPlace;
 pub use view::ExtentView;
 
 /// A bin's slabs: the current one and the non-full heap keyed by (serial number, address).
+/// Its statistics are in line: the fast paths then reach the bin's size and counts from
+/// one index.
 #[derive(Clone, Copy)]
 struct Bin {
     cur: u32,
@@ -24,26 +27,38 @@ struct Bin {
     size: u64,
     nregs: u32,
     slab_size: u64,
+    stats: BinStats,
 }
 
 /// Where a live object is: 8 bytes, as the object table is the model's main memory. A
 /// request of 4 GiB or more and an alignment live in side tables (rare).
+///
+/// A request field at most `small_max` means a live small object in a slab, so that a
+/// free tells the common case by one comparison: an unaligned request and its usable size
+/// are small alike, aligned objects carry the sentinel, and so do dead ids (`DEAD`).
 #[derive(Clone, Copy, Debug)]
 struct Object {
     /// The slab (small) or extent (large) holding it; `NIL` when the id is not live. Which
     /// of the two, and the bin, are on the extent record.
     extent: u32,
-    /// The requested size; `u32::MAX` means "see `big_requests`".
+    /// The requested size; `u32::MAX` means "see `big_requests`". Not read when `extent`
+    /// is NIL.
     request: u32,
 }
 
+/// A dead id. Its request is any value above every `small_max`, so that a free of it leaves
+/// the fast path; not `u32::MAX`, so that `DEAD` is no byte pattern: growing the table then
+/// fills it with a vector loop rather than `memset`, whose `rep stosb` callgrind counts per
+/// byte (a tenth of the model's instructions on cpp-maps, hiding its own costs).
 const DEAD: Object = Object {
     extent: NIL,
-    request: 0,
+    request: u32::MAX - 1,
 };
 
-/// Bin index by `(size - 1) >> 3`, truncated to 16 bits (see `ArenaModel::bin_of`).
-type BinTable = [u8; 1 << 16];
+/// Bin index by `(size + 7) >> 3` (see `ArenaModel::bin_of`).
+type BinTable = [u8; BIN_TABLE_LEN];
+/// Entries for sizes below 512 KiB (the model's limit on `small_max`, see `build.rs`).
+const BIN_TABLE_LEN: usize = 1 << 16;
 
 /// One jemalloc arena, modelled. See the module documentation of [`crate::sim`].
 pub struct ArenaModel {
@@ -53,18 +68,21 @@ pub struct ArenaModel {
     /// bounds check on the fast path; the first `nbins` are the build's bins. In line, not
     /// boxed: the fast path reaches them without loading a pointer (16 KiB per model).
     bins: [Bin; 256],
-    bin_stats: [BinStats; 256],
     nbins: usize,
     objects: Vec<Object>,
+    /// The statistics but `events` and `live_objects`, which follow from the counts below
+    /// (see `events`).
     stats: ArenaStats,
+    /// Allocations and frees applied, and the other events (reallocs, failed events).
+    allocs: u64,
+    frees: u64,
+    others: u64,
     page: u64,
     large_pad: u64,
-    /// Bin index by `(size - 1) >> 3` for small sizes (jemalloc's `sz_size2index_tab`);
-    /// every class is a multiple of 8, so a request and its usable size index alike. Indexed
-    /// by that value truncated to 16 bits (no bounds check; small sizes are below 512 KiB)
-    /// and its last entry is bin 0, so that size 0 (`(0 - 1) >> 3` truncated) needs no
-    /// branch either.
-    /// Shared by every model of the build (see `build.rs`).
+    /// Bin index by `(size + 7) >> 3` for small sizes (jemalloc's `sz_size2index_tab`,
+    /// size 0 in bin 0 as `sz_size2index` has it); every class is a multiple of 8, so a
+    /// request and its usable size index alike. Shared by every model of the build (see
+    /// `build.rs`).
     bin_of: std::sync::Arc<BinTable>,
     /// `small_maxclass`, kept at hand for the fast path.
     small_max: u64,
@@ -103,12 +121,16 @@ impl ArenaModel {
         Self::with_bin_heap(config, Heap::default())
     }
 
-    pub fn stats(&self) -> &ArenaStats {
-        &self.stats
+    pub fn stats(&self) -> ArenaStats {
+        ArenaStats {
+            events: self.events(),
+            live_objects: self.allocs - self.frees,
+            ..self.stats
+        }
     }
 
-    pub fn bins(&self) -> &[BinStats] {
-        &self.bin_stats[..self.nbins]
+    pub fn bins(&self) -> Vec<BinStats> {
+        self.bins[..self.nbins].iter().map(|b| b.stats).collect()
     }
 
     pub fn classes(&self) -> &SizeClasses {
@@ -118,171 +140,61 @@ impl ArenaModel {
     /// The statistics the live replay compares, at the current event.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
-            event: self.stats.events,
+            event: self.events(),
             allocated_bytes: self.stats.allocated_bytes,
             active_bytes: self.stats.active_bytes,
-            bins: self.bins().to_vec(),
+            bins: self.bins(),
         }
     }
 
     /// Applies one event. On error the arena is unchanged except for the event count.
     ///
-    /// The common events (a small unaligned allocation, a free) take a short path that
-    /// touches the object table, one bin and one slab; everything else goes through
-    /// `apply_other`. Always inlined into the caller's loop: the common events then cost no
-    /// call, and their `Result` is a flag in a register rather than a record in memory.
+    /// The common events (a small unaligned allocation, a free of a small object) take a
+    /// short path that touches the object table, one bin and one slab; everything else goes
+    /// through `apply_other` or `free_other`. Always inlined into the caller's loop: the
+    /// common events then cost no call, and their `Result` is a flag in a register rather
+    /// than a record in memory.
     #[inline(always)]
     pub fn apply(&mut self, event: Event) -> Result<(), SimError> {
-        self.stats.events += 1;
+        let small_max = self.small_max;
         match event {
-            Event::Alloc { id, size, align } if align <= 1 && size <= self.small_max => {
+            Event::Alloc { id, size, align } if align <= 1 && size <= small_max => {
                 let i = id as usize;
                 if i >= self.objects.len() {
                     self.grow_objects(i);
                 }
                 // SAFETY: `i < objects.len()`, just ensured; the table never shrinks.
                 if unsafe { self.objects.get_unchecked(i) }.extent != NIL {
-                    return Err(SimError::AllocOfLiveId {
-                        event: self.stats.events,
-                        id,
-                    });
+                    return Err(self.failed(|event| SimError::AllocOfLiveId { event, id }));
                 }
-                let b = self.bin_index(size);
-                let slab = self.malloc_small(self.stats.events, b)?;
+                // SAFETY: `size <= small_max`.
+                let b = unsafe { self.small_bin_index(size) };
+                let Ok(slab) = self.malloc_small(b) else {
+                    return Err(self.failed(|event| SimError::OutOfAddressSpace { event }));
+                };
                 // `size <= small_max` fits in the short request field.
                 // SAFETY: as above (`malloc_small` does not touch the table).
                 *unsafe { self.objects.get_unchecked_mut(i) } = Object {
                     extent: slab,
                     request: size as u32,
                 };
-                self.stats.live_objects += 1;
+                self.allocs += 1;
                 self.stats.requested_bytes += size;
                 Ok(())
             }
             Event::Free { id } => {
                 let obj = match self.objects.get_mut(id as usize) {
-                    Some(o) if o.extent != NIL => std::mem::replace(o, DEAD),
-                    _ => {
-                        return Err(SimError::FreeOfDeadId {
-                            event: self.stats.events,
-                            id,
-                        })
-                    }
+                    // A live small object (see `Object`).
+                    Some(o) if u64::from(o.request) <= small_max => std::mem::replace(o, DEAD),
+                    _ => return self.free_other(id),
                 };
-                // Aligned objects and requests of 4 GiB or more carry the sentinel.
-                let request = if obj.request == u32::MAX {
-                    self.forget_side_tables(id, obj)
-                } else {
-                    u64::from(obj.request)
-                };
-                self.remove_from::<false>(obj.extent);
-                self.stats.live_objects -= 1;
-                self.stats.requested_bytes -= request;
+                self.free_slab_region(obj.extent);
+                self.frees += 1;
+                self.stats.requested_bytes -= u64::from(obj.request);
                 Ok(())
             }
             _ => self.apply_other(event),
         }
-    }
-
-    /// Large or aligned allocations and reallocs.
-    #[inline(never)]
-    fn apply_other(&mut self, event: Event) -> Result<(), SimError> {
-        let n = self.stats.events;
-        match event {
-            Event::Alloc { id, size, align } => {
-                if self.live(id).is_some() {
-                    return Err(SimError::AllocOfLiveId { event: n, id });
-                }
-                let usize = self.usable(n, size, align)?;
-                let extent = self.place(n, usize)?;
-                if align > 1 {
-                    self.aligns.insert(id, align);
-                }
-                self.set(id, extent, size);
-                self.stats.live_objects += 1;
-                self.stats.requested_bytes += size;
-            }
-            Event::Free { .. } => unreachable!("frees take the short path"),
-            Event::Realloc { id, size } => {
-                let obj = self
-                    .live(id)
-                    .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
-                let align = self.aligns.get(&id).copied().unwrap_or(0);
-                let usize = self.usable(n, size, align)?;
-                let request = self.request_of(id, obj);
-                let extent = self.realloc(n, obj.extent, usize)?;
-                self.set(id, extent, size);
-                self.stats.requested_bytes = self.stats.requested_bytes - request + size;
-            }
-        }
-        Ok(())
-    }
-
-    /// A freed object's request (from the side table: it is 4 GiB or more, or the object is
-    /// aligned); its alignment, if any, is forgotten.
-    #[cold]
-    #[inline(never)]
-    fn forget_side_tables(&mut self, id: u32, obj: Object) -> u64 {
-        self.aligns.remove(&id);
-        let request = self.request_of(id, obj);
-        self.big_requests.remove(&id);
-        request
-    }
-
-    /// Makes room for id `i` in the object table (doubling, so a trace of growing ids costs
-    /// amortised O(1)).
-    #[cold]
-    #[inline(never)]
-    fn grow_objects(&mut self, i: usize) {
-        let len = (i + 1).max(self.objects.len() * 2).max(1024);
-        self.objects.resize(len, DEAD);
-    }
-
-    #[inline]
-    fn live(&self, id: u32) -> Option<Object> {
-        self.objects
-            .get(id as usize)
-            .copied()
-            .filter(|o| o.extent != NIL)
-    }
-
-    /// A live object's request. Read only: a realloc that fails afterwards must leave the
-    /// side table as it was ([`ArenaModel::set`] and a free update it).
-    fn request_of(&self, id: u32, obj: Object) -> u64 {
-        if obj.request == u32::MAX {
-            self.big_requests
-                .get(&id)
-                .copied()
-                .unwrap_or(u64::from(u32::MAX))
-        } else {
-            u64::from(obj.request)
-        }
-    }
-
-    /// Records a live object. Its request goes to the side table when it does not fit the
-    /// short field, and when the object is aligned: the sentinel then tells a free to forget
-    /// the alignment too, so that a free checks one value.
-    fn set(&mut self, id: u32, extent: u32, request: u64) {
-        let i = id as usize;
-        if i >= self.objects.len() {
-            self.grow_objects(i);
-        }
-        let short = if request >= u64::from(u32::MAX)
-            || (!self.aligns.is_empty() && self.aligns.contains_key(&id))
-        {
-            self.big_requests.insert(id, request);
-            u32::MAX
-        } else {
-            if !self.big_requests.is_empty() {
-                // A realloc from a side-table request to a short one.
-                self.big_requests.remove(&id);
-            }
-            request as u32
-        };
-        self.objects[i] = Object {
-            extent,
-            request: short,
-        };
     }
 
     /// `sz_s2u` / `sz_sa2u`: the usable size jemalloc gives `size` bytes at `align`.
@@ -319,7 +231,8 @@ impl ArenaModel {
     pub(crate) fn place(&mut self, event: u64, usize: u64) -> Result<u32, SimError> {
         if usize <= self.small_max {
             let bin = self.bin_index(usize);
-            self.malloc_small(event, bin)
+            self.malloc_small(bin)
+                .map_err(|_| SimError::OutOfAddressSpace { event })
         } else {
             let esize = usize + self.large_pad;
             let extent = self
@@ -337,7 +250,23 @@ impl ArenaModel {
     /// The bin of a small size (0 included, see `bin_of`).
     #[inline(always)]
     pub(crate) fn bin_index(&self, usize: u64) -> usize {
-        self.bin_of[(usize.wrapping_sub(1) >> 3) as u16 as usize] as usize
+        assert!(usize <= self.small_max, "not a small size");
+        // SAFETY: just checked.
+        unsafe { self.small_bin_index(usize) }
+    }
+
+    /// `bin_index` without the check, for the allocation's fast path.
+    ///
+    /// # Safety
+    /// `usize <= small_max`, so that `bin_of` has its entry (`small_max < 512 KiB` is
+    /// checked when the model is made).
+    #[inline(always)]
+    unsafe fn small_bin_index(&self, usize: u64) -> usize {
+        debug_assert!(usize <= self.small_max);
+        let i = ((usize + 7) >> 3) as usize;
+        // SAFETY: `usize < 512 KiB` (see above), so `i <= (512 KiB - 1 + 7) >> 3`, which is
+        // `BIN_TABLE_LEN - 1`.
+        unsafe { *self.bin_of.get_unchecked(i) as usize }
     }
 
     fn note_mappings(&mut self) {
@@ -352,9 +281,10 @@ impl ArenaModel {
     /// (the lowest (serial number, address) non-full slab in 5.3.1; in 5.3.0 whatever its
     /// heap returns), else a fresh slab.
     // Always inlined: the fast path's result then stays in registers (no `Result` written
-    // through memory and read back per event).
+    // through memory and read back per event). No event number: callers name the event in
+    // their error, so the fast path does not load the counter it has just stored.
     #[inline(always)]
-    fn malloc_small(&mut self, event: u64, b: usize) -> Result<u32, SimError> {
+    fn malloc_small(&mut self, b: usize) -> Result<u32, OutOfAddressSpace> {
         let bin = &self.bins[b];
         let (cur, size) = (bin.cur, bin.size);
         // `cur` is NIL (u32::MAX, past any record) or a live slab.
@@ -364,12 +294,12 @@ impl ArenaModel {
                 cur
             }
             _ => {
-                let slab = self.refill(event, b)?;
+                let slab = self.refill(b)?;
                 self.pac.ext.get_mut(slab).nfree -= 1;
                 slab
             }
         };
-        self.bin_stats[b].curregs += 1;
+        self.bins[b].stats.curregs += 1;
         self.stats.allocated_bytes += size;
         Ok(cur)
     }
@@ -377,24 +307,21 @@ impl ArenaModel {
     /// The current slab is full or absent: the heap's minimum, else a fresh slab.
     #[cold]
     #[inline(never)]
-    fn refill(&mut self, event: u64, b: usize) -> Result<u32, SimError> {
+    fn refill(&mut self, b: usize) -> Result<u32, OutOfAddressSpace> {
         let bin = &mut self.bins[b];
         bin.cur = bin.nonfull.remove_first(&mut self.pac.ext);
         if bin.cur != NIL {
-            self.bin_stats[b].nonfull_slabs -= 1;
+            bin.stats.nonfull_slabs -= 1;
             return Ok(bin.cur);
         }
         let (slab_size, nregs) = (bin.slab_size, bin.nregs);
-        let slab = self
-            .pac
-            .alloc(slab_size)
-            .map_err(|_| SimError::OutOfAddressSpace { event })?;
+        let slab = self.pac.alloc(slab_size)?;
         let e = self.pac.ext.get_mut(slab);
         e.nfree = nregs;
         e.bin = b as u32;
         e.slab = true;
         self.bins[b].cur = slab;
-        self.bin_stats[b].curslabs += 1;
+        self.bins[b].stats.curslabs += 1;
         self.stats.slabs_created += 1;
         self.stats.active_bytes += slab_size;
         self.note_mappings();
@@ -407,8 +334,8 @@ impl ArenaModel {
     // Always inlined: the common free is a few instructions, not worth a call.
     #[inline(always)]
     fn free_small(&mut self, b: usize, slab: u32, nfree: u32) {
-        self.bin_stats[b].curregs -= 1;
-        let bin = &self.bins[b];
+        let bin = &mut self.bins[b];
+        bin.stats.curregs -= 1;
         self.stats.allocated_bytes -= bin.size;
         if nfree == bin.nregs || (nfree == 1 && slab != bin.cur) {
             self.slab_changes(b, slab, nfree);
@@ -421,7 +348,7 @@ impl ArenaModel {
     fn slab_changes(&mut self, b: usize, slab: u32, nfree: u32) {
         let bin = &mut self.bins[b];
         let ext = &mut self.pac.ext;
-        let stats = &mut self.bin_stats[b];
+        let stats = &mut bin.stats;
         if nfree == bin.nregs {
             if slab == bin.cur {
                 bin.cur = NIL;
@@ -448,24 +375,11 @@ impl ArenaModel {
         }
     }
 
+    /// Frees a region of its slab, or a large extent.
     // Always inlined: the common free is a few instructions, not worth a call.
     #[inline(always)]
     pub(crate) fn remove(&mut self, extent: u32) {
-        self.remove_from::<true>(extent)
-    }
-
-    /// `remove`; `CHECKED` false skips the bounds check, for the free of an object from
-    /// this arena's own table (see `apply`).
-    #[inline(always)]
-    fn remove_from<const CHECKED: bool>(&mut self, extent: u32) {
-        let e = if CHECKED {
-            self.pac.ext.get_mut(extent)
-        } else {
-            debug_assert!((extent as usize) < self.pac.ext.v.len());
-            // SAFETY: the caller took `extent` from a live object of the table: a slab or
-            // extent record that is in use (records are recycled, never dropped).
-            unsafe { self.pac.ext.v.get_unchecked_mut(extent as usize) }
-        };
+        let e = self.pac.ext.get_mut(extent);
         if e.slab {
             e.nfree += 1;
             // A bin index is below 254: through a `u8` it indexes the bins unchecked.
@@ -477,6 +391,20 @@ impl ArenaModel {
             self.stats.allocated_bytes -= size - self.large_pad;
             self.pac.dalloc(extent);
         }
+    }
+
+    /// `remove` of a region of slab `slab`, taken from a live small object of this arena's
+    /// table (see `Object`): no bounds check, no slab flag to test.
+    #[inline(always)]
+    fn free_slab_region(&mut self, slab: u32) {
+        debug_assert!(self.pac.ext.get(slab).slab);
+        // SAFETY: a live object's slab is a record in use (records are recycled, never
+        // dropped), so `slab < ext.v.len()`.
+        let e = unsafe { self.pac.ext.v.get_unchecked_mut(slab as usize) };
+        e.nfree += 1;
+        // A bin index is below 254: through a `u8` it indexes the bins unchecked.
+        let (b, nfree) = (e.bin as u8 as usize, e.nfree);
+        self.free_small(b, slab, nfree);
     }
 
     /// Purges every dirty extent to retained (the process model's thread exit).

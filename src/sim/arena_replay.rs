@@ -117,7 +117,7 @@ impl<F: FnMut(&ArenaStats) + Send> ArenaRun<F> {
 
     /// The summary, once the engine has fed every call (the last row given if not yet).
     pub fn finish(mut self) -> ReplaySummary {
-        let last = *self.arena.stats();
+        let last = self.arena.stats();
         self.summary.final_stats = last;
         if !last.events.is_multiple_of(self.every) {
             (self.on_row)(&last);
@@ -133,7 +133,7 @@ impl<F: FnMut(&ArenaStats) + Send> Consumer for ArenaRun<F> {
     #[inline(always)]
     fn call(&mut self, _index: u64, call: &Call) -> Result<(), SimError> {
         self.arena.apply(call.event)?;
-        let s = self.arena.stats();
+        let s = &self.arena.stats();
         self.summary.observe(s);
         self.until_row -= 1;
         if self.until_row == 0 {

@@ -4,7 +4,7 @@
 use super::super::pac::{Pac, Rules};
 use super::super::ph::{Heap, NIL};
 use super::super::{ArenaStats, BinStats, SimError};
-use super::{ArenaModel, Bin, BinTable};
+use super::{ArenaModel, Bin, BinTable, BIN_TABLE_LEN};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion, PageSizeClasses, SizeClasses};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -38,9 +38,10 @@ impl ArenaModel {
             )));
         }
         let small_max = classes.small_maxclass();
-        if small_max > 1 << 19 {
+        // The size-to-bin table's reach (see `BIN_TABLE_LEN`): the fast path relies on it.
+        if small_max >= 1 << 19 {
             return Err(SimError::Config(format!(
-                "small sizes up to {small_max} bytes (the model handles up to 512 KiB)"
+                "small sizes up to {small_max} bytes (the model handles below 512 KiB)"
             )));
         }
         Ok(ArenaModel {
@@ -48,12 +49,14 @@ impl ArenaModel {
             aligns: Default::default(),
             bin_of: shared_bin_table(&classes),
             small_max,
-            bin_stats: [BinStats::default(); 256],
             nbins,
             bins: fresh_bins(&classes, heap),
             pac,
             objects: Vec::new(),
             stats: ArenaStats::default(),
+            allocs: 0,
+            frees: 0,
+            others: 0,
             page: config.page(),
             large_pad,
             classes,
@@ -96,6 +99,7 @@ fn fresh_bins(classes: &SizeClasses, heap: Heap) -> [Bin; 256] {
         size: 0,
         nregs: 0,
         slab_size: 0,
+        stats: BinStats::default(),
     };
     let mut bins = [unused; 256];
     for (bin, c) in bins.iter_mut().zip(classes.bins()) {
@@ -127,17 +131,16 @@ fn shared_bin_table(classes: &SizeClasses) -> Arc<BinTable> {
     table
 }
 
-/// One pass over the bins' sizes (they ascend): entry i serves sizes 8i+1 ..= 8i+8; the
-/// entries past the small sizes are never read but the last (size 0, see `bin_of`), which
-/// stays bin 0.
+/// One pass over the bins' sizes (they ascend): entry 0 serves size 0, entry i > 0 sizes
+/// 8i-7 ..= 8i; the entries past the small sizes are never read.
 fn bin_table(sizes: &[u64]) -> Box<BinTable> {
-    let mut bin_of: Box<BinTable> = vec![0u8; 1 << 16]
+    let mut bin_of: Box<BinTable> = vec![0u8; BIN_TABLE_LEN]
         .into_boxed_slice()
         .try_into()
         .unwrap_or_else(|_| unreachable!("a slice of the table's length"));
     let mut start = 0;
     for (b, size) in sizes.iter().enumerate() {
-        let end = size.div_ceil(8) as usize;
+        let end = size.div_ceil(8) as usize + 1;
         bin_of[start..end].fill(b as u8);
         start = end;
     }

@@ -43,7 +43,8 @@ impl ArenaModel {
             };
             if nfree == 0 {
                 // bin_refill_slabcur_no_fresh_slab, then arena_slab_alloc: `refill` does both.
-                self.refill(event, b)?;
+                self.refill(b)
+                    .map_err(|_| SimError::OutOfAddressSpace { event })?;
                 continue;
             }
             let cnt = if nfree + filled > max {
@@ -53,7 +54,10 @@ impl ArenaModel {
             };
             // bin_slab_reg_alloc_batch: `cnt` regions of the current slab.
             for _ in 0..cnt {
-                taken.push(self.malloc_small(event, b)?);
+                let slab = self
+                    .malloc_small(b)
+                    .map_err(|_| SimError::OutOfAddressSpace { event })?;
+                taken.push(slab);
             }
         }
         Ok(taken)
