@@ -26,7 +26,9 @@ mod table;
 pub mod verify;
 
 pub use grid::{default_grid, parse_grid, GridError};
-pub use run::{advise, advise_on_clock, advise_stream, Advice, AdviseError, SettingResult};
+pub use run::{
+    advise, advise_on_clock, advise_stream, Advice, AdviseError, ModelMachine, SettingResult,
+};
 pub use setting_run::PeakParts;
 pub use table::{advice_chart, advice_table, notes, LIMITS};
 pub use verify::{verify, verify_recommended, LiveCheck, LiveOutcome, LivePlan};

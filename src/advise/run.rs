@@ -4,7 +4,7 @@
 use super::setting_run::{PeakParts, SettingRun};
 use super::Setting;
 use crate::engine::{self, RunError};
-use crate::process::{DecayClock, ProcessError};
+use crate::process::{DecayClock, Metadata, ProcessError};
 use crate::trace::Record;
 use serde::Serialize;
 
@@ -32,6 +32,34 @@ pub struct SettingResult {
     pub final_active_bytes: u64,
     /// Records applied.
     pub events: u64,
+}
+
+/// What every setting's model assumes of the machine it stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelMachine {
+    /// CPUs for jemalloc's default `narenas` (4 x CPUs).
+    pub cpus: u32,
+    /// Decay's seed and clock resolution (as `replay --process --seed`).
+    pub clock: DecayClock,
+    /// The virtual address bits jemalloc was built for (`LG_VADDR`): the shape of its radix
+    /// tree, part of the metadata in resident bytes ([`Metadata::for_vaddr_bits`]).
+    pub vaddr_bits: u32,
+}
+
+impl ModelMachine {
+    /// `cpus` CPUs, decay read on the trace's times exactly (seed 0), and this machine's
+    /// address width (48 bits where unknown, as `Metadata::measured_default`).
+    pub fn with_cpus(cpus: u32) -> ModelMachine {
+        ModelMachine {
+            cpus,
+            clock: DecayClock::default(),
+            vaddr_bits: crate::process::machine_vaddr_bits().unwrap_or(48),
+        }
+    }
+
+    fn metadata(&self) -> Metadata {
+        Metadata::for_vaddr_bits(self.vaddr_bits)
+    }
 }
 
 /// Every setting's result, in grid order (the first is the baseline), with the rankings.
@@ -153,9 +181,10 @@ pub enum AdviseError {
 }
 
 /// Replays `records` once under every setting (the first is the baseline of `vs_defaults`),
-/// `cpus` CPUs for the default `narenas`, decay read on the trace's times exactly (seed 0).
+/// `cpus` CPUs for the default `narenas`, decay read on the trace's times exactly (seed 0),
+/// this machine's address width ([`ModelMachine::with_cpus`]).
 pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Advice, AdviseError> {
-    advise_on_clock(records, settings, cpus, DecayClock::default())
+    advise_on_clock(records, settings, ModelMachine::with_cpus(cpus))
 }
 
 /// Whether a record has its time (a site needs none; decay above 0 ms needs the others').
@@ -167,16 +196,16 @@ fn timed(r: &Record) -> bool {
     }
 }
 
-/// [`advise`] with decay's seed and clock resolution as `replay --process --seed` sets them.
+/// [`advise`] on a given machine: decay's seed and clock resolution as `replay --process
+/// --seed` sets them, and the address width.
 /// Settings whose decay runs on the clock are skipped when the trace has no times
 /// ([`Advice::skipped`]).
 pub fn advise_on_clock(
     records: &[Record],
     settings: &[Setting],
-    cpus: u32,
-    clock: DecayClock,
+    machine: ModelMachine,
 ) -> Result<Advice, AdviseError> {
-    advise_stream(engine::in_memory(records), settings, cpus, clock).map_err(engine::consumer_error)
+    advise_stream(engine::in_memory(records), settings, machine).map_err(engine::consumer_error)
 }
 
 /// [`advise_on_clock`] over a trace read as a stream: `open` gives its records afresh (read
@@ -185,8 +214,7 @@ pub fn advise_on_clock(
 pub fn advise_stream<I, E>(
     open: impl Fn() -> Result<I, E>,
     settings: &[Setting],
-    cpus: u32,
-    clock: DecayClock,
+    machine: ModelMachine,
 ) -> Result<Advice, RunError<AdviseError, E>>
 where
     I: Iterator<Item = Result<Record, E>>,
@@ -206,7 +234,10 @@ where
     let mut runs = settings
         .iter()
         .enumerate()
-        .map(|(i, s)| SettingRun::new(s, cpus, clock).map_err(|e| model_error(i, e)))
+        .map(|(i, s)| {
+            SettingRun::new(s, machine.cpus, machine.clock, machine.metadata())
+                .map_err(|e| model_error(i, e))
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(RunError::Consumer)?;
     match engine::run(open().map_err(RunError::Trace)?, &mut runs, &|_| {}) {
@@ -223,7 +254,7 @@ where
         .zip(&settings)
         .map(|(r, s)| r.finish(s.clone()))
         .collect();
-    Ok(ranked(results, cpus, skipped))
+    Ok(ranked(results, machine.cpus, skipped))
 }
 
 /// Whether every record of the stream has its time (read up to the first without).
@@ -322,6 +353,29 @@ mod tests {
         }
         let a = advise(&records, &grid, 2).unwrap();
         assert_eq!((a.results.len(), a.skipped.len()), (2, 0));
+    }
+
+    #[test]
+    fn the_address_width_moves_resident_by_the_start_up_radix_tree() {
+        // rtree.h's shapes, hand-derived: a 48-bit build's tree has two levels and start-up
+        // holds one leaf of 2^18 8-byte entries (2,097,152 bytes); a 57-bit build's has
+        // three, start-up holds its middle node (2^15 x 8 = 262,144) and one leaf of 2^15
+        // 16-byte entries (524,288): 786,432. The rest of the base is the same measured
+        // bytes, and one small object maps no new leaf: resident differs by 1,310,720.
+        let records = crate::process::records_from_text("a 0 64\nf 0\n").unwrap();
+        let on = |vaddr_bits| {
+            let machine = ModelMachine {
+                vaddr_bits,
+                ..ModelMachine::with_cpus(2)
+            };
+            advise_on_clock(&records, &[Setting::defaults()], machine).unwrap()
+        };
+        let (narrow, wide) = (on(48).results.remove(0), on(57).results.remove(0));
+        assert_eq!(narrow.peak_active_bytes, wide.peak_active_bytes);
+        assert_eq!(
+            narrow.peak_resident_bytes - wide.peak_resident_bytes,
+            2_097_152 - 786_432
+        );
     }
 
     #[test]

@@ -101,6 +101,7 @@ impl SettingRun {
         setting: &Setting,
         cpus: u32,
         clock: DecayClock,
+        metadata: Metadata,
     ) -> Result<SettingRun, ProcessError> {
         let config = setting.config();
         let classes =
@@ -108,7 +109,7 @@ impl SettingRun {
         let mut model = Process::new(config, setting.options.clone(), cpus)?;
         // As `replay --process` sets its model up (`cli::process::model_run`).
         model.set_decay_clock(clock);
-        model.set_metadata(Metadata::measured_default());
+        model.set_metadata(metadata);
         let block_bytes = if setting.options.tcache {
             model.cache_block_bytes()
         } else {

@@ -5,12 +5,12 @@
 use super::args::refuse_outputs_over_inputs;
 use crate::advise::{
     advice_chart, advice_table, advise_stream, default_grid, notes, parse_grid, verify_recommended,
-    LiveCheck, LivePlan, Setting,
+    LiveCheck, LivePlan, ModelMachine, Setting,
 };
 use crate::charts::{render_png, render_svg};
 use crate::export::{Format, OutputFile};
 use crate::live::process::ProcessTrace;
-use crate::process::{machine_coarse_clock_ns, machine_cpus, DecayClock};
+use crate::process::{machine_coarse_clock_ns, machine_cpus, machine_vaddr_bits, DecayClock};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;
@@ -40,6 +40,10 @@ pub struct AdviseArgs {
     /// CPUs for jemalloc's default narenas (4 x CPUs) [default: this machine's].
     #[arg(long)]
     pub cpus: Option<u32>,
+    /// The virtual address bits jemalloc is taken to be built for (its radix tree, part of
+    /// the metadata in resident bytes) [default: this machine's, 48 where unknown].
+    #[arg(long, value_name = "BITS")]
+    pub vaddr_bits: Option<u32>,
     /// Do not check the recommended settings live (their live_check says not-run).
     #[arg(long)]
     pub no_live: bool,
@@ -67,6 +71,7 @@ struct Plan {
     out: Option<OutputFile>,
     chart: Option<(OutputFile, ChartKind)>,
     cpus: u32,
+    vaddr_bits: u32,
     seed: u64,
     live: Option<LivePlan>,
 }
@@ -75,6 +80,9 @@ impl Plan {
     fn new(args: &AdviseArgs) -> Result<Plan> {
         if args.cpus == Some(0) {
             bail!("--cpus 0: give at least one CPU");
+        }
+        if let Some(bits) = args.vaddr_bits.filter(|b| !(32..=64).contains(b)) {
+            bail!("--vaddr-bits {bits}: give 32 to 64 (x86-64: 48, or 57 with five-level paging)");
         }
         if args.every == Some(0) {
             bail!("--every 0: give a positive number of events");
@@ -143,6 +151,9 @@ impl Plan {
             out,
             chart,
             cpus: args.cpus.unwrap_or_else(machine_cpus),
+            vaddr_bits: args
+                .vaddr_bits
+                .unwrap_or_else(|| machine_vaddr_bits().unwrap_or(48)),
             seed: args.seed,
             live,
         })
@@ -160,8 +171,13 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
     // The models stream the trace, and so does the live check (the model beside the child,
     // which reads the file itself): memory follows the live objects, never the events.
     let open = super::trace::reopen(&plan.trace);
-    let advice = advise_stream(open, &plan.settings, plan.cpus, clock)
-        .map_err(super::trace::stream_error)?;
+    let machine = ModelMachine {
+        cpus: plan.cpus,
+        clock,
+        vaddr_bits: plan.vaddr_bits,
+    };
+    let advice =
+        advise_stream(open, &plan.settings, machine).map_err(super::trace::stream_error)?;
     let trace = ProcessTrace::File {
         path: &plan.trace,
         time_scale: 1.0,

@@ -5,7 +5,7 @@
 use super::{SectionOutput, Written};
 use crate::advise::{
     advice_chart, advice_table, advise_on_clock, default_grid, notes, verify_recommended, Advice,
-    LiveCheck, LivePlan, LIMITS,
+    LiveCheck, LivePlan, ModelMachine, LIMITS,
 };
 use crate::charts::write_chart;
 use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
@@ -30,6 +30,20 @@ pub const CLOCK: DecayClock = DecayClock {
     seed: 0,
     resolution_ns: 4_000_000,
     start_ns: 0,
+};
+
+/// The virtual address bits the report's jemalloc is taken to be built for (`fragsim advise
+/// --vaddr-bits 57`): its radix tree is part of the metadata in resident bytes, and the
+/// width is the build machine's (configure reads it through CPUID), so it is fixed for the
+/// files to be the same on any machine. 57 (five-level paging) is the width the metadata
+/// start was measured on ([`crate::process::Metadata::measured_default`]).
+pub const VADDR_BITS: u32 = 57;
+
+/// The machine the report's models stand for.
+pub const MACHINE: ModelMachine = ModelMachine {
+    cpus: CPUS,
+    clock: CLOCK,
+    vaddr_bits: VADDR_BITS,
 };
 
 /// The records of `path` without sites (the process model does not need them).
@@ -109,14 +123,14 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
     });
     let mut files = Vec::new();
     let mut md = format!(
-        "Each committed trace replayed once through the process model under the default grid of run-time options (`fragsim advise TRACE --cpus {CPUS} --every {LIVE_EVERY}`, decay on a 4 ms coarse clock, seed 0), ranked by peak active bytes, with the mean resident bytes over the trace's time and their rank; the recommended settings checked live through the real jemalloc with that MALLOC_CONF at every {LIVE_EVERY} events. The full tables (the peak's decomposition, the exact MALLOC_CONF) are in the files listed above.\n"
+        "Each committed trace replayed once through the process model under the default grid of run-time options (`fragsim advise TRACE --cpus {CPUS} --vaddr-bits {VADDR_BITS} --every {LIVE_EVERY}`, decay on a 4 ms coarse clock, seed 0; the metadata in resident bytes that of a jemalloc built for {VADDR_BITS}-bit virtual addresses, whatever the machine running the report), ranked by peak active bytes, with the mean resident bytes over the trace's time and their rank; the recommended settings checked live through the real jemalloc with that MALLOC_CONF at every {LIVE_EVERY} events. The full tables (the peak's decomposition, the exact MALLOC_CONF) are in the files listed above.\n"
     );
     for path in traces {
         let records = call_records(path)?;
         let name = path
             .file_stem()
             .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-        let advice = advise_on_clock(&records, &default_grid(), CPUS, CLOCK)
+        let advice = advise_on_clock(&records, &default_grid(), MACHINE)
             .with_context(|| format!("advise '{name}'"))?;
         let live = verify_recommended(&records, &advice, plan.as_ref())?;
         let stem = format!("advise-{name}");
