@@ -228,7 +228,12 @@ fn report_writes_every_indexed_file_and_is_reproducible() {
     assert_eq!(a.len(), b.len());
     for ((name, x), (_, y)) in a.iter().zip(&b) {
         // Measured times are under timing/ (not read here); everything else is reproducible.
-        assert!(x == y, "{name} differs between runs");
+        if x != y {
+            // Name the first differing line, so a flaky figure can be traced.
+            let (xs, ys) = (String::from_utf8_lossy(x), String::from_utf8_lossy(y));
+            let line = xs.lines().zip(ys.lines()).find(|(l, r)| l != r);
+            panic!("{name} differs between runs: {line:?}");
+        }
     }
 }
 
