@@ -63,6 +63,9 @@ pub fn run(args: RecordArgs) -> Result<i32> {
         }
         return super::record_native::run(&args);
     }
+    if args.native.order != super::record_native::Order::Seq {
+        bail!("--order orders the native recorder's events: it does not apply to --with valgrind");
+    }
     let valgrind = valgrind.expect("found above for --with valgrind");
     record_valgrind(&args, &valgrind, &program, &program_path)
 }
