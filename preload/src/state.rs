@@ -199,7 +199,11 @@ unsafe fn configure() -> bool {
         }
     }
     PRECISE.store(flags & FLAG_TSC != 0, Ordering::Release);
-    buf::set_tsc_order(flags & FLAG_TSC_ORDER != 0);
+    // Without `rdtscp` (a CPU or VM that lacks it) the image is ordered by sequence numbers
+    // and its header says so.
+    if !buf::set_tsc_order(flags & FLAG_TSC_ORDER != 0) {
+        flags &= !FLAG_TSC_ORDER;
+    }
     FLAGS.store(flags as u32, Ordering::Release);
     let mut key: libc::pthread_key_t = 0;
     if libc::pthread_key_create(&mut key, Some(buf::thread_exit)) != 0 {

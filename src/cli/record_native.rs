@@ -33,8 +33,8 @@ pub struct NativeArgs {
     precise_times: bool,
     /// How events are ordered across threads: `seq`, a global sequence number (exact), or
     /// `tsc`, the CPU's time-stamp counter (faster on multi-threaded programs; as exact as
-    /// the CPUs' TSCs are synchronised; x86-64 with a constant, nonstop TSC the kernel uses
-    /// as its clocksource).
+    /// the CPUs' TSCs are synchronised; x86-64 with a constant, nonstop TSC, rdtscp, and the
+    /// TSC as the kernel's clocksource).
     #[arg(long, value_enum, default_value_t = Order::Seq)]
     pub(super) order: Order,
     /// Keep the recorder's raw files in this folder.

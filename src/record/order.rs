@@ -15,8 +15,9 @@ pub enum EventOrder {
 /// Why the TSC cannot order events on a machine of architecture `arch` (`std::env::consts::
 /// ARCH`) with `/proc/cpuinfo` text `cpuinfo` and current clocksource `clocksource`, or
 /// `None` if it can: x86-64, the `constant_tsc` and `nonstop_tsc` flags (the TSC ticks at one
-/// rate, also in deep sleep states), and the kernel using the `tsc` clocksource (it keeps it
-/// only if the CPUs' TSCs passed its synchronisation check at boot).
+/// rate, also in deep sleep states) and `rdtscp` (the recorder's read, ordered after the
+/// call's loads), and the kernel using the `tsc` clocksource (it keeps it only if the CPUs'
+/// TSCs passed its synchronisation check at boot).
 pub fn tsc_order_unsupported(arch: &str, cpuinfo: &str, clocksource: &str) -> Option<String> {
     if arch != "x86_64" {
         return Some(format!("there is no TSC on {arch} (x86-64 only)"));
@@ -38,6 +39,9 @@ pub fn tsc_order_unsupported(arch: &str, cpuinfo: &str, clocksource: &str) -> Op
             "/proc/cpuinfo lacks {} (the TSC's rate is not steady)",
             missing.join(" and ")
         ));
+    }
+    if !flags.contains(&"rdtscp") {
+        return Some("/proc/cpuinfo lacks rdtscp (the recorder's ordered TSC read)".into());
     }
     let source = clocksource.trim();
     if source != "tsc" {
@@ -63,7 +67,7 @@ pub fn tsc_order_unsupported_here() -> Option<String> {
 mod tests {
     use super::*;
 
-    const GOOD: &str = "processor\t: 0\nflags\t\t: fpu tsc msr constant_tsc rep_good nopl nonstop_tsc cpuid\n\nprocessor\t: 1\nflags\t\t: fpu tsc constant_tsc nonstop_tsc\n";
+    const GOOD: &str = "processor\t: 0\nflags\t\t: fpu tsc msr rdtscp constant_tsc rep_good nopl nonstop_tsc cpuid\n\nprocessor\t: 1\nflags\t\t: fpu tsc rdtscp constant_tsc nonstop_tsc\n";
 
     #[test]
     fn a_synchronised_constant_tsc_orders() {
@@ -78,7 +82,7 @@ mod tests {
 
     #[test]
     fn refused_without_the_cpu_flags() {
-        let old = "flags\t\t: fpu tsc msr constant_tsc\n";
+        let old = "flags\t\t: fpu tsc msr rdtscp constant_tsc\n";
         let why = tsc_order_unsupported("x86_64", old, "tsc\n").unwrap();
         assert!(
             why.contains("nonstop_tsc") && !why.contains("constant_tsc"),
@@ -91,6 +95,8 @@ mod tests {
         assert!(why.unwrap().contains("nonstop_tsc"));
         let why = tsc_order_unsupported("x86_64", "", "tsc").unwrap();
         assert!(why.contains("/proc/cpuinfo lacks"), "{why}");
+        let why = tsc_order_unsupported("x86_64", "flags : constant_tsc nonstop_tsc\n", "tsc");
+        assert!(why.unwrap().contains("rdtscp"));
     }
 
     #[test]
