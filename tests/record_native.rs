@@ -613,3 +613,32 @@ fn records_of(path: &std::path::Path) -> Vec<Record> {
         .map(Result::unwrap)
         .collect()
 }
+
+/// `--order tsc` where it cannot apply is one line and exit 2, before any program runs: with
+/// `--with valgrind`, and (where this machine's TSC cannot order events) natively. The
+/// machine check itself is unit-tested on made-up inputs (src/record/order.rs).
+#[test]
+fn order_tsc_refused_where_it_cannot_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.trace");
+    let refused = |flags: &[&str]| {
+        let out = Command::new(FRAGSIM)
+            .arg("record")
+            .args(flags)
+            .args(["--order", "tsc", "-o"])
+            .arg(&trace)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("error: --order"), "{stderr}");
+        assert!(!trace.exists());
+    };
+    refused(&["--with", "valgrind"]);
+    if fragsim::record::order::tsc_order_unsupported_here().is_some() {
+        common::build_preload();
+        refused(&[]);
+    }
+}

@@ -40,6 +40,11 @@ pub struct RecordArgs {
 const FEW_CALLS: u64 = 1000;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
+    if args.with == super::record_native::Recorder::Valgrind
+        && args.native.order != super::record_native::Order::Seq
+    {
+        bail!("--order orders the native recorder's events: it does not apply to --with valgrind");
+    }
     let valgrind = if args.with == super::record_native::Recorder::Valgrind {
         Some(find_valgrind().context(
             "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",
@@ -62,9 +67,6 @@ pub fn run(args: RecordArgs) -> Result<i32> {
             bail!("--keep-log keeps valgrind's log: it applies to --with valgrind only");
         }
         return super::record_native::run(&args);
-    }
-    if args.native.order != super::record_native::Order::Seq {
-        bail!("--order orders the native recorder's events: it does not apply to --with valgrind");
     }
     let valgrind = valgrind.expect("found above for --with valgrind");
     record_valgrind(&args, &valgrind, &program, &program_path)
