@@ -41,6 +41,17 @@ fn compile(dir: &Path, source: &str, extra: &[&str]) -> PathBuf {
     exe
 }
 
+/// The `--order` flags each order test runs with: the default (sequence numbers), and
+/// `--order tsc` where this machine's TSC can order events (else the test says it skips it).
+fn orders() -> Vec<&'static [&'static str]> {
+    let mut orders: Vec<&'static [&'static str]> = vec![&[]];
+    match fragsim::record::order::tsc_order_unsupported_here() {
+        None => orders.push(&["--order", "tsc"]),
+        Some(why) => eprintln!("skipping --order tsc: {why}"),
+    }
+    orders
+}
+
 struct Run {
     out: Output,
     trace: PathBuf,
@@ -150,7 +161,15 @@ fn check_against_log(calls: &[Call], log: &[&str]) {
 fn known_sequence_event_for_event() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile(dir.path(), "sequence.cpp", &[]);
-    let run = record(dir.path(), &[], &[exe.to_str().unwrap()]);
+    for (i, order) in orders().into_iter().enumerate() {
+        let sub = dir.path().join(format!("order{i}"));
+        std::fs::create_dir(&sub).unwrap();
+        known_sequence_with(&sub, &exe, order);
+    }
+}
+
+fn known_sequence_with(dir: &Path, exe: &Path, flags: &[&str]) {
+    let run = record(dir, flags, &[exe.to_str().unwrap()]);
     assert!(
         run.out.status.success(),
         "{}",
@@ -161,6 +180,7 @@ fn known_sequence_event_for_event() {
     let main_log: Vec<&str> = sections.next().unwrap().lines().collect();
     let (records, summary) = only_process(&run.raw);
     assert!(!summary.truncated);
+    assert_eq!(summary.issues.total(), 0, "{flags:?}: {:?}", summary.issues);
     let by = calls_by_thread(&records);
     // The main thread's window: from the first marker to the second.
     let main = &by[&0];
@@ -206,15 +226,25 @@ fn known_sequence_event_for_event() {
 fn concurrent_threads_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile(dir.path(), "counting.c", &[]);
-    for round in 0..3 {
+    // The first round with TSC stamps, the next two with the default coarse clock; then with
+    // TSC order keys, with either clock.
+    let mut rounds: Vec<Vec<&str>> = vec![vec!["--precise-times"], vec![], vec![]];
+    if let Some(tsc) = orders().get(1) {
+        rounds.push(tsc.to_vec());
+        rounds.push([*tsc, &["--precise-times"]].concat());
+    }
+    for (round, flags) in rounds.iter().enumerate() {
         let sub = dir.path().join(format!("run{round}"));
         std::fs::create_dir(&sub).unwrap();
-        // The first round with TSC stamps, the others with the default coarse clock.
-        let precise = round == 0;
-        let flags: &[&str] = if precise { &["--precise-times"] } else { &[] };
+        let precise = flags.contains(&"--precise-times");
         let started = std::time::Instant::now();
         let run = record(&sub, flags, &[exe.to_str().unwrap()]);
         let wall = started.elapsed();
+        assert_eq!(
+            raw_flags(&raw_files(&run.raw)[0].1) & 16 != 0,
+            flags.contains(&"tsc"),
+            "the image header's TSC order flag, {flags:?}"
+        );
         assert!(run.out.status.success());
         let stdout = String::from_utf8(run.out.stdout).unwrap();
         let (records, summary) = only_process(&run.raw);
@@ -231,7 +261,7 @@ fn concurrent_threads_lose_nothing() {
             assert_eq!(
                 calls.len() as u64,
                 count.parse::<u64>().unwrap(),
-                "thread {i}, run {round}"
+                "thread {i}, run {round} {flags:?}"
             );
         }
         assert_eq!(summary.thread_exits, 4);
@@ -265,9 +295,16 @@ fn fork_without_and_with_follow_forks() {
         "the child is not recorded without --follow-forks"
     );
 
-    let follow = dir.path().join("follow");
-    std::fs::create_dir(&follow).unwrap();
-    let run = record(&follow, &["--follow-forks"], &[exe, "fork"]);
+    for (i, order) in orders().into_iter().enumerate() {
+        let follow = dir.path().join(format!("follow{i}"));
+        std::fs::create_dir(&follow).unwrap();
+        let flags = [&["--follow-forks"], order].concat();
+        fork_followed(&follow, exe, &flags);
+    }
+}
+
+fn fork_followed(follow: &Path, exe: &str, flags: &[&str]) {
+    let run = record(follow, flags, &[exe, "fork"]);
     assert!(run.out.status.success());
     let files = raw_files(&run.raw);
     assert_eq!(files.len(), 2, "{files:?}");
@@ -288,25 +325,30 @@ fn exec_through_a_shell_wrapper() {
     let exe = compile(dir.path(), "lifecycle.c", &[]);
     let wrapper = dir.path().join("wrapper.sh");
     std::fs::write(&wrapper, "#!/bin/sh\nexec \"$@\"\n").unwrap();
-    let run = record(
-        dir.path(),
-        &[],
-        &[
-            "sh",
-            wrapper.to_str().unwrap(),
-            exe.to_str().unwrap(),
-            "alloc",
-        ],
-    );
-    assert!(run.out.status.success());
-    let (records, summary) = only_process(&run.raw);
-    assert_eq!(summary.images, 2, "the shell, then the program");
-    assert!(!summary.truncated);
-    let sizes = alloc_sizes(&records);
-    assert!(
-        sizes.contains(&11111) && sizes.contains(&44444),
-        "{sizes:?}"
-    );
+    for (i, order) in orders().into_iter().enumerate() {
+        let sub = dir.path().join(format!("order{i}"));
+        std::fs::create_dir(&sub).unwrap();
+        let run = record(
+            &sub,
+            order,
+            &[
+                "sh",
+                wrapper.to_str().unwrap(),
+                exe.to_str().unwrap(),
+                "alloc",
+            ],
+        );
+        assert!(run.out.status.success());
+        let (records, summary) = only_process(&run.raw);
+        assert_eq!(summary.images, 2, "the shell, then the program");
+        assert!(!summary.truncated);
+        assert_eq!(summary.issues.total(), 0, "{order:?}: {:?}", summary.issues);
+        let sizes = alloc_sizes(&records);
+        assert!(
+            sizes.contains(&11111) && sizes.contains(&44444),
+            "{sizes:?}"
+        );
+    }
 }
 
 #[test]
@@ -510,12 +552,33 @@ fn chunk_marks(raw: &Path) -> Vec<(u64, u64, u64)> {
     chunks
 }
 
+/// The flags word of the first image's header of a raw file.
+fn raw_flags(raw: &Path) -> u64 {
+    let bytes = std::fs::read(raw).unwrap();
+    assert_eq!(
+        u32::from_le_bytes(bytes[4..8].try_into().unwrap()),
+        1,
+        "a header first"
+    );
+    u64::from_le_bytes(bytes[48 + 32..48 + 40].try_into().unwrap())
+}
+
+/// With either order (TSC keys: the marks come from the TSC and a `membarrier`, see
+/// preload/src/buf/order.rs), on the 4-thread program.
 #[test]
 fn progress_marks_hold_and_the_trace_converted_while_running_is_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile(dir.path(), "threads_map.cpp", &[]);
+    for (i, order) in orders().into_iter().enumerate() {
+        let sub = dir.path().join(format!("order{i}"));
+        std::fs::create_dir(&sub).unwrap();
+        marks_hold_with(&sub, &exe, order);
+    }
+}
+
+fn marks_hold_with(dir: &Path, exe: &Path, flags: &[&str]) {
     // 4 workers x 30000 entries: about a million calls, several 1 MiB chunks per thread.
-    let run = record(dir.path(), &[], &[exe.to_str().unwrap(), "30000"]);
+    let run = record(dir, flags, &[exe.to_str().unwrap(), "30000"]);
     assert!(run.out.status.success());
     let files = raw_files(&run.raw);
     let chunks = chunk_marks(&files[0].1);
@@ -525,7 +588,7 @@ fn progress_marks_hold_and_the_trace_converted_while_running_is_the_same() {
         for (j, &(_, lo, _)) in chunks.iter().enumerate().skip(i + 1) {
             assert!(
                 lo >= mark,
-                "chunk {j} has event {lo}, below chunk {i}'s mark {mark}"
+                "{flags:?}: chunk {j} has event {lo}, below chunk {i}'s mark {mark}"
             );
         }
     }
@@ -538,8 +601,8 @@ fn progress_marks_hold_and_the_trace_converted_while_running_is_the_same() {
     );
     // What `fragsim record` converted while the program ran is what the whole file gives.
     let (records, summary) = only_process(&run.raw);
-    assert_eq!(summary.issues.total(), 0, "{:?}", summary.issues);
-    assert_eq!(records_of(&run.trace), records);
+    assert_eq!(summary.issues.total(), 0, "{flags:?}: {:?}", summary.issues);
+    assert_eq!(records_of(&run.trace), records, "{flags:?}");
 }
 
 /// Every record of the trace at `path`.
@@ -549,4 +612,33 @@ fn records_of(path: &std::path::Path) -> Vec<Record> {
         .records()
         .map(Result::unwrap)
         .collect()
+}
+
+/// `--order tsc` where it cannot apply is one line and exit 2, before any program runs: with
+/// `--with valgrind`, and (where this machine's TSC cannot order events) natively. The
+/// machine check itself is unit-tested on made-up inputs (src/record/order.rs).
+#[test]
+fn order_tsc_refused_where_it_cannot_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.trace");
+    let refused = |flags: &[&str]| {
+        let out = Command::new(FRAGSIM)
+            .arg("record")
+            .args(flags)
+            .args(["--order", "tsc", "-o"])
+            .arg(&trace)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("error: --order"), "{stderr}");
+        assert!(!trace.exists());
+    };
+    refused(&["--with", "valgrind"]);
+    if fragsim::record::order::tsc_order_unsupported_here().is_some() {
+        common::build_preload();
+        refused(&[]);
+    }
 }

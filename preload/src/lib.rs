@@ -10,7 +10,7 @@
 //! - One global order: every event takes a sequence number with one atomic `fetch_add` inside
 //!   the interposed call (an allocation after the real call returns, a free before it, a
 //!   realloc both before and after, so an address is never handed out before its release in
-//!   the order). There is no global lock: each thread appends to its own buffer; the final
+//!   the order). With `tscorder`, the key is the TSC instead (`buf/order.rs`). There is no global lock: each thread appends to its own buffer; the final
 //!   flush keeps owners out of theirs with a flag and `membarrier` (`buf::begin`), so the
 //!   fast path has no locked instruction besides the sequence number.
 //!
@@ -19,7 +19,7 @@
 //! - `FRAGSIM_PRELOAD_PARENT`: the pid of `fragsim record`. A process whose parent it is (the
 //!   program, also after `exec`) records; others only with `follow` in the flags.
 //! - `FRAGSIM_PRELOAD_FLAGS`: comma-separated `stacks`, `follow`, `tsc` (event stamps from
-//!   the TSC; else `CLOCK_MONOTONIC_COARSE`).
+//!   the TSC; else `CLOCK_MONOTONIC_COARSE`), `tscorder` (order keys from the TSC, x86-64).
 //! - `FRAGSIM_STACKS_CHECK=1` (tests): every stack taken both by the unwind rules and by
 //!   libunwind; the first that differs aborts the program.
 //!
@@ -32,11 +32,13 @@
 //! Kinds:
 //! - 1 `HEADER`: an image starts: u64 words `version (2), pid, ppid, start_ns, flags
 //!   (1 = stacks on, 2 = follow forks, 4 = no unwinder found, 8 = event stamps are TSC
-//!   ticks, else `CLOCK_MONOTONIC_COARSE` ns; `start_ns` is on the same clock), fork_seq (the sequence number at
-//!   the fork that made this process, 0 for exec/start)`.
-//! - 2 `EVENTS`: u64 words. Each event starts with `kind | seq << 8`, then its stamp (see
-//!   flag 8; left out when the head has bit `0x40`: the stamp is that of the chunk's event
-//!   before), then: `ALLOC (1)`: size, addr; `ALIGNED (6)`: size, align, addr;
+//!   ticks, else `CLOCK_MONOTONIC_COARSE` ns; `start_ns` is on the same clock; 16 = order
+//!   keys are TSC ticks since the image started, each thread's strictly increasing, threads'
+//!   possibly equal, else global sequence numbers), fork_seq (the key at the fork that made
+//!   this process, 0 for exec/start)`.
+//! - 2 `EVENTS`: u64 words. Each event starts with `kind | seq << 8` (`seq`: its order key,
+//!   see flag 16), then its stamp (see flag 8; left out when the head has bit `0x40`: the
+//!   stamp is that of the chunk's event before), then: `ALLOC (1)`: size, addr; `ALIGNED (6)`: size, align, addr;
 //!   `FREE (2)`: addr; `REALLOC (3)`: old, new, size, seq_after (`seq` is taken before the real
 //!   call, `seq_after` after it; the stamp is at `seq_after`); `EXIT (4)`: nothing. Kind bit
 //!   `0x80` means one more word follows: the call's stack id (per slot). `STACK (5)`:
@@ -50,7 +52,7 @@
 //! - 6 `SIGNAL`: the process is dying of the signal in the first u64 word.
 //!
 //! The `reserved` word of an `EVENTS` chunk's header is its progress mark (0: none): every
-//! event of the image with a lower sequence number is in the file before the chunk's end
+//! event of the image with a lower key is in the file before the chunk's end
 //! (`fragsim record` converts that far while the program runs).
 //!
 //! The last image of a file without `END` is truncated (killed, or a signal ended it).

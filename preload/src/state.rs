@@ -29,7 +29,8 @@ pub static LATE_CALLS: AtomicU64 = AtomicU64::new(0);
 pub static LOST_BYTES: AtomicU64 = AtomicU64::new(0);
 
 pub use crate::wire::{
-    FLAG_FOLLOW, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, K_END, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL,
+    FLAG_FOLLOW, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER, K_END, K_EXEC, K_HEADER,
+    K_MAPS, K_SIGNAL,
 };
 
 /// The directory of raw files (NUL-terminated, from the environment), kept for forks.
@@ -177,6 +178,7 @@ unsafe fn configure() -> bool {
                 b"stacks" => flags |= FLAG_STACKS,
                 b"follow" => flags |= FLAG_FOLLOW,
                 b"tsc" if cfg!(target_arch = "x86_64") => flags |= FLAG_TSC,
+                b"tscorder" if cfg!(target_arch = "x86_64") => flags |= FLAG_TSC_ORDER,
                 _ => {}
             }
         }
@@ -197,6 +199,11 @@ unsafe fn configure() -> bool {
         }
     }
     PRECISE.store(flags & FLAG_TSC != 0, Ordering::Release);
+    // Without `rdtscp` (a CPU or VM that lacks it) the image is ordered by sequence numbers
+    // and its header says so.
+    if !buf::set_tsc_order(flags & FLAG_TSC_ORDER != 0) {
+        flags &= !FLAG_TSC_ORDER;
+    }
     FLAGS.store(flags as u32, Ordering::Release);
     let mut key: libc::pthread_key_t = 0;
     if libc::pthread_key_create(&mut key, Some(buf::thread_exit)) != 0 {
@@ -411,9 +418,7 @@ extern "C" fn after_fork_child() {
         let fd = FD.swap(-1, Ordering::AcqRel);
         libc::close(fd);
         buf::forget_other_threads();
-        if FLAGS.load(Ordering::Acquire) as u64 & FLAG_FOLLOW == 0
-            || !open_raw(SEQ.0.load(Ordering::Relaxed))
-        {
+        if FLAGS.load(Ordering::Acquire) as u64 & FLAG_FOLLOW == 0 || !open_raw(buf::now_key()) {
             STATE.store(OFF, Ordering::Release);
         }
     }

@@ -40,6 +40,11 @@ pub struct RecordArgs {
 const FEW_CALLS: u64 = 1000;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
+    if args.with == super::record_native::Recorder::Valgrind
+        && args.native.order != super::record_native::Order::Seq
+    {
+        bail!("--order orders the native recorder's events: it does not apply to --with valgrind");
+    }
     let valgrind = if args.with == super::record_native::Recorder::Valgrind {
         Some(find_valgrind().context(
             "valgrind is not installed (install it with `apt-get install valgrind` or your system's package manager)",

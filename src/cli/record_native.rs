@@ -3,9 +3,10 @@
 
 use super::record::RecordArgs;
 use crate::record::{
-    record_native_with_progress, NativeOptions, RecordProgress, Recorded, RecordedTrace,
+    order, record_native_with_progress, EventOrder, NativeOptions, RecordProgress, Recorded,
+    RecordedTrace,
 };
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
@@ -30,16 +31,38 @@ pub struct NativeArgs {
     /// clock (1-4 ms steps; native recorder).
     #[arg(long)]
     precise_times: bool,
+    /// How events are ordered across threads: `seq`, a global sequence number (exact), or
+    /// `tsc`, the CPU's time-stamp counter (faster on multi-threaded programs; as exact as
+    /// the CPUs' TSCs are synchronised; x86-64 with a constant, nonstop TSC, rdtscp, and the
+    /// TSC as the kernel's clocksource).
+    #[arg(long, value_enum, default_value_t = Order::Seq)]
+    pub(super) order: Order,
     /// Keep the recorder's raw files in this folder.
     #[arg(long, hide = true)]
     keep_raw: Option<PathBuf>,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Order {
+    Seq,
+    Tsc,
+}
+
 pub fn run(args: &RecordArgs) -> Result<i32> {
+    let order = match args.native.order {
+        Order::Seq => EventOrder::Seq,
+        Order::Tsc => EventOrder::Tsc,
+    };
+    if order == EventOrder::Tsc {
+        if let Some(why) = order::tsc_order_unsupported_here() {
+            bail!("--order tsc cannot order events on this machine: {why}; use --order seq");
+        }
+    }
     let options = NativeOptions {
         stacks: args.native.stacks,
         follow_forks: args.native.follow_forks,
         precise_times: args.native.precise_times,
+        order,
         raw_dir: args.native.keep_raw.clone(),
     };
     let mut bar = ConvertBar::new();

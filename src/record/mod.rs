@@ -3,12 +3,14 @@
 //! traces. [`raw`] reads them, [`convert`](mod@convert) merges and translates, [`sink`] writes.
 
 pub mod convert;
+pub mod order;
 pub mod raw;
 pub mod sink;
 pub mod stream;
 pub mod symbols;
 
 pub use convert::{convert, convert_with_progress, ConvertSummary};
+pub use order::EventOrder;
 pub use raw::{parse, RawProcess};
 pub use sink::TraceSink;
 
@@ -49,6 +51,9 @@ pub struct NativeOptions {
     /// Time stamps from the TSC (ns resolution, about 25 ns more per call) instead of
     /// `CLOCK_MONOTONIC_COARSE` (the kernel's tick, 1-4 ms).
     pub precise_times: bool,
+    /// How events are ordered across threads ([`EventOrder`]; `Tsc` only where
+    /// [`order::tsc_order_unsupported_here`] is `None`).
+    pub order: EventOrder,
     /// Keep the raw files here instead of a temporary folder (tests, debugging).
     pub raw_dir: Option<PathBuf>,
 }
@@ -316,6 +321,9 @@ fn preload_flags(options: &NativeOptions) -> String {
     }
     if options.precise_times {
         flags.push("tsc");
+    }
+    if options.order == EventOrder::Tsc {
+        flags.push("tscorder");
     }
     flags.join(",")
 }

@@ -5,16 +5,19 @@
 //! reset of the table are in `lifecycle.rs`.
 
 mod lifecycle;
+mod order;
 mod out;
 mod tls;
 
 pub use lifecycle::{flush_all, forget_other_threads, thread_exit};
+use order::mark;
+pub use order::{now_key, set_tsc_order};
 pub use out::chunk;
 use out::write_all;
 use tls::{Tls, TLS};
 
 use crate::stack::StackTable;
-use crate::state::{self, KEY, LATE_CALLS, SEQ, STACKS};
+use crate::state::{self, KEY, LATE_CALLS, STACKS};
 use libc::c_void;
 use std::ptr::null_mut;
 use std::sync::atomic::{
@@ -55,6 +58,9 @@ pub struct Buf {
     /// One past the last sequence number of the events the owner has put in its buffer: any
     /// number it takes later is at least this.
     floor: AtomicU64,
+    /// The owner's last order key with `--order tsc` (its next one is above it: each thread's
+    /// keys strictly increase); only the owner touches it.
+    last_key: u64,
 }
 
 static SLOTS: [AtomicPtr<Buf>; MAX_SLOTS] = [const { AtomicPtr::new(null_mut()) }; MAX_SLOTS];
@@ -146,20 +152,14 @@ pub unsafe fn enter() -> Option<Ctx> {
             libc::pthread_setspecific(KEY.load(Ordering::Acquire), b as *const c_void);
         }
         t.busy.set(true);
-        // Before any sequence number is taken (the `fetch_add` orders it, see [`mark`]).
+        // Before any order key is taken (the counter's `fetch_add`, or with TSC keys the
+        // reader's `membarrier`, orders it for [`mark`]).
         (*b).in_call.store(1, Ordering::Relaxed);
         Some(Ctx { b, tls: t })
     })
 }
 
 impl Ctx {
-    #[inline(always)]
-    pub fn seq(&self) -> u64 {
-        // Release: a thread that reads the counter past this number also sees this thread's
-        // `in_call` mark ([`mark`]); the same `lock xadd` on x86-64.
-        SEQ.0.fetch_add(1, Ordering::Release)
-    }
-
     /// The call's stack id (when recording stacks), captured before the lock is taken.
     #[inline(always)]
     pub unsafe fn site(&self) -> Option<u64> {
@@ -351,6 +351,7 @@ unsafe fn new_thread_buf() -> *mut Buf {
         first_seq: AtomicU64::new(u64::MAX),
         last_stamp: AtomicU64::new(u64::MAX),
         floor: AtomicU64::new(0),
+        last_key: 0,
     });
     SLOTS[i].store(b, Ordering::Release);
     b
@@ -383,35 +384,6 @@ unsafe fn flush_locked(b: *mut Buf, final_flush: bool) {
     (*b).last_stamp.store(u64::MAX, Ordering::Relaxed);
     // After the write: a thread that sees the buffer empty finds its events in the file.
     (*b).first_seq.store(u64::MAX, Ordering::Release);
-}
-
-/// The progress mark of a chunk `own` is about to write: every event with a lower sequence
-/// number is in the file once this chunk is (in it or before it), so `fragsim record` can
-/// convert that far while the program runs.
-///
-/// The counter is read first: a thread that took a number below it marked `in_call` before
-/// (its `fetch_add` is a release), so it is seen either in its call (its `floor` bounds the
-/// numbers it holds), or with the event in its buffer (`first_seq`), or with the buffer
-/// written (`first_seq` is reset after the write). An exited thread's events are all written
-/// before its buffer is marked free. This thread's own buffer is this chunk; while it is in a
-/// call, its `floor` bounds the number it holds.
-unsafe fn mark(own: *mut Buf) -> u64 {
-    let mut m = SEQ.0.load(Ordering::Acquire);
-    if (*own).in_call.load(Ordering::Relaxed) != 0 {
-        m = m.min((*own).floor.load(Ordering::Relaxed));
-    }
-    let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
-    for slot in &SLOTS[..n] {
-        let b = slot.load(Ordering::Acquire);
-        if b.is_null() || b == own || (*b).free.load(Ordering::Acquire) == 1 {
-            continue;
-        }
-        if (*b).in_call.load(Ordering::Acquire) != 0 {
-            m = m.min((*b).floor.load(Ordering::Acquire));
-        }
-        m = m.min((*b).first_seq.load(Ordering::Acquire));
-    }
-    m
 }
 
 /// Writes this thread's buffered events now (with a progress mark): a thread that goes on to

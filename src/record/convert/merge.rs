@@ -1,10 +1,11 @@
-//! The merge of one image's threads by sequence number.
+//! The merge of one image's threads by order key (sequence number, or TSC key with ties
+//! between threads broken by thread id).
 
 use super::calls::Emit;
 use super::Converter;
 use crate::record::raw::{
     CursorError, FastMap, RawEvent, RawImage, RawProcess, RawThread, Stacks, ThreadCursor,
-    FLAG_STACKS,
+    FLAG_STACKS, FLAG_TSC_ORDER,
 };
 use crate::record::symbols::Modules;
 use crate::trace::{ObjectId, SiteId, ThreadId, TraceError};
@@ -14,19 +15,33 @@ use std::collections::BinaryHeap;
 /// Lanes with more threads waiting than this keep their heads in a heap.
 const FEW_LANES: usize = 16;
 
-/// The next sequence numbers of the lanes waiting to run, lowest first as a heap of
-/// `(seq, lane)` would give them: while few, a vector sorted from the highest down (the
-/// merge pops a head per run of a thread's events, and threads that run at once make runs
-/// of a call or two: a heap's pop was 5% of a conversion), past [`FEW_LANES`] a heap.
+/// A lane's next event in the merge's order: its key, then its [`tag`] (with TSC keys,
+/// threads' keys may be equal: the lower raw thread id goes first, the same whether the
+/// image is converted while it runs or after).
+type Head = (u64, u64);
+
+/// A lane's tie-breaker and index in one word: the raw thread id above, the lane below.
+fn tag(tid: u32, lane: usize) -> u64 {
+    (tid as u64) << 32 | lane as u64
+}
+
+fn lane_of_tag(tag: u64) -> usize {
+    (tag & 0xffff_ffff) as usize
+}
+
+/// The heads of the lanes waiting to run, lowest first as a heap would give them: while
+/// few, a vector sorted from the highest down (the merge pops a head per run of a thread's
+/// events, and threads that run at once make runs of a call or two: a heap's pop was 5% of
+/// a conversion), past [`FEW_LANES`] a heap.
 #[derive(Default)]
 struct Heads {
-    sorted: Vec<(u64, usize)>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    sorted: Vec<Head>,
+    heap: BinaryHeap<Reverse<Head>>,
 }
 
 impl Heads {
     #[inline(always)]
-    fn push(&mut self, head: (u64, usize)) {
+    fn push(&mut self, head: Head) {
         if !self.heap.is_empty() || self.sorted.len() >= FEW_LANES {
             return self.push_heap(head);
         }
@@ -44,13 +59,13 @@ impl Heads {
 
     #[cold]
     #[inline(never)]
-    fn push_heap(&mut self, head: (u64, usize)) {
+    fn push_heap(&mut self, head: Head) {
         self.heap.extend(self.sorted.drain(..).map(Reverse));
         self.heap.push(Reverse(head));
     }
 
     #[inline]
-    fn peek(&self) -> Option<(u64, usize)> {
+    fn peek(&self) -> Option<Head> {
         match self.sorted.last() {
             Some(&h) => Some(h),
             None => self.heap.peek().map(|r| r.0),
@@ -92,7 +107,7 @@ pub(super) struct ImageState {
     pub(super) first_thread: Option<ThreadId>,
 }
 
-/// The merge of one image's threads by sequence number, in rounds as its file grows.
+/// The merge of one image's threads by order key, in rounds as its file grows.
 ///
 /// The lane with the lowest next number runs until its next event passes the second lowest,
 /// so the heap is touched once per run of a thread's events, not once per event. A round
@@ -104,9 +119,11 @@ pub(super) struct ImageMerge {
     heads: Heads,
     parked: Vec<usize>,
     st: ImageState,
-    /// The last sequence number converted: a mark that was wrong (or a corrupt file) shows
-    /// as a number going back.
-    last_seq: Option<u64>,
+    /// The last key converted and its lane's raw thread id: a mark that was wrong (or a
+    /// corrupt file) shows as a key going back (with sequence numbers: not going up).
+    last: Option<(u64, u32)>,
+    /// Keys are TSC keys (`FLAG_TSC_ORDER`): equal keys of different threads are in order.
+    tsc_keys: bool,
 }
 
 impl ImageMerge {
@@ -144,27 +161,20 @@ impl ImageMerge {
                 lane.tid,
                 &mut self.st.stacks,
             )? {
-                Some(seq) => self.heads.push((seq, li)),
+                Some(seq) => self.heads.push((seq, tag(lane.tid, li))),
                 None => self.parked.push(li),
             }
         }
-        while let Some((seq, li)) = self.heads.peek() {
+        while let Some((seq, tag)) = self.heads.peek() {
             if seq >= mark {
                 break;
             }
             self.heads.pop();
-            let bound = self.heads.peek().map_or(u64::MAX, |h| h.0);
-            let lane = &mut self.lanes[li];
+            let bound = self.heads.peek().unwrap_or((u64::MAX, u64::MAX));
+            let lane = &mut self.lanes[lane_of_tag(tag)];
             loop {
                 let ev: RawEvent = *lane.cursor.current().expect("a lane in the heap has one");
-                if self.last_seq.is_some_and(|last| ev.seq <= last) {
-                    return Err(TraceError::Corrupt {
-                        file: c.file.clone(),
-                        offset: 0,
-                        what: format!("event number {} after {:?}", ev.seq, self.last_seq),
-                    });
-                }
-                self.last_seq = Some(ev.seq);
+                check_order(&mut self.last, self.tsc_keys, &c.file, ev.seq, lane.tid)?;
                 c.event(image, lane, ev, &mut self.st)?;
                 lane.cursor.advance();
                 match c.head(
@@ -174,12 +184,12 @@ impl ImageMerge {
                     lane.tid,
                     &mut self.st.stacks,
                 )? {
-                    Some(seq) if seq > bound || seq >= mark => {
-                        self.heads.push((seq, li));
+                    Some(seq) if (seq, tag) > bound || seq >= mark => {
+                        self.heads.push((seq, tag));
                         break;
                     }
                     None => {
-                        self.parked.push(li);
+                        self.parked.push(lane_of_tag(tag));
                         break;
                     }
                     _ => {}
@@ -203,6 +213,50 @@ impl ImageMerge {
             .filter(|&t| Some(t) != exec_thread)
             .collect();
         (exec_thread, live)
+    }
+}
+
+/// The next event converted has key `seq` on thread `tid`: with sequence numbers it must be
+/// above the `last` one, with TSC keys (`tsc_keys`) above it or equal on a later thread (each
+/// thread's keys strictly increase).
+#[inline(always)]
+fn check_order(
+    last: &mut Option<(u64, u32)>,
+    tsc_keys: bool,
+    file: &str,
+    seq: u64,
+    tid: u32,
+) -> Result<(), TraceError> {
+    let back = match *last {
+        None => false,
+        Some(l) if tsc_keys => (seq, tid) <= l,
+        Some(l) => seq <= l.0,
+    };
+    if back {
+        return Err(order_error(*last, tsc_keys, file, seq, tid));
+    }
+    *last = Some((seq, tid));
+    Ok(())
+}
+
+#[cold]
+fn order_error(
+    last: Option<(u64, u32)>,
+    tsc_keys: bool,
+    file: &str,
+    seq: u64,
+    tid: u32,
+) -> TraceError {
+    let what = match last {
+        Some((key, thread)) if tsc_keys => {
+            format!("event key {seq} of thread {tid} after key {key} of thread {thread}")
+        }
+        _ => format!("event number {seq} after {:?}", last.map(|l| l.0)),
+    };
+    TraceError::Corrupt {
+        file: file.to_string(),
+        offset: 0,
+        what,
     }
 }
 
@@ -243,7 +297,8 @@ impl Converter<'_, '_> {
             heads: Heads::default(),
             parked: Vec::new(),
             st,
-            last_seq: None,
+            last: None,
+            tsc_keys: image.flags & FLAG_TSC_ORDER != 0,
         })
     }
 

@@ -33,3 +33,6 @@ pub const FLAG_FOLLOW: u64 = 2;
 pub const FLAG_NO_UNWINDER: u64 = 4;
 /// Event stamps are TSC ticks (scaled with the chunk headers' clock pairs).
 pub const FLAG_TSC: u64 = 8;
+/// Events are ordered by TSC keys (`--order tsc`), not by a global sequence number: each
+/// thread's keys strictly increase, different threads' may tie (merged by thread then).
+pub const FLAG_TSC_ORDER: u64 = 16;
