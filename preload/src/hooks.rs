@@ -45,15 +45,15 @@ fn ready(slot: &std::sync::atomic::AtomicUsize) -> bool {
 /// align, addr); the site last.
 unsafe fn record_alloc(ctx: &Ctx, size: usize, align: usize, p: *mut c_void) {
     let site = ctx.site();
-    let seq = ctx.seq();
+    let (seq, stamp) = ctx.seq_stamped();
     let mut w = [0u64; 6];
     let mut n = if align == 0 {
-        w[..4].copy_from_slice(&[ALLOC | seq << 8, state::stamp(), size as u64, p as u64]);
+        w[..4].copy_from_slice(&[ALLOC | seq << 8, stamp, size as u64, p as u64]);
         4
     } else {
         w[..5].copy_from_slice(&[
             ALIGNED | seq << 8,
-            state::stamp(),
+            stamp,
             size as u64,
             align as u64,
             p as u64,
@@ -110,8 +110,8 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     }
     if let Some(ctx) = enter() {
         // Before the real free: no other thread can be handed `p` earlier in the order.
-        let seq = ctx.seq();
-        ctx.push(&[FREE | seq << 8, state::stamp(), p as u64]);
+        let (seq, stamp) = ctx.seq_stamped();
+        ctx.push(&[FREE | seq << 8, stamp, p as u64]);
     }
     call_real!(FREE as fn(*mut c_void) -> (), p)
 }
@@ -129,8 +129,7 @@ unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void
         }
         return q;
     }
-    let before = ctx.seq();
-    let t_before = state::stamp();
+    let (before, t_before) = ctx.seq_stamped();
     let q = real();
     if q.is_null() {
         if size == 0 {
@@ -140,10 +139,10 @@ unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void
         return q;
     }
     let site = ctx.site();
-    let after = ctx.seq();
+    let (after, t_after) = ctx.seq_stamped();
     let mut w = [
         REALLOC | before << 8,
-        state::stamp(),
+        t_after,
         p as u64,
         q as u64,
         size as u64,

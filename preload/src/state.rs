@@ -106,13 +106,19 @@ pub fn coarse_ns() -> u64 {
 /// Event stamps are TSC ticks (`tsc` in the flags, x86-64 only).
 static PRECISE: AtomicBool = AtomicBool::new(false);
 
+/// Event stamps are TSC ticks (`--precise-times`).
+#[inline(always)]
+pub fn precise() -> bool {
+    PRECISE.load(Ordering::Relaxed)
+}
+
 /// An event's time stamp. By default `CLOCK_MONOTONIC_COARSE` (heaptrack, for comparison,
 /// stamps its log every 10 ms): `rdtsc` was a third of the recorder's own time per call
 /// (about 25 ns here), the coarse clock costs a few loads. With `tsc`, the TSC (`FLAG_TSC` in
 /// the image header says which).
 #[inline(always)]
 pub fn stamp() -> u64 {
-    if PRECISE.load(Ordering::Relaxed) {
+    if precise() {
         tsc()
     } else {
         coarse_ns()

@@ -56,8 +56,8 @@ pub unsafe extern "C" fn thread_exit(p: *mut c_void) {
     };
     (*b).in_call.store(1, Ordering::Relaxed);
     if begin(b) {
-        let seq = ctx.seq();
-        ctx.push_locked(&[crate::wire::E_EXIT | seq << 8, state::stamp()]);
+        let (seq, stamp) = ctx.seq_stamped();
+        ctx.push_locked(&[crate::wire::E_EXIT | seq << 8, stamp]);
         flush_locked(b, false);
         end(b);
     }
