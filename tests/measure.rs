@@ -45,7 +45,11 @@ fn run_with(
 /// --format csv`, 5 times each) gave identical peaks under glibc and tcmalloc (no time-based
 /// purging), and differed by at most 167,936 bytes (3.0%) under the two jemallocs (decay is
 /// time-based) and 184,320 bytes (4.7%) under mimalloc (its delayed purge). Allowed here:
-/// nothing for glibc and tcmalloc, the larger of 64 pages and 8% for the others.
+/// nothing for glibc, the larger of 64 pages and 8% for the others. tcmalloc repeated
+/// exactly in those runs and in 12 more on a quiet machine (git-log: 5,914,624 bytes each
+/// time), but a full `cargo test --release` on 2 busy cores once gave git-log 8,011,776: 2 MiB
+/// more, exactly (cause not found; a 2 MiB step is what a huge page or a larger system
+/// allocation adds). So tcmalloc is allowed 2 MiB.
 /// The same holds on a trace with threads under the baton (cpp-threads-map, 5 threads, 4 runs
 /// each on a shared machine: glibc, tcmalloc and mimalloc repeated exactly, the jemallocs
 /// moved by at most 12,288 bytes).
@@ -69,7 +73,8 @@ fn two_runs_within_spread(name: &str, least_peak: i64) {
     for (a, b) in first.runs.iter().zip(&second.runs) {
         let (pa, pb) = (a.peak().resident, b.peak().resident);
         let allowed = match a.allocator {
-            Allocator::Glibc | Allocator::Tcmalloc => 0,
+            Allocator::Glibc => 0,
+            Allocator::Tcmalloc => 2 << 20,
             _ => (64 * PAGE).max(pa.max(pb) * 8 / 100),
         };
         assert!(
