@@ -30,12 +30,13 @@
 //! pairs of an image scale its event stamps to nanoseconds. `slot` is the
 //! thread buffer (stack ids are per slot), `tid` the thread's raw id (unique in the image).
 //! Kinds:
-//! - 1 `HEADER`: an image starts: u64 words `version (2), pid, ppid, start_ns, flags
+//! - 1 `HEADER`: an image starts: u64 words `version (3), pid, ppid, start_ns, flags
 //!   (1 = stacks on, 2 = follow forks, 4 = no unwinder found, 8 = event stamps are TSC
 //!   ticks, else `CLOCK_MONOTONIC_COARSE` ns; `start_ns` is on the same clock; 16 = order
 //!   keys are TSC ticks since the image started, each thread's strictly increasing, threads'
 //!   possibly equal, else global sequence numbers), fork_seq (the key at the fork that made
-//!   this process, 0 for exec/start)`.
+//!   this process, 0 for exec/start)`. A reader refuses another version or a flag it does
+//!   not know.
 //! - 2 `EVENTS`: u64 words. Each event starts with `kind | seq << 8` (`seq`: its order key,
 //!   see flag 16), then its stamp (see flag 8; left out when the head has bit `0x40`: the
 //!   stamp is that of the chunk's event before), then: `ALLOC (1)`: size, addr; `ALIGNED (6)`: size, align, addr;

@@ -30,7 +30,7 @@ pub static LOST_BYTES: AtomicU64 = AtomicU64::new(0);
 
 pub use crate::wire::{
     FLAG_FOLLOW, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER, K_END, K_EXEC, K_HEADER,
-    K_MAPS, K_SIGNAL,
+    K_MAPS, K_SIGNAL, RAW_VERSION,
 };
 
 /// The directory of raw files (NUL-terminated, from the environment), kept for forks.
@@ -248,9 +248,9 @@ unsafe fn open_raw(fork_seq: u64) -> bool {
     }
     FD.store(fd, Ordering::Release);
     let words = [
-        // The header's version: 2 since `ALLOC` lost its align word and events their stamp
-        // when it is their chunk's last one.
-        2,
+        // 2 since `ALLOC` lost its align word and events their stamp when it is their
+        // chunk's last one; 3 since flag 16.
+        RAW_VERSION,
         libc::getpid() as u64,
         libc::getppid() as u64,
         // On the events' clock, so the first events are not before the start.

@@ -1,8 +1,8 @@
 //! Indexing a raw file's chunks: headers only, events are decoded later by the cursors.
 
 use super::{
-    u32_at, u64_at, words, Chunk, RawEnd, RawImage, RawThread, CHUNK_HEADER, K_END, K_EVENTS,
-    K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC,
+    u32_at, u64_at, words, Chunk, RawEnd, RawImage, RawThread, CHUNK_HEADER, FLAGS_KNOWN, K_END,
+    K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION,
 };
 use crate::trace::TraceError;
 use std::fs::File;
@@ -16,14 +16,29 @@ fn corrupt(file: &str, offset: usize, what: impl Into<String>) -> TraceError {
     }
 }
 
-/// The image an image-header chunk starts (its clock pair `pair`), or `None` when the
-/// payload is not a version-2 header (the event layout of this build's recorder).
-fn image_from_header(payload: &[u8], pair: (u64, u64)) -> Option<RawImage> {
+/// The image an image-header chunk starts (its clock pair `pair`), or why the payload is not
+/// a header this reader knows (another version, or a flag it does not know: a recorder
+/// library from another build, whose events it could misread).
+fn image_from_header(payload: &[u8], pair: (u64, u64)) -> Result<RawImage, String> {
     let w: Vec<u64> = words(payload).collect();
-    if w.len() < 6 || w[0] != 2 {
-        return None;
+    if w.len() < 6 {
+        return Err(format!("image header of {} words, 6 expected", w.len()));
     }
-    Some(RawImage {
+    if w[0] != RAW_VERSION {
+        return Err(format!(
+            "image header version {}, this fragsim reads version {RAW_VERSION} (the recorder \
+             library and fragsim must come from the same build)",
+            w[0]
+        ));
+    }
+    if w[4] & !FLAGS_KNOWN != 0 {
+        return Err(format!(
+            "image header flags {:#x}: {:#x} unknown to this fragsim",
+            w[4],
+            w[4] & !FLAGS_KNOWN
+        ));
+    }
+    Ok(RawImage {
         clock_min: pair,
         clock_max: pair,
         pid: w[1],
@@ -83,9 +98,8 @@ pub(super) fn index_chunks(
             file.read_exact_at(&mut payload, start as u64).map_err(io)?;
         }
         if kind == K_HEADER {
-            let Some(image) = image_from_header(&payload, pair) else {
-                return Err(corrupt(name, at, "bad image header"));
-            };
+            let image =
+                image_from_header(&payload, pair).map_err(|what| corrupt(name, at, what))?;
             images.push(image);
         } else {
             let Some(image) = images.last_mut() else {
@@ -120,4 +134,68 @@ pub(super) fn index_chunks(
         at = end;
     }
     Ok(at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse, CHUNK_HEADER, FLAG_TSC_ORDER, K_HEADER, MAGIC, RAW_VERSION};
+    use crate::trace::TraceError;
+
+    /// A raw file of one image header chunk with `version` and `flags` (the layout of
+    /// `preload/src/lib.rs`, written by hand here).
+    fn header_file(version: u64, flags: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+        let mut bytes = Vec::new();
+        for w in [MAGIC, K_HEADER, 0, 7] {
+            bytes.extend(w.to_le_bytes());
+        }
+        let payload = [version, 7, 1, 0, flags, 0];
+        for w in [8 * payload.len() as u64, 0, 0, 0] {
+            bytes.extend(w.to_le_bytes());
+        }
+        assert_eq!(bytes.len(), CHUNK_HEADER);
+        for w in payload {
+            bytes.extend(w.to_le_bytes());
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("raw.7");
+        std::fs::write(&path, bytes).expect("write");
+        (dir, path)
+    }
+
+    fn refusal(version: u64, flags: u64) -> Option<String> {
+        let (_dir, path) = header_file(version, flags);
+        match parse(&path) {
+            Ok(p) => {
+                assert_eq!(p.images.len(), 1);
+                assert_eq!(p.images[0].flags, flags);
+                None
+            }
+            Err(TraceError::Corrupt { offset, what, .. }) => {
+                assert_eq!(offset, 0);
+                Some(what)
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+    }
+
+    #[test]
+    fn a_header_of_this_version_with_known_flags_is_read() {
+        assert_eq!(refusal(RAW_VERSION, FLAG_TSC_ORDER), None);
+    }
+
+    #[test]
+    fn another_version_is_refused_with_both_versions_named() {
+        // Version 2 files could carry TSC keys under flag 16 unannounced.
+        let what = refusal(2, FLAG_TSC_ORDER).expect("refused");
+        assert!(
+            what.contains("version 2") && what.contains("version 3"),
+            "{what}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_flag_is_refused_by_its_bit() {
+        let what = refusal(RAW_VERSION, FLAG_TSC_ORDER | 64).expect("refused");
+        assert!(what.contains("0x40 unknown"), "{what}");
+    }
 }

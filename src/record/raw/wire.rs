@@ -27,6 +27,10 @@ pub const E_ALIGNED: u64 = 6;
 pub const SAME_STAMP: u64 = 0x40;
 pub const HAS_SITE: u64 = 0x80;
 
+/// The image header's version (its first word): 3 since flag 16 (TSC order keys), which a
+/// reader that does not know it would take for sequence numbers.
+pub const RAW_VERSION: u64 = 3;
+
 /// Image header flags.
 pub const FLAG_STACKS: u64 = 1;
 pub const FLAG_FOLLOW: u64 = 2;
@@ -36,3 +40,6 @@ pub const FLAG_TSC: u64 = 8;
 /// Events are ordered by TSC keys (`--order tsc`), not by a global sequence number: each
 /// thread's keys strictly increase, different threads' may tie (merged by thread then).
 pub const FLAG_TSC_ORDER: u64 = 16;
+/// Every flag a reader of this version knows (a header with any other is refused).
+pub const FLAGS_KNOWN: u64 =
+    FLAG_STACKS | FLAG_FOLLOW | FLAG_NO_UNWINDER | FLAG_TSC | FLAG_TSC_ORDER;
