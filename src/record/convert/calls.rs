@@ -198,25 +198,47 @@ impl EventOut for Emit<'_> {
         let s = &mut *self.summary;
         s.events += 1;
         s.events_per_thread[self.thread as usize] += 1;
-        let site = match event {
-            Event::Alloc { .. } => {
-                s.allocs += 1;
-                self.site
-            }
-            Event::Realloc { .. } => {
-                s.reallocs += 1;
-                self.site
-            }
-            Event::Free { .. } => {
-                s.frees += 1;
-                None
-            }
+        let (thread, time_ns) = (self.thread, Some(self.at));
+        let slot = free_slot(self.records);
+        let call = |event, site| {
+            Record::Call(Call {
+                event,
+                thread,
+                time_ns,
+                site,
+            })
         };
-        self.records.push(Record::Call(Call {
-            event,
-            thread: self.thread,
-            time_ns: Some(self.at),
-            site,
-        }));
+        // SAFETY: `slot` is the vector's first unused slot ([`free_slot`]); written whole
+        // here, then covered by the length.
+        unsafe {
+            match event {
+                Event::Alloc { id, size, align } => {
+                    s.allocs += 1;
+                    slot.write(call(Event::Alloc { id, size, align }, self.site));
+                }
+                Event::Realloc { id, size } => {
+                    s.reallocs += 1;
+                    slot.write(call(Event::Realloc { id, size }, self.site));
+                }
+                Event::Free { id } => {
+                    s.frees += 1;
+                    slot.write(call(Event::Free { id }, None));
+                }
+            }
+            self.records.set_len(self.records.len() + 1);
+        }
     }
+}
+
+/// The first unused slot of `records`, room made for it first. A `push` built the record on
+/// the stack, kept it there across its possible growth call and copied it over in 16-byte
+/// loads of fields just stored 4 bytes at a time: a store-forwarding stall, the hottest
+/// instruction of a conversion. Built in its slot instead.
+#[inline(always)]
+fn free_slot(records: &mut Vec<Record>) -> *mut Record {
+    if records.len() == records.capacity() {
+        records.reserve(1);
+    }
+    // SAFETY: within the capacity just made sure of.
+    unsafe { records.as_mut_ptr().add(records.len()) }
 }

@@ -138,28 +138,71 @@ pub(super) fn index_chunks(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{parse, CHUNK_HEADER, FLAG_TSC_ORDER, K_HEADER, MAGIC, RAW_VERSION};
-    use crate::trace::TraceError;
+    use super::super::{
+        parse, CHUNK_HEADER, E_ALLOC, FLAG_TSC_ORDER, K_EVENTS, K_HEADER, MAGIC, RAW_VERSION,
+        SAME_STAMP,
+    };
+    use crate::trace::{Record, TraceError};
 
-    /// A raw file of one image header chunk with `version` and `flags` (the layout of
-    /// `preload/src/lib.rs`, written by hand here).
-    fn header_file(version: u64, flags: u64) -> (tempfile::TempDir, std::path::PathBuf) {
-        let mut bytes = Vec::new();
-        for w in [MAGIC, K_HEADER, 0, 7] {
+    /// A chunk of `kind` for thread 1 (the layout of `preload/src/lib.rs`, by hand) with
+    /// `payload`, appended to `bytes`.
+    fn chunk(bytes: &mut Vec<u8>, kind: u32, payload: &[u64]) {
+        for w in [MAGIC, kind, 0, 1] {
             bytes.extend(w.to_le_bytes());
         }
-        let payload = [version, 7, 1, 0, flags, 0];
         for w in [8 * payload.len() as u64, 0, 0, 0] {
             bytes.extend(w.to_le_bytes());
         }
-        assert_eq!(bytes.len(), CHUNK_HEADER);
         for w in payload {
             bytes.extend(w.to_le_bytes());
         }
+    }
+
+    fn write(bytes: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("raw.7");
         std::fs::write(&path, bytes).expect("write");
         (dir, path)
+    }
+
+    /// A raw file of one image header chunk with `version` and `flags`.
+    fn header_file(version: u64, flags: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+        let mut bytes = Vec::new();
+        chunk(&mut bytes, K_HEADER, &[version, 7, 1, 0, flags, 0]);
+        assert_eq!(bytes.len(), CHUNK_HEADER + 48);
+        write(&bytes)
+    }
+
+    #[test]
+    fn a_corrupt_event_past_the_first_decoded_batch_is_named_by_its_offset() {
+        // 1,000 allocs (more than a cursor decodes at a time), then a word of kind 9.
+        let mut events = vec![E_ALLOC, 5, 16, 0x1000];
+        for i in 1..1000u64 {
+            events.extend([E_ALLOC | SAME_STAMP | i << 8, 16, 0x1000 + 16 * i]);
+        }
+        events.push(9 | 1000 << 8);
+        let mut bytes = Vec::new();
+        chunk(&mut bytes, K_HEADER, &[RAW_VERSION, 7, 1, 0, 0, 0]);
+        chunk(&mut bytes, K_EVENTS, &events);
+        let bad_at = bytes.len() - 8;
+        let (_dir, path) = write(&bytes);
+        let process = parse(&path).expect("indexed");
+        let mut calls = 0;
+        let mut sink = |batch: &mut Vec<Record>| {
+            calls += batch
+                .iter()
+                .filter(|r| matches!(r, Record::Call(_)))
+                .count();
+            Ok(())
+        };
+        match crate::record::convert(&process, "raw.7", &mut sink) {
+            Err(TraceError::Corrupt { offset, what, .. }) => {
+                assert_eq!(offset, bad_at as u64);
+                assert_eq!(what, "unknown event kind 9");
+            }
+            other => panic!("expected the corrupt event, got {other:?}"),
+        }
+        assert!(calls <= 1000, "{calls} calls handed on");
     }
 
     fn refusal(version: u64, flags: u64) -> Option<String> {
