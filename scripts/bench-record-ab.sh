@@ -3,8 +3,9 @@
 # target/release: fragsim, libfragsim_preload.so, examples/convert_raw) against this tree's,
 # on bench-record.sh's two workloads, the columns taking turns run by run. Prints a markdown
 # table of median wall / CPU seconds (ratio to bare) of `fragsim record` and `record --stacks`
-# per build, and the CPU seconds of the conversion alone (`examples/convert_raw` on one raw
-# file the baseline's library wrote, the same file for both builds). RUNS=5 by default.
+# per build, and the CPU seconds of the conversion alone (`examples/convert_raw` on a raw file
+# of the program that the build's own library wrote: a reader refuses another raw version).
+# RUNS=5 by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
@@ -24,18 +25,23 @@ echo "| workload | bare | record (baseline) | record | record --stacks (baseline
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for workload in ${WORKLOADS:-python cpp}; do
   workload_cmd "$workload"
-  rm -rf "$work"/*.times "$work/raw"
-  mkdir -p "$work/raw"
-  env LD_PRELOAD="$B/libfragsim_preload.so" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS=follow "${cmd[@]}" >/dev/null
-  raw=$(ls -S "$work"/raw/raw.* | head -1)
+  rm -rf "$work"/*.times "$work"/raw*
+  for build in a b; do
+    lib=$A
+    [ $build = b ] && lib=$B
+    mkdir -p "$work/raw$build"
+    env LD_PRELOAD="$lib/libfragsim_preload.so" FRAGSIM_PRELOAD_DIR="$work/raw$build" FRAGSIM_PRELOAD_FLAGS=follow "${cmd[@]}" >/dev/null
+  done
+  raw_a=$(ls -S "$work"/rawa/raw.* | head -1)
+  raw_b=$(ls -S "$work"/rawb/raw.* | head -1)
   for i in $(seq "$RUNS"); do
     run bare "${cmd[@]}"
     run rb "$B/fragsim" record -o "$work/t.trace" -- "${cmd[@]}"
     run ra "$A/fragsim" record -o "$work/t.trace" -- "${cmd[@]}"
     run sb "$B/fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
     run sa "$A/fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
-    run cb "$B/examples/convert_raw" "$raw" "$work/c.trace"
-    run ca "$A/examples/convert_raw" "$raw" "$work/c.trace"
+    run cb "$B/examples/convert_raw" "$raw_b" "$work/c.trace"
+    run ca "$A/examples/convert_raw" "$raw_a" "$work/c.trace"
   done
   read -r bare_w bare_c <<<"$(med bare)"
   echo "| $workload | $bare_w / $bare_c | $(cell "$(med rb)") | $(cell "$(med ra)") | $(cell "$(med sb)") | $(cell "$(med sa)") | $(med cb | cut -d' ' -f2) | $(med ca | cut -d' ' -f2) |"
