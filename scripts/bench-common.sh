@@ -43,3 +43,17 @@ workload_cmd() {
   esac
   if [ "$1" = python ]; then export PYTHONMALLOC=malloc; else unset PYTHONMALLOC; fi
 }
+
+# ",autoorder" where `fragsim record`'s default order (`auto`) uses the TSC from the second
+# thread on (x86-64 with constant_tsc, nonstop_tsc and rdtscp, the tsc clocksource; the check
+# of src/record/order.rs), else nothing: the recorder-alone columns' flags then match the
+# default's.
+auto_order_flag() {
+  local flags source
+  flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+  source=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || true)
+  if [ "$(uname -m)" = x86_64 ] && [ "$source" = tsc ] &&
+    grep -qw constant_tsc <<<"$flags" && grep -qw nonstop_tsc <<<"$flags" && grep -qw rdtscp <<<"$flags"; then
+    echo ",autoorder"
+  fi
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `--order seq` (the default: one shared counter) against `--order tsc` (the TSC, no shared
-# cache line), side by side in one run: the bare program, the program under the recorder alone
+# `--order seq` (one shared counter; the default, `auto`, uses it until a second thread records)
+# against `--order tsc` (the TSC, no shared cache line), side by side in one run: the bare program, the program under the recorder alone
 # ("preload", no conversion), and all of `fragsim record`, without and with --stacks, on the
 # workloads of bench-record.sh (python: CPython 3.11, PYTHONMALLOC=malloc, a dict of 1M strings;
 # cpp: tests/native_programs/threads_map.cpp, 4 threads, 3.2 M calls).
@@ -49,11 +49,11 @@ for workload in ${WORKLOADS:-cpp python}; do
     run bare "${cmd[@]}"
     preload_run preload follow
     preload_run preload_t follow,tscorder
-    run seq "$fragsim" record -o "$work/t.trace" -- "${cmd[@]}"
+    run seq "$fragsim" record --order seq -o "$work/t.trace" -- "${cmd[@]}"
     run tsc "$fragsim" record --order tsc -o "$work/t.trace" -- "${cmd[@]}"
     # The converter's repairs (an order the allocator cannot have seen), if any.
     grep '^note:' "$work/stderr" | sed "s/^/$workload --order tsc: /" >>"$work/notes" || true
-    run seq_s "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
+    run seq_s "$fragsim" record --stacks --order seq -o "$work/t.trace" -- "${cmd[@]}"
     run tsc_s "$fragsim" record --stacks --order tsc -o "$work/t.trace" -- "${cmd[@]}"
     grep '^note:' "$work/stderr" | sed "s/^/$workload --stacks --order tsc: /" >>"$work/notes" || true
   done

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Recording overhead, side by side in one run: the bare program, `fragsim record` (native),
+# Recording overhead, side by side in one run: the bare program, `fragsim record` (native, its
+# default order; the recorder-alone and "after" columns use the same),
 # `fragsim record --stacks`, `heaptrack -r` and `fragsim record --with valgrind`, on
 #   python: CPython 3.11 with PYTHONMALLOC=malloc building a dict of 1M strings;
 #   cpp:    tests/native_programs/threads_map.cpp, 4 std::thread workers building
@@ -38,7 +39,7 @@ lib=$PWD/target/release/libfragsim_preload.so
 record_after() {
   local stacks=$1
   shift
-  env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS="follow${stacks:+,stacks}" "$@" &&
+  env LD_PRELOAD="$lib" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS="follow$auto${stacks:+,stacks}" "$@" &&
     "$convert_raw" "$work"/raw/raw.* "$work/after.trace" ${stacks:+--stacks} &&
     rm -f "$work"/raw/* "$work/after.trace"
 }
@@ -49,6 +50,8 @@ preload_run() {
   run "$col" env LD_PRELOAD="$library" FRAGSIM_PRELOAD_DIR="$work/raw" FRAGSIM_PRELOAD_FLAGS="$flags" "${cmd[@]}"
   rm -f "$work"/raw/*
 }
+# The order `fragsim record` takes by default, for the recorder-alone columns.
+auto=$(auto_order_flag)
 # Only the --stacks columns, with an older recorder library's beside them if given.
 stacks_only() {
   local before=${BEFORE_LIB:-}
@@ -62,10 +65,10 @@ stacks_only() {
     rm -f "$work"/*.times
     for i in $(seq "$RUNS"); do
       run bare "${cmd[@]}"
-      preload_run preload_s "$lib" follow,stacks
+      preload_run preload_s "$lib" "follow$auto,stacks"
       run stacks "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
       if [ -n "$before" ]; then
-        preload_run preload_b "$before" follow,stacks
+        preload_run preload_b "$before" "follow$auto,stacks"
         run stacks_b env FRAGSIM_PRELOAD="$before" "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
       fi
     done
@@ -94,8 +97,8 @@ for workload in ${WORKLOADS:-python cpp}; do
   # in the machine's load between runs touches every column alike.
   for i in $(seq "$RUNS"); do
     run bare "${cmd[@]}"
-    preload_run preload "$lib" follow
-    preload_run preload_s "$lib" follow,stacks
+    preload_run preload "$lib" "follow$auto"
+    preload_run preload_s "$lib" "follow$auto,stacks"
     run native "$fragsim" record -o "$work/t.trace" -- "${cmd[@]}"
     summary=$(grep '^recorded' "$work/stderr")
     run after record_after "" "${cmd[@]}"

@@ -41,10 +41,12 @@ fn compile(dir: &Path, source: &str, extra: &[&str]) -> PathBuf {
     exe
 }
 
-/// The `--order` flags each order test runs with: the default (sequence numbers), and
-/// `--order tsc` where this machine's TSC can order events (else the test says it skips it).
+/// The `--order` flags each order test runs with: the default (`auto`: sequence numbers
+/// until a second thread records, then the TSC where it can order events), `--order seq`,
+/// and `--order tsc` where this machine's TSC can order events (else the test says it skips
+/// it).
 fn orders() -> Vec<&'static [&'static str]> {
-    let mut orders: Vec<&'static [&'static str]> = vec![&[]];
+    let mut orders: Vec<&'static [&'static str]> = vec![&[], &["--order", "seq"]];
     match fragsim::record::order::tsc_order_unsupported_here() {
         None => orders.push(&["--order", "tsc"]),
         Some(why) => eprintln!("skipping --order tsc: {why}"),
@@ -229,9 +231,9 @@ fn concurrent_threads_lose_nothing() {
     // The first round with TSC stamps, the next two with the default coarse clock; then with
     // TSC order keys, with either clock.
     let mut rounds: Vec<Vec<&str>> = vec![vec!["--precise-times"], vec![], vec![]];
-    if let Some(tsc) = orders().get(1) {
+    if let Some(tsc) = orders().into_iter().find(|o| o.contains(&"tsc")) {
         rounds.push(tsc.to_vec());
-        rounds.push([*tsc, &["--precise-times"]].concat());
+        rounds.push([tsc, &["--precise-times"]].concat());
     }
     for (round, flags) in rounds.iter().enumerate() {
         let sub = dir.path().join(format!("run{round}"));
@@ -641,4 +643,75 @@ fn order_tsc_refused_where_it_cannot_apply() {
         common::build_preload();
         refused(&[]);
     }
+}
+
+/// Every order key of each thread of the raw file `raw`'s one image, in the thread's order,
+/// by raw thread id; and the image's header flags.
+fn raw_keys(raw: &Path) -> (u64, std::collections::BTreeMap<u32, Vec<u64>>) {
+    let process = fragsim::record::raw::parse(raw).unwrap();
+    assert_eq!(process.images.len(), 1);
+    let image = &process.images[0];
+    let mut stacks = fragsim::record::raw::Stacks::default();
+    let mut keys = std::collections::BTreeMap::new();
+    for (&tid, thread) in &image.threads {
+        let mut cursor = process.cursor(thread, image.clock());
+        let mut of_thread = Vec::new();
+        while cursor.refill(&process, thread, &mut stacks).unwrap() {
+            of_thread.push(cursor.current().unwrap().seq);
+            cursor.advance();
+        }
+        keys.insert(tid, of_thread);
+    }
+    (image.flags, keys)
+}
+
+/// The default order (`auto`): sequence numbers while one thread records, TSC keys above
+/// 2^55 from the second thread's first call on (preload/src/buf/order.rs), so every key of a
+/// thread started later is a TSC key and the first thread's keys switch once; a program that
+/// never starts a thread keeps sequence numbers. Where the TSC cannot order events, `auto`
+/// is sequence numbers throughout.
+#[test]
+fn auto_order_switches_to_tsc_keys_at_the_second_thread() {
+    const TSC_KEYS: u64 = 1 << 55;
+    let dir = tempfile::tempdir().unwrap();
+    let tsc_here = fragsim::record::order::tsc_order_unsupported_here().is_none();
+    let threads = compile(dir.path(), "counting.c", &[]);
+    let sub = dir.path().join("threads");
+    std::fs::create_dir(&sub).unwrap();
+    let run = record(&sub, &[], &[threads.to_str().unwrap()]);
+    assert!(run.out.status.success());
+    let (_, summary) = only_process(&run.raw);
+    assert_eq!(summary.issues.total(), 0, "{:?}", summary.issues);
+    let (flags, keys) = raw_keys(&raw_files(&run.raw)[0].1);
+    assert_eq!(flags & 32 != 0, tsc_here, "the header's auto-order flag");
+    assert_eq!(keys.len(), 5, "main and 4 workers");
+    for (tid, k) in &keys {
+        assert!(
+            k.windows(2).all(|w| w[0] < w[1]),
+            "thread {tid}'s keys increase"
+        );
+        let first_tsc = k.iter().position(|&k| k >= TSC_KEYS);
+        if !tsc_here {
+            assert_eq!(first_tsc, None, "thread {tid}");
+        } else if *tid == 0 {
+            // The main thread allocates before it starts the workers, and joins them after.
+            let at = first_tsc.expect("the main thread's keys switch");
+            assert!(at > 0, "the main thread's first keys are sequence numbers");
+        } else {
+            assert_eq!(
+                first_tsc,
+                Some(0),
+                "thread {tid} records only after the switch"
+            );
+        }
+    }
+    let single = compile(dir.path(), "lifecycle.c", &[]);
+    let sub = dir.path().join("single");
+    std::fs::create_dir(&sub).unwrap();
+    let run = record(&sub, &[], &[single.to_str().unwrap(), "alloc"]);
+    assert!(run.out.status.success());
+    let (flags, keys) = raw_keys(&raw_files(&run.raw)[0].1);
+    assert_eq!(flags & 32 != 0, tsc_here);
+    assert_eq!(keys.len(), 1);
+    assert!(keys.values().flatten().all(|&k| k < TSC_KEYS), "{keys:?}");
 }

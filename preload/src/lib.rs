@@ -10,7 +10,9 @@
 //! - One global order: every event takes a sequence number with one atomic `fetch_add` inside
 //!   the interposed call (an allocation after the real call returns, a free before it, a
 //!   realloc both before and after, so an address is never handed out before its release in
-//!   the order). With `tscorder`, the key is the TSC instead (`buf/order.rs`). There is no global lock: each thread appends to its own buffer; the final
+//!   the order). With `tscorder`, the key is the TSC instead, with `autoorder` from the second
+//!   thread on (`buf/order.rs`). There is no global lock: each thread appends to its own
+//!   buffer; the final
 //!   flush keeps owners out of theirs with a flag and `membarrier` (`buf::begin`), so the
 //!   fast path has no locked instruction besides the sequence number.
 //!
@@ -19,7 +21,8 @@
 //! - `FRAGSIM_PRELOAD_PARENT`: the pid of `fragsim record`. A process whose parent it is (the
 //!   program, also after `exec`) records; others only with `follow` in the flags.
 //! - `FRAGSIM_PRELOAD_FLAGS`: comma-separated `stacks`, `follow`, `tsc` (event stamps from
-//!   the TSC; else `CLOCK_MONOTONIC_COARSE`), `tscorder` (order keys from the TSC, x86-64).
+//!   the TSC; else `CLOCK_MONOTONIC_COARSE`), `tscorder` (order keys from the TSC, x86-64),
+//!   `autoorder` (sequence numbers, TSC keys from the second thread on).
 //! - `FRAGSIM_STACKS_CHECK=1` (tests): every stack taken both by the unwind rules and by
 //!   libunwind; the first that differs aborts the program.
 //!
@@ -34,7 +37,8 @@
 //!   (1 = stacks on, 2 = follow forks, 4 = no unwinder found, 8 = event stamps are TSC
 //!   ticks, else `CLOCK_MONOTONIC_COARSE` ns; `start_ns` is on the same clock; 16 = order
 //!   keys are TSC ticks since the image started, each thread's strictly increasing, threads'
-//!   possibly equal, else global sequence numbers), fork_seq (the key at the fork that made
+//!   possibly equal, else global sequence numbers; 32 = sequence numbers until the image's
+//!   second thread records, then TSC keys as with 16 plus 2^55), fork_seq (the key at the fork that made
 //!   this process, 0 for exec/start)`. A reader refuses another version or a flag it does
 //!   not know.
 //! - 2 `EVENTS`: u64 words. Each event starts with `kind | seq << 8` (`seq`: its order key,

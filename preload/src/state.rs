@@ -29,8 +29,8 @@ pub static LATE_CALLS: AtomicU64 = AtomicU64::new(0);
 pub static LOST_BYTES: AtomicU64 = AtomicU64::new(0);
 
 pub use crate::wire::{
-    FLAG_FOLLOW, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER, K_END, K_EXEC, K_HEADER,
-    K_MAPS, K_SIGNAL, RAW_VERSION,
+    FLAG_AUTO_ORDER, FLAG_FOLLOW, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER, K_END,
+    K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, RAW_VERSION,
 };
 
 /// The directory of raw files (NUL-terminated, from the environment), kept for forks.
@@ -185,6 +185,7 @@ unsafe fn configure() -> bool {
                 b"follow" => flags |= FLAG_FOLLOW,
                 b"tsc" if cfg!(target_arch = "x86_64") => flags |= FLAG_TSC,
                 b"tscorder" if cfg!(target_arch = "x86_64") => flags |= FLAG_TSC_ORDER,
+                b"autoorder" if cfg!(target_arch = "x86_64") => flags |= FLAG_AUTO_ORDER,
                 _ => {}
             }
         }
@@ -207,8 +208,15 @@ unsafe fn configure() -> bool {
     PRECISE.store(flags & FLAG_TSC != 0, Ordering::Release);
     // Without `rdtscp` (a CPU or VM that lacks it) the image is ordered by sequence numbers
     // and its header says so.
-    if !buf::set_tsc_order(flags & FLAG_TSC_ORDER != 0) {
-        flags &= !FLAG_TSC_ORDER;
+    let order = if flags & FLAG_TSC_ORDER != 0 {
+        buf::KeyOrder::Tsc
+    } else if flags & FLAG_AUTO_ORDER != 0 {
+        buf::KeyOrder::Auto
+    } else {
+        buf::KeyOrder::Seq
+    };
+    if !buf::set_order(order) {
+        flags &= !(FLAG_TSC_ORDER | FLAG_AUTO_ORDER);
     }
     FLAGS.store(flags as u32, Ordering::Release);
     let mut key: libc::pthread_key_t = 0;

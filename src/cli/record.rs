@@ -40,10 +40,14 @@ pub struct RecordArgs {
 const FEW_CALLS: u64 = 1000;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
+    // valgrind runs the program's threads one at a time and logs its calls in that order:
+    // `seq` in effect, and so `auto` too.
     if args.with == super::record_native::Recorder::Valgrind
-        && args.native.order != super::record_native::Order::Seq
+        && args.native.order == super::record_native::Order::Tsc
     {
-        bail!("--order orders the native recorder's events: it does not apply to --with valgrind");
+        bail!(
+            "--order tsc orders the native recorder's events: it does not apply to --with valgrind"
+        );
     }
     let valgrind = if args.with == super::record_native::Recorder::Valgrind {
         Some(find_valgrind().context(

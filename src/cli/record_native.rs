@@ -34,8 +34,9 @@ pub struct NativeArgs {
     /// How events are ordered across threads: `seq`, a global sequence number (exact), or
     /// `tsc`, the CPU's time-stamp counter (faster on multi-threaded programs; as exact as
     /// the CPUs' TSCs are synchronised; x86-64 with a constant, nonstop TSC, rdtscp, and the
-    /// TSC as the kernel's clocksource).
-    #[arg(long, value_enum, default_value_t = Order::Seq)]
+    /// TSC as the kernel's clocksource); `auto`: `seq` while one thread records, `tsc` from
+    /// the second thread on, where the TSC can order events (else `seq`).
+    #[arg(long, value_enum, default_value_t = Order::Auto)]
     pub(super) order: Order,
     /// Keep the recorder's raw files in this folder.
     #[arg(long, hide = true)]
@@ -44,12 +45,14 @@ pub struct NativeArgs {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Order {
+    Auto,
     Seq,
     Tsc,
 }
 
 pub fn run(args: &RecordArgs) -> Result<i32> {
     let order = match args.native.order {
+        Order::Auto => EventOrder::Auto,
         Order::Seq => EventOrder::Seq,
         Order::Tsc => EventOrder::Tsc,
     };

@@ -322,8 +322,12 @@ fn preload_flags(options: &NativeOptions) -> String {
     if options.precise_times {
         flags.push("tsc");
     }
-    if options.order == EventOrder::Tsc {
-        flags.push("tscorder");
+    match options.order {
+        EventOrder::Tsc => flags.push("tscorder"),
+        EventOrder::Auto if order::tsc_order_unsupported_here().is_none() => {
+            flags.push("autoorder")
+        }
+        EventOrder::Auto | EventOrder::Seq => {}
     }
     flags.join(",")
 }

@@ -11,7 +11,7 @@ mod tls;
 
 pub use lifecycle::{flush_all, forget_other_threads, thread_exit};
 use order::mark;
-pub use order::{now_key, set_tsc_order};
+pub use order::{now_key, set_order, KeyOrder};
 pub use out::chunk;
 use out::write_all;
 use tls::{Tls, TLS};
@@ -299,6 +299,10 @@ pub fn resume_owners() {
 /// A buffer for the calling thread: one an exited thread left, else a new one.
 unsafe fn new_thread_buf() -> *mut Buf {
     let tid = NEXT_TID.fetch_add(1, Ordering::Relaxed);
+    if tid > 0 {
+        // Before this thread's first key (`--order auto`).
+        order::second_thread();
+    }
     let n = NSLOTS.load(Ordering::Acquire).min(MAX_SLOTS);
     for slot in &SLOTS[..n] {
         let b = slot.load(Ordering::Acquire);

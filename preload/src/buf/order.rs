@@ -1,6 +1,6 @@
 //! The events' order keys and the progress mark.
 //!
-//! By default (`--order seq`) an event's key is a global sequence number, one `fetch_add`
+//! With `--order seq` an event's key is a global sequence number, one `fetch_add`
 //! on a counter every thread shares: exact by construction, but on a multi-threaded program
 //! the counter's cache line moves between cores on nearly every call (most of the
 //! recorder's cost there). With `tscorder` in the flags (`--order tsc`, x86-64 with
@@ -10,6 +10,9 @@
 //! by thread). The order across threads is then the TSC's: right as far as the CPUs' TSCs
 //! are synchronised (`fragsim record` requires `constant_tsc`, `nonstop_tsc` and the kernel's
 //! `tsc` clocksource, which it keeps only if the TSCs passed its synchronisation check).
+//! With `autoorder` (`--order auto`, `fragsim record`'s default where the TSC can order) the
+//! keys are sequence numbers while one thread records (an uncontended counter is cheaper
+//! than `rdtscp`) and TSC keys from the second thread's first call on ([`second_thread`]).
 //!
 //! Why `rdtscp`: it reads the TSC only once every earlier instruction has executed and
 //! every earlier load is globally visible (a plain `rdtsc` may run ahead of them). So an
@@ -20,32 +23,76 @@
 
 use super::{Buf, Ctx, ASYMMETRIC, MAX_SLOTS, MEMBARRIER_CMD_PRIVATE_EXPEDITED, NSLOTS, SLOTS};
 use crate::state::SEQ;
+use crate::wire::AUTO_TSC_KEYS;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// Whether keys come from the TSC, and the TSC at start-up (keys are ticks since then, so
-/// they fit the 56 bits of `seq << 8` for about 200 days at 4 GHz). Set at init, read on
-/// every call: on a line of their own that nothing writes afterwards.
+/// How an image's events take their keys (the flags `tscorder`, `autoorder`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrder {
+    Seq,
+    Tsc,
+    /// Sequence numbers while one thread records, TSC keys above [`AUTO_TSC_KEYS`] from the
+    /// second thread's first call on ([`second_thread`]).
+    Auto,
+}
+
+/// Whether keys come from the TSC now, what is added to them, whether the second thread
+/// switches to them, and the TSC at start-up (keys are ticks since then, so they fit the 56
+/// bits of `seq << 8` for about 200 days at 4 GHz, 100 above `AUTO_TSC_KEYS`). Set at init
+/// (and `tsc` and `offset` once more by the switch), read on every call: on a line of their
+/// own.
 #[repr(C, align(64))]
 struct Order {
     tsc: AtomicBool,
+    auto: AtomicBool,
+    offset: AtomicU64,
     base: AtomicU64,
 }
 
 static ORDER: Order = Order {
     tsc: AtomicBool::new(false),
+    auto: AtomicBool::new(false),
+    offset: AtomicU64::new(0),
     base: AtomicU64::new(0),
 };
 
-/// Chooses the keys (at init, before any event; a fork child inherits the choice and the
-/// base); false if TSC keys were asked for but the CPU has no `rdtscp` (sequence numbers
-/// then).
-pub fn set_tsc_order(on: bool) -> bool {
-    let on_here = on && has_rdtscp();
+/// Chooses the keys (at init, before any event; a fork child inherits the choice, the base
+/// and a switch made before the fork); false if TSC keys were asked for (now or for the
+/// second thread) but the CPU has no `rdtscp` (sequence numbers then, throughout).
+pub fn set_order(order: KeyOrder) -> bool {
+    let wants_tsc = order != KeyOrder::Seq;
+    let on_here = wants_tsc && has_rdtscp();
     if on_here {
         ORDER.base.store(fenced_tsc(), Ordering::Relaxed);
     }
-    ORDER.tsc.store(on_here, Ordering::Release);
-    on_here == on
+    ORDER
+        .auto
+        .store(on_here && order == KeyOrder::Auto, Ordering::Relaxed);
+    ORDER
+        .tsc
+        .store(on_here && order == KeyOrder::Tsc, Ordering::Release);
+    on_here == wants_tsc
+}
+
+/// A second thread is about to take its first key: with `--order auto`, every key from now
+/// on is a TSC key above [`AUTO_TSC_KEYS`], so above every sequence number.
+///
+/// Why the order stays one the allocator could have seen: a call takes its key reading
+/// `tsc` (acquire) when it takes it, after the real call for an allocation, before it for a
+/// free. A call that follows this store causally (its thread learnt of a block, a lock or a
+/// pointer through a chain of releases and acquires starting after it; x86-64's stores are
+/// seen in order by every CPU) reads `true` and takes a TSC key, ordered after the keys of
+/// the calls it follows as with `--order tsc`. A call that reads `false` does not follow the
+/// store, and its sequence number is below every TSC key: for it to precede a TSC call in the
+/// order is right whenever the two are causally related, since the TSC call cannot precede
+/// it. The progress mark ([`mark`]) covers such a late sequence number through `in_call`
+/// and `floor`, as for any call in progress: its thread stored `in_call` before reading
+/// `tsc`, so before any barrier the mark's reader issues after reading `true`.
+pub fn second_thread() {
+    if ORDER.auto.load(Ordering::Relaxed) && !ORDER.tsc.load(Ordering::Relaxed) {
+        ORDER.offset.store(AUTO_TSC_KEYS, Ordering::Relaxed);
+        ORDER.tsc.store(true, Ordering::Release);
+    }
 }
 
 fn has_rdtscp() -> bool {
@@ -114,11 +161,11 @@ fn fenced_tsc() -> u64 {
     }
 }
 
-/// `tsc` in ticks since the base (0 if a CPU's TSC is behind the base: the thread's clamp
-/// then keeps its keys increasing).
+/// The key of a TSC reading: ticks since the base (0 if a CPU's TSC is behind the base: the
+/// thread's clamp then keeps its keys increasing), plus the offset.
 #[inline(always)]
 fn since_base(tsc: u64) -> u64 {
-    tsc.saturating_sub(ORDER.base.load(Ordering::Relaxed))
+    tsc.saturating_sub(ORDER.base.load(Ordering::Relaxed)) + ORDER.offset.load(Ordering::Relaxed)
 }
 
 /// The key the next event would take now (a fork child's header: `fork_seq`).
@@ -136,7 +183,8 @@ impl Ctx {
     /// cost 6 ns a call here: `threads_map 100000` under the recorder, 283.8 -> 263.7 ms CPU).
     #[inline(always)]
     pub fn seq_stamped(&self) -> (u64, u64) {
-        if ORDER.tsc.load(Ordering::Relaxed) {
+        // Acquire: see [`second_thread`] (a plain load on x86-64, as Relaxed).
+        if ORDER.tsc.load(Ordering::Acquire) {
             let t = key_tsc();
             // SAFETY: the thread's own buffer, alive while it runs; only its owner touches
             // `last_key`.
@@ -178,7 +226,7 @@ impl Ctx {
 /// the bound has its `in_call` mark (and what it wrote before) visible here, by a
 /// `membarrier` instead of the counter's release.
 pub(super) unsafe fn mark(own: *mut Buf) -> u64 {
-    let mut m = if ORDER.tsc.load(Ordering::Relaxed) {
+    let mut m = if ORDER.tsc.load(Ordering::Acquire) {
         match tsc_bound() {
             Some(t) => t,
             None => return 0,

@@ -5,7 +5,7 @@ use super::calls::Emit;
 use super::Converter;
 use crate::record::raw::{
     CursorError, FastMap, RawEvent, RawImage, RawProcess, RawThread, Stacks, ThreadCursor,
-    FLAG_STACKS, FLAG_TSC_ORDER,
+    FLAG_AUTO_ORDER, FLAG_STACKS, FLAG_TSC_ORDER,
 };
 use crate::record::symbols::Modules;
 use crate::trace::{ObjectId, SiteId, ThreadId, TraceError};
@@ -122,7 +122,8 @@ pub(super) struct ImageMerge {
     /// The last key converted and its lane's raw thread id: a mark that was wrong (or a
     /// corrupt file) shows as a key going back (with sequence numbers: not going up).
     last: Option<(u64, u32)>,
-    /// Keys are TSC keys (`FLAG_TSC_ORDER`): equal keys of different threads are in order.
+    /// Keys are (or become, `FLAG_AUTO_ORDER`) TSC keys (`FLAG_TSC_ORDER`): equal keys of
+    /// different threads are in order (sequence numbers never tie).
     tsc_keys: bool,
 }
 
@@ -298,7 +299,7 @@ impl Converter<'_, '_> {
             parked: Vec::new(),
             st,
             last: None,
-            tsc_keys: image.flags & FLAG_TSC_ORDER != 0,
+            tsc_keys: image.flags & (FLAG_TSC_ORDER | FLAG_AUTO_ORDER) != 0,
         })
     }
 

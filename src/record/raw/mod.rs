@@ -23,7 +23,7 @@ use wire::{
     CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_EXIT, E_FREE, E_REALLOC, E_STACK, FLAGS_KNOWN, HAS_SITE,
     K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION, SAME_STAMP,
 };
-pub use wire::{FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER};
+pub use wire::{FLAG_AUTO_ORDER, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER};
 
 /// What one call did, with a realloc split at its two sequence points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

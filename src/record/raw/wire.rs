@@ -40,6 +40,14 @@ pub const FLAG_TSC: u64 = 8;
 /// Events are ordered by TSC keys (`--order tsc`), not by a global sequence number: each
 /// thread's keys strictly increase, different threads' may tie (merged by thread then).
 pub const FLAG_TSC_ORDER: u64 = 16;
+/// Events are ordered by sequence numbers until the image's second thread records, then by
+/// TSC keys above [`AUTO_TSC_KEYS`] (`--order auto`): every sequence number is below every
+/// TSC key; TSC keys tie and are merged as with [`FLAG_TSC_ORDER`].
+pub const FLAG_AUTO_ORDER: u64 = 32;
+/// Added to the TSC keys of an image with [`FLAG_AUTO_ORDER`] (2^55: sequence numbers stay
+/// below it, and the ticks since the image started below 2^55, about 100 days at 4 GHz).
+pub const AUTO_TSC_KEYS: u64 = 1 << 55;
+
 /// Every flag a reader of this version knows (a header with any other is refused).
 pub const FLAGS_KNOWN: u64 =
-    FLAG_STACKS | FLAG_FOLLOW | FLAG_NO_UNWINDER | FLAG_TSC | FLAG_TSC_ORDER;
+    FLAG_STACKS | FLAG_FOLLOW | FLAG_NO_UNWINDER | FLAG_TSC | FLAG_TSC_ORDER | FLAG_AUTO_ORDER;
