@@ -39,8 +39,8 @@ preload_run() {
 echo "Medians of $RUNS runs, the columns in turn run by run, seconds wall / CPU (ratio to bare). 'preload' is the"
 echo "program under the recorder alone, 'record' all of \`fragsim record\` (run + conversion while it runs + trace)."
 echo
-echo "| workload | bare | preload | preload, tsc | record | record --order tsc | record --stacks | record --stacks --order tsc |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|"
+echo "| workload | bare | preload | preload, tsc | preload, auto | record --order seq | record --order tsc | record (auto) | record --stacks --order seq | record --stacks --order tsc | record --stacks (auto) |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for workload in ${WORKLOADS:-cpp python}; do
   workload_cmd "$workload"
   mkdir -p "$work/raw"
@@ -49,16 +49,21 @@ for workload in ${WORKLOADS:-cpp python}; do
     run bare "${cmd[@]}"
     preload_run preload follow
     preload_run preload_t follow,tscorder
+    preload_run preload_a "follow$(auto_order_flag)"
     run seq "$fragsim" record --order seq -o "$work/t.trace" -- "${cmd[@]}"
     run tsc "$fragsim" record --order tsc -o "$work/t.trace" -- "${cmd[@]}"
     # The converter's repairs (an order the allocator cannot have seen), if any.
     grep '^note:' "$work/stderr" | sed "s/^/$workload --order tsc: /" >>"$work/notes" || true
+    run auto "$fragsim" record -o "$work/t.trace" -- "${cmd[@]}"
+    grep '^note:' "$work/stderr" | sed "s/^/$workload --order auto: /" >>"$work/notes" || true
     run seq_s "$fragsim" record --stacks --order seq -o "$work/t.trace" -- "${cmd[@]}"
     run tsc_s "$fragsim" record --stacks --order tsc -o "$work/t.trace" -- "${cmd[@]}"
     grep '^note:' "$work/stderr" | sed "s/^/$workload --stacks --order tsc: /" >>"$work/notes" || true
+    run auto_s "$fragsim" record --stacks -o "$work/t.trace" -- "${cmd[@]}"
+    grep '^note:' "$work/stderr" | sed "s/^/$workload --stacks --order auto: /" >>"$work/notes" || true
   done
   read -r bare_w bare_c <<<"$(med bare)"
-  echo "| $workload | $bare_w / $bare_c | $(cell "$(med preload)") | $(cell "$(med preload_t)") | $(cell "$(med seq)") | $(cell "$(med tsc)") | $(cell "$(med seq_s)") | $(cell "$(med tsc_s)") |"
+  echo "| $workload | $bare_w / $bare_c | $(cell "$(med preload)") | $(cell "$(med preload_t)") | $(cell "$(med preload_a)") | $(cell "$(med seq)") | $(cell "$(med tsc)") | $(cell "$(med auto)") | $(cell "$(med seq_s)") | $(cell "$(med tsc_s)") | $(cell "$(med auto_s)") |"
 done
 echo
-if [ -s "$work/notes" ]; then cat "$work/notes"; else echo "No --order tsc run needed a repair."; fi
+if [ -s "$work/notes" ]; then cat "$work/notes"; else echo "No --order tsc or auto run needed a repair."; fi
