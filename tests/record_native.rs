@@ -715,3 +715,38 @@ fn auto_order_switches_to_tsc_keys_at_the_second_thread() {
     assert_eq!(keys.len(), 1);
     assert!(keys.values().flatten().all(|&k| k < TSC_KEYS), "{keys:?}");
 }
+
+/// A thread pool whose workers free what the main thread allocated (thread_pool.c): with
+/// every order, each cross-thread free comes after its allocation and no address is handed
+/// out again before its free (no repairs), and every job's memory is freed on a worker.
+#[test]
+fn cross_thread_frees_stay_in_order_with_every_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "thread_pool.c", &[]);
+    for (i, order) in orders().into_iter().enumerate() {
+        let sub = dir.path().join(format!("order{i}"));
+        std::fs::create_dir(&sub).unwrap();
+        let run = record(&sub, order, &[exe.to_str().unwrap(), "20000"]);
+        assert!(run.out.status.success(), "{order:?}");
+        let (records, summary) = only_process(&run.raw);
+        assert_eq!(summary.issues.total(), 0, "{order:?}: {:?}", summary.issues);
+        let mut owner = HashMap::new();
+        let mut cross = 0;
+        for r in &records {
+            if let Record::Call(c) = r {
+                match c.event {
+                    Event::Alloc { id, .. } => {
+                        owner.insert(id, c.thread);
+                    }
+                    Event::Free { id } => {
+                        let by = owner.remove(&id).expect("freed after its allocation");
+                        cross += u64::from(by != c.thread);
+                    }
+                    Event::Realloc { id, .. } => assert!(owner.contains_key(&id)),
+                }
+            }
+        }
+        // Each job is a header and a payload, both freed by the worker that ran it.
+        assert!(cross >= 40000, "{order:?}: {cross} cross-thread frees");
+    }
+}
