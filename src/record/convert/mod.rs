@@ -49,8 +49,10 @@ pub struct ConvertSummary {
 /// record's copy into the writer's batch were a tenth of a conversion.
 pub type Sink<'a> = dyn FnMut(&mut Vec<Record>) -> Result<(), TraceError> + 'a;
 
-/// Records handed to the sink at a time.
-pub const SINK_BATCH: usize = 8192;
+/// Records handed to the sink at a time: 1.8 MB of them, still in this core's 4 MB L2 when
+/// the writer reads them, and a quarter of 8,192's hand-overs (each may wake the writer):
+/// `convert_raw` 3% less CPU on the C++ program's raw file, 2% on CPython's (2,048: 10% more).
+pub const SINK_BATCH: usize = 32768;
 
 struct Converter<'a, 'p> {
     file: String,
