@@ -22,10 +22,10 @@ seq 1 200000 | shuf --random-source=<(yes) >"$work/numbers.txt"
 
 # Native recordings (fragsim's LD_PRELOAD recorder: threads, times, thread exits, sites).
 g++ -O2 -pthread -o "$work/threads_map" tests/native_programs/threads_map.cpp
-"$fragsim" record --stacks -o data/traces/cpp-threads-map.trace -- "$work/threads_map" 2000 >/dev/null
+"$fragsim" record --order seq --stacks -o data/traces/cpp-threads-map.trace -- "$work/threads_map" 2000 >/dev/null
 gcc -O2 -pthread -o "$work/thread_pool" tests/native_programs/thread_pool.c
-"$fragsim" record --stacks -o data/traces/c-thread-pool.trace -- "$work/thread_pool" 1500 >/dev/null
-PYTHONHASHSEED=0 PYTHONMALLOC=malloc "$fragsim" record -o data/traces/python-threads.trace -- \
+"$fragsim" record --order seq --stacks -o data/traces/c-thread-pool.trace -- "$work/thread_pool" 1500 >/dev/null
+PYTHONHASHSEED=0 PYTHONMALLOC=malloc "$fragsim" record --order seq -o data/traces/python-threads.trace -- \
   /usr/bin/python3.11 -c "
 import threading
 def work(n):
