@@ -54,6 +54,19 @@ fn orders() -> Vec<&'static [&'static str]> {
     orders
 }
 
+/// [`orders`], each with a fresh folder `<prefix><i>` in `dir` for its run.
+fn order_dirs(dir: &Path, prefix: &str) -> Vec<(PathBuf, &'static [&'static str])> {
+    orders()
+        .into_iter()
+        .enumerate()
+        .map(|(i, order)| {
+            let sub = dir.join(format!("{prefix}{i}"));
+            std::fs::create_dir(&sub).unwrap();
+            (sub, order)
+        })
+        .collect()
+}
+
 struct Run {
     out: Output,
     trace: PathBuf,
@@ -163,9 +176,7 @@ fn check_against_log(calls: &[Call], log: &[&str]) {
 fn known_sequence_event_for_event() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile(dir.path(), "sequence.cpp", &[]);
-    for (i, order) in orders().into_iter().enumerate() {
-        let sub = dir.path().join(format!("order{i}"));
-        std::fs::create_dir(&sub).unwrap();
+    for (sub, order) in order_dirs(dir.path(), "order") {
         known_sequence_with(&sub, &exe, order);
     }
 }
@@ -297,9 +308,7 @@ fn fork_without_and_with_follow_forks() {
         "the child is not recorded without --follow-forks"
     );
 
-    for (i, order) in orders().into_iter().enumerate() {
-        let follow = dir.path().join(format!("follow{i}"));
-        std::fs::create_dir(&follow).unwrap();
+    for (follow, order) in order_dirs(dir.path(), "follow") {
         let flags = [&["--follow-forks"], order].concat();
         fork_followed(&follow, exe, &flags);
     }
@@ -327,9 +336,7 @@ fn exec_through_a_shell_wrapper() {
     let exe = compile(dir.path(), "lifecycle.c", &[]);
     let wrapper = dir.path().join("wrapper.sh");
     std::fs::write(&wrapper, "#!/bin/sh\nexec \"$@\"\n").unwrap();
-    for (i, order) in orders().into_iter().enumerate() {
-        let sub = dir.path().join(format!("order{i}"));
-        std::fs::create_dir(&sub).unwrap();
+    for (sub, order) in order_dirs(dir.path(), "order") {
         let run = record(
             &sub,
             order,
@@ -571,9 +578,7 @@ fn raw_flags(raw: &Path) -> u64 {
 fn progress_marks_hold_and_the_trace_converted_while_running_is_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile(dir.path(), "threads_map.cpp", &[]);
-    for (i, order) in orders().into_iter().enumerate() {
-        let sub = dir.path().join(format!("order{i}"));
-        std::fs::create_dir(&sub).unwrap();
+    for (sub, order) in order_dirs(dir.path(), "order") {
         marks_hold_with(&sub, &exe, order);
     }
 }
@@ -723,9 +728,7 @@ fn auto_order_switches_to_tsc_keys_at_the_second_thread() {
 fn cross_thread_frees_stay_in_order_with_every_order() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile(dir.path(), "thread_pool.c", &[]);
-    for (i, order) in orders().into_iter().enumerate() {
-        let sub = dir.path().join(format!("order{i}"));
-        std::fs::create_dir(&sub).unwrap();
+    for (sub, order) in order_dirs(dir.path(), "order") {
         let run = record(&sub, order, &[exe.to_str().unwrap(), "20000"]);
         assert!(run.out.status.success(), "{order:?}");
         let (records, summary) = only_process(&run.raw);
