@@ -63,7 +63,7 @@ fn bad_options_are_refused_before_any_work() {
     let t = t.to_str().unwrap();
     for (args, expected) in [
         (vec!["--every", "0"], "--every 0"),
-        (vec!["--cpus", "0"], "--cpus 0"),
+        (vec!["--cpus", "0"], "'0' for '--cpus"),
         (vec!["--vaddr-bits", "70"], "--vaddr-bits 70"),
         (vec!["--chart", "x.pdf"], "x.pdf"),
         (vec!["--no-live", "--every", "5"], "--no-live"),

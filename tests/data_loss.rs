@@ -398,14 +398,20 @@ fn interrupted_record_leaves_no_valgrind_log() {
 }
 
 /// Issue 18 §5: a failed `replay --charts D` (a real failure: the trace frees an object that
-/// is not live, found after the folder was checked) leaves no folder it made, parents
-/// included; a folder that was there before stays, even empty.
+/// is not live, found after the folder was checked) leaves no folder it made; a folder that
+/// was there before stays, even empty. Issue 38 §3: only the last component is ever made (a
+/// missing parent is refused, naming it, and nothing is created).
 #[test]
 fn failed_charts_run_leaves_no_empty_folder() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("bad.txt");
     std::fs::write(&trace, "a 0 10\nf 1\n").unwrap();
-    let made = dir.path().join("new").join("charts");
+    let good = common::text_trace(dir.path());
+    let nested = dir.path().join("a").join("b");
+    let out = run(&["replay", s(&good), "--charts", s(&nested)]);
+    assert_refused(&out, "its parent folder");
+    assert!(!dir.path().join("a").exists(), "no parent folder is made");
+    let made = dir.path().join("new");
     for extra in [&[][..], &["--preset", "default,5.3.1"][..]] {
         let mut args = vec!["replay", s(&trace), "--charts", s(&made)];
         args.extend_from_slice(extra);
@@ -423,7 +429,6 @@ fn failed_charts_run_leaves_no_empty_folder() {
     assert_refused(&out, "free of id 1");
     assert!(mine.is_dir(), "a folder the user made is kept");
     // A run that succeeds keeps its folder and its charts.
-    let good = common::text_trace(dir.path());
     let out = run(&["replay", s(&good), "--charts", s(&made)]);
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert!(!names_in(&made).is_empty());

@@ -38,7 +38,7 @@ pub struct AdviseArgs {
     #[arg(long, value_name = "FILE")]
     pub chart: Option<PathBuf>,
     /// CPUs for jemalloc's default narenas (4 x CPUs) [default: this machine's].
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::cpus)]
     pub cpus: Option<u32>,
     /// The virtual address bits jemalloc is taken to be built for (its radix tree, part of
     /// the metadata in resident bytes) [default: this machine's, 48 where unknown].
@@ -78,9 +78,6 @@ struct Plan {
 
 impl Plan {
     fn new(args: &AdviseArgs) -> Result<Plan> {
-        if args.cpus == Some(0) {
-            bail!("--cpus 0: give at least one CPU");
-        }
         if let Some(bits) = args.vaddr_bits.filter(|b| !(32..=64).contains(b)) {
             bail!("--vaddr-bits {bits}: give 32 to 64 (x86-64: 48, or 57 with five-level paging)");
         }

@@ -132,9 +132,8 @@ pub fn file_stem(text: &str) -> Result<String, String> {
 /// Creates the output folder `dir` (and its `charts/`) before any work, so an impossible
 /// `--out` fails at once rather than after a measurement.
 pub fn prepare_folder(dir: &std::path::Path) -> Result<()> {
-    let charts = dir.join("charts");
-    std::fs::create_dir_all(&charts)
-        .map_err(|e| anyhow::anyhow!("cannot create folder '{}': {e}", charts.display()))?;
+    crate::export::create_folder(dir)?;
+    crate::export::create_folder(&dir.join("charts"))?;
     Ok(())
 }
 
@@ -189,4 +188,12 @@ pub fn is_stdout(path: &std::path::Path) -> bool {
         return false;
     }
     meta.dev() == stat.st_dev && meta.ino() == stat.st_ino
+}
+
+/// `--cpus`: a number within jemalloc's bound (`process::check_cpus`).
+pub fn cpus(s: &str) -> std::result::Result<u32, String> {
+    let n: u32 = s
+        .parse()
+        .map_err(|_| "not a whole number of CPUs".to_string())?;
+    crate::process::check_cpus(n)
 }

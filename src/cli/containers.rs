@@ -62,7 +62,7 @@ pub fn run(args: ContainersArgs) -> Result<i32> {
         }
     };
     if let Some(dir) = &args.charts {
-        std::fs::create_dir_all(dir)?;
+        crate::export::create_folder(dir)?;
         write_charts(dir, &runs, key, args.count, &classes)?;
     }
     args.output.emit(&table)?;

@@ -111,6 +111,11 @@ pub fn clap_exit(err: &clap::Error, hidden: &[String]) -> i32 {
                 Ok(()) => 0,
             }
         }
+        // `fragsim` (or `fragsim trace`) alone: the usage, not just the tagline, and exit 2.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = write!(io::stderr().lock(), "{text}");
+            2
+        }
         _ => {
             print_error(&clap_one_line(&text));
             2

@@ -57,7 +57,7 @@ pub struct ProcessFlags {
     #[arg(long, requires = "honour_clock")]
     pub save_band: Option<PathBuf>,
     /// With --process or --blame: CPUs for the default `narenas` (4 x CPUs); default: this machine's.
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::cpus)]
     pub cpus: Option<u32>,
     /// With --process: per-arena CSV (`event,arena,allocated_bytes,active_bytes,tcache_bytes`),
     /// one row per arena in use every --every K events and after the last.

@@ -77,8 +77,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
     };
     options.model = args.allocator.explicit_config()?;
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create folder '{}'", dir.display()))?;
+        crate::export::create_folder(dir)?;
     }
     options.progress = progress_bar();
     if args.exhaustive {

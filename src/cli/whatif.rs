@@ -80,21 +80,18 @@ fn check_writable_dir(dir: &Path) -> Result<NewDir> {
 /// removed again if the run fails before writing into them. Only empty folders are removed
 /// (`remove_dir`), so nothing a user or the run wrote is ever deleted.
 pub(super) struct NewDir {
-    /// The folders created, innermost first.
+    /// The folder created, if this run created it.
     created: Vec<std::path::PathBuf>,
 }
 
 impl NewDir {
-    /// Creates `dir` and any missing parents.
+    /// Creates `dir` if missing (its last component only: the parent must exist).
     pub(super) fn create(dir: &Path) -> Result<NewDir> {
-        let mut created = Vec::new();
-        let mut level = Some(dir);
-        while let Some(d) = level.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-            created.push(d.to_path_buf());
-            level = d.parent();
-        }
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create folder '{}'", dir.display()))?;
+        let created = if crate::export::create_folder(dir)? {
+            vec![dir.to_path_buf()]
+        } else {
+            Vec::new()
+        };
         Ok(NewDir { created })
     }
 

@@ -17,7 +17,7 @@ pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::markdown::Markdown;
 pub use self::record::Record;
-pub use self::staging::StagedDir;
+pub use self::staging::{create_folder, StagedDir};
 pub use self::target::{same_file, OutputFile};
 
 /// One value of a table.

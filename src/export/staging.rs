@@ -17,7 +17,7 @@ pub struct StagedDir {
 
 impl StagedDir {
     /// Creates the temporary folder beside `target` (same filesystem, so the swap is a rename).
-    /// The target's parent folder is created if missing.
+    /// The target's parent folder must exist: a mistyped path never creates folders.
     pub fn new(given: &Path) -> Result<Self, WriteError> {
         Self::create(given, None)
     }
@@ -55,7 +55,9 @@ impl StagedDir {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        std::fs::create_dir_all(parent).map_err(|e| err(&e))?;
+        if !parent.is_dir() {
+            return Err(no_parent(given, parent));
+        }
         let staging = tempfile::Builder::new()
             .prefix(&format!(".{}.fragsim-", name.to_string_lossy()))
             .tempdir_in(parent)
@@ -165,4 +167,32 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
 #[cfg(not(target_os = "linux"))]
 fn exchange(_: &Path, _: &Path) -> std::io::Result<()> {
     Err(std::io::ErrorKind::Unsupported.into())
+}
+
+fn no_parent(given: &Path, parent: &Path) -> WriteError {
+    WriteError::other(
+        given,
+        format!("its parent folder '{}' does not exist", parent.display()),
+    )
+}
+
+/// Creates the output folder `dir` if it is missing, and only its last component: a mistyped
+/// `--charts /nonexistent/a/b` is refused rather than building folders at the root. Returns
+/// whether this call created it. Something there that is not a folder is refused.
+pub fn create_folder(dir: &Path) -> Result<bool, WriteError> {
+    if dir.is_dir() {
+        return Ok(false);
+    }
+    if dir.exists() || dir.is_symlink() {
+        return Err(WriteError::other(dir, "it is not a folder"));
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(no_parent(dir, parent));
+    }
+    std::fs::create_dir(dir).map_err(|e| WriteError::new(dir, &e))?;
+    Ok(true)
 }

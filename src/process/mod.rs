@@ -21,7 +21,9 @@ pub mod trace_run;
 pub use compare::compare_snapshots;
 pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
 pub use model::{machine_vaddr_bits, DecayClock, HeldBlock, LiveObject, Metadata, Process};
-pub use options::{machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions};
+pub use options::{
+    check_cpus, machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions, MAX_CPUS,
+};
 pub use trace_run::{ProcessRows, ProcessRun, ProcessRunResult};
 
 use crate::sim::{ArenaModel, BinStats, SimError};

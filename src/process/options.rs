@@ -226,10 +226,31 @@ impl ProcessOptions {
         (f(self.dirty_decay_ms), f(self.muzzy_decay_ms))
     }
 
-    /// `malloc_narenas_default`: 4 x CPUs, 1 on one CPU.
+    /// `malloc_narenas_default`: 4 x CPUs, 1 on one CPU; capped at `MAX_AUTO_ARENAS` as
+    /// `malloc_init_narenas` caps it ("Reducing narenas to limit").
     pub fn narenas_for(&self, cpus: u32) -> u32 {
         self.narenas
             .unwrap_or(if cpus > 1 { cpus.saturating_mul(4) } else { 1 })
+            .min(MAX_AUTO_ARENAS)
+    }
+}
+
+/// jemalloc's cap on automatic arenas: `MALLOCX_ARENA_LIMIT - 1` (`malloc_init_narenas`).
+pub const MAX_AUTO_ARENAS: u32 = 4094;
+
+/// The most CPUs a model is given: at 4 arenas a CPU, 1,024 CPUs already reach jemalloc's cap
+/// on automatic arenas, so more would change nothing but the time a typo costs.
+pub const MAX_CPUS: u32 = 1024;
+
+/// A CPU count for the default `narenas`: 1..=`MAX_CPUS`.
+pub fn check_cpus(cpus: u32) -> Result<u32, String> {
+    if (1..=MAX_CPUS).contains(&cpus) {
+        Ok(cpus)
+    } else {
+        Err(format!(
+            "give 1 to {MAX_CPUS} CPUs (jemalloc makes 4 arenas a CPU and stops at {MAX_AUTO_ARENAS}, \
+             which {MAX_CPUS} CPUs reach)"
+        ))
     }
 }
 

@@ -1,0 +1,71 @@
+//! Issue 38 §3: bad input a newcomer found. Each case was reproduced on the build before
+//! (noted per test) and is refused now with one line, exit 2, before any work.
+
+mod common;
+
+use common::{assert_refused, committed_trace, run, s, stderr_of};
+
+/// `--cpus` is bounded as jemalloc bounds `narenas`: 4 arenas a CPU, at most 4,094
+/// (`MALLOCX_ARENA_LIMIT - 1`, `malloc_init_narenas`), so 1 to 1,024 CPUs. Before: `--cpus 0`
+/// was accepted by `replay --process`, `--cpus 100000` aborted with a Rust backtrace and
+/// `--cpus 100000000` was killed by the OOM killer after taking 24 GB.
+#[test]
+fn cpus_out_of_jemallocs_bound_is_refused_by_every_command() {
+    let t = committed_trace("c-thread-pool.trace");
+    let t = s(&t);
+    for cpus in ["0", "1025", "100000", "100000000", "-1", "two"] {
+        let flag = format!("--cpus={cpus}");
+        for command in [
+            vec!["replay", t, "--process", &flag],
+            vec!["replay", t, "--blame", &flag],
+            vec!["advise", t, "--no-live", &flag],
+        ] {
+            let out = run(&command);
+            assert_refused(&out, &format!("'{cpus}' for '--cpus"));
+        }
+    }
+}
+
+/// At the bound, jemalloc's cap on automatic arenas applies: 1,024 CPUs model 4,094 arenas
+/// (4 x 1,024 = 4,096, reduced to the limit as jemalloc does), not 4,096.
+#[test]
+fn the_largest_cpu_count_models_jemallocs_arena_cap() {
+    let t = committed_trace("c-thread-pool.trace");
+    let out = run(&["replay", s(&t), "--process", "--cpus", "1024"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(
+        text.contains("| automatic arenas (narenas) | 4094 |"),
+        "{text}"
+    );
+}
+
+/// `fragsim` alone prints its usage (the commands), not only its tagline, and exits 2; so
+/// does a command group without its subcommand.
+#[test]
+fn no_arguments_print_the_usage() {
+    for args in [&[][..], &["trace"][..]] {
+        let out = run(args);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("Usage: fragsim"), "{args:?}: {err}");
+        assert!(err.contains("Commands:"), "{args:?}: {err}");
+    }
+}
+
+/// `--charts /nonexistent/a/b` made folders at the filesystem root before; now only the last
+/// component is ever created and a missing parent is refused, naming it.
+#[test]
+fn charts_into_a_missing_parent_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = common::text_trace(dir.path());
+    let target = dir.path().join("x").join("y").join("z");
+    for args in [
+        vec!["replay", s(&trace), "--charts", s(&target)],
+        vec!["validate", "--no-replay", "--out", s(&target)],
+    ] {
+        let out = run(&args);
+        assert_refused(&out, "its parent folder");
+        assert!(!dir.path().join("x").exists(), "{args:?}");
+    }
+}
