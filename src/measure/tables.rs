@@ -12,7 +12,7 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "mean_resident_bytes",
     "peak_requested_bytes",
     "requested_at_peak_bytes",
-    "resident_over_requested_at_peak",
+    "peak_resident_over_peak_requested",
     "ns_per_event",
     "peak_in_use_bytes",
     "peak_held_bytes",
@@ -20,20 +20,25 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
 
 const NOT_AVAILABLE: &str = "not available";
 
+/// A figure over its baseline (below it: negative), or an empty cell (JSON `null`) where the
+/// allocator reports none: numeric columns hold numbers only.
 fn optional(v: Option<i64>) -> Cell {
     match v {
         Some(v) if v >= 0 => Cell::Int(v as u64),
-        Some(v) => Cell::Text(v.to_string()),
-        None => NOT_AVAILABLE.into(),
+        Some(v) => Cell::Float(v as f64, 0),
+        None => Cell::Missing(""),
     }
 }
 
 fn row(m: &Measurement, run: &AllocatorRun) -> Vec<Cell> {
     let peak = run.peak();
-    let ratio = if peak.requested > 0 {
-        Cell::Float(peak.resident as f64 / peak.requested as f64, 3)
+    // Both peaks of the run: what the allocator needed at its worst for the most the program
+    // held. (Resident over requested at the resident peak reached 2,258.7 where the resident
+    // peak fell where almost nothing was requested.)
+    let ratio = if m.peak_requested > 0 {
+        Cell::Float(peak.resident.max(0) as f64 / m.peak_requested as f64, 3)
     } else {
-        "-".into()
+        Cell::Missing("")
     };
     vec![
         run.allocator.name().into(),
@@ -48,7 +53,7 @@ fn row(m: &Measurement, run: &AllocatorRun) -> Vec<Cell> {
         Cell::Int(peak.requested),
         ratio,
         run.ns_per_event()
-            .map_or_else(|| "-".into(), |ns| Cell::Float(ns, 1)),
+            .map_or(Cell::Missing(""), |ns| Cell::Float(ns, 1)),
         optional(run.peak_in_use()),
         optional(run.peak_held()),
     ]
