@@ -10,13 +10,16 @@
 # Environment: BG=yes turns the server's jemalloc background thread on (default no);
 # DECAY=off runs the server and the model with decay off (MALLOC_CONF dirty/muzzy -1), DECAY=on
 # (default) with jemalloc's defaults (dirty 10 s, muzzy 0) on the trace's clock;
-# BENCH=no skips the 20-client redis-benchmark phase.
+# BENCH=no skips the 20-client redis-benchmark phase; N sets the workload's size (200000 SETs
+# at first; the other phases in proportion). The comparison is also written to
+# OUTDIR/comparison.csv (exact: 1 where allocated and active equal the server's).
 # Needs redis-server and redis-tools (Debian), python3, and a release build of fragsim.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BG=${BG:-no}
 DECAY=${DECAY:-on}
 BENCH=${BENCH:-yes}
+N=${N:-200000}
 fragsim=${FRAGSIM:-target/release/fragsim}
 command -v redis-server >/dev/null || { echo "real-server: needs redis-server (apt-get install redis-server)" >&2; exit 2; }
 [ -x "$fragsim" ] || { echo "real-server: build first: cargo build --release" >&2; exit 2; }
@@ -44,7 +47,7 @@ server_pid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 [ -S "$sock" ] || { echo "real-server: the server did not start (see $out/redis.log)" >&2; exit 1; }
 bench=bench; [ "$BENCH" = no ] && bench=nobench
-python3 scripts/real_server_workload.py "$sock" "$bench" > "$out/readings.csv"
+python3 scripts/real_server_workload.py "$sock" "$bench" "$N" > "$out/readings.csv"
 redis-cli -s "$sock" shutdown nosave >/dev/null 2>&1 || true
 wait "$server_pid" || true
 server_pid=
@@ -104,6 +107,8 @@ readings = list(csv.DictReader(open(f"{out}/readings.csv")))
 rows = {}
 for r in csv.DictReader(open(f"{out}/windows.csv")):
     rows.setdefault(int(r["reading"]), []).append(r)
+comparison = open(f"{out}/comparison.csv", "w")
+comparison.write("reading,event,exact,allocated_real,allocated_model,active_real,active_model,resident_real,resident_model\n")
 print(f"## redis-server (jemalloc 5.3.0) vs the process model: background thread {bg}, decay {decay}")
 print()
 print("| reading | event | allocated real | allocated model | active real | active model | resident real | resident model | resident error |")
@@ -121,5 +126,6 @@ for r in readings:
     res_m, res_r = float(m["resident_bytes"]), int(r["resident"])
     err = 100.0 * (res_m - res_r) / res_r
     tag = "" if exact else " (nearest)"
+    comparison.write(f"{i},{m['event']},{int(bool(exact))},{r['allocated']},{m['allocated_bytes']},{r['active']},{m['active_bytes']},{res_r},{res_m:.0f}\n")
     print(f"| {i} | {m['event']}{tag} | {r['allocated']} | {m['allocated_bytes']} | {r['active']} | {m['active_bytes']} | {res_r} | {res_m:.0f} | {err:+.2f}% |")
 EOF

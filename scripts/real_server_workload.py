@@ -87,7 +87,7 @@ def read_stats(text):
 
 
 def main():
-    sock, bench = sys.argv[1], sys.argv[2] == "bench"
+    sock, bench, n = sys.argv[1], sys.argv[2] == "bench", int(sys.argv[3])
     rng = random.Random(20261204)
     c = Client(sock)
     reading = [0]
@@ -103,21 +103,20 @@ def main():
 
     print("reading,marker_bytes,allocated,active,resident", flush=True)
     take()
-    n = 200_000
     c.pipeline([("SET", f"k:{i}", b"v" * SIZES[i % len(SIZES)]) for i in range(n // 2)])
     take()
     c.pipeline([("SET", f"k:{i}", b"v" * SIZES[i % len(SIZES)]) for i in range(n // 2, n)])
     take()
-    c.pipeline([("RPUSH", f"l:{i % 500}", b"e" * (16 + i % 200)) for i in range(50_000)])
-    c.pipeline([("HSET", f"h:{i % 1000}", f"f{i}", b"x" * (8 + i % 90)) for i in range(50_000)])
+    c.pipeline([("RPUSH", f"l:{i % 500}", b"e" * (16 + i % 200)) for i in range(n // 4)])
+    c.pipeline([("HSET", f"h:{i % 1000}", f"f{i}", b"x" * (8 + i % 90)) for i in range(n // 4)])
     take()
     doomed = rng.sample(range(n), n // 2)
     c.pipeline([("DEL", f"k:{i}") for i in doomed])
     take()
-    c.pipeline([("SET", f"m:{i}", b"w" * (24 + (i * 37) % 700)) for i in range(60_000)])
+    c.pipeline([("SET", f"m:{i}", b"w" * (24 + (i * 37) % 700)) for i in range(n * 3 // 10)])
     take()
     if bench:
-        subprocess.run(["redis-benchmark", "-s", sock, "-c", "20", "-n", "60000", "-r", "50000",
+        subprocess.run(["redis-benchmark", "-s", sock, "-c", "20", "-n", str(n * 3 // 10), "-r", str(n // 4),
                         "-d", "120", "-t", "set,get,lpush,hset", "-q"],
                        check=True, stdout=subprocess.DEVNULL)
     take()
