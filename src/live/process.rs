@@ -61,6 +61,9 @@ pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
         event: next()?,
         allocated_bytes: next()?,
         active_bytes: next()?,
+        metadata_bytes: next()?,
+        resident_bytes: next()?,
+        mapped_bytes: next()?,
         arenas: Vec::new(),
     };
     for _ in 0..next()? {
@@ -309,6 +312,11 @@ impl ProcessCompare {
         model_options.narenas = Some(header.narenas);
         model_options.experimental_tcache_gc = Some(false);
         let mut model = Process::new(header.config, model_options, 1)?;
+        let mut lines = lines;
+        let meta = lines
+            .next()
+            .context("the live process child stopped before its meta line")??;
+        model.set_metadata(super::baton_meta::parse_meta(&meta)?);
         model.replayer_start(header.residue)?;
         Ok(ProcessCompare {
             model,
