@@ -298,6 +298,11 @@ pub fn serve_process_child(
     writeln!(out, "{}", serde_json::to_string(&config)?)?;
     writeln!(out, "narenas {narenas} oversize {oversize}")?;
     write_baseline(&api, out)?;
+    // Before any worker thread exists: the probe forks.
+    let capacity = match on_clock {
+        false => super::baton_meta::b0_record_capacity(&api),
+        true => None,
+    };
     let scan = scan(trace.records()?)?;
     ensure!(!on_clock || scan.timed, super::decay::NO_TIMES);
     let reader = Reader::new(api, manual, narenas, nbins, config.page())?;
@@ -314,6 +319,7 @@ pub fn serve_process_child(
         every: every.max(1),
         reader: &reader,
         clock,
+        capacity,
     };
     replay.run(&mut baton, &work, &mut window, records, out)
 }
@@ -363,6 +369,8 @@ struct Replay<'r> {
     every: u64,
     reader: &'r Reader,
     clock: Option<super::decay::ClockReader>,
+    /// Arena 0's base's record capacity before the first event (the `meta` line).
+    capacity: Option<u64>,
 }
 
 impl Replay<'_> {
@@ -424,7 +432,8 @@ impl Replay<'_> {
             None => {
                 // Where the model's mappings go, as on the clock (below).
                 let at = (baton.lowest_stack().unwrap_or(0), work.table_address());
-                super::baton_meta::write_meta(&self.reader.api, self.reader.page, at, out)?;
+                let (api, page) = (&self.reader.api, self.reader.page);
+                super::baton_meta::write_meta(api, page, at, self.capacity, out)?;
                 None
             }
         };

@@ -85,13 +85,14 @@ pub(super) unsafe fn read_fresh(mallctl: MallctlFn, arena: u32) {
     }
 }
 
-/// Writes the `meta` line: `meta A0 R0 M0 AF RF MF RTREE BELOW HEAP LO HI` (arena 0's base
-/// allocated, resident and mapped; the fresh arena's; the radix tree's bytes or `-`; the
-/// addresses).
+/// Writes the `meta` line: `meta A0 R0 M0 AF RF MF RTREE BELOW HEAP LO HI CAP` (arena 0's
+/// base allocated, resident and mapped; the fresh arena's; the radix tree's bytes or `-`;
+/// the addresses; [`b0_record_capacity`] or `-`).
 pub(super) fn write_meta(
     api: &Api,
     page: u64,
     (below, heap): (u64, u64),
+    capacity: Option<u64>,
     out: &mut impl Write,
 ) -> Result<()> {
     // SAFETY: writing epoch takes a uint64_t.
@@ -108,11 +109,12 @@ pub(super) fn write_meta(
     let fresh = FRESH.each_ref().map(|v| v.load(Ordering::SeqCst));
     writeln!(
         out,
-        "meta {} {resident} {mapped} {} {} {} {rtree} {below} {heap} {lo} {hi}",
+        "meta {} {resident} {mapped} {} {} {} {rtree} {below} {heap} {lo} {hi} {}",
         read("stats.arenas.0.base")?,
         fresh[0],
         fresh[1],
-        fresh[2]
+        fresh[2],
+        capacity.map_or("-".to_string(), |c| c.to_string())
     )?;
     Ok(())
 }
@@ -145,7 +147,78 @@ pub fn parse_meta(line: &str) -> Result<Metadata> {
         below: num(7)?,
         heap: num(8)?,
         heap_mapping: (num(9)?, num(10)?),
+        base_records: match t.get(11) {
+            Some(&"-") | None => None,
+            _ => Some(num(11)?),
+        },
     })
+}
+
+/// How many extent records arena 0's base (`b0`) holds in its free tails now: the one
+/// figure of its start its statistics do not give (its blocks' gaps, lost to alignment, move
+/// where a block runs out by a record or two). Measured in a copy of the process (`fork`):
+/// large blocks from arena 0 without the cache, one at a time, each taking one new record
+/// (the split's trail), `stats.arenas.0.base` read after each, until it grows by a block's
+/// header. `None` where the copy could not tell (a block made by a call taking two records,
+/// a radix-tree leaf, no block within the limit). Call it while the process has one thread.
+pub(super) fn b0_record_capacity(api: &Api) -> Option<u64> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe fills two descriptors; fork's copy only calls jemalloc and writes the
+    // pipe, then leaves with _exit.
+    unsafe {
+        if libc::pipe(fds.as_mut_ptr()) != 0 {
+            return None;
+        }
+        let pid = libc::fork();
+        if pid == 0 {
+            libc::close(fds[0]);
+            let n = count_records(api).unwrap_or(u64::MAX);
+            libc::write(fds[1], (&n as *const u64).cast(), 8);
+            libc::_exit(0);
+        }
+        libc::close(fds[1]);
+        let mut n = u64::MAX;
+        let got = if pid > 0 {
+            libc::read(fds[0], (&mut n as *mut u64).cast(), 8)
+        } else {
+            0
+        };
+        libc::close(fds[0]);
+        if pid > 0 {
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        (got == 8 && n != u64::MAX).then_some(n)
+    }
+}
+
+/// In the copy: records carved before `b0` makes a new block.
+fn count_records(api: &Api) -> Option<u64> {
+    let base = arena_mib(api, "stats.arenas.0.base", 0).ok()?;
+    let read = || -> Option<u64> {
+        // SAFETY: writing epoch takes a uint64_t.
+        unsafe { api.write("epoch", 1u64).ok()? };
+        read_mib(api, &base).ok()
+    };
+    // MALLOCX_ARENA(0) | MALLOCX_TCACHE_NONE.
+    let flags = (1 << 20) | (1 << 8);
+    let (mut before, mut records) = (read()?, 0u64);
+    for _ in 0..200_000 {
+        // SAFETY: mallocx with a size and flags; the copy never frees.
+        if unsafe { (api.mallocx)(16 << 10, flags) }.is_null() {
+            return None;
+        }
+        let now = read()?;
+        let d = now - before;
+        before = now;
+        if d % crate::process::EDATA_BYTES == 0 {
+            records += d / crate::process::EDATA_BYTES;
+            continue;
+        }
+        // A new block's header and the one record carved in it.
+        let block = crate::process::BASE_HEADER_BYTES + crate::process::EDATA_BYTES;
+        return (d == block).then_some(records);
+    }
+    None
 }
 
 #[cfg(test)]
@@ -158,8 +231,8 @@ mod tests {
             .unwrap();
         assert_eq!((m.base_allocated, m.per_arena_allocated), (2_639_856, 91_152));
         assert_eq!((m.below, m.heap, m.heap_mapping), (10, 20, (5, 30)));
-        let m = parse_meta("meta 1 2 3 4 5 6 786432 0 0 0 0").unwrap();
-        assert_eq!(m.rtree_bytes, 786_432);
+        let m = parse_meta("meta 1 2 3 4 5 6 786432 0 0 0 0 12345").unwrap();
+        assert_eq!((m.rtree_bytes, m.base_records), (786_432, Some(12_345)));
         assert!(parse_meta("meta 1 2").is_err());
         assert!(parse_meta("s 1 2").is_err());
         assert_eq!(7u32.to_string_lossless()[9], b'7');

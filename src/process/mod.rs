@@ -20,7 +20,10 @@ pub mod trace_run;
 
 pub use compare::{compare_snapshots, resident_tolerance};
 pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
-pub use model::{machine_vaddr_bits, DecayClock, HeldBlock, LiveObject, Metadata, Process};
+pub use model::{
+    machine_vaddr_bits, DecayClock, HeldBlock, LiveObject, Metadata, Process, BASE_HEADER_BYTES,
+    EDATA_BYTES,
+};
 pub use options::{machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions};
 pub use trace_run::{ProcessRows, ProcessRun, ProcessRunResult};
 

@@ -17,6 +17,7 @@ use crate::sim::{ArenaModel, SimError};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Record, ThreadId};
 pub use decay::DecayClock;
+pub use base::{EDATA as EDATA_BYTES, HEADER as BASE_HEADER_BYTES};
 pub use metadata::{machine_vaddr_bits, Metadata};
 pub use view::{HeldBlock, LiveObject};
 

@@ -20,13 +20,13 @@
 use crate::sizeclass::{PageSizeClasses, SizeClasses};
 
 /// `sizeof(base_block_t)`: the block's size and next pointer and its embedded `edata_t`.
-pub(super) const HEADER: u64 = 144;
+pub const HEADER: u64 = 144;
 /// `HUGEPAGE`: blocks are a whole number of 2 MiB.
 const HUGEPAGE: u64 = 2 << 20;
 const QUANTUM: u64 = 16;
 pub(super) const CACHELINE: u64 = 64;
 /// An extent record (`edata_t`: 128 bytes at `EDATA_ALIGNMENT`, `base_alloc_edata`).
-pub(super) const EDATA: u64 = 128;
+pub const EDATA: u64 = 128;
 
 /// The build's size classes as the base files tails and sizes blocks by.
 #[derive(Clone, Debug)]
@@ -173,6 +173,39 @@ impl Base {
         self.resident += c.page_ceil(HEADER);
         self.mapped += size;
         self.tails.len() - 1
+    }
+
+    /// Moves the free tail records are carved from first so that `capacity` records fit in
+    /// the tails before a new block, as measured (start-up's alignment gaps are not in the
+    /// statistics: the rebuilt first block can be a record or two off). A difference of more
+    /// than a few records means the rebuild is off otherwise: left as it is.
+    pub fn fit_records(&mut self, capacity: u64, c: &BaseClasses) {
+        let mut probe = self.clone();
+        let blocks = probe.blocks;
+        let mut fits = 0u64;
+        while probe.blocks == blocks && fits <= capacity + 64 {
+            probe.alloc(EDATA, EDATA, c);
+            fits += 1;
+        }
+        let fits = fits.saturating_sub(1);
+        let want = c.ceil_index(EDATA + EDATA - QUANTUM);
+        let first = self
+            .tails
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (c.floor_index(t.len), t.sn, t.at, k))
+            .filter(|&(class, ..)| class >= want)
+            .min();
+        let Some((.., k)) = first else { return };
+        let t = &mut self.tails[k];
+        let shift = (fits.abs_diff(capacity)) * EDATA;
+        if fits == capacity || fits.abs_diff(capacity) > 16 || shift >= t.len {
+            return;
+        }
+        match fits > capacity {
+            true => (t.at, t.len) = (t.at + shift, t.len - shift),
+            false => (t.at, t.len) = (t.at - shift, t.len + shift),
+        }
     }
 
     /// `base_alloc_edata`, once per record past the high-water mark.

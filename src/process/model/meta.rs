@@ -147,6 +147,9 @@ impl MetaState {
             bases[i] = match a {
                 Some(a) if i == 0 => {
                     let mut b = Base::startup(m.base_allocated, &startup_tree(geometry, &m), &c);
+                    if let Some(capacity) = m.base_records {
+                        b.fit_records(capacity, &c);
+                    }
                     b.records = a.extent_records();
                     Some(b)
                 }
