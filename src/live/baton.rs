@@ -66,6 +66,7 @@ extern "C" fn child_constructor() {
             MANUAL_ARENA.store(-2, Ordering::SeqCst);
             return;
         }
+        super::baton_meta::read_fresh(mallctl, arena);
         let mut off = false;
         if mallctl(
             c"thread.tcache.enabled".as_ptr(),
@@ -113,6 +114,9 @@ struct ArenaMibs {
     tcache: Vec<usize>,
     mapped: Vec<usize>,
     retained: Vec<usize>,
+    /// `base`, `internal`, `resident`: read for the manual arena only (left out of the
+    /// totals).
+    own: [Vec<usize>; 3],
     bins: Vec<[Vec<usize>; 3]>,
 }
 
@@ -140,7 +144,17 @@ fn arena_mibs(api: &Api, i: usize, nbins: usize) -> Result<ArenaMibs> {
             "stats.arenas.0.retained",
         ],
     )?;
+    let own = arena_mibs_of(
+        api,
+        i,
+        [
+            "stats.arenas.0.base",
+            "stats.arenas.0.internal",
+            "stats.arenas.0.resident",
+        ],
+    )?;
     Ok(ArenaMibs {
+        own,
         initialized,
         small,
         large,
@@ -157,6 +171,8 @@ struct Reader {
     epoch: Vec<usize>,
     allocated: Vec<usize>,
     active: Vec<usize>,
+    /// `stats.metadata`, `stats.resident`, `stats.mapped`.
+    totals: [Vec<usize>; 3],
     arenas: Vec<(u32, ArenaMibs)>,
     manual: ArenaMibs,
     page: u64,
@@ -201,10 +217,18 @@ impl Reader {
         };
         ensure!(err == 0, "mallctl epoch: error {err}");
         let manual = self.arena(0, &self.manual)?;
+        let api = &self.api;
+        let own = self.manual.own.each_ref().map(|m| read_mib(api, m));
+        let totals = self.totals.each_ref().map(|m| read_mib(api, m));
+        let [base, internal, resident] = own;
+        let [metadata, all_resident, mapped] = totals;
         let mut s = ProcessSnapshot {
             event,
-            allocated_bytes: read_mib(&self.api, &self.allocated)? - manual.allocated_bytes,
-            active_bytes: read_mib(&self.api, &self.active)? - manual.active_bytes,
+            allocated_bytes: read_mib(api, &self.allocated)? - manual.allocated_bytes,
+            active_bytes: read_mib(api, &self.active)? - manual.active_bytes,
+            metadata_bytes: metadata? - base? - internal?,
+            resident_bytes: all_resident? - resident?,
+            mapped_bytes: mapped? - manual.mapped_bytes,
             arenas: Vec::new(),
         };
         for (i, m) in &self.arenas {
@@ -219,10 +243,13 @@ impl Reader {
 fn write_snapshot(out: &mut impl Write, s: &ProcessSnapshot) -> std::io::Result<()> {
     write!(
         out,
-        "s {} {} {} {}",
+        "s {} {} {} {} {} {} {}",
         s.event,
         s.allocated_bytes,
         s.active_bytes,
+        s.metadata_bytes,
+        s.resident_bytes,
+        s.mapped_bytes,
         s.arenas.len()
     )?;
     for a in &s.arenas {
@@ -271,6 +298,11 @@ pub fn serve_process_child(
     writeln!(out, "{}", serde_json::to_string(&config)?)?;
     writeln!(out, "narenas {narenas} oversize {oversize}")?;
     write_baseline(&api, out)?;
+    // Before any worker thread exists: the probe forks.
+    let capacity = match on_clock {
+        false => super::baton_meta::b0_record_capacity(&api),
+        true => None,
+    };
     let scan = scan(trace.records()?)?;
     ensure!(!on_clock || scan.timed, super::decay::NO_TIMES);
     let reader = Reader::new(api, manual, narenas, nbins, config.page())?;
@@ -287,6 +319,7 @@ pub fn serve_process_child(
         every: every.max(1),
         reader: &reader,
         clock,
+        capacity,
     };
     replay.run(&mut baton, &work, &mut window, records, out)
 }
@@ -318,6 +351,11 @@ impl Reader {
             epoch: mib(&api, "epoch")?,
             allocated: mib(&api, "stats.allocated")?,
             active: mib(&api, "stats.active")?,
+            totals: [
+                mib(&api, "stats.metadata")?,
+                mib(&api, "stats.resident")?,
+                mib(&api, "stats.mapped")?,
+            ],
             arenas,
             manual: arena_mibs(&api, manual, nbins)?,
             page,
@@ -331,6 +369,8 @@ struct Replay<'r> {
     every: u64,
     reader: &'r Reader,
     clock: Option<super::decay::ClockReader>,
+    /// Arena 0's base's record capacity before the first event (the `meta` line).
+    capacity: Option<u64>,
 }
 
 impl Replay<'_> {
@@ -389,7 +429,13 @@ impl Replay<'_> {
     ) -> Result<u64> {
         let meta = match &self.clock {
             Some(c) => Some(c.header()?),
-            None => None,
+            None => {
+                // Where the model's mappings go, as on the clock (below).
+                let at = (baton.lowest_stack().unwrap_or(0), work.table_address());
+                let (api, page) = (&self.reader.api, self.reader.page);
+                super::baton_meta::write_meta(api, page, at, self.capacity, out)?;
+                None
+            }
         };
         let start = monotonic_ns();
         if let Some(meta) = meta {

@@ -24,6 +24,7 @@ mod arena_child;
 mod arena_mibs;
 pub mod arena_replay;
 mod baton;
+mod baton_meta;
 mod baton_ops;
 mod build;
 pub mod ctl;

@@ -5,8 +5,9 @@ use crate::sim::compare::Checker;
 use crate::sim::Comparison;
 
 /// Compares two snapshots taken at the same event and adds the outcome to `out`: the
-/// totals, then per arena (matched by index) allocated, active and cache bytes, mapped and
-/// retained bytes (arenas other than 0, on both sides) and each bin's counters. An arena on one side only compares as all zeros: the live replayer's
+/// totals (allocated, active, metadata and mapped exactly, resident within
+/// [`resident_tolerance`]), then per arena (matched by index) allocated, active and cache
+/// bytes, mapped and retained bytes (arenas on both sides) and each bin's counters. An arena on one side only compares as all zeros: the live replayer's
 /// main thread keeps arena 0 as its internal arena, so a worker's first call may create an
 /// empty arena early for its internal allocations (`arena_choose_hard`, `j = 1`), which a
 /// real process creates at the next thread's first call; which arena a thread uses is
@@ -27,6 +28,21 @@ pub fn compare_snapshots(
         m.allocated_bytes,
     );
     c.check(|| "stats.active".into(), p.active_bytes, m.active_bytes);
+    c.check(
+        || "stats.metadata".into(),
+        p.metadata_bytes,
+        m.metadata_bytes,
+    );
+    c.check(|| "stats.mapped".into(), p.mapped_bytes, m.mapped_bytes);
+    // Resident within 1% or 256 KiB (the larger): a base counts every page up to its bump
+    // pointer, whose place in its last page start-up's allocations decide (the model knows
+    // it to a page per block), and a radix-tree leaf lies where the kernel maps memory.
+    let within = p.resident_bytes.abs_diff(m.resident_bytes) <= resident_tolerance(m.resident_bytes);
+    c.check(
+        || "stats.resident (within 1% or 256 KiB)".into(),
+        if within { m.resident_bytes } else { p.resident_bytes },
+        m.resident_bytes,
+    );
     let empty = ArenaSnapshot::default();
     let mut indices: Vec<u32> = p.arenas.iter().chain(&m.arenas).map(|a| a.index).collect();
     indices.sort_unstable();
@@ -43,8 +59,14 @@ pub fn compare_snapshots(
     }
 }
 
+/// How far a modelled `stats.resident` may be from the measured `resident` bytes: 1% or
+/// 256 KiB, whichever is larger.
+pub fn resident_tolerance(resident: u64) -> u64 {
+    (resident / 100).max(256 << 10)
+}
+
 /// Arena `i`'s allocated, active and cache bytes, its mapped and retained bytes (arenas
-/// other than 0, present on both sides), then each bin's counters (a bin on one
+/// present on both sides), then each bin's counters (a bin on one
 /// side only compares as all zeros).
 fn compare_arena(c: &mut Checker, i: u32, pa: &ArenaSnapshot, ma: &ArenaSnapshot) {
     c.check(
@@ -62,10 +84,9 @@ fn compare_arena(c: &mut Checker, i: u32, pa: &ArenaSnapshot, ma: &ArenaSnapshot
         pa.tcache_bytes,
         ma.tcache_bytes,
     );
-    // Mappings where both sides have the arena and it is not arena 0: arena 0's base holds
-    // the radix tree's leaves (placed by the kernel's address choice) and, live, the
-    // replayer's start-up; an arena on one side only is the live replayer's early one.
-    if i > 0 && pa.index == ma.index {
+    // Mappings where both sides have the arena (its base blocks included: arena 0's holds
+    // the radix tree's leaves); an arena on one side only is the live replayer's early one.
+    if pa.index == ma.index {
         c.check(
             || format!("arena.{i}.mapped"),
             pa.mapped_bytes,

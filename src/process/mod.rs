@@ -18,9 +18,12 @@ mod tcache;
 pub mod timed;
 pub mod trace_run;
 
-pub use compare::compare_snapshots;
+pub use compare::{compare_snapshots, resident_tolerance};
 pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
-pub use model::{machine_vaddr_bits, DecayClock, HeldBlock, LiveObject, Metadata, Process};
+pub use model::{
+    machine_vaddr_bits, DecayClock, HeldBlock, LiveObject, Metadata, Process, BASE_HEADER_BYTES,
+    EDATA_BYTES,
+};
 pub use options::{
     check_cpus, machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions, MAX_CPUS,
 };
@@ -69,14 +72,17 @@ pub struct ProcessStats {
     pub muzzy_bytes: u64,
     /// `stats.retained`: purged extents kept mapped for reuse.
     pub retained_bytes: u64,
-    /// jemalloc's own metadata resident (`base` pages), as modelled: see
+    /// jemalloc's own metadata resident (the bases' pages), as modelled: see
     /// [`Process::set_metadata`].
     pub metadata_bytes: u64,
+    /// `stats.metadata`: the bases' allocated bytes and the internal allocations (the
+    /// threads' cache blocks), as modelled (0 without a metadata model).
+    pub metadata_allocated_bytes: u64,
     /// `stats.resident`: active + dirty + metadata (muzzy pages are not counted, as in
     /// jemalloc's `pa_shard_stats_merge`).
     pub resident_bytes: u64,
-    /// `stats.mapped` less metadata: active + dirty + muzzy (retained pages are not mapped in
-    /// jemalloc's sense, `pac_mapped`).
+    /// `stats.mapped`: active + dirty + muzzy (retained pages are not mapped in jemalloc's
+    /// sense, `pac_mapped`) + the bases' blocks (without a metadata model: none).
     pub mapped_bytes: u64,
 }
 
@@ -91,10 +97,9 @@ pub struct ArenaSnapshot {
     /// `stats.arenas.<i>.tcache_bytes`.
     pub tcache_bytes: u64,
     /// `stats.arenas.<i>.mapped`: the pages of the arena's active, dirty and muzzy extents
-    /// (`pac_mapped`) plus its base blocks, modelled as the first one ([`BASE_BLOCK_BYTES`]).
-    /// Arena 0's base (`b0`) also holds the global radix tree's leaves, one per 1 GiB of
-    /// address space the heap touches (where the kernel maps it), which no model of the
-    /// trace knows: the live check compares this for the other arenas only.
+    /// (`pac_mapped`) plus its base blocks (as modelled; without a metadata model the first
+    /// one, [`BASE_BLOCK_BYTES`]). Arena 0's base (`b0`) also holds the global radix tree's
+    /// leaves, one per region of address space the heap's extents end in.
     pub mapped_bytes: u64,
     /// `stats.arenas.<i>.retained`: the pages of the arena's retained extents.
     pub retained_bytes: u64,
@@ -114,6 +119,11 @@ pub struct ProcessSnapshot {
     pub event: u64,
     pub allocated_bytes: u64,
     pub active_bytes: u64,
+    /// `stats.metadata`, `stats.resident` and `stats.mapped` (live: less the replayer's own
+    /// arena's share).
+    pub metadata_bytes: u64,
+    pub resident_bytes: u64,
+    pub mapped_bytes: u64,
     pub arenas: Vec<ArenaSnapshot>,
 }
 
@@ -172,9 +182,17 @@ pub fn replay_records<E>(
     })
 }
 
-fn snapshot_of(event: u64, arenas: &[Option<ArenaModel>], tcache: &[u64]) -> ProcessSnapshot {
+fn snapshot_of(
+    stats: &ProcessStats,
+    arenas: &[Option<ArenaModel>],
+    tcache: &[u64],
+    base_mapped: impl Fn(usize) -> u64,
+) -> ProcessSnapshot {
     let mut s = ProcessSnapshot {
-        event,
+        event: stats.events,
+        metadata_bytes: stats.metadata_allocated_bytes,
+        resident_bytes: stats.resident_bytes,
+        mapped_bytes: stats.mapped_bytes,
         ..ProcessSnapshot::default()
     };
     for (i, a) in arenas.iter().enumerate() {
@@ -190,7 +208,7 @@ fn snapshot_of(event: u64, arenas: &[Option<ArenaModel>], tcache: &[u64]) -> Pro
             mapped_bytes: a.stats().active_bytes
                 + sets.dirty_bytes
                 + sets.muzzy_bytes
-                + BASE_BLOCK_BYTES,
+                + base_mapped(i),
             retained_bytes: sets.retained_bytes,
             bins: a.bins().to_vec(),
         });

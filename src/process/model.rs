@@ -4,6 +4,7 @@
 
 use super::tcache::{CacheInfo, Tcache};
 
+mod base;
 mod cache;
 mod decay;
 mod gc;
@@ -16,6 +17,7 @@ use crate::sim::{ArenaModel, SimError};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Record, ThreadId};
 pub use decay::DecayClock;
+pub use base::{EDATA as EDATA_BYTES, HEADER as BASE_HEADER_BYTES};
 pub use metadata::{machine_vaddr_bits, Metadata};
 pub use view::{HeldBlock, LiveObject};
 
@@ -243,7 +245,22 @@ impl Process {
 
     /// Per arena: `(index, allocated, active, tcache bytes, bins)` of those that exist.
     pub fn snapshot(&self) -> ProcessSnapshot {
-        super::snapshot_of(self.stats.events, &self.arenas, &self.tcache_bytes)
+        let base_mapped = |i: usize| match self.meta.is_on() {
+            true => self.meta.base_mapped(i),
+            false => super::BASE_BLOCK_BYTES,
+        };
+        super::snapshot_of(&self.stats, &self.arenas, &self.tcache_bytes, base_mapped)
+    }
+
+    /// `internal`: the live threads' cache blocks (`tsd_tcache_data_init` allocates them in
+    /// arena 0 as internal: in `stats.metadata` as well as in `stats.allocated`).
+    fn internal_bytes(&self) -> u64 {
+        let threads = self.threads.iter().flatten();
+        let caches = threads.filter(|t| t.tcache.is_some()).count() as u64;
+        match caches {
+            0 => 0,
+            n => n * self.cache_block_bytes(),
+        }
     }
 
     /// Applies one record.
@@ -357,9 +374,11 @@ impl Process {
         self.stats.dirty_bytes = dirty;
         self.stats.muzzy_bytes = muzzy;
         self.stats.retained_bytes = retained;
-        self.stats.metadata_bytes = self.meta.update(&self.arenas, &self.imade);
-        self.stats.resident_bytes = active + dirty + self.stats.metadata_bytes;
-        self.stats.mapped_bytes = active + dirty + muzzy;
+        let base = self.meta.update(&self.arenas, &self.imade);
+        self.stats.metadata_bytes = base.resident;
+        self.stats.metadata_allocated_bytes = base.allocated + self.internal_bytes();
+        self.stats.resident_bytes = active + dirty + base.resident;
+        self.stats.mapped_bytes = active + dirty + muzzy + base.mapped;
         self.stats.time_ns = self.clock.now_ns;
         self.stats.tcache_bytes = self.tcache_bytes.iter().sum();
         self.stats.threads_live = self.threads.iter().flatten().count() as u64;

@@ -57,6 +57,7 @@ impl<'a> ClockModel<'a> {
             below: start.below,
             heap: start.heap,
             heap_mapping: start.heap_mapping,
+            base_records: None,
         });
         model.replayer_start(start.residue)?;
         Ok(ClockModel {

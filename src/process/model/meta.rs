@@ -3,15 +3,10 @@
 //! (jemalloc's `b0`) also the radix tree's leaves (`rtree.c`) as extents appear at new
 //! addresses.
 //!
-//! - A base counts resident the pages its bump allocations cross
-//!   (`base_extent_bump_alloc_post`: `PAGE_CEILING(addr + size) - PAGE_CEILING(addr - gap)`),
-//!   so its resident is the page ceiling of its bump offset. Each base starts from what was
-//!   measured before the first event: its resident and allocated bytes, the offset in the
-//!   last page taken as `allocated mod page` (the cache-line gaps are left out: up to 64
-//!   bytes each). Blocks are 2 MiB (`BASE_BLOCK_MIN_ALIGN`); an allocation that does not fit
-//!   in the current block adds a new block's header page besides itself, and later small
-//!   allocations are taken to stay in the old block's remainder (`base_alloc_impl` takes the
-//!   smallest remainder that fits).
+//! - Each arena's base is modelled block by block (`model/base.rs`): a fresh arena's starts
+//!   from what was measured (`stats.arenas.<i>.base` of a new arena), arena 0's from its
+//!   measured bytes before the first event, rebuilt as start-up's tables in the first block
+//!   and the radix tree's pieces after them (`Base::startup`).
 //! - An extent record (`edata_t`, 128 bytes at 128-byte alignment, `base_alloc_edata`) is
 //!   allocated when an arena holds more records than ever before (jemalloc's `edata_cache`
 //!   reuses freed ones).
@@ -37,50 +32,21 @@
 //! every one; taking the second leaf above it instead, as before, gave a third leaf the real
 //! runs never make once the trace's mappings went down into the one below).
 
+use super::base::{Base, BaseClasses, CACHELINE};
 use super::Metadata;
 use crate::sim::decay::mix_seed;
 use crate::sim::ArenaModel;
 use std::collections::BTreeSet;
 
-const EDATA: u64 = 128;
 const BLOCK: u64 = 2 << 20;
-const CACHELINE: u64 = 64;
 
-/// One arena's base allocator.
-#[derive(Clone, Copy, Debug)]
-struct Base {
-    offset: u64,
-    block_end: u64,
-    resident: u64,
-    /// Extent records allocated so far (the arena's high-water mark).
-    records: u64,
-}
-
-impl Base {
-    fn start(resident: u64, allocated: u64, page: u64, records: u64) -> Base {
-        let in_page = allocated % page;
-        let offset = match in_page {
-            0 => resident,
-            r => (resident.saturating_sub(page) + r).min(resident),
-        };
-        Base {
-            offset,
-            block_end: offset.max(1).div_ceil(BLOCK) * BLOCK,
-            resident,
-            records,
-        }
-    }
-
-    fn alloc(&mut self, size: u64, align: u64, page: u64) {
-        let at = self.offset.div_ceil(align) * align;
-        if at + size > self.block_end {
-            // base_block_alloc: a new block, its header page and the allocation.
-            self.resident += page + size.div_ceil(page) * page;
-            return;
-        }
-        self.resident += (at + size).div_ceil(page) * page - self.offset.div_ceil(page) * page;
-        self.offset = at + size;
-    }
+/// The bases' statistics summed: `stats.arenas.<i>.base` (allocated), and their share of
+/// `resident` and `mapped`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct BaseTotals {
+    pub allocated: u64,
+    pub resident: u64,
+    pub mapped: u64,
 }
 
 /// The radix tree's shape (from its size before the first event).
@@ -149,7 +115,7 @@ struct Space {
 #[derive(Clone, Debug, Default)]
 pub(super) struct MetaState {
     on: bool,
-    page: u64,
+    classes: Option<BaseClasses>,
     m: Metadata,
     bases: Vec<Option<Base>>,
     space: Option<Space>,
@@ -170,25 +136,28 @@ impl MetaState {
         page: u64,
         seed: u64,
     ) -> MetaState {
+        let on = m.base_allocated > 0 || m.per_arena_allocated > 0;
+        let classes = arenas[0].as_ref().map(|a| BaseClasses::new(a.classes()));
+        let (Some(c), true) = (classes, on) else {
+            return MetaState::default();
+        };
+        let geometry = Geometry::of(m.rtree_bytes, page);
         let mut bases = vec![None; arenas.len()];
         for (i, a) in arenas.iter().enumerate() {
             bases[i] = match a {
-                Some(a) if i == 0 => Some(Base::start(
-                    m.base_bytes,
-                    m.base_allocated,
-                    page,
-                    a.extent_records(),
-                )),
+                Some(a) if i == 0 => {
+                    let mut b = Base::startup(m.base_allocated, &startup_tree(geometry, &m), &c);
+                    if let Some(capacity) = m.base_records {
+                        b.fit_records(capacity, &c);
+                    }
+                    b.records = a.extent_records();
+                    Some(b)
+                }
                 None if !made[i] => None,
-                _ => Some(Base::start(
-                    m.per_arena_bytes,
-                    m.per_arena_allocated,
-                    page,
-                    0,
-                )),
+                _ => Some(Base::fresh(m.per_arena_allocated, &c)),
             };
         }
-        let space = Geometry::of(m.rtree_bytes, page).map(|g| {
+        let space = geometry.map(|g| {
             let span = 1u64 << g.lg_leaf_span;
             // Without measured addresses: a mapping cursor at a seeded place in a leaf (page
             // aligned), far from address 0.
@@ -200,13 +169,11 @@ impl MetaState {
                 cursor = (cursor - BLOCK) / BLOCK * BLOCK;
             }
             // Start-up's leaves: the heap's, and its mapping's (see `startup_leaves`).
-            let nodes0 = u64::from(g.node_bytes > 0);
-            let n = m.rtree_bytes.saturating_sub(nodes0 * g.node_bytes) / g.leaf_bytes;
             Space {
                 geometry: g,
                 cursor,
-                leaves: startup_leaves(g, heap, m.heap_mapping, n.max(1)),
-                nodes: (nodes0 > 0)
+                leaves: startup_leaves(g, heap, m.heap_mapping, startup_leaf_count(g, &m)),
+                nodes: (g.node_bytes > 0)
                     .then_some(heap >> g.lg_node_span)
                     .into_iter()
                     .collect(),
@@ -215,11 +182,21 @@ impl MetaState {
         });
         MetaState {
             on: true,
-            page,
+            classes: Some(c),
             m,
             bases,
             space,
         }
+    }
+
+    /// Whether the bases are modelled (a measured start was given).
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// Arena `i`'s base mapped bytes (0 where it has no base or the model is off).
+    pub fn base_mapped(&self, i: usize) -> u64 {
+        self.bases.get(i).and_then(Option::as_ref).map_or(0, |b| b.mapped)
     }
 
     /// The modelled radix tree's leaves (`None` without a tree model).
@@ -232,35 +209,24 @@ impl MetaState {
         self.space.as_ref().map(|s| s.cursor)
     }
 
-    /// Follows the arenas' new records and mappings; returns the metadata resident.
-    pub fn update(&mut self, arenas: &[Option<ArenaModel>], made: &[bool]) -> u64 {
-        if !self.on {
-            return 0;
-        }
-        let page = self.page;
+    /// Follows the arenas' new records and mappings; returns the bases' totals.
+    pub fn update(&mut self, arenas: &[Option<ArenaModel>], made: &[bool]) -> BaseTotals {
+        let Some(c) = self.classes.as_ref().filter(|_| self.on) else {
+            return BaseTotals::default();
+        };
         for (i, a) in arenas.iter().enumerate() {
             if a.is_none() && !made[i] {
                 continue;
             }
             if self.bases[i].is_none() {
-                let m = self.m;
-                self.bases[i] = Some(Base::start(
-                    m.per_arena_bytes,
-                    m.per_arena_allocated,
-                    page,
-                    0,
-                ));
+                self.bases[i] = Some(Base::fresh(self.m.per_arena_allocated, c));
                 if let Some(s) = self.space.as_mut() {
                     s.cursor = (s.cursor - BLOCK) / BLOCK * BLOCK;
                 }
             }
             let Some(a) = a else { continue };
-            let records = a.extent_records();
             let b = self.bases[i].as_mut().expect("made above");
-            while b.records < records {
-                b.alloc(EDATA, EDATA, page);
-                b.records += 1;
-            }
+            b.records_to(a.extent_records(), c);
             let new = match self.space.as_mut() {
                 Some(s) => s.map(i, vsize(a)),
                 None => (0, 0),
@@ -268,15 +234,37 @@ impl MetaState {
             let g = self.space.as_ref().map(|s| s.geometry);
             if let (Some(g), b0) = (g, self.bases[0].as_mut().expect("arena 0")) {
                 for _ in 0..new.0 {
-                    b0.alloc(g.node_bytes, CACHELINE, page);
+                    b0.alloc(g.node_bytes, CACHELINE, c);
                 }
                 for _ in 0..new.1 {
-                    b0.alloc(g.leaf_bytes, CACHELINE, page);
+                    b0.alloc(g.leaf_bytes, CACHELINE, c);
                 }
             }
         }
-        self.bases.iter().flatten().map(|b| b.resident).sum()
+        let mut t = BaseTotals::default();
+        for b in self.bases.iter().flatten() {
+            t.allocated += b.allocated;
+            t.resident += b.resident;
+            t.mapped += b.mapped;
+        }
+        t
     }
+}
+
+/// Start-up's middle nodes and leaves (`rtree_bytes` of them), a node first on a
+/// three-level tree.
+fn startup_leaf_count(g: Geometry, m: &Metadata) -> u64 {
+    let nodes0 = u64::from(g.node_bytes > 0);
+    let n = m.rtree_bytes.saturating_sub(nodes0 * g.node_bytes) / g.leaf_bytes;
+    n.max(1)
+}
+
+/// The tree's pieces start-up carved from `b0`, in order (a middle node, then the leaves).
+fn startup_tree(g: Option<Geometry>, m: &Metadata) -> Vec<u64> {
+    let Some(g) = g else { return Vec::new() };
+    let node = (g.node_bytes > 0).then_some(g.node_bytes);
+    let leaves = std::iter::repeat_n(g.leaf_bytes, startup_leaf_count(g, m) as usize);
+    node.into_iter().chain(leaves).collect()
 }
 
 /// Start-up's `n` leaves: the heap's, then those of the mapping holding it (`[lo, hi)`:
@@ -328,28 +316,6 @@ impl Space {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A fresh arena as measured (94,208 resident, 92,880 allocated): its bump offset is
-    /// 92,880, the first record goes at 92,928 (128-byte aligned), so by base.c's page rule
-    /// ten records fit under 94,208 and the eleventh touches a new page (hand derived).
-    #[test]
-    fn records_fill_the_last_page_before_a_new_one() {
-        let mut b = Base::start(94_208, 92_880, 4096, 0);
-        for _ in 0..10 {
-            b.alloc(EDATA, EDATA, 4096);
-        }
-        assert_eq!(b.resident, 94_208);
-        b.alloc(EDATA, EDATA, 4096);
-        assert_eq!(b.resident, 98_304);
-    }
-
-    /// An allocation past the 2 MiB block takes a new block: its header page and itself.
-    #[test]
-    fn a_leaf_past_the_block_takes_a_new_block() {
-        let mut b = Base::start(1_974_272, 1_972_992, 4096, 0);
-        b.alloc(512 << 10, CACHELINE, 4096);
-        assert_eq!(b.resident, 1_974_272 + 4096 + (512 << 10));
-    }
 
     /// The shapes: 57 bits (a 256 KiB node and 512 KiB leaves over 128 MiB), 48 bits (2 MiB
     /// leaves over 1 GiB); anything else is not modelled.

@@ -19,6 +19,10 @@ pub struct Metadata {
     /// The mapping that holds `heap`, `[start, end)` (start-up's extents: where its leaves
     /// lie; `(0, 0)`: unknown, its further leaves are taken to lie above the heap's).
     pub heap_mapping: (u64, u64),
+    /// Extent records arena 0's base could still carve before it maps a new block, as
+    /// measured (`None`: taken from the bytes above, to a record or two: see
+    /// `model/base.rs`).
+    pub base_records: Option<u64>,
 }
 
 impl Metadata {
@@ -55,6 +59,7 @@ impl Metadata {
             below: 0,
             heap: 0,
             heap_mapping: (0, 0),
+            base_records: None,
         }
     }
 }
