@@ -14,12 +14,15 @@ mod compare;
 pub mod generate;
 mod model;
 mod options;
+mod scripted;
 mod tcache;
 pub mod timed;
 pub mod trace_run;
 
 pub use compare::compare_snapshots;
-pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
+pub use generate::{
+    records_from_text, threaded_trace, to_text, TextError, ThreadedSpec, TraceKind,
+};
 pub use model::{machine_vaddr_bits, DecayClock, HeldBlock, LiveObject, Metadata, Process};
 pub use options::{machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions};
 pub use trace_run::{ProcessRows, ProcessRun, ProcessRunResult};
