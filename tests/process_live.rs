@@ -4,7 +4,9 @@
 //! of the fragsim binary. The golden values are the live jemalloc's own statistics.
 
 use fragsim::live::process::{compare_process_live, ProcessAllocator, ProcessTrace};
-use fragsim::process::{threaded_trace, ProcessOptions, ThreadedSpec};
+use fragsim::process::{
+    records_from_text, threaded_trace, ProcessOptions, ThreadedSpec, TraceKind,
+};
 use std::path::{Path, PathBuf};
 
 fn exe() -> PathBuf {
@@ -24,14 +26,18 @@ fn allocators() -> Vec<ProcessAllocator> {
 }
 
 fn check(spec: &ThreadedSpec, conf: &str) {
-    let records = threaded_trace(spec);
+    check_records(&threaded_trace(spec), &format!("{spec:?}"), conf);
+}
+
+/// `records` under every jemalloc with `conf`, compared after every event.
+fn check_records(records: &[fragsim::trace::Record], what: &str, conf: &str) {
     let options = ProcessOptions::parse(conf).unwrap();
     for a in allocators() {
-        let r = compare_process_live(&exe(), &a, &records, &options, 1, 5).unwrap();
+        let r = compare_process_live(&exe(), &a, records, &options, 1, 5).unwrap();
         assert!(r.comparison.snapshots as usize >= records.len());
         assert!(
             r.comparison.is_exact(),
-            "{a:?} {spec:?} {conf}: {} of {} values differ, first {:?}",
+            "{a:?} {what} {conf}: {} of {} values differ, first {:?}",
             r.comparison.mismatched_values,
             r.comparison.values,
             r.comparison.first
@@ -51,6 +57,71 @@ fn more_threads_than_arenas_with_cross_thread_frees_and_exits() {
             ..ThreadedSpec::default()
         },
         "narenas:2",
+    );
+}
+
+/// Issue 40's shape: thread 1's first 200 calls free thread 0's 64-byte objects. 5.3.1
+/// starts it at the 128th (its cache block in arena 0, an arena of its own, that free and
+/// the later ones cached); 5.3.0 keeps freeing to the arena. The statistics are read by the
+/// child's main thread, which replays no trace thread (a `mallctl` would start the thread).
+#[test]
+fn a_thread_whose_first_200_calls_are_frees() {
+    let mut text = String::from("t 0\n");
+    text.extend((0..300).map(|i| format!("a {i} 64\n")));
+    text.push_str("t 1\n");
+    text.extend((0..200).map(|i| format!("f {i}\n")));
+    text.push_str("t 0\na 0 64\n");
+    let records = records_from_text(&text).unwrap();
+    check_records(&records, "issue 40's first frees", "");
+}
+
+/// Threads whose first calls are frees: runs of 1, 60, 127, 128, 129, 200 and 300 frees of
+/// small and large objects, threads that then only free and that then allocate, with and
+/// without exits, with and without a cache.
+#[test]
+fn threads_whose_first_calls_are_frees() {
+    let spec = ThreadedSpec {
+        seed: 31,
+        threads: 9,
+        target_live: 300,
+        large_share: 0.3,
+        kind: TraceKind::FirstFrees,
+        ..ThreadedSpec::default()
+    };
+    check(&spec, "");
+    check(
+        &ThreadedSpec {
+            exits: false,
+            seed: 32,
+            ..spec
+        },
+        "narenas:3",
+    );
+    check(&spec, "tcache:false");
+}
+
+/// Blocks grown and shrunk through realloc page by page over every large class to 64 KiB
+/// (the default tcache_max is 32 KiB), across small and large, and by half again each step,
+/// beside blocks that come and go; some steps on another thread than the block's owner.
+#[test]
+fn large_blocks_grown_and_shrunk_through_realloc() {
+    let spec = ThreadedSpec {
+        seed: 33,
+        threads: 2,
+        target_live: 40,
+        large_share: 0.4,
+        realloc_share: 0.7,
+        kind: TraceKind::LargeReallocs,
+        ..ThreadedSpec::default()
+    };
+    check(&spec, "");
+    check(
+        &ThreadedSpec {
+            seed: 34,
+            threads: 1,
+            ..spec
+        },
+        "tcache_max:65536",
     );
 }
 

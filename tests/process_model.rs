@@ -106,6 +106,58 @@ fn a_thread_that_only_frees_gets_no_cache_and_no_arena() {
     assert_eq!(s.allocated_bytes, 28_672 + 99 * 8);
 }
 
+/// Thread 0 allocates 300 objects of 64 bytes, thread 1 frees 129 of them, one at a time.
+/// Returns `(arenas, arena 0's large bytes, tcache bytes)` after each of thread 1's frees.
+fn first_frees(preset: Preset) -> Vec<(usize, u64, u64)> {
+    let options = ProcessOptions::parse("experimental_tcache_gc:false").unwrap();
+    let mut p = Process::new(preset.config(), options, 2).unwrap();
+    for id in 0..300 {
+        p.apply(&call(
+            0,
+            Event::Alloc {
+                id,
+                size: 64,
+                align: 0,
+            },
+        ))
+        .unwrap();
+    }
+    let small = |p: &Process| p.snapshot().arenas[0].bins[4].curregs * 64;
+    let a0_small = small(&p);
+    (0..129)
+        .map(|id| {
+            p.apply(&call(1, Event::Free { id })).unwrap();
+            let s = p.snapshot();
+            let tcache: u64 = s.arenas.iter().map(|a| a.tcache_bytes).sum();
+            let large = s.arenas[0].allocated_bytes - small(&p);
+            // Every free to the arena lowers arena 0's small bytes by 64.
+            assert!(small(&p) <= a0_small);
+            (s.arenas.len(), large, tcache)
+        })
+        .collect()
+}
+
+#[test]
+fn a_thread_whose_first_calls_are_frees_starts_at_its_128th_in_5_3_1_only() {
+    // tsd.c:tsd_fetch_slow (5.3.1): nfetched is 1 at the first free of a minimal thread and
+    // the free that brings it to TSD_MIN_INIT_STATE_MAX_FETCHED = 128 runs tsd_data_init:
+    // the cache block (28,672 bytes) from arena 0, a new arena bound, and that free cached
+    // (64 bytes of tcache_bytes). Measured live (shared/design/jemalloc-internals-2.md §2.4):
+    // 127 frees to the arena, then arena 0 large.allocated +28,672 and the 128th object
+    // cached; 5.3.0 stays minimal. Thread 0's cache counts 64-byte objects of its own fill.
+    let v531 = first_frees(Preset::V5_3_1);
+    let (arenas, large, tcache) = v531[0];
+    assert_eq!(arenas, 1);
+    for (i, &(n, l, t)) in v531.iter().enumerate().take(127) {
+        assert_eq!((n, l, t), (arenas, large, tcache), "free {}", i + 1);
+    }
+    assert_eq!(v531[127], (2, large + 28_672, tcache + 64));
+    assert_eq!(v531[128], (2, large + 28_672, tcache + 128));
+    let v530 = first_frees(Preset::Default);
+    assert!(v530.iter().all(|&x| x == v530[0]), "{:?}", v530[128]);
+    assert_eq!(v530[0].0, 1);
+}
+
 #[test]
 fn thread_exit_flushes_the_cache_and_frees_its_block() {
     let mut p = process("experimental_tcache_gc:false");

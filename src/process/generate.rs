@@ -23,6 +23,21 @@ pub struct ThreadedSpec {
     pub realloc_share: f64,
     /// Whether threads other than 0 exit (`x`) once their span of the trace is over.
     pub exits: bool,
+    /// Random calls, or one of the scripted shapes (`process/scripted.rs`).
+    pub kind: TraceKind,
+}
+
+/// Which calls a [`ThreadedSpec`] generates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum TraceKind {
+    /// Random allocations, frees and reallocs on threads that start one after another.
+    #[default]
+    Random,
+    /// Threads whose first calls are frees of thread 0's objects (`scripted::first_frees_trace`).
+    FirstFrees,
+    /// Blocks grown and shrunk through realloc over the large classes
+    /// (`scripted::large_reallocs_trace`).
+    LargeReallocs,
 }
 
 impl Default for ThreadedSpec {
@@ -37,16 +52,26 @@ impl Default for ThreadedSpec {
             huge_share: 0.002,
             realloc_share: 0.08,
             exits: true,
+            kind: TraceKind::Random,
         }
     }
 }
 
 use crate::random::SplitMix as Rng;
 
-/// The records `spec` describes (deterministic in `spec.seed`). Thread k (k >= 1) is active
-/// from call `k * events / (2 * threads)` on; with `exits`, it exits after a span of about
-/// half the trace (its objects stay live until some thread frees them).
+/// The records `spec` describes (deterministic in `spec.seed`), by its kind.
 pub fn threaded_trace(spec: &ThreadedSpec) -> Vec<Record> {
+    match spec.kind {
+        TraceKind::Random => random_trace(spec),
+        TraceKind::FirstFrees => super::scripted::first_frees_trace(spec),
+        TraceKind::LargeReallocs => super::scripted::large_reallocs_trace(spec),
+    }
+}
+
+/// [`TraceKind::Random`]: thread k (k >= 1) is active from call `k * events / (2 * threads)`
+/// on; with `exits`, it exits after a span of about half the trace (its objects stay live
+/// until some thread frees them).
+fn random_trace(spec: &ThreadedSpec) -> Vec<Record> {
     let mut rng = Rng(spec.seed);
     let threads = spec.threads.max(1) as u64;
     let start = |k: u64| k * spec.events / (2 * threads);

@@ -14,12 +14,15 @@ mod compare;
 pub mod generate;
 mod model;
 mod options;
+mod scripted;
 mod tcache;
 pub mod timed;
 pub mod trace_run;
 
 pub use compare::{compare_snapshots, resident_tolerance};
-pub use generate::{records_from_text, threaded_trace, to_text, TextError, ThreadedSpec};
+pub use generate::{
+    records_from_text, threaded_trace, to_text, TextError, ThreadedSpec, TraceKind,
+};
 pub use model::{
     machine_vaddr_bits, DecayClock, HeldBlock, LiveObject, Metadata, Process, BASE_HEADER_BYTES,
     EDATA_BYTES,

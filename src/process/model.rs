@@ -95,8 +95,8 @@ pub struct Process {
     threads: Vec<Option<Thread>>,
     exited: Vec<bool>,
     objects: Vec<Object>,
-    /// `thread.deallocated` of threads that have only freed so far.
-    minimal_deallocated: Vec<u64>,
+    /// Threads that have only freed so far (`tsd_state_minimal_initialized`).
+    minimal: Vec<threads::MinimalTsd>,
     small_max: u64,
     stats: ProcessStats,
     metadata: Metadata,
@@ -153,7 +153,7 @@ impl Process {
             threads: Vec::new(),
             exited: Vec::new(),
             objects: Vec::new(),
-            minimal_deallocated: Vec::new(),
+            minimal: Vec::new(),
             small_max: classes.small_maxclass(),
             stats: ProcessStats::default(),
             decay_on,
@@ -285,8 +285,12 @@ impl Process {
                     });
                 }
                 // A thread whose first calls are frees stays minimal (`tsd_fetch_min` in
-                // free/dallocx): no cache, no arena, its frees go to the owning arena.
-                if matches!(call.event, Event::Free { .. }) && !self.started(t) {
+                // free/dallocx): no cache, no arena, its frees go to the owning arena; 5.3.1
+                // turns it nominal at its 128th such call (`model/threads.rs`).
+                if matches!(call.event, Event::Free { .. })
+                    && !self.started(t)
+                    && self.stays_minimal(t)
+                {
                     return self.minimal_free(n, t, call.event);
                 }
                 self.ensure_thread(t)?;
@@ -336,26 +340,6 @@ impl Process {
 
     fn started(&self, t: usize) -> bool {
         self.threads.get(t).is_some_and(Option::is_some)
-    }
-
-    fn minimal_free(&mut self, n: u64, t: usize, event: Event) -> Result<(), ProcessError> {
-        let Event::Free { id } = event else {
-            unreachable!("frees only")
-        };
-        let obj = self
-            .live(id)
-            .ok_or(SimError::FreeOfDeadId { event: n, id })?;
-        self.objects[id as usize] = DEAD;
-        self.arena_mut(obj.arena).remove(obj.extent);
-        self.tick(t, obj.arena, 1);
-        self.stats.live_objects -= 1;
-        self.stats.requested_bytes -= obj.request;
-        if t >= self.minimal_deallocated.len() {
-            self.minimal_deallocated.resize(t + 1, 0);
-        }
-        self.minimal_deallocated[t] += obj.usize;
-        self.refresh_totals();
-        Ok(())
     }
 
     fn refresh_totals(&mut self) {

@@ -1,12 +1,13 @@
 //! `fragsim validate`'s whole-process part: generated multi-threaded traces (frees from
 //! other threads, more threads than arenas, allocations of 8 MiB and more for the huge
-//! arena, thread exits) replayed through the process model and, one real thread per trace
-//! thread in trace order (the baton, [`crate::live::process`]), through the live jemalloc,
-//! every statistic compared after every event. Decay is off and 5.3.1 runs with
+//! arena, thread exits, threads whose first calls are frees, large blocks through realloc)
+//! replayed through the process model and, one real thread per trace thread in trace order
+//! (the baton, [`crate::live::process`]), through the live jemalloc, every statistic
+//! compared after every event. Decay is off and 5.3.1 runs with
 //! `experimental_tcache_gc:false`: the configurations where jemalloc is deterministic.
 
 use crate::live::process::{compare_process_live, ProcessAllocator};
-use crate::process::{threaded_trace, ProcessOptions, ThreadedSpec};
+use crate::process::{threaded_trace, ProcessOptions, ThreadedSpec, TraceKind};
 use crate::sim::Comparison;
 use crate::trace::{Event, Record};
 use anyhow::{Context, Result};
@@ -39,27 +40,53 @@ pub struct TraceShape {
     /// Allocations and reallocs of 8 MiB or more (jemalloc's `oversize_threshold`).
     pub huge_requests: u64,
     pub thread_exits: u64,
+    /// Threads whose first call is a free (minimal threads; 5.3.1 starts one at its 128th).
+    pub free_first_threads: u32,
+    /// The most frees such a thread made before its first other call (or its exit).
+    pub most_first_frees: u64,
+    /// Reallocs from a large size to a large size (both above 14 KiB, the default's largest
+    /// small class).
+    pub large_reallocs: u64,
 }
 
 impl TraceShape {
     pub fn of(records: &[Record]) -> TraceShape {
+        const SMALL_MAX: u64 = 14 << 10;
         let mut owner = std::collections::HashMap::new();
+        let mut size_of = std::collections::HashMap::new();
+        // Per thread: frees before its first other call, while it has made no other.
+        let mut first_frees: Vec<Option<u64>> = Vec::new();
         let mut s = TraceShape::default();
         for r in records {
             match r {
                 Record::Call(c) => {
                     s.threads = s.threads.max(c.thread + 1);
+                    let t = c.thread as usize;
+                    if t >= first_frees.len() {
+                        first_frees.resize(t + 1, None);
+                        first_frees[t] = Some(0);
+                    }
+                    let free = matches!(c.event, Event::Free { .. });
+                    first_frees[t] = first_frees[t].filter(|_| free).map(|n| n + 1);
+                    if let Some(n) = first_frees[t] {
+                        s.free_first_threads += u32::from(n == 1);
+                        s.most_first_frees = s.most_first_frees.max(n);
+                    }
                     match c.event {
                         Event::Alloc { id, size, .. } => {
                             owner.insert(id, c.thread);
+                            size_of.insert(id, size);
                             s.huge_requests += u64::from(size >= 8 << 20);
                         }
                         Event::Realloc { id, size } => {
                             s.huge_requests += u64::from(size >= 8 << 20);
+                            let old = size_of.insert(id, size).unwrap_or(0);
+                            s.large_reallocs += u64::from(old > SMALL_MAX && size > SMALL_MAX);
                             let before = owner.insert(id, c.thread);
                             s.cross_thread_frees += u64::from(before != Some(c.thread));
                         }
                         Event::Free { id } => {
+                            size_of.remove(&id);
                             let before = owner.remove(&id);
                             s.cross_thread_frees += u64::from(before != Some(c.thread));
                         }
@@ -75,8 +102,10 @@ impl TraceShape {
 
 /// The generated traces and the options each runs with: 12 threads on 4 arenas (threads
 /// share arenas by `arena_choose_hard`'s fewest-threads rule, exits leave arenas without
-/// threads), and 3 threads on the default arenas with many large and huge requests. Each is
-/// a few thousand events: seconds per jemalloc.
+/// threads), 3 threads on the default arenas with many large and huge requests, threads whose
+/// first calls are frees (runs of 1 to 300: 5.3.1 starts such a thread at its 128th), and
+/// blocks grown and shrunk through realloc over every large class to 64 KiB. Each is a few
+/// thousand events: seconds per jemalloc.
 pub fn process_specs() -> Vec<(ThreadedSpec, &'static str)> {
     vec![
         (
@@ -99,6 +128,41 @@ pub fn process_specs() -> Vec<(ThreadedSpec, &'static str)> {
                 target_live: 400,
                 large_share: 0.2,
                 huge_share: 0.01,
+                ..ThreadedSpec::default()
+            },
+            "",
+        ),
+        (
+            ThreadedSpec {
+                seed: 23,
+                threads: 9,
+                target_live: 300,
+                large_share: 0.15,
+                kind: TraceKind::FirstFrees,
+                ..ThreadedSpec::default()
+            },
+            "",
+        ),
+        (
+            ThreadedSpec {
+                seed: 24,
+                threads: 6,
+                target_live: 200,
+                large_share: 0.5,
+                exits: false,
+                kind: TraceKind::FirstFrees,
+                ..ThreadedSpec::default()
+            },
+            "narenas:2",
+        ),
+        (
+            ThreadedSpec {
+                seed: 25,
+                threads: 3,
+                target_live: 60,
+                large_share: 0.3,
+                realloc_share: 0.6,
+                kind: TraceKind::LargeReallocs,
                 ..ThreadedSpec::default()
             },
             "",

@@ -149,6 +149,7 @@ mod tests {
                 cross_thread_frees: 1217,
                 huge_requests: 9,
                 thread_exits: 11,
+                ..super::super::TraceShape::default()
             },
             events: 6011,
             comparison: comparison(6011, 3_296_292),

@@ -2,8 +2,26 @@
 //! `arena_choose_hard`, `arena_choose_maybe_huge`).
 
 use super::super::tcache::{Item, Tcache};
-use super::{Process, Thread};
+use super::{Process, Thread, DEAD};
 use crate::process::ProcessError;
+use crate::sim::SimError;
+use crate::sizeclass::JemallocVersion;
+use crate::trace::Event;
+
+/// 5.3.1's `TSD_MIN_INIT_STATE_MAX_FETCHED` (`tsd_internals.h`): a thread's free-family calls
+/// while it is minimal are counted from 1, and the one that brings the count to this turns it
+/// nominal inside that call (`tsd.c:tsd_fetch_slow`): its cache is made, it is bound, and
+/// that free goes into the new cache. 5.3.0 stays minimal until the first allocation.
+const MIN_INIT_STATE_MAX_FETCHED: u32 = 128;
+
+/// A thread that has only freed so far (`tsd_state_minimal_initialized`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct MinimalTsd {
+    /// `thread.deallocated`: the cache GC's event counters start from it (`tsd_te_init`).
+    deallocated: u64,
+    /// `tsd_min_init_state_nfetched` (5.3.1).
+    fetched: u32,
+}
 
 impl Process {
     /// A thread's first call: `tsd_tcache_data_init` allocates its cache block from arena 0
@@ -30,7 +48,7 @@ impl Process {
         let arena = self.choose_arena()?;
         self.nthreads[arena as usize] += 1;
         // te_init: the event counters start from the bytes counted so far.
-        let deallocated = self.minimal_deallocated.get(t).copied().unwrap_or(0);
+        let deallocated = self.minimal.get(t).map_or(0, |m| m.deallocated);
         self.threads[t] = Some(Thread {
             arena,
             iarena,
@@ -97,5 +115,39 @@ impl Process {
             return Ok(h);
         }
         Ok(self.thread(t).arena)
+    }
+
+    /// Counts a free of thread `t`, which has not started: whether it stays minimal (false:
+    /// 5.3.1's 128th free, which starts the thread and is then freed through its cache).
+    pub(super) fn stays_minimal(&mut self, t: usize) -> bool {
+        if t >= self.minimal.len() {
+            self.minimal.resize(t + 1, MinimalTsd::default());
+        }
+        let m = &mut self.minimal[t];
+        m.fetched = m.fetched.saturating_add(1);
+        self.config.version != JemallocVersion::V5_3_1 || m.fetched != MIN_INIT_STATE_MAX_FETCHED
+    }
+
+    /// A free on a minimal thread: straight to the owning arena (`arena_dalloc_no_tcache`).
+    pub(super) fn minimal_free(
+        &mut self,
+        n: u64,
+        t: usize,
+        event: Event,
+    ) -> Result<(), ProcessError> {
+        let Event::Free { id } = event else {
+            unreachable!("frees only")
+        };
+        let obj = self
+            .live(id)
+            .ok_or(SimError::FreeOfDeadId { event: n, id })?;
+        self.objects[id as usize] = DEAD;
+        self.arena_mut(obj.arena).remove(obj.extent);
+        self.tick(t, obj.arena, 1);
+        self.stats.live_objects -= 1;
+        self.stats.requested_bytes -= obj.request;
+        self.minimal[t].deallocated += obj.usize;
+        self.refresh_totals();
+        Ok(())
     }
 }
