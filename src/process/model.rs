@@ -4,6 +4,7 @@
 
 use super::tcache::{CacheInfo, Tcache};
 
+mod background;
 mod cache;
 mod decay;
 mod gc;
@@ -13,7 +14,7 @@ mod threads;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{ArenaModel, SimError};
-use crate::sizeclass::AllocatorConfig;
+use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Event, Record, ThreadId};
 pub use decay::DecayClock;
 pub use metadata::{machine_vaddr_bits, Metadata};
@@ -107,6 +108,8 @@ pub struct Process {
     tickers: Vec<Option<crate::sim::decay::Ticker>>,
     /// 5.3.1's clock-driven cache GC (`experimental_tcache_gc`, its default; `model/gc.rs`).
     clock_gc: bool,
+    /// Background purging threads (`background_thread:true`; `model/background.rs`).
+    bg: Option<background::Background>,
 }
 
 impl Process {
@@ -134,6 +137,9 @@ impl Process {
             (Some(narenas), options.oversize_threshold)
         };
         let slots = narenas as usize + 1;
+        let bg = options
+            .background_thread
+            .then(|| background::Background::new(options.max_background_threads, slots));
         let mut arenas: Vec<Option<ArenaModel>> = (0..slots).map(|_| None).collect();
         arenas[0] = Some(arena0);
         Ok(Process {
@@ -161,6 +167,7 @@ impl Process {
             clock: decay::Clock::default(),
             tickers: Vec::new(),
             clock_gc,
+            bg,
         })
     }
 
@@ -205,7 +212,12 @@ impl Process {
         if let Some(b) = block {
             self.arena_mut(0).remove(b);
         }
-        self.arena_mut(0).purge_all();
+        // arena_migrate purges the arena left, but in 5.3.1 not with background threads on
+        // (arena 0's thread then purges it on its clock).
+        if !(self.background_on() && self.config.version == JemallocVersion::V5_3_1) {
+            self.arena_mut(0).purge_all();
+        }
+        self.background_after_call();
         // The main thread's internal binding stays in arena 0 (`thread.arena` moves only
         // the application one): each new thread's internal choice then makes an arena ahead
         // of the application choice.
@@ -253,13 +265,16 @@ impl Process {
             Record::ThreadExit { thread, time_ns } => {
                 self.stats.events += 1;
                 self.advance_clock(self.stats.events, *time_ns)?;
+                self.background_until();
                 self.thread_exit(*thread);
+                self.background_after_call();
                 Ok(())
             }
             Record::Call(call) => {
                 self.stats.events += 1;
                 let n = self.stats.events;
                 self.advance_clock(n, call.time_ns)?;
+                self.background_until();
                 let t = call.thread as usize;
                 if self.exited.get(t).copied().unwrap_or(false) {
                     return Err(ProcessError::AfterExit {
@@ -270,10 +285,13 @@ impl Process {
                 // A thread whose first calls are frees stays minimal (`tsd_fetch_min` in
                 // free/dallocx): no cache, no arena, its frees go to the owning arena.
                 if matches!(call.event, Event::Free { .. }) && !self.started(t) {
-                    return self.minimal_free(n, t, call.event);
+                    self.minimal_free(n, t, call.event)?;
+                } else {
+                    self.ensure_thread(t)?;
+                    self.call(n, t, call.event)?;
                 }
-                self.ensure_thread(t)?;
-                self.call(n, t, call.event)
+                self.background_after_call();
+                Ok(())
             }
         }
     }
@@ -463,7 +481,7 @@ impl Process {
             self.tick(t, block.arena, 1);
             // "Manually trigger decay": arena 0 (the block's), then the thread's arena.
             self.decay_check(0);
-            if self.nthreads[arena as usize] == 0 {
+            if self.nthreads[arena as usize] == 0 && !self.background_on() {
                 self.arena_mut(arena).purge_all();
             } else {
                 self.decay_check(arena);
