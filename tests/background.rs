@@ -165,3 +165,34 @@ fn live_resident_with_background_threads_is_within_the_run_to_run_spread() {
         r.checkpoints
     );
 }
+
+/// h(x) = 6x^5 - 15x^4 + 10x^3, computed here, not read from the model's table.
+fn h(x: f64) -> f64 {
+    x * x * x * (10.0 + x * (-15.0 + 6.0 * x))
+}
+
+/// `decay_ns_until_purge` and `decay_npages_purge_in` worked by hand
+/// (`src/decay.c`), `dirty_decay_ms:1000` (epochs of 5 ms), 2,000 pages dirtied in one
+/// epoch (the backlog's newest entry after an advance of 200+ epochs):
+/// - at most 1,024 pages: a whole period, 1 s; none and an empty backlog: indefinitely;
+/// - 2,000 pages: P(k) = 2,000 x (1 - h((200 - k) / 200)) pages are due after k epochs;
+///   P(2) ~ 0 <= 1,024 < P(200) = 2,000, so the search starts: P(101) = 1,018 <= 1,024 gives
+///   lb = 101, and P(101) + 1,024 >= P(200) stops it: (200 + 101) / 2 x 5 ms = 752.5 ms;
+/// - of 100,000 new pages, those due within 100 ms (20 epochs): 100,000 x (1 - h(0.9)).
+#[test]
+fn the_background_sleep_by_hand() {
+    use fragsim::sim::decay::Decay;
+    let mut d = Decay::new(1000, 0, 5);
+    assert_eq!(d.ns_until_purge(0, 1024), None, "nothing dirty: indefinitely");
+    assert_eq!(d.ns_until_purge(1024, 1024), Some(1_000_000_000));
+    assert!(d.maybe_advance(2_000_000_000, 2000));
+    assert_eq!(d.npages_new(), 2000);
+    let p101 = 2000.0 * (1.0 - h(99.0 / 200.0));
+    assert!(p101 < 1024.0 && p101 + 1024.0 >= 2000.0, "{p101}");
+    assert_eq!(d.ns_until_purge(2000, 1024), Some(752_500_000));
+    assert_eq!(d.ns_until_purge(1000, 1024), Some(1_000_000_000));
+    let due = (100_000.0 * (1.0 - h(0.9))).floor() as u64;
+    let got = d.npages_purge_in(100_000_000, 100_000);
+    assert!(got.abs_diff(due) <= 1, "{got} vs {due}");
+    assert_eq!(d.npages_purge_in(1_000_000_000, 100_000), 100_000);
+}
