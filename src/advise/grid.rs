@@ -8,9 +8,9 @@
 //! `5.3.0` (an alias of `default`) and every `--preset` name are accepted. Blank lines and
 //! lines starting with `#` are skipped (a `#` later in a line starts a comment too). The
 //! defaults row (5.3.1, empty `MALLOC_CONF`) is always run first, as the baseline of
-//! `vs_defaults`, whether or not the file lists it. A line naming `dirty_decay_ms` or
-//! `muzzy_decay_ms` runs the other at jemalloc's default (see [`super`]); a line naming
-//! neither runs decay off. A line that does not parse, or repeats an earlier setting, is
+//! `vs_defaults`, whether or not the file lists it. A line naming `dirty_decay_ms`,
+//! `muzzy_decay_ms` or `background_thread` runs the decay settings it leaves out at
+//! jemalloc's defaults (see [`super`]); a line naming none of them runs decay off. A line that does not parse, or repeats an earlier setting, is
 //! refused with its line number and its text.
 
 use super::{Setting, SettingError};
@@ -34,11 +34,13 @@ pub struct GridError {
 /// releases differ for these options: its defaults (its size classes, pairing heaps and
 /// cache GC) and `tcache_max` 64 KiB, which 5.3.1 clips to 32 KiB and 5.3.0 honours; and
 /// dirty decay over 10 s (jemalloc's own defaults: muzzy 0), 1 s, 100 ms and 0 (purge at
-/// once), the last four only on a trace with times but `dirty_decay_ms:0` (no clock needed).
+/// once), the last four only on a trace with times but `dirty_decay_ms:0` (no clock needed);
+/// and background purging threads (`background_thread:true`, what servers turn on) with
+/// jemalloc's decay defaults and with 1 s dirty decay, on a trace with times.
 /// The defaults row keeps decay off: it is the exact baseline, live-checked exactly, on any
 /// trace; `dirty_decay_ms:10000` is what the real allocator runs by default.
 pub fn default_grid() -> Vec<Setting> {
-    const LINES: [(&str, &str); 18] = [
+    const LINES: [(&str, &str); 20] = [
         ("5.3.1", ""),
         ("5.3.1", "tcache:false"),
         ("5.3.1", "tcache_max:4096"),
@@ -57,6 +59,8 @@ pub fn default_grid() -> Vec<Setting> {
         ("5.3.1", "dirty_decay_ms:1000"),
         ("5.3.1", "dirty_decay_ms:100"),
         ("5.3.1", "dirty_decay_ms:0"),
+        ("5.3.1", "background_thread:true"),
+        ("5.3.1", "dirty_decay_ms:1000,background_thread:true"),
     ];
     LINES
         .iter()
@@ -132,7 +136,7 @@ mod tests {
     #[test]
     fn the_default_grid_has_every_setting_of_the_issue_once() {
         let grid = default_grid();
-        assert_eq!(grid.len(), 18);
+        assert_eq!(grid.len(), 20);
         assert!(grid[0].is_defaults());
         // Decay off but where a row names it; naming one gives jemalloc's default to the
         // other (muzzy 0; dirty 10 s).
@@ -141,10 +145,23 @@ mod tests {
             .map(|s| (s.options.dirty_decay_ms, s.options.muzzy_decay_ms))
             .collect();
         assert_eq!(decay[..14], [(-1, -1); 14]);
-        assert_eq!(decay[14..], [(10000, 0), (1000, 0), (100, 0), (0, 0)]);
+        assert_eq!(
+            decay[14..],
+            [
+                (10000, 0),
+                (1000, 0),
+                (100, 0),
+                (0, 0),
+                (10000, 0),
+                (1000, 0)
+            ]
+        );
+        let bg: Vec<bool> = grid.iter().map(|s| s.options.background_thread).collect();
+        assert_eq!(bg.iter().filter(|&&b| b).count(), 2);
+        assert!(bg[18] && bg[19]);
         assert_eq!(
             grid.iter().filter(|s| s.on_clock()).count(),
-            3,
+            5,
             "0 ms needs no clock"
         );
         for (i, a) in grid.iter().enumerate() {

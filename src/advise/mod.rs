@@ -17,7 +17,9 @@
 //! runs the other at jemalloc's own default (`dirty_decay_ms:10000`, `muzzy_decay_ms:0`), as
 //! jemalloc would take that `MALLOC_CONF`; above 0 ms it runs on the trace's clock
 //! ([`Setting::on_clock`]: approximate, as jemalloc's own decay is on the wall clock; skipped
-//! when the trace has no times), at 0 it purges at once and stays exact.
+//! when the trace has no times), at 0 it purges at once and stays exact. A setting naming
+//! `background_thread` takes jemalloc's decay defaults the same way (background threads
+//! purge only what decay lets go), and its threads run on the trace's clock too.
 
 pub mod grid;
 mod run;
@@ -68,7 +70,7 @@ impl Setting {
         let names_decay = malloc_conf.split(',').any(|pair| {
             matches!(
                 pair.split(':').next().map(str::trim),
-                Some("dirty_decay_ms" | "muzzy_decay_ms")
+                Some("dirty_decay_ms" | "muzzy_decay_ms" | "background_thread")
             )
         });
         let mut options = if names_decay {

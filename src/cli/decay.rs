@@ -58,7 +58,14 @@ pub fn run_live_clock(
         let chart = chart_of(&c, name, &options);
         write_atomic(path, &render_png(&chart)?)?;
     }
-    args.output
-        .emit_record(&error_record(&c, name, &options, every))?;
+    let mut record = error_record(&c, name, &options, every);
+    if let Some(note) = options.background_note() {
+        record.field(
+            "background_threads",
+            "background threads",
+            crate::export::Cell::Text(note),
+        );
+    }
+    args.output.emit_record(&record)?;
     Ok(0)
 }

@@ -28,8 +28,9 @@ pub struct ProcessFlags {
     pub process: bool,
     /// With --process or --blame: jemalloc options, `k:v,...` (tcache, tcache_max,
     /// lg_tcache_nslots_mul, tcache_nslots_small_min/max, tcache_nslots_large, narenas,
-    /// oversize_threshold, dirty_decay_ms, muzzy_decay_ms, experimental_tcache_gc). Decay is
-    /// off (-1) unless given; above 0 it runs on the trace's clock (the trace needs times).
+    /// oversize_threshold, dirty_decay_ms, muzzy_decay_ms, experimental_tcache_gc,
+    /// background_thread, max_background_threads). Decay is off (-1) unless given; above 0 it
+    /// runs on the trace's clock (the trace needs times), background threads too.
     #[arg(long, default_value = "")]
     pub malloc_conf: String,
     /// With --process and decay: the seed of the model's random numbers (jemalloc draws them
@@ -133,8 +134,11 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         first.narenas,
         decay_note(&options, flags)
     );
-    args.output
-        .emit_record(&summary_record(title, threads, &runs))?;
+    let mut record = summary_record(title, threads, &runs);
+    if let Some(note) = options.background_note() {
+        record.field("background_threads", "background threads", Cell::Text(note));
+    }
+    args.output.emit_record(&record)?;
     Ok(0)
 }
 

@@ -4,6 +4,7 @@
 
 use super::tcache::{CacheInfo, Tcache};
 
+mod background;
 mod base;
 mod cache;
 mod decay;
@@ -14,7 +15,7 @@ mod threads;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{ArenaModel, SimError};
-use crate::sizeclass::AllocatorConfig;
+use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Event, Record, ThreadId};
 pub use decay::DecayClock;
 pub use base::{EDATA as EDATA_BYTES, HEADER as BASE_HEADER_BYTES};
@@ -109,6 +110,8 @@ pub struct Process {
     tickers: Vec<Option<crate::sim::decay::Ticker>>,
     /// 5.3.1's clock-driven cache GC (`experimental_tcache_gc`, its default; `model/gc.rs`).
     clock_gc: bool,
+    /// Background purging threads (`background_thread:true`; `model/background.rs`).
+    bg: Option<background::Background>,
 }
 
 impl Process {
@@ -136,6 +139,9 @@ impl Process {
             (Some(narenas), options.oversize_threshold)
         };
         let slots = narenas as usize + 1;
+        let bg = options
+            .background_thread
+            .then(|| background::Background::new(options.max_background_threads, slots));
         let mut arenas: Vec<Option<ArenaModel>> = (0..slots).map(|_| None).collect();
         arenas[0] = Some(arena0);
         Ok(Process {
@@ -163,6 +169,7 @@ impl Process {
             clock: decay::Clock::default(),
             tickers: Vec::new(),
             clock_gc,
+            bg,
         })
     }
 
@@ -207,7 +214,12 @@ impl Process {
         if let Some(b) = block {
             self.arena_mut(0).remove(b);
         }
-        self.arena_mut(0).purge_all();
+        // arena_migrate purges the arena left, but in 5.3.1 not with background threads on
+        // (arena 0's thread then purges it on its clock).
+        if !(self.background_on() && self.config.version == JemallocVersion::V5_3_1) {
+            self.arena_mut(0).purge_all();
+        }
+        self.background_after_call();
         // The main thread's internal binding stays in arena 0 (`thread.arena` moves only
         // the application one): each new thread's internal choice then makes an arena ahead
         // of the application choice.
@@ -270,13 +282,16 @@ impl Process {
             Record::ThreadExit { thread, time_ns } => {
                 self.stats.events += 1;
                 self.advance_clock(self.stats.events, *time_ns)?;
+                self.background_until();
                 self.thread_exit(*thread);
+                self.background_after_call();
                 Ok(())
             }
             Record::Call(call) => {
                 self.stats.events += 1;
                 let n = self.stats.events;
                 self.advance_clock(n, call.time_ns)?;
+                self.background_until();
                 let t = call.thread as usize;
                 if self.exited.get(t).copied().unwrap_or(false) {
                     return Err(ProcessError::AfterExit {
@@ -291,10 +306,13 @@ impl Process {
                     && !self.started(t)
                     && self.stays_minimal(t)
                 {
-                    return self.minimal_free(n, t, call.event);
+                    self.minimal_free(n, t, call.event)?;
+                } else {
+                    self.ensure_thread(t)?;
+                    self.call(n, t, call.event)?;
                 }
-                self.ensure_thread(t)?;
-                self.call(n, t, call.event)
+                self.background_after_call();
+                Ok(())
             }
         }
     }
@@ -466,7 +484,7 @@ impl Process {
             self.tick(t, block.arena, 1);
             // "Manually trigger decay": arena 0 (the block's), then the thread's arena.
             self.decay_check(0);
-            if self.nthreads[arena as usize] == 0 {
+            if self.nthreads[arena as usize] == 0 && !self.background_on() {
                 self.arena_mut(arena).purge_all();
             } else {
                 self.decay_check(arena);

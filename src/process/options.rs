@@ -31,6 +31,12 @@ pub struct ProcessOptions {
     pub dirty_decay_ms: i64,
     /// `opt.muzzy_decay_ms` (jemalloc's default 0; the model's -1, as above).
     pub muzzy_decay_ms: i64,
+    /// `opt.background_thread` (default false): purging threads on the trace's clock
+    /// (`model/background.rs`); application threads then purge nothing but decay-0 sets.
+    pub background_thread: bool,
+    /// `max_background_threads` after `background_thread_boot1`'s clamp (default 4): arena
+    /// `i` is served by thread `i % max_background_threads`.
+    pub max_background_threads: u32,
 }
 
 impl Default for ProcessOptions {
@@ -47,14 +53,40 @@ impl Default for ProcessOptions {
             experimental_tcache_gc: None,
             dirty_decay_ms: -1,
             muzzy_decay_ms: -1,
+            background_thread: false,
+            max_background_threads: DEFAULT_BACKGROUND_THREADS,
         }
     }
 }
 
+/// `DEFAULT_NUM_BACKGROUND_THREAD`: what `opt.max_background_threads` becomes unless set
+/// below `MAX_BACKGROUND_THREAD_LIMIT + 1` (4,096).
+pub const DEFAULT_BACKGROUND_THREADS: u32 = 4;
+
+/// The background threads' error measured against live jemalloc (scripts/background-live.sh).
+pub const BACKGROUND_MEASURED: &str = "against 5 live runs of 6 timed traces on the replay's own clock, resident was within 0.3-3.4% of the real mean on average (at most 4-46% at single checkpoints, where a purge falls on the other side of one) and inside the real runs' min-max band at 182-201 of about 200 checkpoints (scripts/background-live.sh)";
+
+/// The options [`ProcessOptions::parse`] knows, in the order its error lists them.
+pub const OPTION_NAMES: [&str; 13] = [
+    "tcache",
+    "tcache_max",
+    "lg_tcache_nslots_mul",
+    "tcache_nslots_small_min",
+    "tcache_nslots_small_max",
+    "tcache_nslots_large",
+    "narenas",
+    "oversize_threshold",
+    "dirty_decay_ms",
+    "muzzy_decay_ms",
+    "experimental_tcache_gc",
+    "background_thread",
+    "max_background_threads",
+];
+
 /// A bad option string: each names the option (and the value) at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OptionError {
-    #[error("unknown option '{0}' (known: tcache, tcache_max, lg_tcache_nslots_mul, tcache_nslots_small_min, tcache_nslots_small_max, tcache_nslots_large, narenas, oversize_threshold, dirty_decay_ms, muzzy_decay_ms, experimental_tcache_gc)")]
+    #[error("unknown option '{name}' (known: {known})", name = .0, known = OPTION_NAMES.join(", "))]
     Unknown(String),
     #[error("option '{0}' has no value (write {0}:VALUE)")]
     NoValue(String),
@@ -142,6 +174,17 @@ impl ProcessOptions {
                     }
                 }
                 "experimental_tcache_gc" => o.experimental_tcache_gc = Some(boolean(k, v)?),
+                "background_thread" => o.background_thread = boolean(k, v)?,
+                "max_background_threads" => {
+                    // conf.c clips to 1..=4096, then background_thread_boot1 turns anything
+                    // above MAX_BACKGROUND_THREAD_LIMIT (4,095) into the default 4.
+                    let n: u64 = number(k, v, 0, u64::MAX, "a thread count")?;
+                    o.max_background_threads = match n {
+                        0 => 1,
+                        1..=4095 => n as u32,
+                        _ => DEFAULT_BACKGROUND_THREADS,
+                    };
+                }
                 _ => return Err(OptionError::Unknown(k.to_string())),
             }
         }
@@ -200,6 +243,15 @@ impl ProcessOptions {
         }
         parts.push(format!("dirty_decay_ms:{}", self.dirty_decay_ms));
         parts.push(format!("muzzy_decay_ms:{}", self.muzzy_decay_ms));
+        if self.background_thread {
+            parts.push("background_thread:true".to_string());
+        }
+        if self.max_background_threads != d.max_background_threads {
+            parts.push(format!(
+                "max_background_threads:{}",
+                self.max_background_threads
+            ));
+        }
         parts.join(",")
     }
 
@@ -219,11 +271,26 @@ impl ProcessOptions {
         self.dirty_decay_ms > 0 || self.muzzy_decay_ms > 0
     }
 
-    /// `arena_create_huge_arena` without background threads: a setting above 0 becomes 0
-    /// for the huge arena (purge at once); 0 and -1 stay.
+    /// `arena_create_huge_arena`: without background threads a setting above 0 becomes 0
+    /// for the huge arena (purge at once); 0 and -1 stay. With them it keeps the settings
+    /// ("the purging delay is bounded").
     pub fn huge_decay_ms(&self) -> (i64, i64) {
-        let f = |ms: i64| if ms > 0 { 0 } else { ms };
+        let bg = self.background_thread;
+        let f = |ms: i64| if ms > 0 && !bg { 0 } else { ms };
         (f(self.dirty_decay_ms), f(self.muzzy_decay_ms))
+    }
+
+    /// What a summary says when background threads are modelled: how many, and that their
+    /// wake-up times are approximate, with the error measured against live runs.
+    pub fn background_note(&self) -> Option<String> {
+        self.background_thread.then(|| {
+            format!(
+                "{} threads, arena i served by thread i % {0}; modelled on the trace's clock, \
+                 their wake-up times are approximate (the real threads sleep on the wall clock \
+                 and wake late by scheduling): {BACKGROUND_MEASURED}",
+                self.max_background_threads
+            )
+        })
     }
 
     /// `malloc_narenas_default`: 4 x CPUs, 1 on one CPU; capped at `MAX_AUTO_ARENAS` as

@@ -14,6 +14,7 @@ mod fill;
 mod objects;
 mod realloc;
 mod view;
+pub use decay::Eagerness;
 pub(crate) use fill::SlabPlace;
 pub use view::ExtentView;
 

@@ -202,4 +202,78 @@ impl Decay {
     pub fn backlog(&self) -> &[u64; NSTEPS] {
         &self.backlog
     }
+
+    /// The current epoch's start (`decay->epoch`).
+    pub fn epoch_ns(&self) -> u64 {
+        self.epoch_ns
+    }
+
+    /// `decay_epoch_npages_delta`: the pages the last epoch advance recorded (`backlog[199]`).
+    pub fn npages_new(&self) -> u64 {
+        self.backlog[NSTEPS - 1]
+    }
+
+    /// `decay_npurge_after_interval`: the pages the smoothstep lets go over the next `k`
+    /// epochs if nothing new were dirtied.
+    fn npurge_after(&self, k: usize) -> u64 {
+        let mut sum = 0u64;
+        for i in 0..NSTEPS {
+            let h = if i < k {
+                H_STEPS[i]
+            } else {
+                H_STEPS[i] - H_STEPS[i - k]
+            };
+            sum += self.backlog[i] * h;
+        }
+        sum >> BFP
+    }
+
+    /// `decay_ns_until_purge(decay, npages_current, threshold)`: how long a background
+    /// thread may sleep before this set needs purging (`None`: indefinitely). At most
+    /// `threshold` pages wait a whole decay period; otherwise a binary search for when more
+    /// than `threshold` pages will be due.
+    pub fn ns_until_purge(&self, npages_current: u64, threshold: u64) -> Option<u64> {
+        if self.ms <= 0 {
+            return None;
+        }
+        let iv = self.interval_ns;
+        if npages_current == 0 && self.backlog.iter().all(|&b| b == 0) {
+            return None;
+        }
+        if npages_current <= threshold {
+            return Some(iv * NSTEPS as u64);
+        }
+        let (mut lb, mut ub) = (2usize, NSTEPS);
+        let mut n_lb = self.npurge_after(lb);
+        if n_lb > threshold {
+            return Some(iv * lb as u64);
+        }
+        let mut n_ub = self.npurge_after(ub);
+        if n_ub < threshold {
+            return Some(iv * ub as u64);
+        }
+        while n_lb + threshold < n_ub && lb + 2 < ub {
+            let target = (lb + ub) / 2;
+            let n = self.npurge_after(target);
+            if n > threshold {
+                ub = target;
+                n_ub = n;
+            } else {
+                lb = target;
+                n_lb = n;
+            }
+        }
+        Some(iv * (ub + lb) as u64 / 2)
+    }
+
+    /// `decay_npages_purge_in`: of `npages_new` pages just dirtied, those due within
+    /// `time_ns`.
+    pub fn npages_purge_in(&self, time_ns: u64, npages_new: u64) -> u64 {
+        let n_epoch = (time_ns / self.interval_ns.max(1)) as usize;
+        if n_epoch >= NSTEPS {
+            return npages_new;
+        }
+        let hmax = H_STEPS[NSTEPS - 1];
+        (npages_new * (hmax - H_STEPS[NSTEPS - 1 - n_epoch])) >> BFP
+    }
 }

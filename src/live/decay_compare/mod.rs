@@ -122,9 +122,12 @@ impl ClockComparison {
 }
 
 /// Whether the model reads the clock the live replay kept (see [`super::replayed_clock`])
-/// rather than the trace's own: for 5.3.1's clock-driven cache GC, asked for.
+/// rather than the trace's own: for 5.3.1's clock-driven cache GC, asked for, and for
+/// background threads, which sleep on the wall clock while the replay falls behind the
+/// trace's times.
 pub fn replayed_clock_for(version: JemallocVersion, options: &ProcessOptions) -> bool {
-    version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc == Some(true)
+    (version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc == Some(true))
+        || options.background_thread
 }
 
 /// Runs `runs` live replays on the trace's clock and `runs` model runs, and compares them at
@@ -192,7 +195,7 @@ pub fn compare_with_band(
 ) -> Result<ClockComparison> {
     ensure!(
         !replayed_clock_for(band.config.version, options),
-        "experimental_tcache_gc:true on 5.3.1 reads the live runs' own clock: compare it live"
+        "experimental_tcache_gc:true on 5.3.1 and background_thread:true read the live runs' own clock: compare them live"
     );
     let times = super::decay::relative_times(records)?;
     let at: Vec<u64> = band.points.iter().map(|p| p.event).collect();

@@ -18,7 +18,7 @@
 use super::Process;
 use crate::process::ProcessError;
 use crate::sim::decay::{mix_seed, Ticker};
-use crate::sim::{ArenaModel, SimError};
+use crate::sim::{ArenaModel, Eagerness, SimError};
 
 /// The model's clock: the trace's times, moved so that the first call is at `start_ns` (the
 /// time since arena 0 was created), optionally read through a coarse clock.
@@ -39,9 +39,14 @@ pub(super) struct Clock {
 impl Clock {
     /// What `nstime_update` reads now.
     pub fn read(&self) -> u64 {
+        self.read_at(self.now_ns)
+    }
+
+    /// What `nstime_update` reads at model time `t` (a background thread's wake-up).
+    pub fn read_at(&self, t: u64) -> u64 {
         match self.resolution_ns {
-            0 => self.now_ns,
-            r => (self.now_ns + self.phase_ns) / r * r,
+            0 => t,
+            r => (t + self.phase_ns) / r * r,
         }
     }
 }
@@ -143,8 +148,18 @@ impl Process {
             return;
         }
         let now = self.clock.read();
-        if let Some(a) = self.arenas[arena as usize].as_mut() {
+        let Some(a) = self.arenas[arena as usize].as_mut() else {
+            return;
+        };
+        if self.bg.is_none() {
             a.decay_check(now);
+            return;
+        }
+        // Background threads on: the application thread advances epochs, purges nothing
+        // but decay-0 sets, and may wake the arena's thread.
+        let advanced = a.decay_with(now, Eagerness::Never);
+        if advanced.iter().any(Option::is_some) {
+            self.background_epoch_advanced(arena, advanced);
         }
     }
 }

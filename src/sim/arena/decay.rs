@@ -43,39 +43,87 @@ impl ArenaModel {
     /// the whole set; gradual decay purges the oldest extents down to the smoothstep limit
     /// when the epoch advanced. Dirty pages go to the muzzy set when muzzy decay is not 0.
     pub fn decay_check(&mut self, now_ns: u64) {
+        self.decay_with(now_ns, Eagerness::OnEpochAdvance);
+    }
+
+    /// `arena_decay(.., all = false)` at `now_ns` with the purge eagerness `e`
+    /// (`arena_decide_unforced_purge_eagerness`): a background thread purges to the last
+    /// epoch's limit every time; an application thread with background threads on only
+    /// advances epochs. Returns, for the dirty and the muzzy set, the pages the epoch advance
+    /// recorded (`decay_epoch_npages_delta`) when it advanced.
+    pub fn decay_with(&mut self, now_ns: u64, e: Eagerness) -> [Option<u64>; 2] {
         let page = self.page;
         let Some(d) = self.decay.as_deref_mut() else {
-            return;
+            return [None, None];
         };
         let to_muzzy = d.1.ms() != 0;
         let dirty = self.pac.set_bytes().0;
-        if let Some((limit, max)) = decide(&mut d.0, now_ns, dirty, page) {
+        let (adv_dirty, purge) = decide(&mut d.0, now_ns, dirty, page, e);
+        if let Some((limit, max)) = purge {
             self.pac.decay_to_limit(State::Dirty, limit, max, to_muzzy);
         }
         let muzzy = self.pac.set_bytes().1;
         // pa_shard_dont_decay_muzzy
         if muzzy == 0 && d.1.ms() <= 0 {
-            return;
+            return [adv_dirty, None];
         }
-        if let Some((limit, max)) = decide(&mut d.1, now_ns, muzzy, page) {
+        let (adv_muzzy, purge) = decide(&mut d.1, now_ns, muzzy, page, e);
+        if let Some((limit, max)) = purge {
             self.pac.decay_to_limit(State::Muzzy, limit, max, false);
         }
+        [adv_dirty, adv_muzzy]
+    }
+
+    /// `pac_time_until_deferred_work`: the sooner of the dirty and the muzzy set's
+    /// `decay_ns_until_purge` with `threshold` pages (`None`: no purge ever due).
+    pub fn ns_until_purge(&self, threshold: u64) -> Option<u64> {
+        let d = self.decay.as_deref()?;
+        let (dirty, muzzy, _) = self.pac.set_bytes();
+        let a = d.0.ns_until_purge(dirty / self.page, threshold);
+        let b = d.1.ns_until_purge(muzzy / self.page, threshold);
+        match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        }
+    }
+
+    /// Page-level frees so far (`pac_dalloc_impl` and `pac_shrink_impl`, each of which
+    /// reports deferred work to `arena_handle_deferred_work`).
+    pub fn deferred_work(&self) -> u64 {
+        self.pac.deferred
     }
 }
 
-/// `pac_maybe_decay_purge`'s decision for one set of `current` bytes: `(limit, max)` bytes
-/// for `pac_decay_to_limit`, or `None`.
-fn decide(d: &mut Decay, now_ns: u64, current: u64, page: u64) -> Option<(u64, u64)> {
+/// `pac_purge_eagerness_t`: when an unforced decay check purges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Eagerness {
+    /// A background thread: to the last epoch's limit, every time.
+    Always,
+    /// An application thread while background threads are on: never.
+    Never,
+    /// Without background threads: when the epoch advanced.
+    OnEpochAdvance,
+}
+
+/// `pac_maybe_decay_purge`'s decision for one set of `current` bytes: the pages the epoch
+/// advance recorded (when it advanced), and `(limit, max)` bytes for `pac_decay_to_limit`.
+fn decide(
+    d: &mut Decay,
+    now_ns: u64,
+    current: u64,
+    page: u64,
+    e: Eagerness,
+) -> (Option<u64>, Option<(u64, u64)>) {
     match d.ms() {
-        ms if ms < 0 => None,
-        0 => (current > 0).then_some((0, current)),
+        ms if ms < 0 => (None, None),
+        0 => (None, (current > 0).then_some((0, current))),
         _ => {
             let pages = current / page;
-            if !d.maybe_advance(now_ns, pages) {
-                return None;
-            }
+            let advanced = d.maybe_advance(now_ns, pages);
+            let purge = e == Eagerness::Always || (advanced && e == Eagerness::OnEpochAdvance);
             let limit = d.npages_limit();
-            (pages > limit).then(|| (limit * page, (pages - limit) * page))
+            let cut = (purge && pages > limit).then(|| (limit * page, (pages - limit) * page));
+            (advanced.then(|| d.npages_new()), cut)
         }
     }
 }

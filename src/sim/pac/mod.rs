@@ -125,6 +125,8 @@ pub(crate) struct Pac {
     pub may_have_muzzy: bool,
     /// Dirty decay is 0: every dalloc is purged at once (`arena_handle_deferred_work`).
     pub purge_immediately: bool,
+    /// Page-level frees so far (each reports deferred work: a background thread may wake).
+    pub deferred: u64,
     psz: PageSizeClasses,
     rules: Rules,
     lg_max_active_fit: u32,
@@ -166,6 +168,7 @@ impl Pac {
             retained: Eset::new(n),
             may_have_muzzy: false,
             purge_immediately: false,
+            deferred: 0,
             rules,
             lg_max_active_fit: 6,
             large_minclass,
@@ -220,6 +223,7 @@ impl Pac {
     /// `arena_handle_deferred_work` then purges the whole set to retained.
     pub fn dalloc(&mut self, id: u32) {
         self.record_dirty(id);
+        self.deferred += 1;
         if self.purge_immediately {
             // arena_decay_dirty(.., all = true): the dirty set only, fully to retained.
             let all = self.dirty.bytes;
@@ -256,6 +260,7 @@ impl Pac {
         let trail = self.split(id, new_size);
         self.ext.get_mut(trail).state = State::Active;
         self.record_dirty(trail);
+        self.deferred += 1;
         if self.purge_immediately {
             // arena_decay_dirty(.., all = true): the dirty set only, fully to retained.
             let all = self.dirty.bytes;
