@@ -62,17 +62,20 @@ fn more_threads_than_arenas_with_cross_thread_frees_and_exits() {
 
 /// Issue 40's shape: thread 1's first 200 calls free thread 0's 64-byte objects. 5.3.1
 /// starts it at the 128th (its cache block in arena 0, an arena of its own, that free and
-/// the later ones cached); 5.3.0 keeps freeing to the arena. The statistics are read by the
-/// child's main thread, which replays no trace thread (a `mallctl` would start the thread).
+/// the later ones cached); 5.3.0 keeps freeing to the arena. Without caches that start binds
+/// no arena: thread 2's first allocation then takes the arena thread 1 did not. The
+/// statistics are read by the child's main thread, which replays no trace thread (a
+/// `mallctl` would start the thread).
 #[test]
 fn a_thread_whose_first_200_calls_are_frees() {
     let mut text = String::from("t 0\n");
     text.extend((0..300).map(|i| format!("a {i} 64\n")));
     text.push_str("t 1\n");
     text.extend((0..200).map(|i| format!("f {i}\n")));
-    text.push_str("t 0\na 0 64\n");
+    text.push_str("t 0\na 0 64\nt 2\na 1 64\na 2 100000\n");
     let records = records_from_text(&text).unwrap();
     check_records(&records, "issue 40's first frees", "");
+    check_records(&records, "issue 40's first frees", "tcache:false");
 }
 
 /// Threads whose first calls are frees: runs of 1, 60, 127, 128, 129, 200 and 300 frees of

@@ -119,13 +119,18 @@ impl Process {
 
     /// Counts a free of thread `t`, which has not started: whether it stays minimal (false:
     /// 5.3.1's 128th free, which starts the thread and is then freed through its cache).
+    /// Without caches that start makes nothing and binds nothing (`tsd_data_init` binds only
+    /// through `tsd_tcache_data_init`): the thread frees as before and binds at its first
+    /// allocation, as a minimal one does.
     pub(super) fn stays_minimal(&mut self, t: usize) -> bool {
         if t >= self.minimal.len() {
             self.minimal.resize(t + 1, MinimalTsd::default());
         }
         let m = &mut self.minimal[t];
         m.fetched = m.fetched.saturating_add(1);
-        self.config.version != JemallocVersion::V5_3_1 || m.fetched != MIN_INIT_STATE_MAX_FETCHED
+        !self.options.tcache
+            || self.config.version != JemallocVersion::V5_3_1
+            || m.fetched != MIN_INIT_STATE_MAX_FETCHED
     }
 
     /// A free on a minimal thread: straight to the owning arena (`arena_dalloc_no_tcache`).
