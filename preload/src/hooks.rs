@@ -3,9 +3,9 @@
 //! through the PLT, so they are recorded here without being interposed themselves: aligned
 //! `new` shows as `aligned_alloc(align, size rounded up to align)`, what the allocator sees.
 
-use crate::buf::{enter, Ctx};
+use crate::buf::{enter, is_busy, Ctx};
 use crate::real::{self, get};
-use crate::state;
+use crate::{own, state};
 use libc::{c_char, c_int, c_void, size_t};
 use std::ptr::null_mut;
 
@@ -41,6 +41,25 @@ fn ready(slot: &std::sync::atomic::AtomicUsize) -> bool {
     get(slot).is_some()
 }
 
+/// An allocation that is not recorded: made by the recorder's own work on this thread (the
+/// thread is busy: loading libunwind, unwinding), from the recorder's own heap, so the
+/// program's heap never holds a block its trace lacks; else (not recording) the real one.
+#[cold]
+unsafe fn unrecorded(
+    size: usize,
+    align: usize,
+    zero: bool,
+    real: impl FnOnce() -> *mut c_void,
+) -> *mut c_void {
+    if is_busy() {
+        let p = own::alloc(size, align, zero);
+        if !p.is_null() {
+            return p;
+        }
+    }
+    real()
+}
+
 /// An allocation: `ALLOC` (size, addr) for the default alignment, else `ALIGNED` (size,
 /// align, addr); the site last.
 unsafe fn record_alloc(ctx: &Ctx, size: usize, align: usize, p: *mut c_void) {
@@ -74,7 +93,9 @@ pub unsafe extern "C" fn malloc(size: size_t) -> *mut c_void {
         return real::boot_alloc(size, 16);
     }
     let Some(ctx) = enter() else {
-        return call_real!(MALLOC as fn(size_t) -> *mut c_void, size);
+        return unrecorded(size, 16, false, || {
+            call_real!(MALLOC as fn(size_t) -> *mut c_void, size)
+        });
     };
     let p = call_real!(MALLOC as fn(size_t) -> *mut c_void, size);
     if !p.is_null() {
@@ -92,7 +113,11 @@ pub unsafe extern "C" fn calloc(n: size_t, size: size_t) -> *mut c_void {
         };
     }
     let Some(ctx) = enter() else {
-        return call_real!(CALLOC as fn(size_t, size_t) -> *mut c_void, n, size);
+        let real = || call_real!(CALLOC as fn(size_t, size_t) -> *mut c_void, n, size);
+        return match n.checked_mul(size) {
+            Some(total) => unrecorded(total, 16, true, real),
+            None => real(),
+        };
     };
     let p = call_real!(CALLOC as fn(size_t, size_t) -> *mut c_void, n, size);
     if !p.is_null() {
@@ -108,6 +133,9 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     if p.is_null() || real::is_boot(p) || !ready(&real::FREE) {
         return;
     }
+    if own::contains(p) {
+        return own::free(p);
+    }
     if let Some(ctx) = enter() {
         // Before the real free: no other thread can be handed `p` earlier in the order.
         let (seq, stamp) = ctx.seq_stamped();
@@ -120,6 +148,9 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
 /// inside it), a second one after (the new block exists only from then on).
 unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void) -> *mut c_void {
     let Some(ctx) = enter() else {
+        if p.is_null() {
+            return unrecorded(size, 16, false, real);
+        }
         return real();
     };
     if p.is_null() {
@@ -174,6 +205,9 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: size_t) -> *mut c_void {
         }
         return q;
     }
+    if own::contains(p) {
+        return own::realloc(p, size);
+    }
     resize(p, size, || {
         call_real!(REALLOC as fn(*mut c_void, size_t) -> *mut c_void, p, size)
     })
@@ -185,7 +219,7 @@ pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: size_t, size: size_t) -
         *libc::__errno_location() = libc::ENOMEM;
         return null_mut();
     };
-    if real::is_boot(p) || !ready(&real::REALLOCARRAY) {
+    if real::is_boot(p) || own::contains(p) || !ready(&real::REALLOCARRAY) {
         return realloc(p, total);
     }
     resize(p, total, || {
@@ -208,7 +242,7 @@ unsafe fn aligned(
         return real::boot_alloc(size, align);
     }
     let Some(ctx) = enter() else {
-        return real();
+        return unrecorded(size, align, false, real);
     };
     let p = real();
     if !p.is_null() {
@@ -271,6 +305,13 @@ pub unsafe extern "C" fn posix_memalign(
         return 0;
     }
     let Some(ctx) = enter() else {
+        if is_busy() && align.is_power_of_two() && align >= std::mem::size_of::<usize>() {
+            let p = own::alloc(size, align, false);
+            if !p.is_null() {
+                *out = p;
+                return 0;
+            }
+        }
         return call_real!(
             POSIX_MEMALIGN as fn(*mut *mut c_void, size_t, size_t) -> c_int,
             out,

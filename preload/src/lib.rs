@@ -3,10 +3,12 @@
 //!
 //! # Rules it keeps
 //! - It never allocates through malloc: per-thread buffers come from `mmap`, files are written
-//!   with raw `write`, paths are built on the stack. Calls made while the library itself is
-//!   inside a hook (the dynamic loader, libunwind) are forwarded unrecorded, so nothing
-//!   recurses; calls made while `dlsym` resolves the real functions are served from a static
-//!   bootstrap buffer.
+//!   with raw `write`, paths are built on the stack. Allocations made while the library
+//!   itself is at work on a thread (in a hook, at start-up: the dynamic loader loading
+//!   libunwind, libunwind) are served unrecorded from its own heap (`own.rs`), never from the
+//!   program's allocator, so nothing recurses and the program's heap holds only what its
+//!   trace has; calls made while `dlsym` resolves the real functions are served from a
+//!   static bootstrap buffer.
 //! - One global order: every event takes a sequence number with one atomic `fetch_add` inside
 //!   the interposed call (an allocation after the real call returns, a free before it, a
 //!   realloc both before and after, so an address is never handed out before its release in
@@ -67,6 +69,7 @@
 mod buf;
 mod cfi;
 mod hooks;
+mod own;
 mod real;
 mod stack;
 mod state;

@@ -142,10 +142,12 @@ pub unsafe fn enter() -> Option<Ctx> {
                 LATE_CALLS.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
+            // Busy also while the key is set: glibc allocates a slot block for a key past
+            // its first 32, from the recorder's own heap then.
             t.busy.set(true);
             b = new_thread_buf();
-            t.busy.set(false);
             if b.is_null() {
+                t.busy.set(false);
                 return None;
             }
             t.buf.set(b);
