@@ -113,6 +113,7 @@ pub fn threaded_trace(spec: &ThreadedSpec) -> Vec<Record> {
             thread,
             time_ns: None,
             site: None,
+            reentrant: false,
         }));
     }
     out
@@ -234,6 +235,7 @@ pub fn records_from_text(text: &str) -> Result<Vec<Record>, TextError> {
             thread,
             time_ns: None,
             site: None,
+            reentrant: false,
         }));
     }
     Ok(out)
