@@ -9,6 +9,7 @@ mod decay;
 mod gc;
 mod meta;
 mod metadata;
+mod reentrant;
 mod threads;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
@@ -273,6 +274,9 @@ impl Process {
                     return self.minimal_free(n, t, call.event);
                 }
                 self.ensure_thread(t)?;
+                if call.reentrant && self.reentrant_call(n, t, call.event)? {
+                    return Ok(());
+                }
                 self.call(n, t, call.event)
             }
         }
