@@ -47,7 +47,7 @@ server_pid=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
 [ -S "$sock" ] || { echo "real-server: the server did not start (see $out/redis.log)" >&2; exit 1; }
 bench=bench; [ "$BENCH" = no ] && bench=nobench
-python3 scripts/real_server_workload.py "$sock" "$bench" "$N" > "$out/readings.csv"
+python3 scripts/real_server_workload.py "$sock" "$bench" "$N" "$out/malloc-stats.txt" > "$out/readings.csv"
 redis-cli -s "$sock" shutdown nosave >/dev/null 2>&1 || true
 wait "$server_pid" || true
 server_pid=

@@ -122,6 +122,11 @@ def main():
     take()
     c.pipeline([("DEL", f"l:{i}") for i in range(0, 500, 2)])
     take()
+    # jemalloc's own full statistics once the readings are over (this one allocates its print
+    # buffer inside the allocator, unrecorded, so it comes last).
+    if len(sys.argv) > 4:
+        with open(sys.argv[4], "w") as f:
+            f.write(c.call("MEMORY", "MALLOC-STATS").decode())
 
 
 if __name__ == "__main__":

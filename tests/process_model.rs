@@ -11,6 +11,7 @@ fn call(thread: u32, event: Event) -> Record {
         thread,
         time_ns: None,
         site: None,
+        reentrant: false,
     })
 }
 
@@ -229,6 +230,7 @@ fn at_ms(ms: u64, event: Event) -> Record {
         thread: 0,
         time_ns: Some(ms * 1_000_000),
         site: None,
+        reentrant: false,
     })
 }
 

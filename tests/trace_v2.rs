@@ -77,6 +77,7 @@ fn records_carry_thread_time_and_site() {
             thread: 0,
             time_ns: Some(100),
             site: Some(0),
+            reentrant: false,
         })
     );
     assert_eq!(
@@ -165,6 +166,7 @@ fn times_and_threads_cost_little_per_event() {
             thread: t as u32,
             time_ns: Some(i * 300),
             site: None,
+            reentrant: false,
         }));
     }
     // Ids must be lowest-free-first for the writer's density rule; free_ids as a stack keeps
@@ -210,6 +212,7 @@ fn a_writer_refuses_context_it_was_not_created_with() {
         thread: 1,
         time_ns: None,
         site: None,
+        reentrant: false,
     };
     let err = w.write_record(&Record::Call(call)).unwrap_err().to_string();
     assert!(err.contains("without"), "{err}");
@@ -290,6 +293,7 @@ fn a_refused_record_changes_nothing() {
             thread,
             time_ns: Some(time_ns),
             site: None,
+            reentrant: false,
         })
     };
     let alloc = Event::Alloc {
@@ -311,4 +315,41 @@ fn a_refused_record_changes_nothing() {
     w.write_record(&call(Event::Free { id: 0 }, 1, 5)).unwrap();
     let header = w.header_so_far();
     assert_eq!((header.threads, header.duration_ns), (2, 5));
+}
+
+/// A reentrant call (made inside another allocator call of its thread, issue 40 §5) keeps its
+/// mark: an `e` line before it in the text form, a mark record in the binary form (version 3:
+/// a writer without context refuses it); `e` before anything but a call is refused.
+#[test]
+fn a_reentrant_call_keeps_its_mark() {
+    let text = "a 0 24\ne\na 1 320\nf 0\ne\nf 1\n";
+    let records = records_of(text);
+    let marks: Vec<bool> = records
+        .iter()
+        .map(|r| matches!(r, Record::Call(c) if c.reentrant))
+        .collect();
+    assert_eq!(marks, [false, true, false, true]);
+    assert_eq!(text_of(&records), text);
+    let threads = Fields {
+        threads: true,
+        times: false,
+        sites: false,
+    };
+    let bytes = binary_of(&records, threads);
+    let back: Vec<Record> = TraceReader::new(&bytes[..])
+        .unwrap()
+        .records()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(back, records);
+    let mut w = TraceWriter::new(Cursor::new(Vec::new())).unwrap();
+    let err = w.write_record(&records[1]).unwrap_err().to_string();
+    assert!(err.contains("without"), "{err}");
+    for bad in ["e\nx\n", "e\nt 0\na 0 1\n", "e 1\na 0 1\n"] {
+        let err = read_text_records(bad.as_bytes(), "bad")
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line"), "{bad:?}: {err}");
+    }
 }

@@ -3,9 +3,9 @@
 //! through the PLT, so they are recorded here without being interposed themselves: aligned
 //! `new` shows as `aligned_alloc(align, size rounded up to align)`, what the allocator sees.
 
-use crate::buf::{enter, Ctx};
+use crate::buf::{enter, in_allocator, is_busy, Ctx};
 use crate::real::{self, get};
-use crate::state;
+use crate::{own, state};
 use libc::{c_char, c_int, c_void, size_t};
 use std::ptr::null_mut;
 
@@ -14,7 +14,7 @@ use crate::wire::{
 };
 
 macro_rules! call_real {
-    ($slot:ident as fn($($t:ty),*) -> $r:ty, $($a:expr),*) => {{
+    ($slot:ident as fn($($t:ty),* $(,)?) -> $r:ty, $($a:expr),*) => {{
         let f: unsafe extern "C" fn($($t),*) -> $r = std::mem::transmute(get(&real::$slot).unwrap_unchecked());
         f($($a),*)
     }};
@@ -41,6 +41,25 @@ fn ready(slot: &std::sync::atomic::AtomicUsize) -> bool {
     get(slot).is_some()
 }
 
+/// An allocation that is not recorded: made by the recorder's own work on this thread (the
+/// thread is busy: loading libunwind, unwinding), from the recorder's own heap, so the
+/// program's heap never holds a block its trace lacks; else (not recording) the real one.
+#[cold]
+unsafe fn unrecorded(
+    size: usize,
+    align: usize,
+    zero: bool,
+    real: impl FnOnce() -> *mut c_void,
+) -> *mut c_void {
+    if is_busy() {
+        let p = own::alloc(size, align, zero);
+        if !p.is_null() {
+            return p;
+        }
+    }
+    real()
+}
+
 /// An allocation: `ALLOC` (size, addr) for the default alignment, else `ALIGNED` (size,
 /// align, addr); the site last.
 unsafe fn record_alloc(ctx: &Ctx, size: usize, align: usize, p: *mut c_void) {
@@ -48,11 +67,11 @@ unsafe fn record_alloc(ctx: &Ctx, size: usize, align: usize, p: *mut c_void) {
     let (seq, stamp) = ctx.seq_stamped();
     let mut w = [0u64; 6];
     let mut n = if align == 0 {
-        w[..4].copy_from_slice(&[ALLOC | seq << 8, stamp, size as u64, p as u64]);
+        w[..4].copy_from_slice(&[ALLOC | ctx.mark | seq << 8, stamp, size as u64, p as u64]);
         4
     } else {
         w[..5].copy_from_slice(&[
-            ALIGNED | seq << 8,
+            ALIGNED | ctx.mark | seq << 8,
             stamp,
             size as u64,
             align as u64,
@@ -74,9 +93,11 @@ pub unsafe extern "C" fn malloc(size: size_t) -> *mut c_void {
         return real::boot_alloc(size, 16);
     }
     let Some(ctx) = enter() else {
-        return call_real!(MALLOC as fn(size_t) -> *mut c_void, size);
+        return unrecorded(size, 16, false, || {
+            call_real!(MALLOC as fn(size_t) -> *mut c_void, size)
+        });
     };
-    let p = call_real!(MALLOC as fn(size_t) -> *mut c_void, size);
+    let p = ctx.real(|| call_real!(MALLOC as fn(size_t) -> *mut c_void, size));
     if !p.is_null() {
         record_alloc(&ctx, size, 0, p);
     }
@@ -92,9 +113,13 @@ pub unsafe extern "C" fn calloc(n: size_t, size: size_t) -> *mut c_void {
         };
     }
     let Some(ctx) = enter() else {
-        return call_real!(CALLOC as fn(size_t, size_t) -> *mut c_void, n, size);
+        let real = || call_real!(CALLOC as fn(size_t, size_t) -> *mut c_void, n, size);
+        return match n.checked_mul(size) {
+            Some(total) => unrecorded(total, 16, true, real),
+            None => real(),
+        };
     };
-    let p = call_real!(CALLOC as fn(size_t, size_t) -> *mut c_void, n, size);
+    let p = ctx.real(|| call_real!(CALLOC as fn(size_t, size_t) -> *mut c_void, n, size));
     if !p.is_null() {
         record_alloc(&ctx, n.wrapping_mul(size), 0, p);
     }
@@ -108,18 +133,25 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     if p.is_null() || real::is_boot(p) || !ready(&real::FREE) {
         return;
     }
-    if let Some(ctx) = enter() {
-        // Before the real free: no other thread can be handed `p` earlier in the order.
-        let (seq, stamp) = ctx.seq_stamped();
-        ctx.push(&[FREE | seq << 8, stamp, p as u64]);
+    if own::contains(p) {
+        return own::free(p);
     }
-    call_real!(FREE as fn(*mut c_void) -> (), p)
+    let Some(ctx) = enter() else {
+        return call_real!(FREE as fn(*mut c_void) -> (), p);
+    };
+    // Before the real free: no other thread can be handed `p` earlier in the order.
+    let (seq, stamp) = ctx.seq_stamped();
+    ctx.push(&[FREE | ctx.mark | seq << 8, stamp, p as u64]);
+    ctx.real(|| call_real!(FREE as fn(*mut c_void) -> (), p))
 }
 
 /// realloc and reallocarray: `seq` before the real call (the old block may be released
 /// inside it), a second one after (the new block exists only from then on).
 unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void) -> *mut c_void {
     let Some(ctx) = enter() else {
+        if p.is_null() {
+            return unrecorded(size, 16, false, real);
+        }
         return real();
     };
     if p.is_null() {
@@ -134,14 +166,14 @@ unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void
     if q.is_null() {
         if size == 0 {
             // glibc frees the block and returns NULL.
-            ctx.push(&[FREE | before << 8, t_before, p as u64]);
+            ctx.push(&[FREE | ctx.mark | before << 8, t_before, p as u64]);
         }
         return q;
     }
     let site = ctx.site();
     let (after, t_after) = ctx.seq_stamped();
     let mut w = [
-        REALLOC | before << 8,
+        REALLOC | ctx.mark | before << 8,
         t_after,
         p as u64,
         q as u64,
@@ -174,6 +206,9 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: size_t) -> *mut c_void {
         }
         return q;
     }
+    if own::contains(p) {
+        return own::realloc(p, size);
+    }
     resize(p, size, || {
         call_real!(REALLOC as fn(*mut c_void, size_t) -> *mut c_void, p, size)
     })
@@ -185,17 +220,9 @@ pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: size_t, size: size_t) -
         *libc::__errno_location() = libc::ENOMEM;
         return null_mut();
     };
-    if real::is_boot(p) || !ready(&real::REALLOCARRAY) {
-        return realloc(p, total);
-    }
-    resize(p, total, || {
-        call_real!(
-            REALLOCARRAY as fn(*mut c_void, size_t, size_t) -> *mut c_void,
-            p,
-            n,
-            size
-        )
-    })
+    // As realloc: glibc's reallocarray calls realloc through the PLT, which would be a call
+    // inside the real one (recorded twice, or its block taken for the recorder's own).
+    realloc(p, total)
 }
 
 unsafe fn aligned(
@@ -208,9 +235,9 @@ unsafe fn aligned(
         return real::boot_alloc(size, align);
     }
     let Some(ctx) = enter() else {
-        return real();
+        return unrecorded(size, align, false, real);
     };
-    let p = real();
+    let p = ctx.real(real);
     if !p.is_null() {
         record_alloc(&ctx, size, align, p);
     }
@@ -271,6 +298,13 @@ pub unsafe extern "C" fn posix_memalign(
         return 0;
     }
     let Some(ctx) = enter() else {
+        if is_busy() && align.is_power_of_two() && align >= std::mem::size_of::<usize>() {
+            let p = own::alloc(size, align, false);
+            if !p.is_null() {
+                *out = p;
+                return 0;
+            }
+        }
         return call_real!(
             POSIX_MEMALIGN as fn(*mut *mut c_void, size_t, size_t) -> c_int,
             out,
@@ -278,16 +312,79 @@ pub unsafe extern "C" fn posix_memalign(
             size
         );
     };
-    let r = call_real!(
-        POSIX_MEMALIGN as fn(*mut *mut c_void, size_t, size_t) -> c_int,
-        out,
-        align,
-        size
-    );
+    let r = ctx.real(|| {
+        call_real!(
+            POSIX_MEMALIGN as fn(*mut *mut c_void, size_t, size_t) -> c_int,
+            out,
+            align,
+            size
+        )
+    });
     if r == 0 {
         record_alloc(&ctx, size, align, *out);
     }
     r
+}
+
+/// jemalloc's `mallctl` (where the program's allocator is jemalloc): the allocations made
+/// inside it are reentrant (`background_thread` starts a thread, and glibc's `pthread_create`
+/// allocates the thread's vector with `calloc` while jemalloc is inside `mallctl`: jemalloc
+/// serves it from arena 0 without the thread cache). Without a real one: `ENOENT`.
+#[no_mangle]
+pub unsafe extern "C" fn mallctl(
+    name: *const c_char,
+    old: *mut c_void,
+    old_len: *mut size_t,
+    new: *mut c_void,
+    new_len: size_t,
+) -> c_int {
+    if !ready(&real::MALLCTL) {
+        return libc::ENOENT;
+    }
+    in_allocator(|| {
+        call_real!(
+            MALLCTL as fn(*const c_char, *mut c_void, *mut size_t, *mut c_void, size_t) -> c_int,
+            name,
+            old,
+            old_len,
+            new,
+            new_len
+        )
+    })
+}
+
+/// `mallctlbymib`, as [`mallctl`].
+#[no_mangle]
+pub unsafe extern "C" fn mallctlbymib(
+    mib: *const size_t,
+    mib_len: size_t,
+    old: *mut c_void,
+    old_len: *mut size_t,
+    new: *mut c_void,
+    new_len: size_t,
+) -> c_int {
+    if !ready(&real::MALLCTLBYMIB) {
+        return libc::ENOENT;
+    }
+    in_allocator(|| {
+        call_real!(
+            MALLCTLBYMIB
+                as fn(
+                    *const size_t,
+                    size_t,
+                    *mut c_void,
+                    *mut size_t,
+                    *mut c_void,
+                    size_t,
+                ) -> c_int,
+            mib,
+            mib_len,
+            old,
+            old_len,
+            new,
+            new_len
+        )
+    })
 }
 
 /// A thread that starts threads often waits for them next (`join`) with its buffer held: it

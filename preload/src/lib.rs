@@ -3,10 +3,13 @@
 //!
 //! # Rules it keeps
 //! - It never allocates through malloc: per-thread buffers come from `mmap`, files are written
-//!   with raw `write`, paths are built on the stack. Calls made while the library itself is
-//!   inside a hook (the dynamic loader, libunwind) are forwarded unrecorded, so nothing
-//!   recurses; calls made while `dlsym` resolves the real functions are served from a static
-//!   bootstrap buffer.
+//!   with raw `write`, paths are built on the stack. Allocations made while the library
+//!   itself is at work on a thread (in a hook but outside the real function, at start-up: the
+//!   dynamic loader loading libunwind, libunwind) are served unrecorded from its own heap
+//!   (`own.rs`), never from the program's allocator, so nothing recurses and the program's
+//!   heap holds only what its trace has; calls made inside the real function (jemalloc
+//!   starting a thread) are recorded, marked reentrant; calls made while `dlsym` resolves the
+//!   real functions are served from a static bootstrap buffer.
 //! - One global order: every event takes a sequence number with one atomic `fetch_add` inside
 //!   the interposed call (an allocation after the real call returns, a free before it, a
 //!   realloc both before and after, so an address is never handed out before its release in
@@ -46,7 +49,10 @@
 //!   stamp is that of the chunk's event before), then: `ALLOC (1)`: size, addr; `ALIGNED (6)`: size, align, addr;
 //!   `FREE (2)`: addr; `REALLOC (3)`: old, new, size, seq_after (`seq` is taken before the real
 //!   call, `seq_after` after it; the stamp is at `seq_after`); `EXIT (4)`: nothing. Kind bit
-//!   `0x80` means one more word follows: the call's stack id (per slot). `STACK (5)`:
+//!   `0x80` means one more word follows: the call's stack id (per slot); bit `0x20`: the call
+//!   was made while another allocator call of the thread was in progress (inside a recorded
+//!   call's real function, or inside `mallctl`/`mallctlbymib`, which the library interposes
+//!   for this: jemalloc serves such a reentrant call from arena 0 without its cache). `STACK (5)`:
 //!   `5 | n << 8`, stack id, then `n` return addresses, innermost first (no time word).
 //! - 3 `MAPS`: the bytes of `/proc/self/maps` (for symbolizing stacks: those of a chunk with
 //!   the last one before it), written before a chunk when objects were (un)loaded since.
@@ -67,6 +73,7 @@
 mod buf;
 mod cfi;
 mod hooks;
+mod own;
 mod real;
 mod stack;
 mod state;

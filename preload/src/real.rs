@@ -23,7 +23,6 @@ reals! {
     FREE "free";
     CALLOC "calloc";
     REALLOC "realloc";
-    REALLOCARRAY "reallocarray";
     MEMALIGN "memalign";
     POSIX_MEMALIGN "posix_memalign";
     ALIGNED_ALLOC "aligned_alloc";
@@ -36,6 +35,8 @@ reals! {
     EXIT_ "_exit";
     EXIT2 "_Exit";
     PTHREAD_CREATE "pthread_create";
+    MALLCTL "mallctl";
+    MALLCTLBYMIB "mallctlbymib";
 }
 
 /// The function in `slot`, or `None` before `resolve` (or if the symbol is missing).

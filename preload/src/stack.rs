@@ -1,19 +1,43 @@
 //! Call stacks: taken from cached unwind rules ([`crate::unwind`]), or where those do not
-//! cover a frame by libunwind's `unw_backtrace` (loaded with `dlopen(RTLD_LOCAL)` only when
-//! stacks are asked for, so its `_Unwind_*` symbols never replace the C++ runtime's), interned
-//! per thread buffer: a stack is written once as a `STACK` event, calls carry its id.
+//! cover a frame by libunwind's `unw_backtrace` (loaded with `dlopen(RTLD_LOCAL)`, so its
+//! `_Unwind_*` symbols never replace the C++ runtime's), interned per thread buffer: a stack is
+//! written once as a `STACK` event, calls carry its id.
 //! `FRAGSIM_STACKS_CHECK=1` takes every stack both ways and aborts if they differ (tests).
+//!
+//! libunwind is loaded only when a stack first needs it (it is found at start-up, not
+//! loaded): it has a TLS block, and every thread created after it is loaded gets a larger
+//! thread vector from glibc (16 bytes more, one size class up), a change to the program's
+//! heap that a program whose stacks the rules all cover is spared. Its loading allocates from
+//! the recorder's own heap (`own.rs`), as everything the recorder does.
 
 use crate::buf::Ctx;
 use crate::unwind::{self, Slot, CACHE_SLOTS, RULES_GEN};
 use libc::{c_int, c_void};
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 type Backtrace = unsafe extern "C" fn(*mut *mut c_void, c_int) -> c_int;
 type CachingPolicy = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
 
 static UNW_BACKTRACE: AtomicUsize = AtomicUsize::new(0);
+/// libunwind's loading: not tried yet, under way (on one thread), loaded, failed.
+static LOAD: AtomicU8 = AtomicU8::new(UNTRIED);
+const UNTRIED: u8 = 0;
+const LOADING: u8 = 1;
+const LOADED: u8 = 2;
+const FAILED: u8 = 3;
+const LIBUNWIND: &std::ffi::CStr = c"libunwind.so.8";
+/// Where libunwind is looked for before it is loaded (besides `LD_LIBRARY_PATH`); found
+/// nowhere here, it is loaded at once, so that `dlopen`'s own search has the last word.
+const LIB_DIRS: [&[u8]; 7] = [
+    b"/usr/lib/x86_64-linux-gnu",
+    b"/lib/x86_64-linux-gnu",
+    b"/usr/lib64",
+    b"/lib64",
+    b"/usr/lib",
+    b"/lib",
+    b"/usr/local/lib",
+];
 static CHECK: AtomicBool = AtomicBool::new(false);
 /// Under the check: stacks the rules took (each found equal to libunwind's), and stacks only
 /// libunwind could take, for [`report_check`].
@@ -28,11 +52,65 @@ const ARENA_WORDS: usize = 1 << 22;
 /// The stack id of a call whose stack could not be interned (table full).
 pub const NO_STACK: u64 = 0;
 
-pub unsafe fn load_unwinder() -> bool {
-    let h = libc::dlopen(
-        c"libunwind.so.8".as_ptr(),
-        libc::RTLD_NOW | libc::RTLD_LOCAL,
+/// At start-up with stacks on: whether libunwind can be had. Loaded now under the check or
+/// when it cannot be found on disk (or is loaded already), else when first needed.
+pub unsafe fn find_unwinder() -> bool {
+    let check = libc::getenv(c"FRAGSIM_STACKS_CHECK".as_ptr());
+    CHECK.store(
+        !check.is_null() && *check == b'1' as libc::c_char,
+        Ordering::Relaxed,
     );
+    let loaded = libc::dlopen(LIBUNWIND.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+    if CHECK.load(Ordering::Relaxed) || !loaded.is_null() || !on_disk() {
+        return unwinder().is_some();
+    }
+    true
+}
+
+/// libunwind's file is in `LD_LIBRARY_PATH` or one of [`LIB_DIRS`].
+unsafe fn on_disk() -> bool {
+    let from_env = libc::getenv(c"LD_LIBRARY_PATH".as_ptr());
+    let env: &[u8] = if from_env.is_null() {
+        &[]
+    } else {
+        std::slice::from_raw_parts(from_env as *const u8, libc::strlen(from_env))
+    };
+    let name = LIBUNWIND.to_bytes();
+    env.split(|&c| c == b':')
+        .chain(LIB_DIRS.iter().copied())
+        .any(|dir| {
+            let mut path = [0u8; 4096];
+            if dir.is_empty() || dir.len() + name.len() + 2 > path.len() {
+                return false;
+            }
+            path[..dir.len()].copy_from_slice(dir);
+            path[dir.len()] = b'/';
+            path[dir.len() + 1..dir.len() + 1 + name.len()].copy_from_slice(name);
+            libc::access(path.as_ptr() as *const libc::c_char, libc::R_OK) == 0
+        })
+}
+
+/// `unw_backtrace`, libunwind loaded on the first call; `None` if it cannot be, or while
+/// another thread loads it (waiting could deadlock: that thread may need the loader's lock
+/// this one holds, inside the program's `dlopen`).
+unsafe fn unwinder() -> Option<Backtrace> {
+    let f = UNW_BACKTRACE.load(Ordering::Acquire);
+    if f != 0 {
+        return Some(std::mem::transmute::<usize, Backtrace>(f));
+    }
+    if LOAD
+        .compare_exchange(UNTRIED, LOADING, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return None;
+    }
+    let loaded = load();
+    LOAD.store(if loaded { LOADED } else { FAILED }, Ordering::Release);
+    loaded.then(|| std::mem::transmute::<usize, Backtrace>(UNW_BACKTRACE.load(Ordering::Acquire)))
+}
+
+unsafe fn load() -> bool {
+    let h = libc::dlopen(LIBUNWIND.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
     if h.is_null() {
         return false;
     }
@@ -47,11 +125,6 @@ pub unsafe fn load_unwinder() -> bool {
         let policy: CachingPolicy = std::mem::transmute(policy);
         policy(*space, UNW_CACHE_PER_THREAD);
     }
-    let check = libc::getenv(c"FRAGSIM_STACKS_CHECK".as_ptr());
-    CHECK.store(
-        !check.is_null() && *check == b'1' as libc::c_char,
-        Ordering::Relaxed,
-    );
     UNW_BACKTRACE.store(bt as usize, Ordering::Release);
     true
 }
@@ -126,9 +199,9 @@ pub unsafe fn clear(t: *mut StackTable) {
 
 /// This thread's stack into `out[1..]` (`out` has `MAX_FRAMES` words), the innermost frame
 /// (this function's, whose address depends on the way taken) in `out[0]`, left out of the
-/// count returned.
+/// count returned; `None`: it needs libunwind, which cannot be had.
 #[inline(always)]
-unsafe fn take(t: *mut StackTable, bt: Backtrace, out: *mut u64) -> usize {
+unsafe fn take(t: *mut StackTable, out: *mut u64) -> Option<usize> {
     let gen = RULES_GEN.load(Ordering::Relaxed);
     if (*t).rules_gen != gen {
         unwind::clear(rules(t));
@@ -138,6 +211,7 @@ unsafe fn take(t: *mut StackTable, bt: Backtrace, out: *mut u64) -> usize {
     let n = match fast {
         Some(n) if !CHECK.load(Ordering::Relaxed) => n,
         _ => {
+            let bt = unwinder()?;
             let mut slow = [0u64; MAX_FRAMES];
             let m = bt(slow.as_mut_ptr() as *mut *mut c_void, MAX_FRAMES as c_int).max(0);
             let m = m as usize;
@@ -154,7 +228,7 @@ unsafe fn take(t: *mut StackTable, bt: Backtrace, out: *mut u64) -> usize {
             m
         }
     };
-    n.saturating_sub(1)
+    Some(n.saturating_sub(1))
 }
 
 /// Under `FRAGSIM_STACKS_CHECK=1`, at the image's end: one line on standard error saying how
@@ -222,16 +296,16 @@ unsafe fn check_failed(mine: &[u64], libunwind: &[u64]) -> ! {
 /// first time it is seen.
 pub unsafe fn capture(ctx: &Ctx) -> u64 {
     let t = (*ctx.b).stacks;
-    let bt = UNW_BACKTRACE.load(Ordering::Acquire);
-    if t.is_null() || bt == 0 {
+    if t.is_null() {
         return NO_STACK;
     }
-    let bt: Backtrace = std::mem::transmute(bt);
     // words[0..2] are the STACK event's head (words[1] first holds the dropped innermost
     // frame), the frames follow (only those written are read).
     let mut words = [MaybeUninit::<u64>::uninit(); MAX_FRAMES + 1];
     let words = words.as_mut_ptr() as *mut u64;
-    let n = take(t, bt, words.add(1));
+    let Some(n) = take(t, words.add(1)) else {
+        return NO_STACK;
+    };
     let frames = std::slice::from_raw_parts(words.add(2), n);
     // FNV-1a over the addresses.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ n as u64;

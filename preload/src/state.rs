@@ -199,7 +199,7 @@ unsafe fn configure() -> bool {
     dir_buf[..dir.len()].copy_from_slice(dir);
     dir_buf[dir.len()] = 0;
     if flags & FLAG_STACKS != 0 {
-        if stack::load_unwinder() {
+        if stack::find_unwinder() {
             STACKS.store(true, Ordering::Release);
         } else {
             flags |= FLAG_NO_UNWINDER;
@@ -426,6 +426,7 @@ static FINI: extern "C" fn() = fini;
 extern "C" fn after_fork_child() {
     // SAFETY: runs in the only thread of the new child.
     unsafe {
+        crate::own::after_fork_child();
         if STATE.load(Ordering::Acquire) != ON {
             return;
         }

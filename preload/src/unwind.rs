@@ -13,11 +13,12 @@ pub const CACHE_SLOTS: usize = 1 << 14;
 const MAX_SPAN: u64 = 1 << 28;
 
 /// A slot's `flags`: no rule (the stack goes to libunwind), the CFA from `rbp`, the
-/// outermost frame, `rbp` saved.
+/// outermost frame, `rbp` saved, no unwind information at all (with `NONE`).
 const NONE: u16 = 1;
 const CFA_RBP: u16 = 2;
 const LAST: u16 = 4;
 const RBP_SAVED: u16 = 8;
+const NO_INFO: u16 = 16;
 
 /// One return address's rule, unpacked (`ip` 0: empty; a return address is never 0).
 #[repr(C)]
@@ -74,6 +75,9 @@ unsafe fn lookup(cache: *mut Slot, ip: u64) -> Slot {
 unsafe fn miss(s: &mut Slot, ip: u64) {
     // A return address: the call is the instruction before it (it may end its function).
     *s = Slot::of(ip, cfi::rule_at(ip.wrapping_sub(1)));
+    if s.flags & NONE != 0 && cfi::uncovered(ip.wrapping_sub(1)) {
+        s.flags |= NO_INFO;
+    }
 }
 
 /// Forgets the thread's rules (objects were unloaded: their addresses may hold other code).
@@ -127,7 +131,10 @@ pub unsafe fn backtrace(cache: *mut Slot, out: *mut u64, max: usize) -> Option<u
         n += 1;
         rule = lookup(cache, ra);
         if rule.flags & (NONE | LAST) != 0 {
-            if rule.flags & NONE != 0 {
+            // A frame without unwind information whose `rbp` is 0: libunwind's frame-chain
+            // fallback ends the stack there (x86_64/Gstep.c), as at the loader's
+            // `_dl_start_user`, the caller of every constructor.
+            if rule.flags & NONE != 0 && (rule.flags & NO_INFO == 0 || bp != 0) {
                 return None;
             }
             break;

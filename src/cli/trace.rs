@@ -24,7 +24,8 @@ enum TraceCommand {
     /// Convert a valgrind log, heaptrack's raw output or a text trace into a binary trace.
     Import(ImportArgs),
     /// Print a trace in the text form (`a ID SIZE [ALIGN] [@SITE]`, `f ID`, `r ID SIZE`, and
-    /// `t TID`, `T NS`, `s SITE FRAMES`, `x` for threads, times, sites and thread exits).
+    /// `t TID`, `T NS`, `s SITE FRAMES`, `x` for threads, times, sites and thread exits, `e`
+    /// before a call made inside another allocator call of its thread).
     Dump(DumpArgs),
     /// Counts, live objects, requested bytes (one row per trace), or the size histogram.
     Stats(StatsArgs),

@@ -37,10 +37,15 @@ pub fn compare_snapshots(
     // Resident within 1% or 256 KiB (the larger): a base counts every page up to its bump
     // pointer, whose place in its last page start-up's allocations decide (the model knows
     // it to a page per block), and a radix-tree leaf lies where the kernel maps memory.
-    let within = p.resident_bytes.abs_diff(m.resident_bytes) <= resident_tolerance(m.resident_bytes);
+    let within =
+        p.resident_bytes.abs_diff(m.resident_bytes) <= resident_tolerance(m.resident_bytes);
     c.check(
         || "stats.resident (within 1% or 256 KiB)".into(),
-        if within { m.resident_bytes } else { p.resident_bytes },
+        if within {
+            m.resident_bytes
+        } else {
+            p.resident_bytes
+        },
         m.resident_bytes,
     );
     let empty = ArenaSnapshot::default();

@@ -138,6 +138,7 @@ fn random_trace(spec: &ThreadedSpec) -> Vec<Record> {
             thread,
             time_ns: None,
             site: None,
+            reentrant: false,
         }));
     }
     out
@@ -259,6 +260,7 @@ pub fn records_from_text(text: &str) -> Result<Vec<Record>, TextError> {
             thread,
             time_ns: None,
             site: None,
+            reentrant: false,
         }));
     }
     Ok(out)

@@ -11,14 +11,15 @@ mod decay;
 mod gc;
 mod meta;
 mod metadata;
+mod reentrant;
 mod threads;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{ArenaModel, SimError};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Event, Record, ThreadId};
-pub use decay::DecayClock;
 pub use base::{EDATA as EDATA_BYTES, HEADER as BASE_HEADER_BYTES};
+pub use decay::DecayClock;
 pub use metadata::{machine_vaddr_bits, Metadata};
 pub use view::{HeldBlock, LiveObject};
 
@@ -309,7 +310,10 @@ impl Process {
                     self.minimal_free(n, t, call.event)?;
                 } else {
                     self.ensure_thread(t)?;
-                    self.call(n, t, call.event)?;
+                    // A call made inside another allocator call: arena 0, no cache.
+                    if !(call.reentrant && self.reentrant_call(n, t, call.event)?) {
+                        self.call(n, t, call.event)?;
+                    }
                 }
                 self.background_after_call();
                 Ok(())

@@ -40,6 +40,7 @@ impl Script {
             thread,
             time_ns: None,
             site: None,
+            reentrant: false,
         }));
     }
 

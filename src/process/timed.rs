@@ -172,6 +172,7 @@ fn assign_ids(ops: &[Op], nobj: usize) -> Vec<Record> {
             thread: o.thread,
             time_ns: Some(o.time_ns),
             site: None,
+            reentrant: false,
         }));
     }
     out

@@ -9,7 +9,9 @@
 //! - 5: the current thread exits (`X` = 0), then the time delta if the trace has times;
 //! - 6: site `X` is defined: the frame count, then per frame `0 module offset` (a location in a
 //!   module named for the first time: it takes the next module number), `1 symbol`, or
-//!   `2 + m offset` (a location in module `m`); strings as a length and UTF-8 bytes.
+//!   `2 + m offset` (a location in module `m`); strings as a length and UTF-8 bytes;
+//! - 7 with `X` = 1: the next call is reentrant (made inside another allocator call of its
+//!   thread, [`Call::reentrant`]); a reader that does not know it refuses the file.
 //!
 //! Thread switches are records of their own, not a field per call, because calls come in runs
 //! per thread: a single-threaded v2 trace with times costs one time varint per call more than
@@ -22,6 +24,9 @@ use super::{Call, Event, Frame, ObjectId, Record};
 const KIND_SWITCH: u64 = 4;
 const KIND_EXIT: u64 = 5;
 const KIND_SITE: u64 = 6;
+const KIND_MARK: u64 = 7;
+/// [`KIND_MARK`]'s `X`: the next call is reentrant.
+const MARK_REENTRANT: u64 = 1;
 /// Longest string of a frame (a module path or a symbol).
 pub const MAX_STRING: usize = 1 << 16;
 /// Most frames of one site.
@@ -85,7 +90,8 @@ pub fn encode_record(out: &mut Vec<u8>, record: &Record, fields: Fields, st: &mu
     }
 }
 
-/// The longest encoding of one call: a thread switch, the tag, size, align, site and time.
+/// The longest encoding of one call: a thread switch, the mark, the tag, size, align, site and
+/// time (at most 5, 1, 6, 10, 10, 5 and 10 bytes).
 const MAX_CALL: usize = 6 * 10;
 
 /// Appends one call record (already checked). Its varints are written into room reserved
@@ -107,6 +113,9 @@ pub fn encode_call(out: &mut Vec<u8>, call: &Call, fields: Fields, st: &mut Code
         n += 1;
     };
     switch_to(&mut put, call.thread, st);
+    if call.reentrant {
+        put(MARK_REENTRANT << 3 | KIND_MARK);
+    }
     let id = call.event.id();
     let tag = |kind: u64| zigzag(id as i64 - st.prev_id as i64) << 3 | kind;
     let free = match call.event {
@@ -170,9 +179,13 @@ pub fn decode_record(
     st: &mut CodecState,
 ) -> Result<(Record, usize), DecodeError> {
     let mut pos = 0;
+    let mut reentrant = false;
     loop {
         let tag = get_varint(buf, &mut pos)?;
         let x = tag >> 3;
+        if reentrant && tag & 7 > 3 {
+            return Err(DecodeError::Malformed("a reentrant mark not before a call"));
+        }
         match tag & 7 {
             KIND_SWITCH => {
                 st.thread = u32::try_from(x)
@@ -197,7 +210,11 @@ pub fn decode_record(
                 st.modules = modules;
                 return Ok((Record::Site { id, frames }, pos));
             }
-            7 => return Err(DecodeError::Malformed("unknown record kind 7")),
+            KIND_MARK if x == MARK_REENTRANT => {
+                reentrant = true;
+                continue;
+            }
+            KIND_MARK => return Err(DecodeError::Malformed("an unknown mark (kind 7)")),
             kind => {
                 let Ok(id) = ObjectId::try_from(st.prev_id as i64 + unzigzag(x)) else {
                     return Err(DecodeError::Malformed("object id outside 0..=2^32-1"));
@@ -223,6 +240,7 @@ pub fn decode_record(
                     thread: st.thread,
                     time_ns,
                     site,
+                    reentrant,
                 };
                 return Ok((Record::Call(call), pos));
             }
@@ -267,6 +285,7 @@ pub(crate) fn decode_call_fast(
         thread,
         time_ns,
         site,
+        reentrant: false,
     };
     Some((call, pos))
 }

@@ -73,6 +73,10 @@ pub struct Call {
     pub time_ns: Option<u64>,
     /// The call site, if the trace has one for this call (allocations and reallocs only).
     pub site: Option<SiteId>,
+    /// Made while another allocator call of the same thread was in progress (glibc's
+    /// `pthread_create` inside jemalloc's `mallctl("background_thread")`): jemalloc serves it
+    /// reentrantly, from arena 0 without the thread cache.
+    pub reentrant: bool,
 }
 
 impl Call {
@@ -83,6 +87,7 @@ impl Call {
             thread: 0,
             time_ns: None,
             site: None,
+            reentrant: false,
         }
     }
 }

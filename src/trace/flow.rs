@@ -43,8 +43,9 @@ impl Fields {
     /// The fields a record needs.
     pub fn of(record: &Record) -> Fields {
         match record {
+            // A reentrant call's mark is written in the threads' format (version 3).
             Record::Call(c) => Fields {
-                threads: c.thread != 0,
+                threads: c.thread != 0 || c.reentrant,
                 times: c.time_ns.is_some(),
                 sites: c.site.is_some(),
             },

@@ -206,6 +206,7 @@ impl Importer {
                 thread: 0,
                 time_ns: Some(self.time_ns),
                 site,
+                reentrant: false,
             }));
         }
     }

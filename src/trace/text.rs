@@ -1,7 +1,8 @@
 //! The plain text form, one record per line: `a ID SIZE [ALIGN] [@SITE]`, `f ID`,
 //! `r ID SIZE [@SITE]`, and for format v2 `t TID` (the following lines run on thread TID),
 //! `T NS` (they happen at NS ns since the start), `s SITE FRAME;FRAME;...` (a call site, frames
-//! innermost first) and `x` (the current thread exits). `#` starts a comment (not on `s`
+//! innermost first), `x` (the current thread exits) and `e` (the next line's call is
+//! reentrant: made inside another allocator call of its thread). `#` starts a comment (not on `s`
 //! lines, whose frames are the rest of the line), blank lines are ignored. `dump` writes
 //! exactly this (align only when not 0, `t`/`T` only when they change, from thread 0 at time
 //! 0), so text -> binary -> text is the identity on that canonical form.
@@ -38,6 +39,7 @@ pub fn read_text_records<R: BufRead>(r: R, name: &str) -> TextRecords<R> {
         seen: Fields::NONE,
         sites: SiteTable::new(),
         done: false,
+        reentrant: false,
     }
 }
 
@@ -73,6 +75,8 @@ pub struct TextRecords<R> {
     seen: Fields,
     sites: SiteTable,
     done: bool,
+    /// An `e` line came: the next line is a reentrant call.
+    reentrant: bool,
 }
 
 impl<R: BufRead> TextRecords<R> {
@@ -126,7 +130,19 @@ impl<R: BufRead> TextRecords<R> {
         let Some(&first) = fields.first() else {
             return Ok(None);
         };
+        let reentrant = std::mem::take(&mut self.reentrant);
+        if reentrant && !matches!(first, "a" | "f" | "r") {
+            return Err(format!(
+                "'{first}' after 'e' (a reentrant call's line must follow it)"
+            ));
+        }
         match first {
+            "e" if fields.len() == 1 => {
+                self.reentrant = true;
+                self.seen.threads = true;
+                Ok(None)
+            }
+            "e" => Err(arity(&fields, "nothing")),
             "t" => {
                 let [_, tid] = fields[..] else {
                     return Err(arity(&fields, "TID"));
@@ -177,6 +193,7 @@ impl<R: BufRead> TextRecords<R> {
                     thread: self.flow.thread,
                     time_ns: self.time,
                     site,
+                    reentrant,
                 };
                 self.flow.call(&call)?;
                 self.tally.apply(&event)?;
@@ -275,7 +292,7 @@ fn parse_call(fields: &[&str]) -> Result<(Event, Option<u32>), String> {
         "r" => return Err(arity(fields, "ID SIZE [@SITE]")),
         other => {
             return Err(format!(
-                "unknown line '{other}' (expected 'a', 'f', 'r', 't', 'T', 's' or 'x')"
+                "unknown line '{other}' (expected 'a', 'f', 'r', 't', 'T', 's', 'x' or 'e')"
             ))
         }
     };
@@ -332,6 +349,9 @@ where
         match record? {
             Record::Call(call) => {
                 context(&mut out, call.thread, call.time_ns).map_err(io)?;
+                if call.reentrant {
+                    writeln!(out, "e").map_err(io)?;
+                }
                 let line = event_line(&call.event);
                 match call.site {
                     Some(s) => writeln!(out, "{line} @{s}"),

@@ -93,6 +93,7 @@ impl<W: Write + Seek> TraceWriter<W> {
                 thread: self.flow.thread,
                 time_ns: None,
                 site: None,
+                reentrant: false,
             };
             return self.write_record(&Record::Call(call));
         }

@@ -53,6 +53,8 @@ pub unsafe extern "C" fn thread_exit(p: *mut c_void) {
     let ctx = Ctx {
         b,
         tls: TLS.with(|t| t as *const Tls),
+        mark: 0,
+        inside_recorded: false,
     };
     (*b).in_call.store(1, Ordering::Relaxed);
     if begin(b) {

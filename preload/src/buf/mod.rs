@@ -117,6 +117,12 @@ pub struct Ctx {
     pub b: *mut Buf,
     /// This thread's TLS block (one `__tls_get_addr` per call, not two).
     tls: *const Tls,
+    /// `REENTRANT` for a call made inside another allocator call of this thread (its event
+    /// heads carry it), else 0.
+    pub mark: u64,
+    /// A recorded call of this thread is in progress around this one: its `in_call` mark
+    /// stays when this one ends.
+    inside_recorded: bool,
 }
 
 /// Starts recording a call, or `None` (not recording, nested, no buffer): forward only.
@@ -142,10 +148,12 @@ pub unsafe fn enter() -> Option<Ctx> {
                 LATE_CALLS.fetch_add(1, Ordering::Relaxed);
                 return None;
             }
+            // Busy also while the key is set: glibc allocates a slot block for a key past
+            // its first 32, from the recorder's own heap then.
             t.busy.set(true);
             b = new_thread_buf();
-            t.busy.set(false);
             if b.is_null() {
+                t.busy.set(false);
                 return None;
             }
             t.buf.set(b);
@@ -153,9 +161,21 @@ pub unsafe fn enter() -> Option<Ctx> {
         }
         t.busy.set(true);
         // Before any order key is taken (the counter's `fetch_add`, or with TSC keys the
-        // reader's `membarrier`, orders it for [`mark`]).
+        // reader's `membarrier`, orders it for [`mark`]). A reentrant call may find it set by
+        // the recorded call it is inside.
+        let (mark, inside_recorded) = if t.in_alloc.get() > 0 {
+            let inside = (*b).in_call.load(Ordering::Relaxed) == 1;
+            (crate::wire::REENTRANT, inside)
+        } else {
+            (0, false)
+        };
         (*b).in_call.store(1, Ordering::Relaxed);
-        Some(Ctx { b, tls: t })
+        Some(Ctx {
+            b,
+            tls: t,
+            mark,
+            inside_recorded,
+        })
     })
 }
 
@@ -226,14 +246,41 @@ impl Ctx {
     }
 }
 
+impl Ctx {
+    /// Runs the real allocator function `f` with calls made inside it recorded as reentrant
+    /// (jemalloc creating its background thread: glibc's `pthread_create` allocates).
+    #[inline(always)]
+    pub unsafe fn real<R>(&self, f: impl FnOnce() -> R) -> R {
+        let t = &*self.tls;
+        t.busy.set(false);
+        t.in_alloc.set(t.in_alloc.get() + 1);
+        let r = f();
+        t.in_alloc.set(t.in_alloc.get() - 1);
+        t.busy.set(true);
+        r
+    }
+}
+
 impl Drop for Ctx {
     fn drop(&mut self) {
         // SAFETY: the thread's own buffer and TLS block, alive while the thread runs.
         unsafe {
-            (*self.b).in_call.store(0, Ordering::Release);
+            // The recorded call around a reentrant one is still in progress, its event due.
+            if !self.inside_recorded {
+                (*self.b).in_call.store(0, Ordering::Release);
+            }
             (*self.tls).busy.set(false)
         }
     }
+}
+
+/// Runs `f` (an interposed jemalloc entry point's real function) with the allocations made
+/// inside it recorded as reentrant.
+pub fn in_allocator<R>(f: impl FnOnce() -> R) -> R {
+    TLS.with(|t| t.in_alloc.set(t.in_alloc.get() + 1));
+    let r = f();
+    TLS.with(|t| t.in_alloc.set(t.in_alloc.get() - 1));
+    r
 }
 
 /// The owner starts appending to (or writing) its buffer; false: recording has ended, the

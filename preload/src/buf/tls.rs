@@ -15,10 +15,14 @@ use std::cell::Cell;
 #[repr(C)]
 pub struct Tls {
     pub buf: Cell<*mut Buf>,
-    /// Inside a hook (or init): nested calls are forwarded unrecorded.
+    /// Inside the recorder's own work (a hook outside its real function, init): allocations
+    /// come unrecorded from its own heap.
     pub busy: Cell<bool>,
     /// The thread's exit is written: its later calls are not recorded.
     pub exited: Cell<bool>,
+    /// Allocator calls of this thread in progress (a recorded call's real function, an
+    /// interposed `mallctl`): a call made meanwhile is reentrant.
+    pub in_alloc: Cell<u8>,
 }
 
 /// The handle: `TLS.with(|t| ...)`, as with `thread_local!`.
@@ -70,6 +74,7 @@ impl Key {
                     buf: Cell::new(std::ptr::null_mut()),
                     busy: Cell::new(false),
                     exited: Cell::new(false),
+                    in_alloc: Cell::new(0),
                 }
             };
         }

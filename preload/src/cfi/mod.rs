@@ -157,8 +157,10 @@ unsafe extern "C" fn find_object(
     1
 }
 
-/// The FDE covering `pc` through the object's `.eh_frame_hdr` table.
-unsafe fn find_fde(pc: u64) -> Option<*const u8> {
+/// The FDE of the last entry at or below `pc` in its object's `.eh_frame_hdr` table;
+/// `Some(None)`: the object has the usual table and no entry starts at or below `pc`; `None`:
+/// no object, no table, or a table of another form.
+unsafe fn find_fde(pc: u64) -> Option<Option<*const u8>> {
     let mut f = Find { pc, hdr: 0 };
     libc::dl_iterate_phdr(Some(find_object), &mut f as *mut Find as *mut c_void);
     if f.hdr == 0 {
@@ -189,9 +191,9 @@ unsafe fn find_fde(pc: u64) -> Option<*const u8> {
         }
     }
     if lo == 0 {
-        return None;
+        return Some(None);
     }
-    Some(hdr.offset((*table.add(lo - 1))[1] as isize))
+    Some(Some(hdr.offset((*table.add(lo - 1))[1] as isize)))
 }
 
 /// An entry's (CIE or FDE) contents after its length and id words, and its id word's address.
@@ -276,9 +278,8 @@ unsafe fn cie(p: *const u8) -> Option<Cie> {
     })
 }
 
-/// The rule at `pc` (a return address minus one, or the exact address of the first frame).
-pub unsafe fn rule_at(pc: u64) -> Option<Rule> {
-    let fde = find_fde(pc)?;
+/// An FDE's CIE, its instructions (after the augmentation data) and its code range.
+unsafe fn fde_parts(fde: *const u8) -> Option<(Cie, Reader, u64, u64)> {
     let (mut r, id_at) = entry(fde)?;
     let cie_off = std::ptr::read_unaligned(id_at as *const u32);
     if cie_off == 0 {
@@ -287,7 +288,23 @@ pub unsafe fn rule_at(pc: u64) -> Option<Rule> {
     let c = cie(id_at.sub(cie_off as usize))?;
     let start = r.ptr(c.fde_enc, 0)?;
     let range = r.ptr(c.fde_enc & 0x0f, 0)?;
-    if pc < start || pc >= start.wrapping_add(range) {
+    Some((c, r, start, start.wrapping_add(range)))
+}
+
+/// `pc` is in an object whose usual `.eh_frame_hdr` table has no entry covering it (code
+/// without unwind information, such as the loader's `_dl_start_user`).
+pub unsafe fn uncovered(pc: u64) -> bool {
+    match find_fde(pc) {
+        Some(None) => true,
+        Some(Some(fde)) => fde_parts(fde).is_some_and(|(_, _, start, end)| pc < start || pc >= end),
+        None => false,
+    }
+}
+
+/// The rule at `pc` (a return address minus one, or the exact address of the first frame).
+pub unsafe fn rule_at(pc: u64) -> Option<Rule> {
+    let (c, mut r, start, end) = fde_parts(find_fde(pc)??)?;
+    if pc < start || pc >= end {
         return None;
     }
     if c.has_aug_data {

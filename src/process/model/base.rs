@@ -94,7 +94,7 @@ impl Base {
         b.alloc(rest / CACHELINE * CACHELINE, CACHELINE, c);
         // What start-up carved beyond cache lines (arena 0's tables), so that `allocated` is
         // as measured.
-        if rest % CACHELINE > 0 {
+        if !rest.is_multiple_of(CACHELINE) {
             b.alloc(rest % CACHELINE, QUANTUM, c);
         }
         b
@@ -235,7 +235,10 @@ mod tests {
     fn a_fresh_arena_then_records_fill_its_last_page() {
         let c = classes();
         let mut b = Base::fresh(92_880, &c);
-        assert_eq!((b.allocated, b.resident, b.mapped), (92_880, 94_208, 2 << 20));
+        assert_eq!(
+            (b.allocated, b.resident, b.mapped),
+            (92_880, 94_208, 2 << 20)
+        );
         b.records_to(10, &c);
         assert_eq!((b.allocated, b.resident), (92_880 + 1280, 94_208));
         b.records_to(11, &c);

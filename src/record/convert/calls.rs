@@ -60,6 +60,7 @@ impl Converter<'_, '_> {
             return self.exit(thread, at);
         }
         let mut out = Emit::new(&mut self.records, &mut self.summary, thread, at, site);
+        out.reentrant = ev.reentrant;
         match ev.op {
             RawOp::Alloc { size, align, addr } => {
                 self.importer
@@ -167,6 +168,8 @@ pub(super) struct Emit<'c> {
     thread: ThreadId,
     at: u64,
     site: Option<SiteId>,
+    /// The calls are reentrant (all of one raw event's).
+    pub(super) reentrant: bool,
 }
 
 impl<'c> Emit<'c> {
@@ -188,6 +191,7 @@ impl<'c> Emit<'c> {
             thread,
             at,
             site,
+            reentrant: false,
         }
     }
 }
@@ -198,7 +202,7 @@ impl EventOut for Emit<'_> {
         let s = &mut *self.summary;
         s.events += 1;
         s.events_per_thread[self.thread as usize] += 1;
-        let (thread, time_ns) = (self.thread, Some(self.at));
+        let (thread, time_ns, reentrant) = (self.thread, Some(self.at), self.reentrant);
         let slot = free_slot(self.records);
         let call = |event, site| {
             Record::Call(Call {
@@ -206,6 +210,7 @@ impl EventOut for Emit<'_> {
                 thread,
                 time_ns,
                 site,
+                reentrant,
             })
         };
         // SAFETY: `slot` is the vector's first unused slot ([`free_slot`]); written whole

@@ -7,7 +7,7 @@
 
 use super::{
     u64_at, Clock, RawEvent, RawImage, RawOp, RawProcess, RawThread, Stacks, E_ALIGNED, E_ALLOC,
-    E_EXIT, E_FREE, E_REALLOC, E_STACK, HAS_SITE, SAME_STAMP,
+    E_EXIT, E_FREE, E_REALLOC, E_STACK, HAS_SITE, REENTRANT, SAME_STAMP,
 };
 use std::os::unix::fs::FileExt;
 
@@ -201,7 +201,7 @@ impl ThreadCursor {
             }
         };
         let head = word(0);
-        let kind = head & 0x3f;
+        let kind = head & 0x1f;
         if kind == E_STACK {
             return self.decode_stack(at, stacks);
         }
@@ -226,6 +226,7 @@ impl ThreadCursor {
             time_ns: self.clock.ns(stamp),
             op,
             stack: if site { b(body) as u32 } else { 0 },
+            reentrant: head & REENTRANT != 0,
         };
         let seq = head >> 8;
         let e = match kind {

@@ -21,7 +21,7 @@ use std::path::Path;
 pub mod wire;
 use wire::{
     CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_EXIT, E_FREE, E_REALLOC, E_STACK, FLAGS_KNOWN, HAS_SITE,
-    K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION, SAME_STAMP,
+    K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION, REENTRANT, SAME_STAMP,
 };
 pub use wire::{FLAG_AUTO_ORDER, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER};
 
@@ -57,6 +57,8 @@ pub struct RawEvent {
     pub op: RawOp,
     /// The stack id in the thread buffer's table (0: none).
     pub stack: u32,
+    /// Made inside another allocator call of its thread.
+    pub reentrant: bool,
 }
 
 /// One `EVENTS` chunk's payload: `start..end` of the file's bytes.

@@ -16,7 +16,7 @@ pub const K_EXEC: u32 = 4;
 pub const K_END: u32 = 5;
 pub const K_SIGNAL: u32 = 6;
 
-/// Event kinds (the head word's low 6 bits).
+/// Event kinds (the head word's low 5 bits).
 pub const E_ALLOC: u64 = 1;
 pub const E_FREE: u64 = 2;
 pub const E_REALLOC: u64 = 3;
@@ -25,6 +25,9 @@ pub const E_STACK: u64 = 5;
 pub const E_ALIGNED: u64 = 6;
 /// Head bits: the event has no stamp word (its stamp is its chunk's event before), a site.
 pub const SAME_STAMP: u64 = 0x40;
+/// Head bit: the call was made while another allocator call of its thread was in progress
+/// (a reentrant call, `Call::reentrant`).
+pub const REENTRANT: u64 = 0x20;
 pub const HAS_SITE: u64 = 0x80;
 
 /// The image header's version (its first word): 3 since flag 16 (TSC order keys), which a
