@@ -227,9 +227,12 @@ mod tests {
 
     #[test]
     fn a_meta_line_and_a_bad_one() {
-        let m = parse_meta("meta 2639856 2646016 6291456 91152 94208 2097152 - 10 20 5 30")
-            .unwrap();
-        assert_eq!((m.base_allocated, m.per_arena_allocated), (2_639_856, 91_152));
+        let m =
+            parse_meta("meta 2639856 2646016 6291456 91152 94208 2097152 - 10 20 5 30").unwrap();
+        assert_eq!(
+            (m.base_allocated, m.per_arena_allocated),
+            (2_639_856, 91_152)
+        );
         assert_eq!((m.below, m.heap, m.heap_mapping), (10, 20, (5, 30)));
         let m = parse_meta("meta 1 2 3 4 5 6 786432 0 0 0 0 12345").unwrap();
         assert_eq!((m.rtree_bytes, m.base_records), (786_432, Some(12_345)));

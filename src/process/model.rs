@@ -16,8 +16,8 @@ use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{ArenaModel, SimError};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Record, ThreadId};
-pub use decay::DecayClock;
 pub use base::{EDATA as EDATA_BYTES, HEADER as BASE_HEADER_BYTES};
+pub use decay::DecayClock;
 pub use metadata::{machine_vaddr_bits, Metadata};
 pub use view::{HeldBlock, LiveObject};
 

@@ -196,7 +196,10 @@ impl MetaState {
 
     /// Arena `i`'s base mapped bytes (0 where it has no base or the model is off).
     pub fn base_mapped(&self, i: usize) -> u64 {
-        self.bases.get(i).and_then(Option::as_ref).map_or(0, |b| b.mapped)
+        self.bases
+            .get(i)
+            .and_then(Option::as_ref)
+            .map_or(0, |b| b.mapped)
     }
 
     /// The modelled radix tree's leaves (`None` without a tree model).
