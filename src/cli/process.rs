@@ -394,10 +394,45 @@ fn run_live(
     let run = LiveRun { every, keep: 5 };
     let r = compare_process_live_with(&exe, &allocator, trace, &options, run, &bar)?;
     let c = &r.comparison;
-    super::replay::emit_comparison(&args.output, format!(
-            "{name}: process model vs live jemalloc {} ({} threads, {} arenas, baton replay), every {every} events",
-            r.version, threads.max(1), r.narenas
-        ), r.events, c)
+    let title = format!(
+        "{name}: process model vs live jemalloc {} ({} threads, {} arenas, baton replay), every {every} events",
+        r.version, threads.max(1), r.narenas
+    );
+    let mut record = super::replay::comparison_record(title, r.events, c);
+    let (p, m) = (&r.last_predicted, &r.last_measured);
+    for (key, label, model, live) in [
+        (
+            "metadata",
+            "stats.metadata",
+            p.metadata_bytes,
+            m.metadata_bytes,
+        ),
+        (
+            "resident",
+            "stats.resident",
+            p.resident_bytes,
+            m.resident_bytes,
+        ),
+        ("mapped", "stats.mapped", p.mapped_bytes, m.mapped_bytes),
+    ] {
+        record
+            .field(
+                &format!("final_{key}_model"),
+                &format!("final {label}, model"),
+                model,
+            )
+            .field(
+                &format!("final_{key}_live"),
+                &format!("final {label}, live"),
+                live,
+            );
+    }
+    record.field(
+        "worst_resident_difference",
+        "largest |model - live| stats.resident over the comparisons",
+        r.worst_resident.0,
+    );
+    super::replay::emit_comparison_record(&args.output, &record, c)
 }
 
 /// Hidden: the child side of a live process replay.
