@@ -189,7 +189,7 @@ fn forty_thousand_live_20_kib_blocks_resident_metadata_and_mapped() {
             r.comparison.values,
             r.comparison.first
         );
-        let (p, m) = (&r.last_predicted, &r.last_measured);
+        let (p, m) = (&r.totals.last_predicted, &r.totals.last_measured);
         assert_eq!(p.event, 40_000);
         // The live heap is about 1 GB: what the issue measured (993 MB resident).
         assert!(m.resident_bytes > 900 << 20, "{a:?}: {m:?}");
@@ -249,7 +249,7 @@ fn bases_of_several_arenas_outgrow_their_first_block() {
         // 28,000, each fresh arena's 15,657: 2.7 MB + 2 x 92,880 + 7.5 MB with the cache
         // blocks); live metadata above 11 MiB means some base mapped a block more (about
         // 14 MB measured in both versions).
-        let m = &r.last_measured;
+        let m = &r.totals.last_measured;
         assert!(m.metadata_bytes > 11 << 20, "{a:?}: {m:?}");
     }
 }

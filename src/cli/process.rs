@@ -232,7 +232,7 @@ fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fie
     )
     .field(
         "mapped_bytes_at_active_peak",
-        "mapped bytes at the active peak (stats.mapped less metadata)",
+        "mapped bytes at the active peak (stats.mapped)",
         p.mapped_bytes,
     )
     .field(
@@ -241,7 +241,7 @@ fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fie
         Cell::Float(summary.mean_active_bytes(), 1),
     );
     resident_fields(&mut r, runs);
-    let mapped = "final mapped bytes (stats.mapped less metadata)";
+    let mapped = "final mapped bytes (stats.mapped)";
     for (name, label, bytes) in [
         (
             "final_allocated_bytes",
@@ -399,7 +399,7 @@ fn run_live(
         r.version, threads.max(1), r.narenas
     );
     let mut record = super::replay::comparison_record(title, r.events, c);
-    let (p, m) = (&r.last_predicted, &r.last_measured);
+    let (p, m) = (&r.totals.last_predicted, &r.totals.last_measured);
     for (key, label, model, live) in [
         (
             "metadata",
@@ -430,7 +430,7 @@ fn run_live(
     record.field(
         "worst_resident_difference",
         "largest |model - live| stats.resident over the comparisons",
-        r.worst_resident.0,
+        r.totals.worst_resident.0,
     );
     super::replay::emit_comparison_record(&args.output, &record, c)
 }

@@ -111,6 +111,14 @@ pub struct ProcessLiveComparison {
     pub peak_active_predicted: u64,
     /// Large bytes the child's start-up left live in arena 0 (modelled as such).
     pub residue_bytes: u64,
+    /// The last comparison's totals and the largest resident difference (boxed: kept
+    /// beside other outcomes).
+    pub totals: Box<LiveTotals>,
+}
+
+/// A live process comparison's totals.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct LiveTotals {
     /// The last comparison's totals, model and live (`stats.allocated`, `active`,
     /// `metadata`, `resident`, `mapped`; arenas left out).
     pub last_predicted: ProcessSnapshot,
@@ -412,9 +420,11 @@ impl ProcessCompare {
             peak_active_measured: self.peak_active_measured,
             peak_active_predicted: self.peak_active_predicted,
             residue_bytes: header.residue,
-            last_predicted: self.last.0,
-            last_measured: self.last.1,
-            worst_resident: self.worst_resident,
+            totals: Box::new(LiveTotals {
+                last_predicted: self.last.0,
+                last_measured: self.last.1,
+                worst_resident: self.worst_resident,
+            }),
         }
     }
 }

@@ -94,7 +94,7 @@ impl Base {
         b.alloc(rest / CACHELINE * CACHELINE, CACHELINE, c);
         // What start-up carved beyond cache lines (arena 0's tables), so that `allocated` is
         // as measured.
-        if rest % CACHELINE > 0 {
+        if !rest.is_multiple_of(CACHELINE) {
             b.alloc(rest % CACHELINE, QUANTUM, c);
         }
         b
