@@ -39,6 +39,9 @@ case $DECAY in
   *) echo "real-server: DECAY must be on or off, not '$DECAY'" >&2; exit 2 ;;
 esac
 case $BG in yes|no) ;; *) echo "real-server: BG must be yes or no, not '$BG'" >&2; exit 2 ;; esac
+# The server turns its background thread on by mallctl; the model is told by its options.
+model_conf=$conf
+[ "$BG" = yes ] && model_conf=$conf,background_thread:true
 
 MALLOC_CONF=$conf "$fragsim" record -o "$out/redis.trace" -- \
   redis-server --port 0 --unixsocket "$sock" --save '' --appendonly no \
@@ -78,7 +81,7 @@ EOF
 
 # The model, every event, through a FIFO: only the rows near a marker are kept.
 mkfifo "$out/timeline.fifo"
-"$fragsim" replay "$out/redis.trace" --process --preset default --malloc-conf "$conf" \
+"$fragsim" replay "$out/redis.trace" --process --preset default --malloc-conf "$model_conf" \
   --every 1 --timeline "$out/timeline.fifo" > "$out/model-summary.md" &
 replay_pid=$!
 python3 - "$out" <<'EOF'

@@ -236,7 +236,7 @@ fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fie
     )
     .field(
         "mapped_bytes_at_active_peak",
-        "mapped bytes at the active peak (stats.mapped less metadata)",
+        "mapped bytes at the active peak (stats.mapped)",
         p.mapped_bytes,
     )
     .field(
@@ -245,7 +245,7 @@ fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fie
         Cell::Float(summary.mean_active_bytes(), 1),
     );
     resident_fields(&mut r, runs);
-    let mapped = "final mapped bytes (stats.mapped less metadata)";
+    let mapped = "final mapped bytes (stats.mapped)";
     for (name, label, bytes) in [
         (
             "final_allocated_bytes",
@@ -398,10 +398,45 @@ fn run_live(
     let run = LiveRun { every, keep: 5 };
     let r = compare_process_live_with(&exe, &allocator, trace, &options, run, &bar)?;
     let c = &r.comparison;
-    super::replay::emit_comparison(&args.output, format!(
-            "{name}: process model vs live jemalloc {} ({} threads, {} arenas, baton replay), every {every} events",
-            r.version, threads.max(1), r.narenas
-        ), r.events, c)
+    let title = format!(
+        "{name}: process model vs live jemalloc {} ({} threads, {} arenas, baton replay), every {every} events",
+        r.version, threads.max(1), r.narenas
+    );
+    let mut record = super::replay::comparison_record(title, r.events, c);
+    let (p, m) = (&r.totals.last_predicted, &r.totals.last_measured);
+    for (key, label, model, live) in [
+        (
+            "metadata",
+            "stats.metadata",
+            p.metadata_bytes,
+            m.metadata_bytes,
+        ),
+        (
+            "resident",
+            "stats.resident",
+            p.resident_bytes,
+            m.resident_bytes,
+        ),
+        ("mapped", "stats.mapped", p.mapped_bytes, m.mapped_bytes),
+    ] {
+        record
+            .field(
+                &format!("final_{key}_model"),
+                &format!("final {label}, model"),
+                model,
+            )
+            .field(
+                &format!("final_{key}_live"),
+                &format!("final {label}, live"),
+                live,
+            );
+    }
+    record.field(
+        "worst_resident_difference",
+        "largest |model - live| stats.resident over the comparisons",
+        r.totals.worst_resident.0,
+    );
+    super::replay::emit_comparison_record(&args.output, &record, c)
 }
 
 /// Hidden: the child side of a live process replay.

@@ -273,7 +273,17 @@ pub(super) fn emit_comparison(
     events: u64,
     c: &crate::sim::Comparison,
 ) -> Result<i32> {
-    output.emit_record(&comparison_record(title, events, c))?;
+    emit_comparison_record(output, &comparison_record(title, events, c), c)
+}
+
+/// Emits a comparison's record (with any fields the caller added); exit status 1 and the
+/// first mismatches printed when it is not exact.
+pub(super) fn emit_comparison_record(
+    output: &OutputArgs,
+    record: &crate::export::Record,
+    c: &crate::sim::Comparison,
+) -> Result<i32> {
+    output.emit_record(record)?;
     if c.is_exact() {
         Ok(0)
     } else {
@@ -285,7 +295,7 @@ pub(super) fn emit_comparison(
 }
 
 /// A live comparison's named fields; the first mismatches in one text field.
-fn comparison_record(
+pub(super) fn comparison_record(
     title: String,
     events: u64,
     c: &crate::sim::Comparison,

@@ -111,6 +111,20 @@ pub struct ProcessLiveComparison {
     pub peak_active_predicted: u64,
     /// Large bytes the child's start-up left live in arena 0 (modelled as such).
     pub residue_bytes: u64,
+    /// The last comparison's totals and the largest resident difference (boxed: kept
+    /// beside other outcomes).
+    pub totals: Box<LiveTotals>,
+}
+
+/// A live process comparison's totals.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct LiveTotals {
+    /// The last comparison's totals, model and live (`stats.allocated`, `active`,
+    /// `metadata`, `resident`, `mapped`; arenas left out).
+    pub last_predicted: ProcessSnapshot,
+    pub last_measured: ProcessSnapshot,
+    /// The largest |model - live| `stats.resident` over the comparisons, and its event.
+    pub worst_resident: (u64, u64),
 }
 
 /// Replays the trace through the process model and a live child side by side (the model an
@@ -310,6 +324,8 @@ struct ProcessCompare {
     comparison: Comparison,
     peak_active_predicted: u64,
     peak_active_measured: u64,
+    last: (ProcessSnapshot, ProcessSnapshot),
+    worst_resident: (u64, u64),
 }
 
 impl RecordConsumer for ProcessCompare {
@@ -351,6 +367,8 @@ impl ProcessCompare {
             comparison: Comparison::default(),
             peak_active_predicted: 0,
             peak_active_measured: 0,
+            last: Default::default(),
+            worst_resident: (0, 0),
         })
     }
 
@@ -372,6 +390,15 @@ impl ProcessCompare {
         self.peak_active_predicted = self.peak_active_predicted.max(predicted.active_bytes);
         self.peak_active_measured = self.peak_active_measured.max(measured.active_bytes);
         compare_snapshots(&predicted, &measured, self.keep, &mut self.comparison);
+        let off = predicted.resident_bytes.abs_diff(measured.resident_bytes);
+        if off > self.worst_resident.0 || self.worst_resident == (0, 0) {
+            self.worst_resident = (off, measured.event);
+        }
+        let totals = |s: ProcessSnapshot| ProcessSnapshot {
+            arenas: Vec::new(),
+            ..s
+        };
+        self.last = (totals(predicted), totals(measured));
         Ok(())
     }
 
@@ -393,6 +420,11 @@ impl ProcessCompare {
             peak_active_measured: self.peak_active_measured,
             peak_active_predicted: self.peak_active_predicted,
             residue_bytes: header.residue,
+            totals: Box::new(LiveTotals {
+                last_predicted: self.last.0,
+                last_measured: self.last.1,
+                worst_resident: self.worst_resident,
+            }),
         }
     }
 }

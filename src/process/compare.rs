@@ -110,3 +110,40 @@ fn compare_arena(c: &mut Checker, i: u32, pa: &ArenaSnapshot, ma: &ArenaSnapshot
         c.bin(&|| format!("arena.{i}.bins.{j}"), &pb, &mb);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(metadata: u64, resident: u64, mapped: u64) -> ProcessSnapshot {
+        ProcessSnapshot {
+            event: 1,
+            metadata_bytes: metadata,
+            resident_bytes: resident,
+            mapped_bytes: mapped,
+            ..ProcessSnapshot::default()
+        }
+    }
+
+    /// Metadata and mapped must be equal; resident may be off by 1% or 256 KiB, the larger.
+    #[test]
+    fn metadata_and_mapped_exact_resident_within_its_tolerance() {
+        let live = totals(10_000_000, 1_000_000_000, 1_100_000_000);
+        let mut c = Comparison::default();
+        compare_snapshots(&live, &live, 5, &mut c);
+        assert!(c.is_exact());
+        for (model, bad) in [
+            (totals(10_000_128, 1_000_000_000, 1_100_000_000), true),
+            (totals(10_000_000, 1_000_000_000, 1_102_097_152), true),
+            (totals(10_000_000, 1_010_000_000, 1_100_000_000), false),
+            (totals(10_000_000, 1_010_000_001, 1_100_000_000), true),
+        ] {
+            let mut c = Comparison::default();
+            compare_snapshots(&model, &live, 5, &mut c);
+            assert_eq!(c.mismatched_values > 0, bad, "{model:?}");
+        }
+        // Small heaps: 256 KiB.
+        assert_eq!(resident_tolerance(3_000_000), 256 << 10);
+        assert_eq!(resident_tolerance(1_000_000_000), 10_000_000);
+    }
+}

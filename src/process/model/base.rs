@@ -245,27 +245,49 @@ mod tests {
         assert_eq!((b.allocated, b.resident), (92_880 + 1408, 98_304));
     }
 
-    /// Records fill the 2 MiB block until its tail is below 256 bytes (an `edata_t`'s
+    /// Records fill the 2 MiB block while its tail is at least 256 bytes (an `edata_t`'s
     /// asize 240 asks for class 256; a tail is filed under its floor class), then a 4 MiB
     /// block (the series' next: 2.5 MiB rounded up) takes the next one, its header page
-    /// and the record's page. From 92,928 to 2 MiB: (2,097,152 - 92,928) / 128 = 15,658
-    /// records with no bytes left (hand derived).
+    /// and the record's page. From 92,928 to 2 MiB is 2,004,224 bytes, 15,658 records, but
+    /// the last 128 bytes are never used: 15,657 records (hand derived).
     #[test]
     fn a_full_block_moves_on_to_a_larger_one() {
         let c = classes();
         let mut b = Base::fresh(92_880, &c);
-        b.records_to(15_658, &c);
+        b.records_to(15_657, &c);
         assert_eq!((b.mapped, b.resident), (2 << 20, 2 << 20));
-        assert!(b.tails.is_empty());
-        b.records_to(15_659, &c);
+        assert_eq!(
+            b.tails,
+            vec![Tail {
+                sn: 0,
+                at: (1 << 40) + (2 << 20) - 128,
+                len: 128
+            }]
+        );
+        b.records_to(15_658, &c);
         assert_eq!(b.mapped, 6 << 20);
-        assert_eq!(b.allocated, 92_880 + 15_659 * 128 + HEADER);
+        assert_eq!(b.allocated, 92_880 + 15_658 * 128 + HEADER);
         // The header page, then the record at 256 (128-aligned after 144) in the same page.
         assert_eq!(b.resident, (2 << 20) + 4096);
-        // The next records stay in the new block: one page per 32 records.
-        b.records_to(15_659 + 32, &c);
+        // The next records stay in the new block: a page per 32 records.
+        b.records_to(15_658 + 31, &c);
         assert_eq!(b.resident, (2 << 20) + 8192);
         assert_eq!(b.mapped, 6 << 20);
+    }
+
+    /// The measured capacity moves the first tail: two records fewer than the rebuild
+    /// gives, then two more.
+    #[test]
+    fn fit_records_moves_the_first_tail() {
+        let c = classes();
+        for capacity in [15_655, 15_659] {
+            let mut b = Base::fresh(92_880, &c);
+            b.fit_records(capacity, &c);
+            b.records_to(capacity, &c);
+            assert_eq!(b.mapped, 2 << 20, "{capacity}");
+            b.records_to(capacity + 1, &c);
+            assert_eq!(b.mapped, 6 << 20, "{capacity}");
+        }
     }
 
     /// Block sizes follow the page-size class series rounded to 2 MiB: 2, 4, 6, 8, 10, 12,
