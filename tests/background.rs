@@ -183,7 +183,11 @@ fn h(x: f64) -> f64 {
 fn the_background_sleep_by_hand() {
     use fragsim::sim::decay::Decay;
     let mut d = Decay::new(1000, 0, 5);
-    assert_eq!(d.ns_until_purge(0, 1024), None, "nothing dirty: indefinitely");
+    assert_eq!(
+        d.ns_until_purge(0, 1024),
+        None,
+        "nothing dirty: indefinitely"
+    );
     assert_eq!(d.ns_until_purge(1024, 1024), Some(1_000_000_000));
     assert!(d.maybe_advance(2_000_000_000, 2000));
     assert_eq!(d.npages_new(), 2000);
