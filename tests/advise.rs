@@ -151,6 +151,8 @@ fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
         ("dirty_decay_ms:1000", "5.3.1"),
         ("dirty_decay_ms:100", "5.3.1"),
         ("dirty_decay_ms:0", "5.3.1"),
+        ("background_thread:true", "5.3.1"),
+        ("dirty_decay_ms:1000,background_thread:true", "5.3.1"),
     ];
     let got: Vec<(&str, &str)> = rows
         .iter()
