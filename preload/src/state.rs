@@ -463,14 +463,23 @@ unsafe fn install_signal_handlers() {
         }
         let mut act: libc::sigaction = std::mem::zeroed();
         act.sa_sigaction = on_fatal_signal as extern "C" fn(c_int) as usize;
-        act.sa_flags = libc::SA_RESETHAND | libc::SA_ONSTACK;
+        // Every signal of the list waits until the handler has written the buffers: another
+        // one arriving meanwhile (SIGINT from the terminal, then the SIGTERM a service
+        // manager sends) would otherwise run its handler inside this one, which re-raises it
+        // with the default action and kills the process mid-flush. The handler restores the
+        // default action itself.
+        act.sa_flags = libc::SA_ONSTACK;
         libc::sigemptyset(&mut act.sa_mask);
+        for &other in &FATAL {
+            libc::sigaddset(&mut act.sa_mask, other);
+        }
         libc::sigaction(sig, &act, std::ptr::null_mut());
     }
 }
 
 /// Writes what it can (async-signal-safe calls only), marks the image as killed and dies of
-/// the same signal (re-raised with the default action once the handler returns).
+/// the same signal (re-raised with the default action: it is blocked in here, so it is
+/// delivered, and kills, once the handler returns).
 extern "C" fn on_fatal_signal(sig: c_int) {
     // SAFETY: write, open, read, mmap and sigaction are async-signal-safe.
     unsafe {

@@ -29,8 +29,17 @@ pub struct RecordArgs {
     pub(super) with: super::record_native::Recorder,
     #[command(flatten)]
     pub(super) native: super::record_native::NativeArgs,
+    /// Convert the raw files a native recording left in this folder (stopped by a second
+    /// interrupt, or --keep-raw) into -o's trace, its children's into TRACE.<pid>; runs nothing.
+    #[arg(long, value_name = "RAWDIR", conflicts_with_all = ["with", "strict", "keep_log"])]
+    pub(super) convert: Option<PathBuf>,
     /// The program and its arguments (after --), passed on byte for byte (any encoding).
-    #[arg(required = true, last = true, value_parser = clap::value_parser!(OsString))]
+    #[arg(
+        required_unless_present = "convert",
+        conflicts_with = "convert",
+        last = true,
+        value_parser = clap::value_parser!(OsString)
+    )]
     pub(super) command: Vec<OsString>,
 }
 
@@ -40,6 +49,9 @@ pub struct RecordArgs {
 const FEW_CALLS: u64 = 1000;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
+    if let Some(dir) = &args.convert {
+        return super::record_native::convert(&args, dir);
+    }
     // valgrind runs the program's threads one at a time and logs its calls in that order:
     // `seq` in effect, and so `auto` too.
     if args.with == super::record_native::Recorder::Valgrind

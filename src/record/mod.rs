@@ -5,6 +5,7 @@
 pub mod convert;
 pub mod order;
 pub mod raw;
+pub mod rawdir;
 pub mod sink;
 pub mod stream;
 pub mod symbols;
@@ -41,6 +42,8 @@ pub enum RecordError {
     },
     #[error(transparent)]
     Trace(#[from] TraceError),
+    #[error(transparent)]
+    RawDir(#[from] rawdir::RawDirError),
 }
 
 /// How to record.
@@ -78,6 +81,9 @@ pub struct Recorded {
     /// The program wrote no raw file: the library was not loaded (a static binary, a setuid
     /// program, or one that clears its environment); its trace is empty.
     pub no_effect: bool,
+    /// The interrupt signal (Ctrl-C, SIGTERM, SIGHUP) that came while recording: the
+    /// recording went on until the program exited.
+    pub interrupted: Option<crate::cleanup::Interrupt>,
 }
 
 /// `FRAGSIM_PRELOAD`, else the library beside the running executable (or one folder up,
@@ -162,7 +168,12 @@ pub fn record_native_with_progress(
         out: raw_dir.clone(),
         source,
     })?;
-    let raw_dir = raw_dir.canonicalize().unwrap_or(raw_dir);
+    // The first interrupt reached the program too: recording goes on until it exits. A
+    // second one stops, and what the recorder wrote stays for `record --convert`.
+    let deferral = crate::cleanup::defer_first_interrupt();
+    let canonical = raw_dir.canonicalize().unwrap_or(raw_dir.clone());
+    let _keep = crate::cleanup::keep_on_interrupt(&raw_dir, rawdir::kept_note(&canonical, out));
+    let raw_dir = canonical;
     let started = std::time::Instant::now();
     let child = spawn_recorded(command, options, preload, &raw_dir).map_err(|source| {
         RecordError::Spawn {
@@ -170,6 +181,7 @@ pub fn record_native_with_progress(
             source,
         }
     })?;
+    let _forward = crate::cleanup::forward_interrupt_to(child.id());
     let fields = Fields {
         threads: true,
         times: true,
@@ -202,6 +214,7 @@ pub fn record_native_with_progress(
         elapsed,
         traces,
         no_effect,
+        interrupted: deferral.interrupted(),
     })
 }
 
@@ -270,7 +283,7 @@ impl RootRun<'_> {
                 // bar covers what is left of the program's and all of theirs.
                 let mut tell = |p| match p {
                     RecordProgress::Converting { total } => {
-                        let parsed = parse_children(self.raw_dir, pid, self.out);
+                        let parsed = rawdir::parse_children(self.raw_dir, pid, self.out);
                         let more: u64 = parsed
                             .iter()
                             .flatten()
@@ -330,39 +343,6 @@ fn preload_flags(options: &NativeOptions) -> String {
         EventOrder::Auto | EventOrder::Seq => {}
     }
     flags.join(",")
-}
-
-/// The raw files of the processes other than `root` (`--follow-forks`), by pid, indexed, with
-/// their traces' paths (`out.<pid>`).
-fn parse_children(
-    dir: &Path,
-    root: u64,
-    out: &Path,
-) -> Result<Vec<(u64, RawProcess, PathBuf)>, RecordError> {
-    let mut parsed = Vec::new();
-    for (pid, raw) in child_raw_files(dir, root)? {
-        let path = PathBuf::from(format!("{}.{pid}", out.display()));
-        parsed.push((pid, parse(&raw)?, path));
-    }
-    Ok(parsed)
-}
-
-/// The raw files of processes other than `root`, by pid.
-fn child_raw_files(dir: &Path, root: u64) -> Result<Vec<(u64, PathBuf)>, RecordError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| TraceError::Input {
-        file: dir.display().to_string(),
-        what: e.to_string(),
-    })?;
-    let mut files: Vec<(u64, PathBuf)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let pid: u64 = name.strip_prefix("raw.")?.parse().ok()?;
-            (pid != root).then(|| (pid, e.path()))
-        })
-        .collect();
-    files.sort();
-    Ok(files)
 }
 
 /// All records of one raw file, in order, with the conversion's summary.
