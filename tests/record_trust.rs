@@ -204,3 +204,84 @@ fn convert_of_a_folder_without_raw_files_is_refused() {
         .unwrap();
     common::assert_refused(&out, &format!("'{}' holds no raw file", s(dir.path())));
 }
+
+/// `fragsim record -o OUT [extra] -- sh -c 'touch MARKER' ...` in `dir`: the program would
+/// leave `marker` behind if it ran.
+fn record_marking(dir: &Path, out: &str, extra: &[&str], args: &[&str]) -> std::process::Output {
+    let mut command = fragsim();
+    command.current_dir(dir).args(["record", "-o", out]);
+    command
+        .args(extra)
+        .args(["--", "sh", "-c", "touch marker", "sh"]);
+    command.args(args).output().unwrap()
+}
+
+/// §2: `-o` naming a file the program reads (its argument) is refused before it runs, even
+/// with --force, and the file is untouched (before: `record -o script.py -- python3
+/// script.py` replaced the script with the trace).
+#[test]
+fn output_over_a_programs_argument_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("script.sh"), "echo hi\n").unwrap();
+    for force in [&[][..], &["--force"][..]] {
+        let out = record_marking(dir.path(), "script.sh", force, &["script.sh"]);
+        common::assert_refused(&out, "-o 'script.sh' is the program's argument 'script.sh'");
+        assert!(!dir.path().join("marker").exists(), "the program ran");
+        let kept = std::fs::read_to_string(dir.path().join("script.sh")).unwrap();
+        assert_eq!(kept, "echo hi\n");
+    }
+}
+
+/// §2: an existing file that is not a fragsim trace is refused (exit 2, one line naming it
+/// and --force), the program not run; with --force it is replaced by the trace; an existing
+/// trace (a recording made before) is replaced without asking.
+#[test]
+fn output_over_a_users_file_needs_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "my notes\n").unwrap();
+    let out = record_marking(dir.path(), "notes.txt", &[], &[]);
+    common::assert_refused_naming(&out, &["'notes.txt'", "not a fragsim trace", "--force"]);
+    assert!(!dir.path().join("marker").exists(), "the program ran");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "my notes\n");
+    let out = record_marking(dir.path(), "notes.txt", &["--force"], &[]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(dir.path().join("marker").exists());
+    stats(&notes);
+    std::fs::remove_file(dir.path().join("marker")).unwrap();
+    let out = record_marking(dir.path(), "notes.txt", &[], &[]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(dir.path().join("marker").exists());
+}
+
+/// §2: an output that cannot be written is reported before the program runs, in one line
+/// that names the path as given once and no temporary name: a folder, a device that takes
+/// no write (/dev/full), a missing folder (before: "cannot write 'adir': cannot write
+/// 'adir': it is a folder" after the program ran; a missing folder named fragsim's
+/// temporary folder).
+#[test]
+fn unwritable_outputs_are_refused_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("adir")).unwrap();
+    let mut cases = vec![
+        ("adir", "it is a folder"),
+        ("missing/t.trace", "the folder 'missing' does not exist"),
+    ];
+    if common::is_char_device(Path::new("/dev/full")) {
+        cases.push(("/dev/full", "No space left on device"));
+    } else {
+        eprintln!("skipped /dev/full: not on this system");
+    }
+    for (out, why) in cases {
+        let refused = record_marking(dir.path(), out, &[], &[]);
+        common::assert_refused_naming(&refused, &[&format!("cannot write '{out}': {why}")]);
+        let err = stderr_of(&refused);
+        assert_eq!(err.matches(out).count(), 1, "{err}");
+        assert!(!err.contains(".fragsim"), "{err}");
+        assert!(
+            !dir.path().join("marker").exists(),
+            "{out}: the program ran"
+        );
+    }
+    assert_eq!(common::names_in(dir.path()), ["adir"]);
+}

@@ -40,10 +40,23 @@ pub(super) fn parse_children(
 ) -> Result<Vec<(u64, RawProcess, PathBuf)>, RecordError> {
     let mut parsed = Vec::new();
     for (pid, raw) in raw_files(dir)?.into_iter().filter(|(p, _)| *p != root) {
-        let path = PathBuf::from(format!("{}.{pid}", out.display()));
+        let path = child_trace(out, pid)?;
         parsed.push((pid, parse(&raw)?, path));
     }
     Ok(parsed)
+}
+
+/// `out.<pid>`, the trace of child `pid`, unless that is a file of the user's (an existing
+/// file that is not a fragsim trace: `-o` was checked before the program ran, this name
+/// could not be).
+fn child_trace(out: &Path, pid: u64) -> Result<PathBuf, RecordError> {
+    let path = PathBuf::from(format!("{}.{pid}", out.display()));
+    let users = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() > 0)
+        && !crate::trace::is_binary_trace(&path);
+    if users {
+        return Err(RecordError::RawDir(RawDirError::WouldReplace { path }));
+    }
+    Ok(path)
 }
 
 /// The raw files in `dir`, by pid.
@@ -69,6 +82,8 @@ fn raw_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>, RecordError> {
 pub enum RawDirError {
     #[error("'{}' holds no raw file of the recorder (raw.<pid>)", dir.display())]
     Empty { dir: PathBuf },
+    #[error("the trace of a child process would replace '{}', an existing file that is not a fragsim trace (record with another -o)", path.display())]
+    WouldReplace { path: PathBuf },
     #[error("'{}' holds the raw files of {count} processes none of which started the others: convert one with `fragsim record --convert` on a folder holding it alone", dir.display())]
     NoRoot { dir: PathBuf, count: usize },
 }
@@ -119,7 +134,7 @@ pub fn convert_dir(dir: &Path, out: &Path) -> Result<Vec<RecordedTrace>, RecordE
         let path = if pid == root {
             out.to_path_buf()
         } else {
-            PathBuf::from(format!("{}.{pid}", out.display()))
+            child_trace(out, pid)?
         };
         let name = dir.join(format!("raw.{pid}")).display().to_string();
         traces.push(convert_into(&path, fields, pid, |sink| {

@@ -12,10 +12,11 @@ pub struct TraceSink {
     path: std::path::PathBuf,
 }
 
-fn output_error(path: &Path, e: impl std::fmt::Display) -> TraceError {
+/// The writer's error as the trace's: "cannot write 'PATH': REASON", the path said once.
+fn output_error(path: &Path, e: crate::export::WriteError) -> TraceError {
     TraceError::Output {
         path: path.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
+        source: std::io::Error::new(e.kind, e.reason),
     }
 }
 

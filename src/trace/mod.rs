@@ -49,7 +49,9 @@ pub use flow::Fields;
 pub use format::TraceHeader;
 pub use heaptrack::{import_heaptrack, HeaptrackSummary};
 pub use ids::{IdPool, LiveSet};
-pub use open::{open, read_all, Batches, EventStream, OpenedTrace, RecordStream, TraceKind};
+pub use open::{
+    is_binary_trace, open, read_all, Batches, EventStream, OpenedTrace, RecordStream, TraceKind,
+};
 pub use reader::{Records, TraceReader};
 pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};
 pub use stats::{

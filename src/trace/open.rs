@@ -101,6 +101,14 @@ impl std::fmt::Debug for OpenedTrace {
     }
 }
 
+/// Whether `path` is a binary fragsim trace (by its magic; finished or not): a file a new
+/// trace may replace without losing anything of the user's.
+pub fn is_binary_trace(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; MAGIC.len()];
+    File::open(path).is_ok_and(|mut f| f.read_exact(&mut head).is_ok()) && head == MAGIC
+}
+
 /// Opens a trace file: the binary form (by its magic), or the text form; a valgrind log or
 /// anything else is refused with the reason, naming the file.
 pub fn open(path: &Path) -> Result<OpenedTrace, TraceError> {
