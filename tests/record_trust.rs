@@ -111,6 +111,17 @@ fn interrupted_group_keeps_the_trace_and_the_programs_status() {
             err.contains(&format!("SIG{sig} came while recording")),
             "{err}"
         );
+        // §3: the trace itself says so, and names its program.
+        assert_eq!(
+            row["recording"],
+            format!("truncated (signal {number})"),
+            "{row}"
+        );
+        let command = row["command"].as_str().unwrap();
+        assert!(
+            command.ends_with(" die") && command.contains("until_signal"),
+            "{row}"
+        );
     }
 }
 
@@ -130,6 +141,7 @@ fn interrupted_group_whose_program_exits_gives_its_status() {
     let row = stats(&trace);
     assert_eq!(row["final_requested_bytes"], 0, "{row}");
     assert_eq!(row["allocs"], row["frees"], "{row}");
+    assert_eq!(row["recording"], "whole", "{row}");
 }
 
 /// §1: SIGTERM sent to fragsim alone (not to the group) is passed on to the program, which
@@ -284,4 +296,53 @@ fn unwritable_outputs_are_refused_before_the_program_runs() {
         );
     }
     assert_eq!(common::names_in(dir.path()), ["adir"]);
+}
+
+/// §3: a shell that runs `ls` in a child (not as its last command, which it would exec):
+/// without --follow-forks fragsim says one child ran unrecorded, names it, and names the
+/// option; with it, the child's line and its trace name `ls`, and the program's trace names
+/// the whole command line (`trace stats`).
+#[test]
+fn children_are_named_recorded_or_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("sh.trace");
+    let script = "ls / >/dev/null; true";
+    let out = fragsim()
+        .args(["record", "-o", s(&trace), "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: 1 child process ran unrecorded: `ls /`; record with --follow-forks"),
+        "{err}"
+    );
+    let row = stats(&trace);
+    assert_eq!(row["command"], format!("sh -c '{script}'"), "{row}");
+    assert_eq!(row["recording"], "whole", "{row}");
+    let out = fragsim()
+        .args([
+            "record",
+            "-o",
+            s(&trace),
+            "--follow-forks",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("unrecorded"), "{err}");
+    let child = err
+        .lines()
+        .find_map(|l| l.strip_prefix("child ")?.split_once(" (`ls /`): recorded "))
+        .unwrap_or_else(|| panic!("no line of the child: {err}"))
+        .0;
+    let child_trace = PathBuf::from(format!("{}.{child}", trace.display()));
+    let row = stats(&child_trace);
+    assert_eq!(row["command"], "ls /", "{row}");
+    assert!(row["events"].as_u64().unwrap() > 0, "{row}");
 }

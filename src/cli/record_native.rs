@@ -2,6 +2,7 @@
 //! recorder (the default; `--with valgrind` is in record.rs).
 
 use super::record::RecordArgs;
+use crate::record::rawdir::ChildProcess;
 use crate::record::{
     order, record_native_with_progress, EventOrder, NativeOptions, RecordProgress, Recorded,
     RecordedTrace,
@@ -142,7 +143,74 @@ fn notes(recorded: &Recorded, program: &str) -> Vec<String> {
         let empty = recorded.no_effect && i == 0;
         lines.extend(trace_notes(t, i, Some(recorded.elapsed), empty));
     }
+    let recorded_pids: Vec<u64> = recorded.traces.iter().map(|t| t.pid).collect();
+    let unrecorded: Vec<&ChildProcess> = recorded
+        .children
+        .iter()
+        .filter(|c| !recorded_pids.contains(&c.pid))
+        .collect();
+    if !unrecorded.is_empty() {
+        lines.push(unrecorded_line(&unrecorded));
+    }
     lines
+}
+
+/// Programs listed by name in the line about unrecorded children (the rest are counted).
+const PROGRAMS_LISTED: usize = 5;
+
+/// "warning: 3 child processes ran unrecorded: `ls -l` (2), `sed -e s/a/b/`; ...".
+fn unrecorded_line(children: &[&ChildProcess]) -> String {
+    // Distinct programs in the order they first ran, with how many processes ran each.
+    let mut programs: Vec<(String, usize)> = Vec::new();
+    for c in children {
+        let name = program_name(c);
+        match programs.iter_mut().find(|(p, _)| *p == name) {
+            Some((_, n)) => *n += 1,
+            None => programs.push((name, 1)),
+        }
+    }
+    let mut listed: Vec<String> = programs
+        .iter()
+        .take(PROGRAMS_LISTED)
+        .map(|(p, n)| {
+            if *n > 1 {
+                format!("{p} ({n})")
+            } else {
+                p.clone()
+            }
+        })
+        .collect();
+    if programs.len() > PROGRAMS_LISTED {
+        listed.push(format!(
+            "{} more programs",
+            programs.len() - PROGRAMS_LISTED
+        ));
+    }
+    let n = children.len();
+    format!(
+        "warning: {n} child process{} ran unrecorded: {}; record with --follow-forks to record {} too (one trace per process, TRACE.<pid>)",
+        if n == 1 { "" } else { "es" },
+        listed.join(", "),
+        if n == 1 { "it" } else { "them" }
+    )
+}
+
+/// A child's program for the user: its command line in backquotes (cut at 80 characters),
+/// a fork that did not exec marked as such.
+fn program_name(c: &ChildProcess) -> String {
+    let meta = crate::trace::TraceMeta {
+        command: c.command.clone(),
+        ..Default::default()
+    };
+    let mut line = meta.command_line();
+    if line.chars().count() > 80 {
+        line = line.chars().take(77).collect::<String>() + "...";
+    }
+    if c.fork_only {
+        format!("`{line}` (a fork)")
+    } else {
+        format!("`{line}`")
+    }
 }
 
 /// The summary line of trace `i` (0: the program's, then its children's), then what the user
@@ -157,7 +225,14 @@ fn trace_notes(
     let s = &t.summary;
     let mut line = summary_line(t, elapsed);
     if i > 0 {
-        line = format!("child {}: {line}", t.pid);
+        let meta = crate::trace::TraceMeta {
+            command: t.command.clone(),
+            ..Default::default()
+        };
+        line = match meta.command.is_empty() {
+            true => format!("child {}: {line}", t.pid),
+            false => format!("child {} (`{}`): {line}", t.pid, meta.command_line()),
+        };
     }
     lines.push(line);
     if s.truncated && !empty {

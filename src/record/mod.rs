@@ -15,7 +15,7 @@ pub use order::EventOrder;
 pub use raw::{parse, RawProcess};
 pub use sink::TraceSink;
 
-use crate::trace::{Fields, Record, TraceError};
+use crate::trace::{Ending, Fields, Record, TraceError};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
@@ -68,6 +68,8 @@ pub struct RecordedTrace {
     pub pid: u64,
     pub bytes: u64,
     pub summary: ConvertSummary,
+    /// The process's program and arguments, as the trace says (empty: not known).
+    pub command: Vec<String>,
 }
 
 /// What a recording produced.
@@ -84,6 +86,9 @@ pub struct Recorded {
     /// The interrupt signal (Ctrl-C, SIGTERM, SIGHUP) that came while recording: the
     /// recording went on until the program exited.
     pub interrupted: Option<crate::cleanup::Interrupt>,
+    /// Every process other than the program that loaded the recorder (its children and
+    /// theirs), recorded (`--follow-forks`) or not.
+    pub children: Vec<rawdir::ChildProcess>,
 }
 
 /// `FRAGSIM_PRELOAD`, else the library beside the running executable (or one folder up,
@@ -174,6 +179,11 @@ pub fn record_native_with_progress(
     let canonical = raw_dir.canonicalize().unwrap_or(raw_dir.clone());
     let _keep = crate::cleanup::keep_on_interrupt(&raw_dir, rawdir::kept_note(&canonical, out));
     let raw_dir = canonical;
+    let command_line: Vec<String> = command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    rawdir::write_program(&raw_dir, &command_line)?;
     let started = std::time::Instant::now();
     let child = spawn_recorded(command, options, preload, &raw_dir).map_err(|source| {
         RecordError::Spawn {
@@ -194,6 +204,7 @@ pub fn record_native_with_progress(
         pid,
         raw_dir: &raw_dir,
         started,
+        command: command_line,
     };
     let ((status, elapsed), root, children) = run.convert_while_running(child, progress);
     let status = status.map_err(|source| RecordError::Spawn {
@@ -202,9 +213,11 @@ pub fn record_native_with_progress(
     })?;
     let no_effect = !raw_file(&raw_dir, pid).exists();
     let mut traces = vec![root?];
+    let noted = rawdir::child_processes(&raw_dir);
     for (child_pid, process, path) in children.unwrap_or_else(|| Ok(Vec::new()))? {
         let raw = raw_file(&raw_dir, child_pid);
-        traces.push(convert_into(&path, fields, child_pid, |sink| {
+        let command = rawdir::command_of(&noted, child_pid);
+        traces.push(convert_into(&path, fields, child_pid, command, |sink| {
             let mut read = |bytes| progress(RecordProgress::Converted(bytes));
             convert_with_progress(&process, &raw.display().to_string(), sink, &mut read)
         })?);
@@ -215,6 +228,7 @@ pub fn record_native_with_progress(
         traces,
         no_effect,
         interrupted: deferral.interrupted(),
+        children: noted,
     })
 }
 
@@ -253,6 +267,7 @@ struct RootRun<'a> {
     pid: u64,
     raw_dir: &'a Path,
     started: std::time::Instant,
+    command: Vec<String>,
 }
 
 impl RootRun<'_> {
@@ -277,7 +292,7 @@ impl RootRun<'_> {
                 converter.unpark();
                 (status, elapsed)
             });
-            let root = convert_into(self.out, self.fields, pid, |sink| {
+            let root = convert_into(self.out, self.fields, pid, self.command.clone(), |sink| {
                 let ended = || ended.load(std::sync::atomic::Ordering::SeqCst);
                 // Once the program has exited, the children's files are complete too: the
                 // bar covers what is left of the program's and all of theirs.
@@ -365,7 +380,7 @@ pub fn convert_file(
     pid: u64,
 ) -> Result<RecordedTrace, RecordError> {
     let process = parse(raw)?;
-    convert_into(out, fields, pid, |sink| {
+    convert_into(out, fields, pid, Vec::new(), |sink| {
         convert(&process, &raw.display().to_string(), sink)
     })
 }
@@ -392,9 +407,10 @@ const BATCHES_IN_FLIGHT: usize = 4;
 /// What the converting thread tells the writing one.
 enum ToWriter {
     Records(Vec<Record>),
-    /// Every record is sent: finish the trace. A writer whose channel closes without this
-    /// (the conversion failed) drops its unfinished trace, which leaves nothing behind.
-    Finish,
+    /// Every record is sent: finish the trace, saying how the recording ended. A writer whose
+    /// channel closes without this (the conversion failed) drops its unfinished trace, which
+    /// leaves nothing behind.
+    Finish(Ending),
 }
 
 /// Writes the trace `out` of process `pid` from the records `convert` hands its sink.
@@ -405,9 +421,10 @@ fn convert_into(
     out: &Path,
     fields: Fields,
     pid: u64,
+    command: Vec<String>,
     run: impl for<'s> FnOnce(&'s mut convert::Sink<'s>) -> Result<ConvertSummary, TraceError>,
 ) -> Result<RecordedTrace, RecordError> {
-    let sink = TraceSink::create(out, fields)?;
+    let sink = TraceSink::create(out, fields, command.clone())?;
     let summary = std::thread::scope(|scope| {
         let (to_writer, inbox) = std::sync::mpsc::sync_channel::<ToWriter>(BATCHES_IN_FLIGHT);
         let (give_back, returned) = std::sync::mpsc::channel::<Vec<Record>>();
@@ -426,7 +443,7 @@ fn convert_into(
                         // The converter may have finished already: nothing to give back to.
                         let _ = give_back.send(batch);
                     }
-                    ToWriter::Finish => return sink.finish(),
+                    ToWriter::Finish(ending) => return sink.finish(ending),
                 }
             }
             Ok(())
@@ -449,7 +466,7 @@ fn convert_into(
         let converted = run(&mut |batch: &mut Vec<Record>| send(batch));
         let sent = converted.and_then(|summary| {
             to_writer
-                .send(ToWriter::Finish)
+                .send(ToWriter::Finish(ending_of(&summary)))
                 .map_err(|_| writer_gone())?;
             Ok(summary)
         });
@@ -466,5 +483,15 @@ fn convert_into(
         pid,
         bytes,
         summary,
+        command,
     })
+}
+
+/// How a recording ended, from its conversion: truncated by a signal, killed, or whole.
+fn ending_of(summary: &ConvertSummary) -> Ending {
+    match (summary.truncated, summary.signal) {
+        (false, _) => Ending::Whole,
+        (true, Some(signal)) => Ending::Signal(signal as u32),
+        (true, None) => Ending::Killed,
+    }
 }

@@ -119,6 +119,7 @@ pub fn convert_dir(dir: &Path, out: &Path) -> Result<Vec<RecordedTrace>, RecordE
         files.push((pid, parse(&raw)?));
     }
     let root = root_of(dir, &files)?;
+    let noted = child_processes(dir);
     files.sort_by_key(|(pid, _)| (*pid != root, *pid));
     let mut traces = Vec::new();
     for (pid, process) in files {
@@ -137,9 +138,109 @@ pub fn convert_dir(dir: &Path, out: &Path) -> Result<Vec<RecordedTrace>, RecordE
             child_trace(out, pid)?
         };
         let name = dir.join(format!("raw.{pid}")).display().to_string();
-        traces.push(convert_into(&path, fields, pid, |sink| {
+        let command = if pid == root {
+            read_program(dir)
+        } else {
+            command_of(&noted, pid)
+        };
+        traces.push(convert_into(&path, fields, pid, command, |sink| {
             super::convert(&process, &name, sink)
         })?);
     }
     Ok(traces)
+}
+
+/// `DIR/program`: the recorded program's command line, each argument NUL-terminated, for
+/// `--convert` to name it in the trace.
+pub(super) fn write_program(dir: &Path, command: &[String]) -> Result<(), RecordError> {
+    let mut bytes = Vec::new();
+    for arg in command {
+        bytes.extend_from_slice(arg.as_bytes());
+        bytes.push(0);
+    }
+    std::fs::write(dir.join("program"), bytes).map_err(|source| RecordError::TempDir {
+        out: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// The command line [`write_program`] left (empty if none: a folder of an older fragsim).
+fn read_program(dir: &Path) -> Vec<String> {
+    std::fs::read(dir.join("program")).map_or(Vec::new(), |b| split_args(&b))
+}
+
+/// NUL-terminated arguments (`/proc/PID/cmdline`), lossily as text.
+fn split_args(bytes: &[u8]) -> Vec<String> {
+    let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    bytes
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// A process other than the program that loaded the recorder, from its `proc.<pid>` notes
+/// (`preload/src/notes.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildProcess {
+    pub pid: u64,
+    /// Its parent when it started.
+    pub ppid: u64,
+    /// Its program and arguments in its last image (a fork that did not exec: its parent's).
+    pub command: Vec<String>,
+    /// It never exec'd: a copy of its parent.
+    pub fork_only: bool,
+}
+
+/// Every process noted in `dir`, by pid (a note that does not parse is skipped: it only
+/// names processes).
+pub fn child_processes(dir: &Path) -> Vec<ChildProcess> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<ChildProcess> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let pid: u64 = name.strip_prefix("proc.")?.parse().ok()?;
+            parse_notes(pid, &std::fs::read(e.path()).ok()?)
+        })
+        .collect();
+    found.sort_by_key(|c| c.pid);
+    found
+}
+
+/// One process's notes: `kind u8, ppid u64, len u32, cmdline` per image.
+fn parse_notes(pid: u64, mut bytes: &[u8]) -> Option<ChildProcess> {
+    let mut process: Option<ChildProcess> = None;
+    while bytes.len() >= 13 {
+        let kind = bytes[0];
+        let ppid = u64::from_le_bytes(bytes[1..9].try_into().ok()?);
+        let len = u32::from_le_bytes(bytes[9..13].try_into().ok()?) as usize;
+        let cmdline = bytes.get(13..13 + len)?;
+        bytes = &bytes[13 + len..];
+        let first = process.is_none();
+        let p = process.get_or_insert(ChildProcess {
+            pid,
+            ppid,
+            command: Vec::new(),
+            fork_only: true,
+        });
+        if first {
+            p.ppid = ppid;
+        }
+        p.command = split_args(cmdline);
+        p.fork_only &= kind == b'f';
+    }
+    process
+}
+
+/// The command line noted for process `pid` (empty if none).
+pub(super) fn command_of(noted: &[ChildProcess], pid: u64) -> Vec<String> {
+    noted
+        .iter()
+        .find(|c| c.pid == pid)
+        .map_or(Vec::new(), |c| c.command.clone())
 }

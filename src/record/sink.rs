@@ -3,7 +3,7 @@
 //! written through, a regular file replaced whole when the trace is finished.
 
 use crate::export::OutputFile;
-use crate::trace::{Fields, Record, TraceError, TraceWriter};
+use crate::trace::{Ending, Fields, Record, TraceError, TraceMeta, TraceWriter};
 use std::path::Path;
 
 /// A trace being written (it appears at its path only when finished).
@@ -21,10 +21,16 @@ fn output_error(path: &Path, e: crate::export::WriteError) -> TraceError {
 }
 
 impl TraceSink {
-    pub fn create(path: &Path, fields: Fields) -> Result<Self, TraceError> {
+    /// A trace at `path` that says it records `command` (a recording's block, `trace/meta.rs`).
+    pub fn create(path: &Path, fields: Fields, command: Vec<String>) -> Result<Self, TraceError> {
         let out = OutputFile::create(path).map_err(|e| output_error(path, e))?;
+        let meta = TraceMeta {
+            command,
+            ending: Ending::Whole,
+        };
+        let name = path.display().to_string();
         Ok(TraceSink {
-            writer: TraceWriter::named_with(out, &path.display().to_string(), fields)?,
+            writer: TraceWriter::named_with_meta(out, &name, fields, Some(meta))?,
             path: path.to_path_buf(),
         })
     }
@@ -33,8 +39,9 @@ impl TraceSink {
         self.writer.write_record(record)
     }
 
-    /// Finishes the file (moves it into place).
-    pub fn finish(self) -> Result<(), TraceError> {
+    /// Finishes the file, saying how the recording ended (moves it into place).
+    pub fn finish(mut self, ending: Ending) -> Result<(), TraceError> {
+        self.writer.set_ending(ending);
         let (_, out) = self.writer.finish_into_inner()?;
         out.commit().map_err(|e| output_error(&self.path, e))
     }
