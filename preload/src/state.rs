@@ -469,11 +469,8 @@ unsafe fn install_signal_handlers() {
         }
         let mut act: libc::sigaction = std::mem::zeroed();
         act.sa_sigaction = on_fatal_signal as extern "C" fn(c_int) as usize;
-        // Every signal of the list waits until the handler has written the buffers: another
-        // one arriving meanwhile (SIGINT from the terminal, then the SIGTERM a service
-        // manager sends) would otherwise run its handler inside this one, which re-raises it
-        // with the default action and kills the process mid-flush. The handler restores the
-        // default action itself.
+        // The others wait until the buffers are written: one handled inside this handler
+        // would re-raise itself with the default action and kill the process mid-flush.
         act.sa_flags = libc::SA_ONSTACK;
         libc::sigemptyset(&mut act.sa_mask);
         for &other in &FATAL {

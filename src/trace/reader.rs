@@ -475,16 +475,13 @@ fn read_header(
         return Err(TraceError::Unfinished { file: file() });
     }
     let fixed = header.encoded_len();
-    let meta = match len > fixed {
-        true => Some(TraceMeta::decode(&bytes[fixed..]).ok_or_else(|| TraceError::Corrupt {
-            file: file(),
-            offset: fixed as u64,
-            what: "the header is corrupt (the recording's block after its fixed part does not decode)"
-                .into(),
-        })?),
-        false => None,
+    let meta = (len > fixed).then(|| TraceMeta::decode(&bytes[fixed..]));
+    let damaged = TraceError::Corrupt {
+        file: file(),
+        offset: fixed as u64,
+        what: "the header is corrupt (its recording block does not decode)".into(),
     };
-    Ok((header, len, meta))
+    Ok((header, len, meta.map(|m| m.ok_or(damaged)).transpose()?))
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
