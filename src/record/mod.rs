@@ -191,7 +191,6 @@ pub fn record_native_with_progress(
             source,
         }
     })?;
-    let _forward = crate::cleanup::forward_interrupt_to(child.id());
     let fields = Fields {
         threads: true,
         times: true,
@@ -285,8 +284,12 @@ impl RootRun<'_> {
         let converter = std::thread::current();
         let mut children = None;
         let (waited, root) = std::thread::scope(|scope| {
+            // An interrupt a process sent to fragsim alone is passed on while the program
+            // runs, and no longer once it is reaped (its pid may be reused).
+            let forward = crate::cleanup::forward_interrupt_to(child.id());
             let waiter = scope.spawn(|| {
                 let status = child.wait();
+                drop(forward);
                 let elapsed = self.started.elapsed();
                 ended.store(true, std::sync::atomic::Ordering::SeqCst);
                 converter.unpark();
