@@ -132,7 +132,13 @@ fn trace_outputs_follow_symbolic_links() {
             let _ = std::fs::remove_file(&link);
             let _ = std::fs::remove_file(&real);
             if existing {
-                std::fs::write(&real, "old").unwrap();
+                // `record` replaces an old trace only (issue 39 §2: any other file is refused).
+                let old: &[u8] = if args[0] == "record" {
+                    TRACE_MAGIC
+                } else {
+                    b"old"
+                };
+                std::fs::write(&real, old).unwrap();
             }
             std::os::unix::fs::symlink("real", &link).unwrap();
             let out = run_owned(&with_output(&args, option, &link));

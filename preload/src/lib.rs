@@ -62,6 +62,9 @@
 //!   recorded), `lost_bytes` (writes that failed).
 //! - 6 `SIGNAL`: the process is dying of the signal in the first u64 word.
 //!
+//! Beside the raw files, `proc.<pid>` says what started each process other than the program
+//! (recorded with `follow` or not): see `notes.rs`.
+//!
 //! The `reserved` word of an `EVENTS` chunk's header is its progress mark (0: none): every
 //! event of the image with a lower key is in the file before the chunk's end
 //! (`fragsim record` converts that far while the program runs).
@@ -73,6 +76,7 @@
 mod buf;
 mod cfi;
 mod hooks;
+mod notes;
 mod own;
 mod real;
 mod stack;

@@ -192,6 +192,10 @@ unsafe fn configure() -> bool {
     }
     let parent = env(b"FRAGSIM_PRELOAD_PARENT\0").and_then(parse_u64);
     let is_program = parent == Some(libc::getppid() as u64);
+    if !is_program {
+        // A child's program, recorded (`follow`) or not: `fragsim record` names it.
+        crate::notes::note_image(dir, b'x');
+    }
     if !is_program && flags & FLAG_FOLLOW == 0 {
         return false;
     }
@@ -274,7 +278,7 @@ unsafe fn open_raw(fork_seq: u64) -> bool {
     true
 }
 
-fn write_decimal(out: &mut [u8], mut v: u64) -> usize {
+pub fn write_decimal(out: &mut [u8], mut v: u64) -> usize {
     let mut digits = [0u8; 20];
     let mut n = 0;
     loop {
@@ -433,6 +437,8 @@ extern "C" fn after_fork_child() {
         let fd = FD.swap(-1, Ordering::AcqRel);
         libc::close(fd);
         buf::forget_other_threads();
+        let dir = &*std::ptr::addr_of!(DIR);
+        crate::notes::note_image(&dir[..libc::strlen(dir.as_ptr() as *const c_char)], b'f');
         if FLAGS.load(Ordering::Acquire) as u64 & FLAG_FOLLOW == 0 || !open_raw(buf::now_key()) {
             STATE.store(OFF, Ordering::Release);
         }
@@ -464,14 +470,20 @@ unsafe fn install_signal_handlers() {
         }
         let mut act: libc::sigaction = std::mem::zeroed();
         act.sa_sigaction = on_fatal_signal as extern "C" fn(c_int) as usize;
-        act.sa_flags = libc::SA_RESETHAND | libc::SA_ONSTACK;
+        // The others wait until the buffers are written: one handled inside this handler
+        // would re-raise itself with the default action and kill the process mid-flush.
+        act.sa_flags = libc::SA_ONSTACK;
         libc::sigemptyset(&mut act.sa_mask);
+        for &other in &FATAL {
+            libc::sigaddset(&mut act.sa_mask, other);
+        }
         libc::sigaction(sig, &act, std::ptr::null_mut());
     }
 }
 
 /// Writes what it can (async-signal-safe calls only), marks the image as killed and dies of
-/// the same signal (re-raised with the default action once the handler returns).
+/// the same signal (re-raised with the default action: it is blocked in here, so it is
+/// delivered, and kills, once the handler returns).
 extern "C" fn on_fatal_signal(sig: c_int) {
     // SAFETY: write, open, read, mmap and sigaction are async-signal-safe.
     unsafe {

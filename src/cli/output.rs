@@ -171,15 +171,23 @@ fn clap_one_line(text: &str) -> String {
     line
 }
 
-/// Exit code after an interrupt: 128 + SIGINT.
-pub const INTERRUPTED_EXIT: i32 = 130;
-
 /// On Ctrl-C (or SIGTERM, SIGHUP): stop the child processes and remove the temporary folders
-/// registered in [`crate::cleanup`], then exit with 130.
+/// registered in [`crate::cleanup`], say what was kept, then exit with 128 + the signal. A job
+/// that defers the first interrupt (`record`) goes on after it, told so on stderr.
 pub fn stop_cleanly_on_interrupt() {
     // Fails only if a handler is already installed (a second call): keep that one.
-    let _ = ctrlc::set_handler(|| {
-        crate::cleanup::run_all();
-        std::process::exit(INTERRUPTED_EXIT);
+    let _ = crate::cleanup::signals::install(|interrupt| {
+        match crate::cleanup::take_interrupt(interrupt) {
+            crate::cleanup::Taken::Deferred => print_error(&format!(
+                "fragsim: {}: the recording goes on until the program exits, then its trace is written (another signal stops at once, keeping the recorder's raw files)",
+                interrupt.name()
+            )),
+            crate::cleanup::Taken::Stop => {
+                for note in crate::cleanup::run_all() {
+                    print_error(&note);
+                }
+                std::process::exit(interrupt.exit_code());
+            }
+        }
     });
 }

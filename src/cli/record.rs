@@ -16,6 +16,10 @@ pub struct RecordArgs {
     /// The binary trace to write (atomically).
     #[arg(short = 'o', long = "out")]
     pub(super) out: PathBuf,
+    /// Replace an existing -o file that is not a fragsim trace (refused otherwise: it may be
+    /// the user's own file).
+    #[arg(long)]
+    force: bool,
     /// Make inconsistent calls in valgrind's log errors.
     #[arg(long)]
     strict: bool,
@@ -29,8 +33,17 @@ pub struct RecordArgs {
     pub(super) with: super::record_native::Recorder,
     #[command(flatten)]
     pub(super) native: super::record_native::NativeArgs,
+    /// Convert the raw files a native recording left in this folder (stopped by a second
+    /// interrupt, or --keep-raw) into -o's trace, its children's into TRACE.<pid>; runs nothing.
+    #[arg(long, value_name = "RAWDIR", conflicts_with_all = ["with", "strict", "keep_log"])]
+    pub(super) convert: Option<PathBuf>,
     /// The program and its arguments (after --), passed on byte for byte (any encoding).
-    #[arg(required = true, last = true, value_parser = clap::value_parser!(OsString))]
+    #[arg(
+        required_unless_present = "convert",
+        conflicts_with = "convert",
+        last = true,
+        value_parser = clap::value_parser!(OsString)
+    )]
     pub(super) command: Vec<OsString>,
 }
 
@@ -40,6 +53,10 @@ pub struct RecordArgs {
 const FEW_CALLS: u64 = 1000;
 
 pub fn run(args: RecordArgs) -> Result<i32> {
+    if let Some(dir) = &args.convert {
+        check_outputs(&args, &[])?;
+        return super::record_native::convert(&args, dir);
+    }
     // valgrind runs the program's threads one at a time and logs its calls in that order:
     // `seq` in effect, and so `auto` too.
     if args.with == super::record_native::Recorder::Valgrind
@@ -59,13 +76,15 @@ pub fn run(args: RecordArgs) -> Result<i32> {
     let program = args.command[0].to_string_lossy().into_owned();
     let program_path = find_program(&args.command[0])
         .with_context(|| format!("program '{program}' not found (neither a file nor on PATH)"))?;
-    super::args::refuse_outputs_over_inputs(
-        &[("the program", &program_path)],
-        &[
-            ("-o", Some(&args.out)),
-            ("--keep-log", args.keep_log.as_deref()),
-        ],
-    )?;
+    // The program reads its arguments that are files: none of them is an output either.
+    let mut inputs = vec![("the program".to_string(), program_path.clone())];
+    for arg in &args.command[1..] {
+        let path = PathBuf::from(arg);
+        if path.is_file() {
+            inputs.push(("the program's argument".to_string(), path));
+        }
+    }
+    check_outputs(&args, &inputs)?;
     if args.with == super::record_native::Recorder::Native {
         if args.keep_log.is_some() {
             bail!("--keep-log keeps valgrind's log: it applies to --with valgrind only");
@@ -252,6 +271,39 @@ fn warn_about_children(
         args.out.display(),
         log.display()
     ));
+}
+
+/// Every check of the outputs, before the program runs: none is one of `inputs` (the program
+/// and its arguments that are files) or another output; each can be written (its folder
+/// exists, it is no folder, a device takes a write); and `-o` replaces no file of the user's
+/// (an existing file that is not a fragsim trace needs `--force`).
+fn check_outputs(args: &RecordArgs, inputs: &[(String, PathBuf)]) -> Result<()> {
+    let inputs: Vec<(&str, &Path)> = inputs
+        .iter()
+        .map(|(w, p)| (w.as_str(), p.as_path()))
+        .collect();
+    super::args::refuse_outputs_over_inputs(
+        &inputs,
+        &[
+            ("-o", Some(&args.out)),
+            ("--keep-log", args.keep_log.as_deref()),
+        ],
+    )?;
+    for out in std::iter::once(&args.out).chain(&args.keep_log) {
+        crate::export::check_output(out)?;
+    }
+    let out = &args.out;
+    let meta = std::fs::metadata(out);
+    if meta.is_ok_and(|m| m.is_file() && m.len() > 0)
+        && !crate::trace::is_binary_trace(out)
+        && !args.force
+    {
+        bail!(
+            "-o '{}' is an existing file that is not a fragsim trace: writing the trace would destroy it (choose another file, or --force to replace it)",
+            out.display()
+        );
+    }
+    Ok(())
 }
 
 /// Too few calls for a real program: a wrapper that execs it, most likely.

@@ -2,6 +2,7 @@
 //! recorder (the default; `--with valgrind` is in record.rs).
 
 use super::record::RecordArgs;
+use crate::record::rawdir::ChildProcess;
 use crate::record::{
     order, record_native_with_progress, EventOrder, NativeOptions, RecordProgress, Recorded,
     RecordedTrace,
@@ -81,18 +82,31 @@ pub fn run(args: &RecordArgs) -> Result<i32> {
     Ok(super::record::exit_status_code(recorded.status))
 }
 
-fn summary_line(t: &RecordedTrace, elapsed: std::time::Duration) -> String {
+/// `record --convert RAWDIR -o OUT`: the raw files a recording left, converted.
+pub fn convert(args: &RecordArgs, dir: &std::path::Path) -> Result<i32> {
+    let traces = crate::record::rawdir::convert_dir(dir, &args.out)?;
+    for (i, t) in traces.iter().enumerate() {
+        for line in trace_notes(t, i, None, false) {
+            super::output::print_error(&line);
+        }
+    }
+    Ok(0)
+}
+
+/// "recorded N events ... into 'OUT' (B bytes)": `elapsed`, the program's wall time, where
+/// it ran just now (not for `--convert`).
+fn summary_line(t: &RecordedTrace, elapsed: Option<std::time::Duration>) -> String {
     let s = &t.summary;
     let threads = s.events_per_thread.len();
+    let wall = elapsed.map_or(String::new(), |e| format!(" in {:.3} s", e.as_secs_f64()));
     let mut line = format!(
-        "recorded {} events ({} allocs, {} frees, {} reallocs) on {} thread{} in {:.3} s (calls over {:.3} s) into '{}' ({} bytes",
+        "recorded {} events ({} allocs, {} frees, {} reallocs) on {} thread{}{wall} (calls over {:.3} s) into '{}' ({} bytes",
         s.events,
         s.allocs,
         s.frees,
         s.reallocs,
         threads,
         if threads == 1 { "" } else { "s" },
-        elapsed.as_secs_f64(),
         s.duration_ns as f64 / 1e9,
         t.path.display(),
         t.bytes,
@@ -118,43 +132,138 @@ fn notes(recorded: &Recorded, program: &str) -> Vec<String> {
             "warning: LD_PRELOAD had no effect on '{program}' (a static binary, a setuid program or one that clears its environment): the trace is empty"
         ));
     }
+    if let Some(interrupt) = recorded.interrupted {
+        lines.push(format!(
+            "note: {} came while recording: fragsim waited for '{program}' to exit ({}) and wrote everything it recorded",
+            interrupt.name(),
+            recorded.status
+        ));
+    }
     for (i, t) in recorded.traces.iter().enumerate() {
-        let s = &t.summary;
-        let mut line = summary_line(t, recorded.elapsed);
-        if i > 0 {
-            line = format!("child {}: {line}", t.pid);
+        let empty = recorded.no_effect && i == 0;
+        lines.extend(trace_notes(t, i, Some(recorded.elapsed), empty));
+    }
+    let recorded_pids: Vec<u64> = recorded.traces.iter().map(|t| t.pid).collect();
+    let unrecorded: Vec<&ChildProcess> = recorded
+        .children
+        .iter()
+        .filter(|c| !recorded_pids.contains(&c.pid))
+        .collect();
+    if !unrecorded.is_empty() {
+        lines.push(unrecorded_line(&unrecorded));
+    }
+    lines
+}
+
+/// Programs listed by name in the line about unrecorded children (the rest are counted).
+const PROGRAMS_LISTED: usize = 5;
+
+/// "warning: 3 child processes ran unrecorded: `ls -l` (2), `sed -e s/a/b/`; ...".
+fn unrecorded_line(children: &[&ChildProcess]) -> String {
+    // Distinct programs in the order they first ran, with how many processes ran each.
+    let mut programs: Vec<(String, usize)> = Vec::new();
+    for c in children {
+        let name = program_name(c);
+        match programs.iter_mut().find(|(p, _)| *p == name) {
+            Some((_, n)) => *n += 1,
+            None => programs.push((name, 1)),
         }
-        lines.push(line);
-        if s.truncated && !(recorded.no_effect && i == 0) {
-            let how = match s.signal {
-                Some(sig) => format!("the process died of signal {sig}"),
-                None => "the process was killed before the recorder could finish".to_string(),
-            };
-            lines.push(format!(
-                "warning: trace '{}' is truncated: {how}; it holds the calls written until then",
-                t.path.display()
-            ));
-        }
-        if s.issues.total() > 0 {
-            lines.push(format!("note: {}", s.issues));
-        }
-        if s.released_by_exec > 0 {
-            lines.push(format!(
-                "note: {} objects still live at exec are freed there",
-                s.released_by_exec
-            ));
-        }
-        if s.dropped_threads + s.late_calls + s.lost_bytes > 0 {
-            lines.push(format!(
-                "warning: not recorded: {} threads (beyond the recorder's 4096 buffers), {} calls after a thread's exit, {} bytes lost writing",
-                s.dropped_threads, s.late_calls, s.lost_bytes
-            ));
-        }
-        if s.no_unwinder {
-            lines.push(
-                "warning: --stacks: libunwind.so.8 could not be loaded (install libunwind8): no call stacks recorded".to_string(),
-            );
-        }
+    }
+    let mut listed: Vec<String> = programs
+        .iter()
+        .take(PROGRAMS_LISTED)
+        .map(|(p, n)| {
+            if *n > 1 {
+                format!("{p} ({n})")
+            } else {
+                p.clone()
+            }
+        })
+        .collect();
+    if programs.len() > PROGRAMS_LISTED {
+        listed.push(format!(
+            "{} more programs",
+            programs.len() - PROGRAMS_LISTED
+        ));
+    }
+    let n = children.len();
+    format!(
+        "warning: {n} child process{} ran unrecorded: {}; record with --follow-forks to record {} too (one trace per process, TRACE.<pid>)",
+        if n == 1 { "" } else { "es" },
+        listed.join(", "),
+        if n == 1 { "it" } else { "them" }
+    )
+}
+
+/// A child's program for the user: its command line in backquotes (cut at 80 characters),
+/// a fork that did not exec marked as such.
+fn program_name(c: &ChildProcess) -> String {
+    let meta = crate::trace::TraceMeta {
+        command: c.command.clone(),
+        ..Default::default()
+    };
+    let mut line = meta.command_line();
+    if line.chars().count() > 80 {
+        line = line.chars().take(77).collect::<String>() + "...";
+    }
+    if c.fork_only {
+        format!("`{line}` (a fork)")
+    } else {
+        format!("`{line}`")
+    }
+}
+
+/// The summary line of trace `i` (0: the program's, then its children's), then what the user
+/// should know about it (`empty`: the library did not load, said already).
+fn trace_notes(
+    t: &RecordedTrace,
+    i: usize,
+    elapsed: Option<std::time::Duration>,
+    empty: bool,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let s = &t.summary;
+    let mut line = summary_line(t, elapsed);
+    if i > 0 {
+        let meta = crate::trace::TraceMeta {
+            command: t.command.clone(),
+            ..Default::default()
+        };
+        line = match meta.command.is_empty() {
+            true => format!("child {}: {line}", t.pid),
+            false => format!("child {} (`{}`): {line}", t.pid, meta.command_line()),
+        };
+    }
+    lines.push(line);
+    if s.truncated && !empty {
+        let how = match s.signal {
+            Some(sig) => format!("the process died of signal {sig}"),
+            None => "the process was killed before the recorder could finish".to_string(),
+        };
+        lines.push(format!(
+            "warning: trace '{}' is truncated: {how}; it holds the calls written until then",
+            t.path.display()
+        ));
+    }
+    if s.issues.total() > 0 {
+        lines.push(format!("note: {}", s.issues));
+    }
+    if s.released_by_exec > 0 {
+        lines.push(format!(
+            "note: {} objects still live at exec are freed there",
+            s.released_by_exec
+        ));
+    }
+    if s.dropped_threads + s.late_calls + s.lost_bytes > 0 {
+        lines.push(format!(
+            "warning: not recorded: {} threads (beyond the recorder's 4096 buffers), {} calls after a thread's exit, {} bytes lost writing",
+            s.dropped_threads, s.late_calls, s.lost_bytes
+        ));
+    }
+    if s.no_unwinder {
+        lines.push(
+            "warning: --stacks: libunwind.so.8 could not be loaded (install libunwind8): no call stacks recorded".to_string(),
+        );
     }
     lines
 }

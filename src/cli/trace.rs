@@ -242,7 +242,9 @@ fn stats(a: StatsArgs) -> Result<i32> {
     let mut table: Option<Table> = None;
     for path in &a.traces {
         let name = path.display().to_string();
-        let s = trace_stats_records(crate::trace::open(path)?.records())?;
+        let opened = crate::trace::open(path)?;
+        let meta = opened.meta.clone();
+        let s = trace_stats_records(opened.records())?;
         let one = if a.histogram {
             let mut t = histogram_table(&name, &s);
             t.columns.insert(0, "trace".into());
@@ -251,7 +253,14 @@ fn stats(a: StatsArgs) -> Result<i32> {
             }
             t
         } else {
-            stats_table(&name, &s)
+            let mut t = stats_table(&name, &s);
+            // A recording's command line and ending (`record` writes them; empty otherwise).
+            t.columns.extend(["command".into(), "recording".into()]);
+            let (command, ending) = meta.map_or((String::new(), String::new()), |m| {
+                (m.command_line(), m.ending.to_string())
+            });
+            t.rows[0].extend([command.into(), ending.into()]);
+            t
         };
         match &mut table {
             None => table = Some(one),

@@ -18,7 +18,7 @@ pub use self::json::Json;
 pub use self::markdown::Markdown;
 pub use self::record::Record;
 pub use self::staging::{create_folder, StagedDir};
-pub use self::target::{same_file, OutputFile};
+pub use self::target::{check_output, same_file, OutputFile};
 
 /// One value of a table.
 #[derive(Clone, Debug, PartialEq)]

@@ -141,6 +141,72 @@ impl Seek for OutputFile {
     }
 }
 
+/// Checks now, before any work, that `path` can be written as [`OutputFile::create`] will
+/// write it, leaving nothing behind: its folder exists and takes a new file (or the file is
+/// writable), it is not a folder, and a character device takes a write (a write of no bytes:
+/// `/dev/full` refuses it, a terminal or `/dev/null` takes it; a FIFO is not opened, it
+/// would block).
+pub fn check_output(path: &Path) -> Result<(), WriteError> {
+    use std::os::unix::fs::FileTypeExt;
+    if path == Path::new("-") {
+        return Ok(());
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.file_type().is_char_device() => probe_device(path)?,
+        Ok(_) => {}
+        Err(_) => {
+            let target = resolve_links(path)?;
+            let dir = match target.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            match std::fs::metadata(dir) {
+                Ok(meta) if !meta.is_dir() => {
+                    return Err(WriteError::other(
+                        path,
+                        format!("'{}' is not a folder", dir.display()),
+                    ))
+                }
+                Ok(_) => {}
+                Err(_) => {
+                    return Err(WriteError::other(
+                        path,
+                        format!("the folder '{}' does not exist", dir.display()),
+                    ))
+                }
+            }
+        }
+    }
+    OutputFile::create(path).map(drop)
+}
+
+/// Opens the character device `path` without blocking (nor making a terminal fragsim's own)
+/// and writes no bytes to it.
+fn probe_device(path: &Path) -> Result<(), WriteError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| WriteError::new(path, &e))?;
+    // SAFETY: a write of zero bytes from a valid pointer to an open descriptor.
+    let written = unsafe {
+        use std::os::fd::AsRawFd;
+        libc::write(
+            file.as_raw_fd(),
+            [0u8; 1].as_ptr() as *const libc::c_void,
+            0,
+        )
+    };
+    match written {
+        n if n >= 0 => Ok(()),
+        _ => match io::Error::last_os_error() {
+            e if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            e => Err(WriteError::new(path, &e)),
+        },
+    }
+}
+
 /// Whether this process may write `path` (without opening it: a FIFO would block).
 pub(super) fn check_writable(path: &Path) -> Result<(), WriteError> {
     use std::os::unix::ffi::OsStrExt;

@@ -5,6 +5,7 @@
 pub mod convert;
 pub mod order;
 pub mod raw;
+pub mod rawdir;
 pub mod sink;
 pub mod stream;
 pub mod symbols;
@@ -14,7 +15,7 @@ pub use order::EventOrder;
 pub use raw::{parse, RawProcess};
 pub use sink::TraceSink;
 
-use crate::trace::{Fields, Record, TraceError};
+use crate::trace::{Ending, Fields, Record, TraceError};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
@@ -41,6 +42,8 @@ pub enum RecordError {
     },
     #[error(transparent)]
     Trace(#[from] TraceError),
+    #[error(transparent)]
+    RawDir(#[from] rawdir::RawDirError),
 }
 
 /// How to record.
@@ -65,6 +68,8 @@ pub struct RecordedTrace {
     pub pid: u64,
     pub bytes: u64,
     pub summary: ConvertSummary,
+    /// The process's program and arguments, as the trace says (empty: not known).
+    pub command: Vec<String>,
 }
 
 /// What a recording produced.
@@ -78,6 +83,12 @@ pub struct Recorded {
     /// The program wrote no raw file: the library was not loaded (a static binary, a setuid
     /// program, or one that clears its environment); its trace is empty.
     pub no_effect: bool,
+    /// The interrupt signal (Ctrl-C, SIGTERM, SIGHUP) that came while recording: the
+    /// recording went on until the program exited.
+    pub interrupted: Option<crate::cleanup::Interrupt>,
+    /// Every process other than the program that loaded the recorder (its children and
+    /// theirs), recorded (`--follow-forks`) or not.
+    pub children: Vec<rawdir::ChildProcess>,
 }
 
 /// `FRAGSIM_PRELOAD`, else the library beside the running executable (or one folder up,
@@ -162,7 +173,17 @@ pub fn record_native_with_progress(
         out: raw_dir.clone(),
         source,
     })?;
-    let raw_dir = raw_dir.canonicalize().unwrap_or(raw_dir);
+    // The first interrupt reached the program too: recording goes on until it exits. A
+    // second one stops, and what the recorder wrote stays for `record --convert`.
+    let deferral = crate::cleanup::defer_first_interrupt();
+    let canonical = raw_dir.canonicalize().unwrap_or(raw_dir.clone());
+    let _keep = crate::cleanup::keep_on_interrupt(&raw_dir, rawdir::kept_note(&canonical, out));
+    let raw_dir = canonical;
+    let command_line: Vec<String> = command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    rawdir::write_program(&raw_dir, &command_line)?;
     let started = std::time::Instant::now();
     let child = spawn_recorded(command, options, preload, &raw_dir).map_err(|source| {
         RecordError::Spawn {
@@ -182,6 +203,7 @@ pub fn record_native_with_progress(
         pid,
         raw_dir: &raw_dir,
         started,
+        command: command_line,
     };
     let ((status, elapsed), root, children) = run.convert_while_running(child, progress);
     let status = status.map_err(|source| RecordError::Spawn {
@@ -190,9 +212,11 @@ pub fn record_native_with_progress(
     })?;
     let no_effect = !raw_file(&raw_dir, pid).exists();
     let mut traces = vec![root?];
+    let noted = rawdir::child_processes(&raw_dir);
     for (child_pid, process, path) in children.unwrap_or_else(|| Ok(Vec::new()))? {
         let raw = raw_file(&raw_dir, child_pid);
-        traces.push(convert_into(&path, fields, child_pid, |sink| {
+        let command = rawdir::command_of(&noted, child_pid);
+        traces.push(convert_into(&path, fields, child_pid, command, |sink| {
             let mut read = |bytes| progress(RecordProgress::Converted(bytes));
             convert_with_progress(&process, &raw.display().to_string(), sink, &mut read)
         })?);
@@ -202,6 +226,8 @@ pub fn record_native_with_progress(
         elapsed,
         traces,
         no_effect,
+        interrupted: deferral.interrupted(),
+        children: noted,
     })
 }
 
@@ -240,6 +266,7 @@ struct RootRun<'a> {
     pid: u64,
     raw_dir: &'a Path,
     started: std::time::Instant,
+    command: Vec<String>,
 }
 
 impl RootRun<'_> {
@@ -257,20 +284,24 @@ impl RootRun<'_> {
         let converter = std::thread::current();
         let mut children = None;
         let (waited, root) = std::thread::scope(|scope| {
+            // An interrupt a process sent to fragsim alone is passed on while the program
+            // runs, and no longer once it is reaped (its pid may be reused).
+            let forward = crate::cleanup::forward_interrupt_to(child.id());
             let waiter = scope.spawn(|| {
                 let status = child.wait();
+                drop(forward);
                 let elapsed = self.started.elapsed();
                 ended.store(true, std::sync::atomic::Ordering::SeqCst);
                 converter.unpark();
                 (status, elapsed)
             });
-            let root = convert_into(self.out, self.fields, pid, |sink| {
+            let root = convert_into(self.out, self.fields, pid, self.command.clone(), |sink| {
                 let ended = || ended.load(std::sync::atomic::Ordering::SeqCst);
                 // Once the program has exited, the children's files are complete too: the
                 // bar covers what is left of the program's and all of theirs.
                 let mut tell = |p| match p {
                     RecordProgress::Converting { total } => {
-                        let parsed = parse_children(self.raw_dir, pid, self.out);
+                        let parsed = rawdir::parse_children(self.raw_dir, pid, self.out);
                         let more: u64 = parsed
                             .iter()
                             .flatten()
@@ -332,39 +363,6 @@ fn preload_flags(options: &NativeOptions) -> String {
     flags.join(",")
 }
 
-/// The raw files of the processes other than `root` (`--follow-forks`), by pid, indexed, with
-/// their traces' paths (`out.<pid>`).
-fn parse_children(
-    dir: &Path,
-    root: u64,
-    out: &Path,
-) -> Result<Vec<(u64, RawProcess, PathBuf)>, RecordError> {
-    let mut parsed = Vec::new();
-    for (pid, raw) in child_raw_files(dir, root)? {
-        let path = PathBuf::from(format!("{}.{pid}", out.display()));
-        parsed.push((pid, parse(&raw)?, path));
-    }
-    Ok(parsed)
-}
-
-/// The raw files of processes other than `root`, by pid.
-fn child_raw_files(dir: &Path, root: u64) -> Result<Vec<(u64, PathBuf)>, RecordError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| TraceError::Input {
-        file: dir.display().to_string(),
-        what: e.to_string(),
-    })?;
-    let mut files: Vec<(u64, PathBuf)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let pid: u64 = name.strip_prefix("raw.")?.parse().ok()?;
-            (pid != root).then(|| (pid, e.path()))
-        })
-        .collect();
-    files.sort();
-    Ok(files)
-}
-
 /// All records of one raw file, in order, with the conversion's summary.
 pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceError> {
     let process = parse(raw)?;
@@ -385,7 +383,7 @@ pub fn convert_file(
     pid: u64,
 ) -> Result<RecordedTrace, RecordError> {
     let process = parse(raw)?;
-    convert_into(out, fields, pid, |sink| {
+    convert_into(out, fields, pid, Vec::new(), |sink| {
         convert(&process, &raw.display().to_string(), sink)
     })
 }
@@ -412,9 +410,10 @@ const BATCHES_IN_FLIGHT: usize = 4;
 /// What the converting thread tells the writing one.
 enum ToWriter {
     Records(Vec<Record>),
-    /// Every record is sent: finish the trace. A writer whose channel closes without this
-    /// (the conversion failed) drops its unfinished trace, which leaves nothing behind.
-    Finish,
+    /// Every record is sent: finish the trace, saying how the recording ended. A writer whose
+    /// channel closes without this (the conversion failed) drops its unfinished trace, which
+    /// leaves nothing behind.
+    Finish(Ending),
 }
 
 /// Writes the trace `out` of process `pid` from the records `convert` hands its sink.
@@ -425,9 +424,10 @@ fn convert_into(
     out: &Path,
     fields: Fields,
     pid: u64,
+    command: Vec<String>,
     run: impl for<'s> FnOnce(&'s mut convert::Sink<'s>) -> Result<ConvertSummary, TraceError>,
 ) -> Result<RecordedTrace, RecordError> {
-    let sink = TraceSink::create(out, fields)?;
+    let sink = TraceSink::create(out, fields, command.clone())?;
     let summary = std::thread::scope(|scope| {
         let (to_writer, inbox) = std::sync::mpsc::sync_channel::<ToWriter>(BATCHES_IN_FLIGHT);
         let (give_back, returned) = std::sync::mpsc::channel::<Vec<Record>>();
@@ -446,7 +446,7 @@ fn convert_into(
                         // The converter may have finished already: nothing to give back to.
                         let _ = give_back.send(batch);
                     }
-                    ToWriter::Finish => return sink.finish(),
+                    ToWriter::Finish(ending) => return sink.finish(ending),
                 }
             }
             Ok(())
@@ -469,7 +469,7 @@ fn convert_into(
         let converted = run(&mut |batch: &mut Vec<Record>| send(batch));
         let sent = converted.and_then(|summary| {
             to_writer
-                .send(ToWriter::Finish)
+                .send(ToWriter::Finish(ending_of(&summary)))
                 .map_err(|_| writer_gone())?;
             Ok(summary)
         });
@@ -486,5 +486,15 @@ fn convert_into(
         pid,
         bytes,
         summary,
+        command,
     })
+}
+
+/// How a recording ended, from its conversion: truncated by a signal, killed, or whole.
+fn ending_of(summary: &ConvertSummary) -> Ending {
+    match (summary.truncated, summary.signal) {
+        (false, _) => Ending::Whole,
+        (true, Some(signal)) => Ending::Signal(signal as u32),
+        (true, None) => Ending::Killed,
+    }
 }

@@ -3,7 +3,7 @@
 //! written through, a regular file replaced whole when the trace is finished.
 
 use crate::export::OutputFile;
-use crate::trace::{Fields, Record, TraceError, TraceWriter};
+use crate::trace::{Ending, Fields, Record, TraceError, TraceMeta, TraceWriter};
 use std::path::Path;
 
 /// A trace being written (it appears at its path only when finished).
@@ -12,18 +12,25 @@ pub struct TraceSink {
     path: std::path::PathBuf,
 }
 
-fn output_error(path: &Path, e: impl std::fmt::Display) -> TraceError {
+/// The writer's error as the trace's: "cannot write 'PATH': REASON", the path said once.
+fn output_error(path: &Path, e: crate::export::WriteError) -> TraceError {
     TraceError::Output {
         path: path.to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
+        source: std::io::Error::new(e.kind, e.reason),
     }
 }
 
 impl TraceSink {
-    pub fn create(path: &Path, fields: Fields) -> Result<Self, TraceError> {
+    /// A trace at `path` that says it records `command` (a recording's block, `trace/meta.rs`).
+    pub fn create(path: &Path, fields: Fields, command: Vec<String>) -> Result<Self, TraceError> {
         let out = OutputFile::create(path).map_err(|e| output_error(path, e))?;
+        let meta = TraceMeta {
+            command,
+            ending: Ending::Whole,
+        };
+        let name = path.display().to_string();
         Ok(TraceSink {
-            writer: TraceWriter::named_with(out, &path.display().to_string(), fields)?,
+            writer: TraceWriter::named_with_meta(out, &name, fields, Some(meta))?,
             path: path.to_path_buf(),
         })
     }
@@ -32,8 +39,9 @@ impl TraceSink {
         self.writer.write_record(record)
     }
 
-    /// Finishes the file (moves it into place).
-    pub fn finish(self) -> Result<(), TraceError> {
+    /// Finishes the file, saying how the recording ended (moves it into place).
+    pub fn finish(mut self, ending: Ending) -> Result<(), TraceError> {
+        self.writer.set_ending(ending);
         let (_, out) = self.writer.finish_into_inner()?;
         out.commit().map_err(|e| output_error(&self.path, e))
     }

@@ -138,7 +138,9 @@ impl TraceHeader {
                 )))
             }
         };
-        if len != expected {
+        // Longer: a recording's block follows the fixed part (`meta.rs`).
+        let with_meta = len > expected && len - expected <= super::meta::MAX_META_LEN;
+        if len != expected && !with_meta {
             return Err(HeaderError::Corrupt(format!(
                 "the header is corrupt (version {version} has a {expected}-byte header, this one says {len})"
             )));

@@ -32,6 +32,7 @@ mod flow;
 mod format;
 mod heaptrack;
 mod ids;
+mod meta;
 mod open;
 mod reader;
 mod record;
@@ -49,7 +50,10 @@ pub use flow::Fields;
 pub use format::TraceHeader;
 pub use heaptrack::{import_heaptrack, HeaptrackSummary};
 pub use ids::{IdPool, LiveSet};
-pub use open::{open, read_all, Batches, EventStream, OpenedTrace, RecordStream, TraceKind};
+pub use meta::{Ending, TraceMeta};
+pub use open::{
+    is_binary_trace, open, read_all, Batches, EventStream, OpenedTrace, RecordStream, TraceKind,
+};
 pub use reader::{Records, TraceReader};
 pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};
 pub use stats::{

@@ -1,7 +1,9 @@
 //! The one way in: [`open`] detects what a trace file is and yields its records.
 
 use super::format::MAGIC;
-use super::{read_text_records, Batch, Event, Record, TraceError, TraceHeader, TraceReader};
+use super::{
+    read_text_records, Batch, Event, Record, TraceError, TraceHeader, TraceMeta, TraceReader,
+};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -26,6 +28,8 @@ pub struct OpenedTrace {
     pub kind: TraceKind,
     /// The binary form's header (its counts), `None` for text.
     pub header: Option<TraceHeader>,
+    /// A recording's command line and ending (`record` writes it), if the file has them.
+    pub meta: Option<TraceMeta>,
     source: Source,
 }
 
@@ -101,6 +105,14 @@ impl std::fmt::Debug for OpenedTrace {
     }
 }
 
+/// Whether `path` is a binary fragsim trace (by its magic; finished or not): a file a new
+/// trace may replace without losing anything of the user's.
+pub fn is_binary_trace(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; MAGIC.len()];
+    File::open(path).is_ok_and(|mut f| f.read_exact(&mut head).is_ok()) && head == MAGIC
+}
+
 /// Opens a trace file: the binary form (by its magic), or the text form; a valgrind log or
 /// anything else is refused with the reason, naming the file.
 pub fn open(path: &Path) -> Result<OpenedTrace, TraceError> {
@@ -123,10 +135,12 @@ pub fn open(path: &Path) -> Result<OpenedTrace, TraceError> {
     if head.starts_with(&MAGIC[..head.len().min(MAGIC.len())]) {
         let reader = TraceReader::named(file, &name)?;
         let header = *reader.header();
+        let meta = reader.meta().cloned();
         return Ok(OpenedTrace {
             name,
             kind: TraceKind::Binary,
             header: Some(header),
+            meta,
             source: Source::Binary(Box::new(reader)),
         });
     }
@@ -136,6 +150,7 @@ pub fn open(path: &Path) -> Result<OpenedTrace, TraceError> {
             name,
             kind: TraceKind::Text,
             header: None,
+            meta: None,
         }),
         Sniff::Valgrind => Err(TraceError::Input {
             file: name.clone(),

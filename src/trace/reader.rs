@@ -8,7 +8,7 @@ use super::format::{
     VERSION_CONTEXT,
 };
 use super::ids::LiveSet;
-use super::{Call, Event, ObjectId, Record, SiteTable, TraceError};
+use super::{Call, Event, ObjectId, Record, SiteTable, TraceError, TraceMeta};
 use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::Path;
@@ -42,6 +42,8 @@ pub struct TraceReader<R> {
     flow: Flow,
     codec: CodecState,
     sites: SiteTable,
+    /// A recording's block after the header's fixed part (`meta.rs`), if it has one.
+    meta: Option<TraceMeta>,
 }
 
 impl TraceReader<BufReader<File>> {
@@ -61,7 +63,7 @@ impl<R: Read> TraceReader<R> {
 
     /// As [`TraceReader::new`], naming the source in errors.
     pub fn named(mut inner: R, name: &str) -> Result<Self, TraceError> {
-        let (header, header_len) = read_header(&mut inner, name)?;
+        let (header, header_len, meta) = read_header(&mut inner, name)?;
         Ok(TraceReader {
             inner,
             name: name.to_string(),
@@ -81,7 +83,13 @@ impl<R: Read> TraceReader<R> {
             flow: Flow::new(header.fields),
             codec: CodecState::default(),
             sites: SiteTable::new(),
+            meta,
         })
+    }
+
+    /// What a recording says about itself: the program's command line and how it ended.
+    pub fn meta(&self) -> Option<&TraceMeta> {
+        self.meta.as_ref()
     }
 
     /// The call stacks defined so far (all of them once the stream has been read).
@@ -409,7 +417,10 @@ impl<R: Read> Iterator for Records<R> {
 
 /// Reads and checks the header; returns it and its length. An empty input, one cut inside the
 /// header, one with another magic and a damaged header are four different errors.
-fn read_header(inner: &mut impl Read, name: &str) -> Result<(TraceHeader, usize), TraceError> {
+fn read_header(
+    inner: &mut impl Read,
+    name: &str,
+) -> Result<(TraceHeader, usize, Option<TraceMeta>), TraceError> {
     let file = || name.to_string();
     let mut raw = [0u8; 16];
     let got = read_full(inner, &mut raw).map_err(|e| TraceError::io(name, e))?;
@@ -463,7 +474,14 @@ fn read_header(inner: &mut impl Read, name: &str) -> Result<(TraceHeader, usize)
     if header.events == UNFINISHED {
         return Err(TraceError::Unfinished { file: file() });
     }
-    Ok((header, len))
+    let fixed = header.encoded_len();
+    let meta = (len > fixed).then(|| TraceMeta::decode(&bytes[fixed..]));
+    let damaged = TraceError::Corrupt {
+        file: file(),
+        offset: fixed as u64,
+        what: "the header is corrupt (its recording block does not decode)".into(),
+    };
+    Ok((header, len, meta.map(|m| m.ok_or(damaged)).transpose()?))
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.

@@ -4,7 +4,7 @@ use super::codec::{encode_call, encode_record, CodecState};
 use super::flow::{Fields, Flow};
 use super::format::{encode_event, TraceHeader, UNFINISHED, VERSION, VERSION_CONTEXT};
 use super::tally::Tally;
-use super::{Call, Event, ObjectId, Record, TraceError};
+use super::{Call, Ending, Event, ObjectId, Record, TraceError, TraceMeta};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
@@ -30,6 +30,9 @@ pub struct TraceWriter<W: Write + Seek> {
     flow: Flow,
     codec: CodecState,
     finisher: Option<Finisher<W>>,
+    /// A recording's block after the header (`meta.rs`): written with the placeholder,
+    /// again (its ending filled in) on `finish`, at the same length.
+    meta: Option<TraceMeta>,
 }
 
 impl<W: Write + Seek> TraceWriter<W> {
@@ -45,7 +48,18 @@ impl<W: Write + Seek> TraceWriter<W> {
 
     /// A writer of records with the given context (format v2, file version 3); without any
     /// field it writes version 2, byte for byte what [`TraceWriter::named`] writes.
-    pub fn named_with(mut out: W, name: &str, fields: Fields) -> Result<Self, TraceError> {
+    pub fn named_with(out: W, name: &str, fields: Fields) -> Result<Self, TraceError> {
+        Self::named_with_meta(out, name, fields, None)
+    }
+
+    /// As [`TraceWriter::named_with`], the header followed by a recording's block (the
+    /// program's command line; its ending is set by [`TraceWriter::set_ending`]).
+    pub fn named_with_meta(
+        mut out: W,
+        name: &str,
+        fields: Fields,
+        meta: Option<TraceMeta>,
+    ) -> Result<Self, TraceError> {
         let placeholder = TraceHeader {
             version: if fields.any() {
                 VERSION_CONTEXT
@@ -56,8 +70,8 @@ impl<W: Write + Seek> TraceWriter<W> {
             fields,
             ..TraceHeader::default()
         };
-        out.write_all(&placeholder.encode())
-            .map_err(|e| TraceError::io(name, e))?;
+        let head = super::meta::encode_header(&placeholder, meta.as_ref());
+        out.write_all(&head).map_err(|e| TraceError::io(name, e))?;
         Ok(TraceWriter {
             out: Some(out),
             name: name.to_string(),
@@ -68,7 +82,15 @@ impl<W: Write + Seek> TraceWriter<W> {
             flow: Flow::new(fields),
             codec: CodecState::default(),
             finisher: None,
+            meta,
         })
+    }
+
+    /// How the recording ended (written on `finish`; only with a recording's block).
+    pub fn set_ending(&mut self, ending: Ending) {
+        if let Some(meta) = &mut self.meta {
+            meta.ending = ending;
+        }
     }
 
     /// The context this writer's records carry.
@@ -213,9 +235,10 @@ impl<W: Write + Seek> TraceWriter<W> {
         let mut out = self.out.take().expect("writer used after finish");
         let io = |e| TraceError::io(&self.name, e);
         let end = out.stream_position().map_err(io)?;
-        let start = end - self.payload_bytes - header.encoded_len() as u64;
+        let head = super::meta::encode_header(&header, self.meta.as_ref());
+        let start = end - self.payload_bytes - head.len() as u64;
         out.seek(SeekFrom::Start(start)).map_err(io)?;
-        out.write_all(&header.encode()).map_err(io)?;
+        out.write_all(&head).map_err(io)?;
         out.seek(SeekFrom::Start(end)).map_err(io)?;
         out.flush().map_err(io)?;
         Ok((header, out))

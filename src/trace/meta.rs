@@ -1,0 +1,145 @@
+//! What a recording says about itself, carried in the header after its fixed part (the
+//! header's length field covers it; a header of exactly its version's length has none, as
+//! every trace written before): the recorded program's command line and how the recording
+//! ended.
+//!
+//! Layout (little-endian): `ending u64` (0: whole; 1: truncated, the process was killed
+//! before the recorder could finish; `0x100 | N`: truncated, the process died of signal N),
+//! `argc u32`, then per argument `len u32` and its UTF-8 bytes; zeros up to a multiple of 8.
+
+/// The longest block a reader accepts (a longer one is taken for a damaged header).
+pub const MAX_META_LEN: usize = 1 << 20;
+
+/// How the recorded process ended, as far as its trace goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum Ending {
+    /// The trace holds every call (the process exited, or nothing says otherwise).
+    #[default]
+    Whole,
+    /// Truncated: the process was killed before the recorder could write its last calls.
+    Killed,
+    /// Truncated: the process died of this signal.
+    Signal(u32),
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::Whole => write!(f, "whole"),
+            Ending::Killed => write!(f, "truncated (killed)"),
+            Ending::Signal(n) => write!(f, "truncated (signal {n})"),
+        }
+    }
+}
+
+/// The recorded program and how its recording ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TraceMeta {
+    /// The program and its arguments (not valid UTF-8: converted lossily).
+    pub command: Vec<String>,
+    pub ending: Ending,
+}
+
+impl TraceMeta {
+    /// The command line as one line, each argument quoted as a shell would need it.
+    pub fn command_line(&self) -> String {
+        let quote = |a: &String| {
+            let plain = !a.is_empty()
+                && a.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:=@%".contains(&b));
+            if plain {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        };
+        self.command.iter().map(quote).collect::<Vec<_>>().join(" ")
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let ending: u64 = match self.ending {
+            Ending::Whole => 0,
+            Ending::Killed => 1,
+            Ending::Signal(n) => 0x100 | u64::from(n & 0xff),
+        };
+        let mut out = ending.to_le_bytes().to_vec();
+        // Bounded so the block stays under what a reader accepts.
+        let mut args: Vec<&String> = Vec::new();
+        let mut room = MAX_META_LEN - 32;
+        for a in &self.command {
+            if a.len() + 4 > room {
+                break;
+            }
+            room -= a.len() + 4;
+            args.push(a);
+        }
+        out.extend_from_slice(&(args.len() as u32).to_le_bytes());
+        for a in args {
+            out.extend_from_slice(&(a.len() as u32).to_le_bytes());
+            out.extend_from_slice(a.as_bytes());
+        }
+        out.resize(out.len().div_ceil(8) * 8, 0);
+        out
+    }
+
+    /// Decodes a block; `None` if it is damaged.
+    pub(crate) fn decode(bytes: &[u8]) -> Option<TraceMeta> {
+        let u32_at = |at: usize| -> Option<usize> {
+            Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize)
+        };
+        let ending = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+        let ending = match ending {
+            0 => Ending::Whole,
+            1 => Ending::Killed,
+            n if n >> 8 == 1 => Ending::Signal((n & 0xff) as u32),
+            _ => return None,
+        };
+        let argc = u32_at(8)?;
+        let mut at = 12;
+        let mut command = Vec::new();
+        for _ in 0..argc {
+            let len = u32_at(at)?;
+            let arg = bytes.get(at + 4..at + 4 + len)?;
+            command.push(String::from_utf8(arg.to_vec()).ok()?);
+            at += 4 + len;
+        }
+        bytes[at..]
+            .iter()
+            .all(|&b| b == 0)
+            .then_some(TraceMeta { command, ending })
+    }
+}
+
+/// The header's bytes, then the block if there is one (the header's length then covers it).
+pub(crate) fn encode_header(header: &super::TraceHeader, meta: Option<&TraceMeta>) -> Vec<u8> {
+    let mut head = header.encode();
+    if let Some(meta) = meta {
+        head.extend_from_slice(&meta.encode());
+        let len = head.len() as u32;
+        head[12..16].copy_from_slice(&len.to_le_bytes());
+    }
+    head
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every ending and an argument with a quote and a space come back as they went.
+    #[test]
+    fn blocks_decode_to_what_was_encoded() {
+        for ending in [Ending::Whole, Ending::Killed, Ending::Signal(2)] {
+            let meta = TraceMeta {
+                command: vec!["sh".into(), "-c".into(), "ls 'x y'".into(), String::new()],
+                ending,
+            };
+            let block = meta.encode();
+            assert_eq!(block.len() % 8, 0);
+            assert_eq!(TraceMeta::decode(&block), Some(meta));
+        }
+        assert_eq!(
+            TraceMeta::decode(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            None
+        );
+    }
+}
