@@ -30,6 +30,7 @@ mod context;
 mod error;
 mod flow;
 mod format;
+mod frame;
 mod heaptrack;
 mod ids;
 mod open;
@@ -49,7 +50,9 @@ pub use flow::Fields;
 pub use format::TraceHeader;
 pub use heaptrack::{import_heaptrack, HeaptrackSummary};
 pub use ids::{IdPool, LiveSet};
-pub use open::{open, read_all, Batches, EventStream, OpenedTrace, RecordStream, TraceKind};
+pub use open::{
+    open, open_for_upgrade, read_all, Batches, EventStream, OpenedTrace, RecordStream, TraceKind,
+};
 pub use reader::{Records, TraceReader};
 pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};
 pub use stats::{

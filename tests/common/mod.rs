@@ -3,6 +3,8 @@
 //! symbolic links.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod sealed;
+
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
