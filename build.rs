@@ -42,6 +42,9 @@ fn main() {
     ] {
         cargo.env_remove(var);
     }
+    // A `build.build-dir` the user configured would be the outer build's, locked by it: the
+    // library's intermediate files go to its own folder too.
+    cargo.env("CARGO_BUILD_BUILD_DIR", &target_dir);
     let status = cargo
         .status()
         .unwrap_or_else(|e| panic!("cannot run cargo to build preload/: {e}"));
