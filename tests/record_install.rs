@@ -11,7 +11,12 @@ use std::process::{Command, Output};
 fn lone_fragsim(dir: &Path, cache: &Path) -> Command {
     let exe = dir.join("fragsim");
     if !exe.exists() {
-        std::fs::copy(env!("CARGO_BIN_EXE_fragsim"), &exe).unwrap();
+        // A hard link, not a copy: a copy open for writing while another test thread forks
+        // leaves the child a writer, and running the copy fails with "Text file busy".
+        let built = env!("CARGO_BIN_EXE_fragsim");
+        if std::fs::hard_link(built, &exe).is_err() {
+            std::fs::copy(built, &exe).unwrap();
+        }
     }
     let mut cmd = Command::new(exe);
     cmd.env("XDG_CACHE_HOME", cache)
