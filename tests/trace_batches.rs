@@ -4,6 +4,9 @@
 //! record path is the reference: it decodes record by record with every check, and the other
 //! trace tests check it against the writers and hand-written traces.
 
+mod common;
+
+use common::sealed;
 use fragsim::engine::{self, Consumer, RunError, BATCH};
 use fragsim::trace::{self, Batch, Call, Record};
 use std::convert::Infallible;
@@ -136,19 +139,24 @@ fn damaged_traces_fail_alike_both_ways() {
     let dir = tempfile::tempdir().unwrap();
     let damaged = dir.path().join("damaged.trace");
     let mut cases = 0;
-    // Version 2 (calls only) and version 3 (threads, times, sites).
+    // Calls only and with context (threads, times, sites).
     for name in ["cpp-maps", "cpp-threads-map"] {
         let bytes = std::fs::read(format!("data/traces/{name}.trace")).unwrap();
-        // Past the longer (version 3) header: the damage is in the records.
-        let payload = 128..bytes.len();
+        // Past the header: the damage is in the records (resealed below, so that it reaches
+        // the decoder rather than stopping at a chunk's checksum).
+        let payload = sealed::HEADER + 8..bytes.len();
         let mut copies: Vec<Vec<u8>> = (1..8)
             .map(|k| bytes[..payload.start + payload.len() * k / 8].to_vec())
             .collect();
         for k in 1..40 {
-            let at = payload.start + payload.len() * k / 40 + k;
+            let mut at = payload.start + payload.len() * k / 40 + k;
+            if sealed::in_chunk_head(&bytes, at) {
+                at += 8;
+            }
             for value in [0x00, 0x7f, 0xff, 0x05, 0x04] {
                 let mut copy = bytes.clone();
                 copy[at] = value;
+                sealed::reseal(&mut copy);
                 copies.push(copy);
             }
         }

@@ -1,6 +1,9 @@
 //! The binary and text forms: round trips over random consistent traces (proptest), counts
 //! checked against hand-computed values, and every kind of bad file.
 
+mod common;
+
+use common::sealed;
 use fragsim::trace::{
     read_text, write_text, Event, IdPool, TraceError, TraceHeader, TraceReader, TraceWriter,
 };
@@ -115,7 +118,8 @@ fn header_counts_match_hand_computed_values() {
     // Tags (id deltas 0, +1, -1, +1, 0, -1: one byte each) and varints: a0 100 = 2 bytes,
     // a1 50 = 2, r0 300 = 1 + 2, f1 = 1, a1 8 64 = 3, f0 = 1.
     assert_eq!(h.payload_bytes, 12);
-    assert_eq!(bytes.len(), 88 + 12);
+    // Version 4: a 132-byte header, then one chunk (its length and checksum, 8 bytes).
+    assert_eq!(bytes.len(), 132 + 8 + 12);
     assert_eq!(TraceReader::new(&bytes[..]).unwrap().header(), &h);
 }
 
@@ -175,34 +179,67 @@ fn corrupt_files_are_one_line_errors_with_offsets() {
     let short = error_text(read_binary(&good[..good.len() - 1]));
     assert!(short.contains("truncated at byte"), "{short}");
 
+    // One byte more: the head of a chunk cut short; a whole chunk more: data after the end.
     let mut longer = good.clone();
     longer.push(0);
+    let msg = error_text(read_binary(&longer));
+    let end = good.len();
+    assert!(
+        msg.contains(&format!(
+            "truncated at byte {end}: the file ends inside the chunk at byte {end}"
+        )),
+        "{msg}"
+    );
+    longer.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0]);
+    longer[end] = 1;
+    sealed::reseal(&mut longer);
     assert!(error_text(read_binary(&longer)).contains("data after the last event"));
 
-    // An unfinished writer's header.
+    // An unfinished writer's header (with its checksum).
     let unfinished = {
         let mut v = Vec::new();
-        v.extend_from_slice(&good[..88]);
+        v.extend_from_slice(&good[..132]);
         v[16..24].copy_from_slice(&u64::MAX.to_le_bytes());
+        sealed::reseal(&mut v);
         v
     };
     assert!(error_text(read_binary(&unfinished)).contains("unfinished"));
 
-    // The first event (alloc 0) turned into a free: free of a dead id, at byte 88.
+    // Damage is caught by the checksums: of the header, or of the chunk holding it.
     let mut bad = good.clone();
-    bad[88] = 1;
+    bad[16] ^= 1;
     let msg = error_text(read_binary(&bad));
     assert!(
-        msg.contains("corrupt at byte 88") && msg.contains("free of id 0"),
+        msg.contains("corrupt at byte 0: the 132-byte header fails its checksum"),
+        "{msg}"
+    );
+    let mut bad = good.clone();
+    bad[140] ^= 1;
+    let msg = error_text(read_binary(&bad));
+    assert!(
+        msg.contains("corrupt at byte 132: the chunk at byte 132 fails its checksum"),
+        "{msg}"
+    );
+
+    // Resealed, damage reaches the decoder. The first event (alloc 0, at byte 140: past the
+    // header and the chunk's head) turned into a free: free of a dead id.
+    let mut bad = good.clone();
+    bad[140] = 1;
+    sealed::reseal(&mut bad);
+    let msg = error_text(read_binary(&bad));
+    assert!(
+        msg.contains("corrupt at byte 140") && msg.contains("free of id 0"),
         "{msg}"
     );
 
     // Tags hold zigzag deltas of ids: 10 is +5, 5 is -3.
     let mut bad = good.clone();
-    bad[88] = 5 << 2;
+    bad[140] = 5 << 2;
+    sealed::reseal(&mut bad);
     assert!(error_text(read_binary(&bad)).contains("object id outside"));
     let mut bad = good.clone();
-    bad[88] = 10 << 2;
+    bad[140] = 10 << 2;
+    sealed::reseal(&mut bad);
     assert!(error_text(read_binary(&bad)).contains("not below the header's id limit"));
     for msg in [error_text(read_binary(&bad)), error_text(read_binary(b""))] {
         assert!(!msg.contains('\n'));

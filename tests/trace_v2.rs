@@ -105,7 +105,7 @@ fn header_counts_threads_sites_and_duration() {
     let bytes = binary_of(&records_of(V2), Fields::ALL);
     let reader = TraceReader::new(&bytes[..]).unwrap();
     let h = *reader.header();
-    assert_eq!(h.version, 3);
+    assert_eq!(h.version, 4);
     assert_eq!((h.events, h.threads, h.thread_exits), (8, 3, 1));
     assert_eq!((h.sites, h.duration_ns), (2, 1000));
     // The plain iterator still yields the 8 calls.
@@ -113,7 +113,7 @@ fn header_counts_threads_sites_and_duration() {
 }
 
 #[test]
-fn a_trace_without_context_is_version_2_byte_for_byte() {
+fn a_trace_without_context_is_the_same_bytes_either_way() {
     let events = [
         Event::Alloc {
             id: 0,
@@ -132,7 +132,9 @@ fn a_trace_without_context_is_version_2_byte_for_byte() {
         .map(|&e| Record::Call(Call::plain(e)))
         .collect();
     assert_eq!(binary_of(&records, Fields::NONE), plain);
-    assert_eq!(u32::from_le_bytes(plain[8..12].try_into().unwrap()), 2);
+    // Version 4, context flags 0 (its events are version 2's).
+    assert_eq!(u32::from_le_bytes(plain[8..12].try_into().unwrap()), 4);
+    assert_eq!(u64::from_le_bytes(plain[88..96].try_into().unwrap()), 0);
 }
 
 #[test]
@@ -177,7 +179,7 @@ fn times_and_threads_cost_little_per_event() {
         sites: false,
     };
     let bytes = binary_of(&records, fields);
-    let per_event = (bytes.len() - 128) as f64 / 10_000.0;
+    let per_event = (bytes.len() - 132) as f64 / 10_000.0;
     assert!(per_event < 4.0, "{per_event} bytes per event");
 }
 

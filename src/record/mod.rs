@@ -1,8 +1,9 @@
-//! Recording a program natively: run it with the preload library (`preload/`, built beside
-//! the fragsim binary as `libfragsim_preload.so`), then convert the raw files it wrote into
+//! Recording a program natively: run it with the preload library (`preload/`, built by
+//! `build.rs` and carried inside the binary, [`library`]), then convert the raw files it wrote into
 //! traces. [`raw`] reads them, [`convert`](mod@convert) merges and translates, [`sink`] writes.
 
 pub mod convert;
+pub mod library;
 pub mod order;
 pub mod raw;
 pub mod rawdir;
@@ -24,8 +25,10 @@ pub const PRELOAD_NAME: &str = "libfragsim_preload.so";
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
-    #[error("the recorder library {PRELOAD_NAME} was not found (looked in {}); build it with `cargo build --release` or set FRAGSIM_PRELOAD", looked.display())]
+    #[error("FRAGSIM_PRELOAD names '{}', which is not a file (unset it to use the recorder library built into fragsim)", looked.display())]
     PreloadMissing { looked: PathBuf },
+    #[error("cannot keep the recorder library in '{}': {why} (set XDG_CACHE_HOME to another folder, or FRAGSIM_PRELOAD to a copy of {PRELOAD_NAME})", path.display())]
+    PreloadCache { path: PathBuf, why: String },
     #[error("program '{0}' not found (neither a file nor on PATH)")]
     ProgramMissing(String),
     #[error("cannot run '{program}': {source}")]
@@ -91,8 +94,8 @@ pub struct Recorded {
     pub children: Vec<rawdir::ChildProcess>,
 }
 
-/// `FRAGSIM_PRELOAD`, else the library beside the running executable (or one folder up,
-/// where `cargo test` binaries live in `target/release/deps/`).
+/// `FRAGSIM_PRELOAD` (a library built by hand, for development), else the library built into
+/// this binary, from its cached copy ([`library::cached_library`]).
 pub fn find_preload() -> Result<PathBuf, RecordError> {
     if let Some(p) = std::env::var_os("FRAGSIM_PRELOAD") {
         let p = PathBuf::from(p);
@@ -102,12 +105,7 @@ pub fn find_preload() -> Result<PathBuf, RecordError> {
             Err(RecordError::PreloadMissing { looked: p })
         };
     }
-    let exe = std::env::current_exe().unwrap_or_default();
-    let dir = exe.parent().unwrap_or(Path::new(".")).to_path_buf();
-    [dir.join(PRELOAD_NAME), dir.join("..").join(PRELOAD_NAME)]
-        .into_iter()
-        .find(|p| p.is_file())
-        .ok_or(RecordError::PreloadMissing { looked: dir })
+    library::cached_library()
 }
 
 /// `name` itself if it has a slash, else the first file of that name on PATH.

@@ -12,16 +12,21 @@ pub enum TraceError {
         #[source]
         source: std::io::Error,
     },
-    #[error("'{file}': not a fragsim trace (bad magic {found:02x?})")]
+    #[error("'{file}': not a fragsim trace (bad magic {found:02x?} at byte 0)")]
     BadMagic { file: String, found: Vec<u8> },
     #[error(
-        "'{file}': unsupported trace version {version} (this build reads versions 2 to {supported})"
+        "'{file}': unsupported trace version {version} at byte 8 (this build reads version {supported}, and upgrades 2 and 3)"
     )]
     UnsupportedVersion {
         file: String,
         version: u32,
         supported: u32,
     },
+    /// A trace of a version without checksums (2 or 3): read only by `trace upgrade`.
+    #[error(
+        "'{file}': trace version {version} has no checksums; upgrade it with `fragsim trace upgrade {file} -o NEW.trace`"
+    )]
+    OldVersion { file: String, version: u32 },
     #[error("'{file}': unfinished trace (its writer never wrote the final header)")]
     Unfinished { file: String },
     #[error("'{file}': truncated at byte {offset}: {what}")]

@@ -1,7 +1,10 @@
-//! The binary layout: a fixed 88-byte header, then the events as LEB128 varints.
+//! The binary layout: a fixed header, then the events as LEB128 varints.
 //!
 //! Header (little-endian): magic `FSIMTRC\0`, version u32, header length u32, then the u64
-//! counts of [`TraceHeader`] in field order. The writer writes the header with
+//! counts of [`TraceHeader`] in field order (88 bytes); version 3 adds the context (flags,
+//! threads, thread exits, sites, duration: 128 bytes); version 4, the one written, has version
+//! 3's fields (flags 0: calls only, version 2's events) and the CRC-32 of those 128 bytes
+//! (132 bytes), and its event section is cut into checksummed chunks (`frame.rs`). The writer writes the header with
 //! `events = u64::MAX` first and seeks back to fill in the counts on `finish`, so an
 //! unfinished file is recognised as such.
 //!
@@ -23,6 +26,10 @@ pub const VERSION_CONTEXT: u32 = 3;
 pub const HEADER_LEN: usize = 88;
 /// Version 3's header: version 2's, then flags, threads, thread exits, sites, duration.
 pub const HEADER_LEN_CONTEXT: usize = 128;
+/// Either kind of events, checksummed (`frame.rs`): the only version written.
+pub const VERSION_CHECKSUMS: u32 = 4;
+/// Version 3's header and its CRC-32.
+pub const HEADER_LEN_CHECKSUMS: usize = 132;
 /// The longest possible event: a 6-byte tag (35 bits) and two 10-byte varints.
 pub const MAX_EVENT_LEN: usize = 26;
 pub const UNFINISHED: u64 = u64::MAX;
@@ -72,22 +79,34 @@ pub(crate) enum HeaderError {
 }
 
 impl TraceHeader {
-    /// The header's length for its fields: version 2's without context, else version 3's.
+    /// The length of the header [`TraceHeader::encode`] writes (without a recording's block).
     pub(crate) fn encoded_len(&self) -> usize {
-        if self.fields.any() {
-            HEADER_LEN_CONTEXT
-        } else {
-            HEADER_LEN
+        HEADER_LEN_CHECKSUMS
+    }
+
+    /// The fixed part's length in this header's version (a recording's block follows it).
+    pub(crate) fn fixed_len(&self) -> usize {
+        match self.version {
+            VERSION => HEADER_LEN,
+            _ => HEADER_LEN_CONTEXT,
         }
     }
 
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let len = self.encoded_len();
-        let version = if self.fields.any() {
-            VERSION_CONTEXT
+    /// The bytes at the header's end that are its checksum (version 4: 4).
+    pub(crate) fn checksum_len(&self) -> usize {
+        if self.version == VERSION_CHECKSUMS {
+            4
         } else {
-            VERSION
-        };
+            0
+        }
+    }
+
+    /// The header of version 4 (whatever `self.version` says: no other is written) with
+    /// `block` (a recording's, `meta.rs`) after its fixed part:
+    /// the length field covers the block, and the CRC-32 at the end covers everything before.
+    pub(crate) fn encode_with(&self, block: &[u8]) -> Vec<u8> {
+        let len = self.encoded_len() + block.len();
+        let version = VERSION_CHECKSUMS;
         let mut out = vec![0u8; len];
         out[..8].copy_from_slice(&MAGIC);
         out[8..12].copy_from_slice(&version.to_le_bytes());
@@ -106,7 +125,7 @@ impl TraceHeader {
         for (i, c) in counts.iter().enumerate() {
             out[16 + 8 * i..24 + 8 * i].copy_from_slice(&c.to_le_bytes());
         }
-        if self.fields.any() {
+        {
             let context = [
                 self.fields.bits(),
                 self.threads,
@@ -118,7 +137,19 @@ impl TraceHeader {
                 out[88 + 8 * i..96 + 8 * i].copy_from_slice(&c.to_le_bytes());
             }
         }
+        out[HEADER_LEN_CONTEXT..len - 4].copy_from_slice(block);
+        let sum = super::frame::crc(&out[..len - 4]);
+        out[len - 4..].copy_from_slice(&sum.to_le_bytes());
         out
+    }
+
+    /// Version 4: whether the header's bytes (all of it, a recording's block included) match
+    /// their checksum, the last 4 bytes.
+    pub(crate) fn checksum_holds(bytes: &[u8]) -> bool {
+        let n = bytes.len();
+        n < HEADER_LEN_CHECKSUMS
+            || u32::from_le_bytes(bytes[n - 4..].try_into().unwrap())
+                == super::frame::crc(&bytes[..n - 4])
     }
 
     /// The version and header length of the first 16 bytes, checked: the length the rest of
@@ -129,7 +160,8 @@ impl TraceHeader {
         let expected = match version {
             VERSION => HEADER_LEN,
             VERSION_CONTEXT => HEADER_LEN_CONTEXT,
-            v if len == HEADER_LEN || len == HEADER_LEN_CONTEXT => {
+            VERSION_CHECKSUMS => HEADER_LEN_CHECKSUMS,
+            v if [HEADER_LEN, HEADER_LEN_CONTEXT, HEADER_LEN_CHECKSUMS].contains(&len) => {
                 return Err(HeaderError::Version(v))
             }
             v => {
@@ -154,9 +186,11 @@ impl TraceHeader {
         let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
         let version = u32_at(8);
-        let (fields, threads, thread_exits, sites, duration_ns) = if version == VERSION_CONTEXT {
+        let (fields, threads, thread_exits, sites, duration_ns) = if version != VERSION {
+            // Version 3 always has context; version 4 may have none (then its events are
+            // version 2's).
             let fields = Fields::from_bits(u64_at(88))
-                .filter(|f| f.any())
+                .filter(|f| f.any() || version == VERSION_CHECKSUMS)
                 .ok_or_else(|| {
                     HeaderError::Corrupt(format!(
                         "the header is corrupt (context flags {:#x})",

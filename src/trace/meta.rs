@@ -110,15 +110,10 @@ impl TraceMeta {
     }
 }
 
-/// The header's bytes, then the block if there is one (the header's length then covers it).
+/// The header's bytes with the block, if there is one, after the fixed part (the header's
+/// length and checksum then cover it).
 pub(crate) fn encode_header(header: &super::TraceHeader, meta: Option<&TraceMeta>) -> Vec<u8> {
-    let mut head = header.encode();
-    if let Some(meta) = meta {
-        head.extend_from_slice(&meta.encode());
-        let len = head.len() as u32;
-        head[12..16].copy_from_slice(&len.to_le_bytes());
-    }
-    head
+    header.encode_with(&meta.map(TraceMeta::encode).unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ mod context;
 mod error;
 mod flow;
 mod format;
+mod frame;
 mod heaptrack;
 mod ids;
 mod meta;
@@ -52,7 +53,8 @@ pub use heaptrack::{import_heaptrack, HeaptrackSummary};
 pub use ids::{IdPool, LiveSet};
 pub use meta::{Ending, TraceMeta};
 pub use open::{
-    is_binary_trace, open, read_all, Batches, EventStream, OpenedTrace, RecordStream, TraceKind,
+    is_binary_trace, open, open_for_upgrade, read_all, Batches, EventStream, OpenedTrace,
+    RecordStream, TraceKind,
 };
 pub use reader::{Records, TraceReader};
 pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};

@@ -16,7 +16,7 @@ pub type EventStream = Box<dyn Iterator<Item = Result<Event, TraceError>> + Send
 /// What a trace file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum TraceKind {
-    /// The binary form (file version 2: events only; 3: with threads, times, sites).
+    /// The binary form (file version 4, checksummed: calls only, or with threads, times, sites).
     Binary,
     /// The text form.
     Text,
@@ -132,7 +132,7 @@ pub fn open(path: &Path) -> Result<OpenedTrace, TraceError> {
             what: "empty file (not a trace)".into(),
         });
     }
-    if head.starts_with(&MAGIC[..head.len().min(MAGIC.len())]) {
+    if head.starts_with(&MAGIC[..head.len().min(MAGIC.len())]) || damaged_magic(head) {
         let reader = TraceReader::named(file, &name)?;
         let header = *reader.header();
         let meta = reader.meta().cloned();
@@ -165,6 +165,12 @@ pub fn open(path: &Path) -> Result<OpenedTrace, TraceError> {
             ),
         }),
     }
+}
+
+/// Six of the magic's eight bytes: a binary trace with a damaged magic, refused as such by
+/// the binary reader rather than as a text file that does not parse.
+fn damaged_magic(head: &[u8]) -> bool {
+    head.len() >= MAGIC.len() && head.iter().zip(MAGIC).filter(|(a, b)| *a == b).count() >= 6
 }
 
 enum Sniff {
@@ -202,6 +208,21 @@ fn sniff_text(head: &[u8]) -> Sniff {
     }
     // Only blank lines and comments so far: an (empty) text trace.
     Sniff::Text
+}
+
+/// Opens a binary trace of any version, with checksums (4) or without (2 and 3): what
+/// `trace upgrade` reads; [`open`] refuses the versions without checksums.
+pub fn open_for_upgrade(path: &Path) -> Result<OpenedTrace, TraceError> {
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|e| TraceError::io(&name, e))?;
+    let reader = TraceReader::named_any_version(BufReader::with_capacity(1 << 16, file), &name)?;
+    Ok(OpenedTrace {
+        header: Some(*reader.header()),
+        meta: reader.meta().cloned(),
+        name,
+        kind: TraceKind::Binary,
+        source: Source::Binary(Box::new(reader)),
+    })
 }
 
 /// Reads the whole trace at `path` into memory (tests and small tools).

@@ -3,17 +3,18 @@
 
 use super::codec::{decode_record, CodecState};
 use super::flow::Flow;
-use super::format::{
-    decode_event, DecodeError, HeaderError, TraceHeader, MAGIC, MAX_EVENT_LEN, UNFINISHED, VERSION,
-    VERSION_CONTEXT,
-};
+use super::format::{decode_event, DecodeError, TraceHeader, MAX_EVENT_LEN, VERSION_CHECKSUMS};
+use super::frame::{Deframer, FrameError};
 use super::ids::LiveSet;
 use super::{Call, Event, ObjectId, Record, SiteTable, TraceError, TraceMeta};
 use std::fs::File;
-use std::io::{BufReader, ErrorKind, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 mod fill;
+mod header;
+
+use header::read_header;
 
 const BUF_LEN: usize = 1 << 18;
 
@@ -24,6 +25,8 @@ const BUF_LEN: usize = 1 << 18;
 /// first error the iterator ends.
 pub struct TraceReader<R> {
     inner: R,
+    /// The event section's checksummed chunks as one stream (version 4).
+    frames: Deframer,
     name: String,
     header: TraceHeader,
     buf: Box<[u8]>,
@@ -36,9 +39,12 @@ pub struct TraceReader<R> {
     prev_id: ObjectId,
     live: LiveSet,
     done: bool,
+    /// A damaged or unreadable chunk met while refilling: raised when the records need the
+    /// bytes past the verified ones (so both ways of reading see the same records first).
+    pending: Option<TraceError>,
     /// Length of the header (where the events start).
     header_len: usize,
-    /// Version 3 only: the context rules, the decoder's memory and the sites read so far.
+    /// With context only: the context rules, the decoder's memory and the sites read so far.
     flow: Flow,
     codec: CodecState,
     sites: SiteTable,
@@ -61,11 +67,26 @@ impl<R: Read> TraceReader<R> {
         Self::named(reader, "<input>")
     }
 
-    /// As [`TraceReader::new`], naming the source in errors.
-    pub fn named(mut inner: R, name: &str) -> Result<Self, TraceError> {
+    /// As [`TraceReader::new`], naming the source in errors. A trace without checksums
+    /// (versions 2 and 3) is refused with the command that upgrades it.
+    pub fn named(inner: R, name: &str) -> Result<Self, TraceError> {
+        let reader = Self::named_any_version(inner, name)?;
+        match reader.header.version {
+            VERSION_CHECKSUMS => Ok(reader),
+            version => Err(TraceError::OldVersion {
+                file: name.to_string(),
+                version,
+            }),
+        }
+    }
+
+    /// As [`TraceReader::named`], reading versions 2 and 3 too (what `trace upgrade` reads).
+    pub(crate) fn named_any_version(mut inner: R, name: &str) -> Result<Self, TraceError> {
         let (header, header_len, meta) = read_header(&mut inner, name)?;
+        let framed = header.version == VERSION_CHECKSUMS;
         Ok(TraceReader {
             inner,
+            frames: Deframer::new(framed, header_len as u64),
             name: name.to_string(),
             header,
             buf: vec![0u8; BUF_LEN].into_boxed_slice(),
@@ -79,6 +100,7 @@ impl<R: Read> TraceReader<R> {
             // grows on demand past that).
             live: LiveSet::with_capacity(header.id_limit.min(1 << 26) as usize),
             done: false,
+            pending: None,
             header_len,
             flow: Flow::new(header.fields),
             codec: CodecState::default(),
@@ -98,7 +120,7 @@ impl<R: Read> TraceReader<R> {
     }
 
     /// The records of the trace (calls with their thread, time and site; thread exits; site
-    /// definitions). A version 2 file gives calls on thread 0 without time or site.
+    /// definitions). A trace without context gives calls on thread 0 without time or site.
     pub fn records(self) -> Records<R> {
         Records { reader: self }
     }
@@ -113,8 +135,16 @@ impl<R: Read> TraceReader<R> {
         self.events_read
     }
 
+    /// The stream offset of the next byte (the header's length plus the event bytes before
+    /// it, framing left out).
     fn offset(&self) -> u64 {
         self.base + self.pos as u64
+    }
+
+    /// The file offset of stream offset `offset`.
+    fn file_at(&self, offset: u64) -> u64 {
+        self.frames
+            .file_offset(offset.saturating_sub(self.header_len as u64))
     }
 
     /// Moves the unread bytes to the front and reads until at least `MAX_EVENT_LEN` are
@@ -129,26 +159,59 @@ impl<R: Read> TraceReader<R> {
         self.end -= self.pos;
         self.pos = 0;
         while !self.eof && self.end < want {
-            match self.inner.read(&mut self.buf[self.end..]) {
+            match self.frames.read(&mut self.inner, &mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.end += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => return Err(TraceError::io(&self.name, e)),
+                Err(e) => {
+                    self.pending = Some(self.frame_error(e));
+                    self.eof = true;
+                }
             }
         }
         Ok(())
     }
 
+    fn frame_error(&self, e: FrameError) -> TraceError {
+        let file = self.name.clone();
+        match e {
+            FrameError::Io(e) => TraceError::Io { file, source: e },
+            FrameError::Cut { .. } => {
+                let (offset, what) = e.describe();
+                TraceError::Truncated { file, offset, what }
+            }
+            _ => {
+                let (offset, what) = e.describe();
+                TraceError::Corrupt { file, offset, what }
+            }
+        }
+    }
+
+    /// A corruption at stream offset `offset`, named by its file offset.
     fn corrupt(&self, offset: u64, what: String) -> TraceError {
         TraceError::Corrupt {
             file: self.name.clone(),
-            offset,
+            offset: self.file_at(offset),
             what,
         }
     }
 
+    /// The file ends early, at stream offset `offset`.
+    fn truncated(&self, offset: u64, what: String) -> TraceError {
+        TraceError::Truncated {
+            file: self.name.clone(),
+            offset: self.file_at(offset),
+            what,
+        }
+    }
+
+    /// The error that ended the verified bytes, if one did.
+    fn pending(&mut self) -> Result<(), TraceError> {
+        self.pending.take().map_or(Ok(()), Err)
+    }
+
     /// After the last event: the length matches the header and nothing follows.
     fn check_end(&mut self) -> Result<(), TraceError> {
+        self.pending()?;
         let payload = self.offset() - self.header_len as u64;
         if payload != self.header.payload_bytes {
             return Err(self.corrupt(
@@ -161,6 +224,7 @@ impl<R: Read> TraceReader<R> {
         }
         if self.pos == self.end {
             self.refill()?;
+            self.pending()?;
         }
         if self.pos < self.end {
             return Err(self.corrupt(self.offset(), "data after the last event".into()));
@@ -169,7 +233,7 @@ impl<R: Read> TraceReader<R> {
     }
 
     fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
-        if self.header.version == VERSION_CONTEXT {
+        if self.header.fields.any() {
             loop {
                 match self.next_record()? {
                     None => return Ok(None),
@@ -190,14 +254,14 @@ impl<R: Read> TraceReader<R> {
         let (event, len) = match decode_event(&self.buf[self.pos..self.end], self.prev_id) {
             Ok(decoded) => decoded,
             Err(DecodeError::Short) => {
-                return Err(TraceError::Truncated {
-                    file: self.name.clone(),
-                    offset: start,
-                    what: format!(
+                self.pending()?;
+                return Err(self.truncated(
+                    start,
+                    format!(
                         "event {} of {} is missing or cut short",
                         self.events_read, self.header.events
                     ),
-                })
+                ));
             }
             Err(DecodeError::Malformed(what)) => return Err(self.corrupt(start, what.into())),
         };
@@ -237,7 +301,7 @@ impl<R: Read> TraceReader<R> {
         Ok(())
     }
 
-    /// Version 3: the next record, checked, or `None` at the end of the event section.
+    /// With context: the next record, checked, or `None` at the end of the event section.
     fn next_record(&mut self) -> Result<Option<Record>, TraceError> {
         let payload_end = self.header_len as u64 + self.header.payload_bytes;
         if self.offset() >= payload_end {
@@ -271,11 +335,11 @@ impl<R: Read> TraceReader<R> {
                     self.refill_to(BUF_LEN)?;
                 }
                 Err(DecodeError::Short) => {
-                    return Err(TraceError::Truncated {
-                        file: self.name.clone(),
-                        offset: start,
-                        what: format!("record after call {} is cut short", self.events_read),
-                    })
+                    self.pending()?;
+                    return Err(self.truncated(
+                        start,
+                        format!("record after call {} is cut short", self.events_read),
+                    ));
                 }
                 Err(DecodeError::Malformed(what)) => return Err(self.corrupt(start, what.into())),
             }
@@ -319,7 +383,7 @@ impl<R: Read> TraceReader<R> {
     #[inline(always)]
     fn next_fast(&mut self) -> Option<Event> {
         if self.done
-            || self.header.version != VERSION
+            || self.header.fields.any()
             || self.events_read >= self.header.events
             || self.end - self.pos < MAX_EVENT_LEN
         {
@@ -399,7 +463,7 @@ impl<R: Read> Iterator for Records<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let r = &mut self.reader;
-        if r.header.version != VERSION_CONTEXT {
+        if !r.header.fields.any() {
             return r.next().map(|e| e.map(|e| Record::Call(Call::plain(e))));
         }
         if r.done {
@@ -413,87 +477,4 @@ impl<R: Read> Iterator for Records<R> {
             }
         }
     }
-}
-
-/// Reads and checks the header; returns it and its length. An empty input, one cut inside the
-/// header, one with another magic and a damaged header are four different errors.
-fn read_header(
-    inner: &mut impl Read,
-    name: &str,
-) -> Result<(TraceHeader, usize, Option<TraceMeta>), TraceError> {
-    let file = || name.to_string();
-    let mut raw = [0u8; 16];
-    let got = read_full(inner, &mut raw).map_err(|e| TraceError::io(name, e))?;
-    if got == 0 {
-        return Err(TraceError::Input {
-            file: file(),
-            what: "empty file (not a fragsim trace)".into(),
-        });
-    }
-    let magic_part = got.min(MAGIC.len());
-    if raw[..magic_part] != MAGIC[..magic_part] {
-        return Err(TraceError::BadMagic {
-            file: file(),
-            found: raw[..magic_part].to_vec(),
-        });
-    }
-    let truncated = |got: usize, len: usize| TraceError::Truncated {
-        file: file(),
-        offset: got as u64,
-        what: format!("the file ends inside its {len}-byte header"),
-    };
-    if got < raw.len() {
-        return Err(truncated(got, super::format::HEADER_LEN));
-    }
-    let len = TraceHeader::decode_len(&raw).map_err(|e| match e {
-        HeaderError::Version(version) => TraceError::UnsupportedVersion {
-            file: file(),
-            version,
-            supported: VERSION_CONTEXT,
-        },
-        HeaderError::Corrupt(what) => TraceError::Corrupt {
-            file: file(),
-            offset: 8,
-            what,
-        },
-    })?;
-    let mut bytes = vec![0u8; len];
-    bytes[..16].copy_from_slice(&raw);
-    let got = 16 + read_full(inner, &mut bytes[16..]).map_err(|e| TraceError::io(name, e))?;
-    if got < len {
-        return Err(truncated(got, len));
-    }
-    let header = TraceHeader::decode(&bytes).map_err(|e| TraceError::Corrupt {
-        file: file(),
-        offset: 88,
-        what: match e {
-            HeaderError::Corrupt(what) => what,
-            HeaderError::Version(v) => format!("version {v}"),
-        },
-    })?;
-    if header.events == UNFINISHED {
-        return Err(TraceError::Unfinished { file: file() });
-    }
-    let fixed = header.encoded_len();
-    let meta = (len > fixed).then(|| TraceMeta::decode(&bytes[fixed..]));
-    let damaged = TraceError::Corrupt {
-        file: file(),
-        offset: fixed as u64,
-        what: "the header is corrupt (its recording block does not decode)".into(),
-    };
-    Ok((header, len, meta.map(|m| m.ok_or(damaged)).transpose()?))
-}
-
-/// Reads until `buf` is full or the input ends; returns the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match r.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }

@@ -110,7 +110,7 @@ impl Tally {
     /// The header these counts make (without `payload_bytes`).
     pub fn header(&self) -> TraceHeader {
         TraceHeader {
-            version: super::format::VERSION,
+            version: super::format::VERSION_CHECKSUMS,
             events: self.events,
             allocs: self.allocs,
             frees: self.frees,

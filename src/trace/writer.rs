@@ -2,7 +2,8 @@
 
 use super::codec::{encode_call, encode_record, CodecState};
 use super::flow::{Fields, Flow};
-use super::format::{encode_event, TraceHeader, UNFINISHED, VERSION, VERSION_CONTEXT};
+use super::format::{encode_event, TraceHeader, UNFINISHED, VERSION_CHECKSUMS};
+use super::frame::write_chunk;
 use super::tally::Tally;
 use super::{Call, Ending, Event, ObjectId, Record, TraceError, TraceMeta};
 use std::io::{Seek, SeekFrom, Write};
@@ -25,7 +26,9 @@ pub struct TraceWriter<W: Write + Seek> {
     name: String,
     buf: Vec<u8>,
     tally: Tally,
+    /// Event bytes written (the header's `payload_bytes`) and the file bytes they took.
     payload_bytes: u64,
+    framed_bytes: u64,
     prev_id: ObjectId,
     flow: Flow,
     codec: CodecState,
@@ -46,8 +49,8 @@ impl<W: Write + Seek> TraceWriter<W> {
         Self::named_with(out, name, Fields::NONE)
     }
 
-    /// A writer of records with the given context (format v2, file version 3); without any
-    /// field it writes version 2, byte for byte what [`TraceWriter::named`] writes.
+    /// A writer of records with the given context (format v2); without any field, of calls
+    /// only, as [`TraceWriter::named`]. Either is file version 4, checksummed.
     pub fn named_with(out: W, name: &str, fields: Fields) -> Result<Self, TraceError> {
         Self::named_with_meta(out, name, fields, None)
     }
@@ -61,11 +64,7 @@ impl<W: Write + Seek> TraceWriter<W> {
         meta: Option<TraceMeta>,
     ) -> Result<Self, TraceError> {
         let placeholder = TraceHeader {
-            version: if fields.any() {
-                VERSION_CONTEXT
-            } else {
-                VERSION
-            },
+            version: VERSION_CHECKSUMS,
             events: UNFINISHED,
             fields,
             ..TraceHeader::default()
@@ -78,6 +77,7 @@ impl<W: Write + Seek> TraceWriter<W> {
             buf: Vec::with_capacity(FLUSH_AT + 64),
             tally: Tally::new(),
             payload_bytes: 0,
+            framed_bytes: 0,
             prev_id: 0,
             flow: Flow::new(fields),
             codec: CodecState::default(),
@@ -207,9 +207,9 @@ impl<W: Write + Seek> TraceWriter<W> {
     pub fn header_so_far(&self) -> TraceHeader {
         let mut header = self.tally.header();
         header.payload_bytes = self.payload_bytes + self.buf.len() as u64;
+        header.version = VERSION_CHECKSUMS;
         let f = &self.flow;
         if f.fields.any() {
-            header.version = VERSION_CONTEXT;
             header.fields = f.fields;
             header.threads = f.threads as u64;
             header.thread_exits = f.thread_exits;
@@ -221,8 +221,9 @@ impl<W: Write + Seek> TraceWriter<W> {
 
     fn flush_buf(&mut self) -> Result<(), TraceError> {
         let out = self.out.as_mut().expect("writer used after finish");
-        out.write_all(&self.buf)
-            .map_err(|e| TraceError::io(&self.name, e))?;
+        // Each flush is one checksummed chunk.
+        self.framed_bytes +=
+            write_chunk(out, &self.buf).map_err(|e| TraceError::io(&self.name, e))?;
         self.payload_bytes += self.buf.len() as u64;
         self.buf.clear();
         Ok(())
@@ -236,7 +237,7 @@ impl<W: Write + Seek> TraceWriter<W> {
         let io = |e| TraceError::io(&self.name, e);
         let end = out.stream_position().map_err(io)?;
         let head = super::meta::encode_header(&header, self.meta.as_ref());
-        let start = end - self.payload_bytes - head.len() as u64;
+        let start = end - self.framed_bytes - head.len() as u64;
         out.seek(SeekFrom::Start(start)).map_err(io)?;
         out.write_all(&head).map_err(io)?;
         out.seek(SeekFrom::Start(end)).map_err(io)?;

@@ -3,32 +3,21 @@
 //! symbolic links.
 #![allow(dead_code)] // each test file uses its own part
 
+pub mod sealed;
+
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The binary, with the recorder library (`preload/`) built beside it: `cargo test` builds
-/// fragsim but not the workspace's cdylib, and `fragsim record` looks for it there.
+/// The binary (it carries the recorder library, `build.rs`: nothing to build beside it).
 pub fn fragsim() -> Command {
-    build_preload();
     Command::new(env!("CARGO_BIN_EXE_fragsim"))
 }
 
-/// Build `preload/` once per test binary, current with its sources (a no-op when it is).
-pub fn build_preload() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let mut cargo = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-        cargo.args(["build", "-q", "-p", "fragsim-preload", "--manifest-path"]);
-        cargo.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"));
-        if !cfg!(debug_assertions) {
-            cargo.arg("--release");
-        }
-        assert!(cargo.status().unwrap().success(), "building preload/");
-    });
-}
+/// Nothing since the binary carries the recorder library (issue 39 §4); kept for the callers.
+pub fn build_preload() {}
 
 pub fn run(args: &[&str]) -> Output {
     fragsim().args(args).output().expect("run fragsim")

@@ -7,7 +7,7 @@
 //! [`TraceReader::records`] yields.
 
 use super::super::codec::decode_call_fast;
-use super::super::format::{decode_event, MAX_EVENT_LEN, VERSION, VERSION_CONTEXT};
+use super::super::format::{decode_event, MAX_EVENT_LEN};
 use super::super::ids::LiveSet;
 use super::super::{Batch, Call, Event, ObjectId, TraceError};
 use super::TraceReader;
@@ -19,7 +19,7 @@ impl<R: Read> TraceReader<R> {
     /// the reader ends, as [`TraceReader::records`] does.
     pub fn fill_batch(&mut self, batch: &mut Batch, max: usize) -> Result<(), TraceError> {
         batch.clear();
-        if self.header.version == VERSION_CONTEXT {
+        if self.header.fields.any() {
             self.fill_context(batch, max)
         } else {
             self.fill_plain(batch, max)
@@ -58,9 +58,9 @@ impl<R: Read> TraceReader<R> {
         Ok(())
     }
 
-    /// Version 2: the calls that need no refill and pass every check, up to `max` records.
+    /// Calls only (versions 2 and 4 without context): the calls that need no refill and pass every check, up to `max` records.
     fn plain_run(&mut self, batch: &mut Batch, max: usize) {
-        if self.done || self.header.version != VERSION {
+        if self.done || self.header.fields.any() {
             return;
         }
         // A whole event fits from any `pos` up to `limit` (else the record path refills).
@@ -89,7 +89,7 @@ impl<R: Read> TraceReader<R> {
         self.events_read += n as u64;
     }
 
-    /// Version 3: the calls on the current thread that pass every check of `next_record`, up
+    /// With context (versions 3 and 4): the calls on the current thread that pass every check of `next_record`, up
     /// to `max` records.
     fn context_run(&mut self, batch: &mut Batch, max: usize) {
         let thread = self.codec.thread;
