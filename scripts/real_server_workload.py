@@ -96,9 +96,17 @@ def main():
         i = reading[0]
         size = MARK_BASE + 4096 * i + 17
         c.call("SET", "__fragsim_mark", b"m" * size)
-        time.sleep(0.35)
-        text = c.call("INFO", "memory").decode()
-        print(",".join(str(x) for x in [i, size] + read_stats(text)), flush=True)
+        # The server reads jemalloc in its cron (every 100 ms): two readings a cron or more
+        # apart that agree on allocated and active are of the idle server after the marker
+        # (a slow machine may not have run the cron yet after the first wait).
+        stats = None
+        for _ in range(20):
+            time.sleep(0.25)
+            now = read_stats(c.call("INFO", "memory").decode())
+            if stats is not None and now[:2] == stats[:2]:
+                break
+            stats = now
+        print(",".join(str(x) for x in [i, size] + now), flush=True)
         reading[0] += 1
 
     print("reading,marker_bytes,allocated,active,resident", flush=True)
