@@ -152,7 +152,7 @@ mod tests {
                 ..super::super::TraceShape::default()
             },
             events: 6011,
-            comparison: comparison(6011, 3_296_292),
+            comparison: comparison(6011, 3_326_347),
         };
         let want = committed(
             "| allocator | seed | malloc_conf |",
