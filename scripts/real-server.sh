@@ -10,6 +10,9 @@
 # Environment: BG=yes turns the server's jemalloc background thread on (default no);
 # DECAY=off runs the server and the model with decay off (MALLOC_CONF dirty/muzzy -1), DECAY=on
 # (default) with jemalloc's defaults (dirty 10 s, muzzy 0) on the trace's clock;
+# NO_ASLR=1 runs the server with address randomisation off (setarch -R), so where the kernel
+# maps its memory, and with it jemalloc's radix-tree leaves, is the same every run (the test
+# uses it: a run whose heap happened to cross a 1 GiB boundary would show 2 MiB more resident);
 # BENCH=no skips the 20-client redis-benchmark phase; N sets the workload's size (200000 SETs
 # at first; the other phases in proportion). The comparison is also written to
 # OUTDIR/comparison.csv (exact: 1 where allocated and active equal the server's).
@@ -43,7 +46,9 @@ case $BG in yes|no) ;; *) echo "real-server: BG must be yes or no, not '$BG'" >&
 model_conf=$conf
 [ "$BG" = yes ] && model_conf=$conf,background_thread:true
 
-MALLOC_CONF=$conf "$fragsim" record -o "$out/redis.trace" -- \
+norand=()
+[ "${NO_ASLR:-0}" = 1 ] && setarch "$(uname -m)" -R true 2>/dev/null && norand=(setarch "$(uname -m)" -R)
+MALLOC_CONF=$conf "${norand[@]}" "$fragsim" record -o "$out/redis.trace" -- \
   redis-server --port 0 --unixsocket "$sock" --save '' --appendonly no \
   --jemalloc-bg-thread "$BG" --dir "$out" --logfile "$out/redis.log" &
 server_pid=$!
