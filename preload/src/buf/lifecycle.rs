@@ -14,6 +14,11 @@ use std::sync::atomic::Ordering;
 /// complete events in its buffer, so its own buffer is written without its lock; other
 /// threads get a bounded wait.
 pub unsafe fn flush_all() {
+    // A fatal signal's handler that interrupted this thread's own `flush_locked`: that chunk
+    // is in the file already (or, if the signal came before its write, lost: a few
+    // instructions' window); writing the buffer again would put its events in twice, out
+    // of order (seen under load: "event key 157240 after key 209657").
+    let own_interrupted = TLS.with(|t| t.flushing.get());
     stop_owners();
     // Every stack in the buffers was taken before: its objects are in these maps.
     state::write_maps();
@@ -25,7 +30,9 @@ pub unsafe fn flush_all() {
             continue;
         }
         if b == own {
-            flush_locked(b, true);
+            if !own_interrupted {
+                flush_locked(b, true);
+            }
             continue;
         }
         let mut spins = 0u32;

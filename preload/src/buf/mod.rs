@@ -424,6 +424,7 @@ unsafe fn flush_locked(b: *mut Buf, final_flush: bool) {
         state::maps_if_changed();
         mark(b)
     };
+    TLS.with(|t| t.flushing.set(true));
     let hdr = data(b).sub(HDR);
     let words: [u32; 4] = [MAGIC, K_EVENTS, (*b).slot, (*b).tid];
     std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, hdr, 16);
@@ -435,6 +436,7 @@ unsafe fn flush_locked(b: *mut Buf, final_flush: bool) {
     (*b).last_stamp.store(u64::MAX, Ordering::Relaxed);
     // After the write: a thread that sees the buffer empty finds its events in the file.
     (*b).first_seq.store(u64::MAX, Ordering::Release);
+    TLS.with(|t| t.flushing.set(false));
 }
 
 /// Writes this thread's buffered events now (with a progress mark): a thread that goes on to

@@ -23,6 +23,9 @@ pub struct Tls {
     /// Allocator calls of this thread in progress (a recorded call's real function, an
     /// interposed `mallctl`): a call made meanwhile is reentrant.
     pub in_alloc: Cell<u8>,
+    /// Inside `flush_locked`, writing a chunk: a fatal signal's handler on this thread must
+    /// not write the same buffer again (its events would be in the file twice).
+    pub flushing: Cell<bool>,
 }
 
 /// The handle: `TLS.with(|t| ...)`, as with `thread_local!`.
@@ -75,6 +78,7 @@ impl Key {
                     busy: Cell::new(false),
                     exited: Cell::new(false),
                     in_alloc: Cell::new(0),
+                    flushing: Cell::new(false),
                 }
             };
         }
