@@ -126,15 +126,8 @@ impl Base {
         let usize = size.div_ceil(align) * align;
         let asize = usize + align - QUANTUM;
         let want = c.ceil_index(asize);
-        let pick = self
-            .tails
-            .iter()
-            .enumerate()
-            .map(|(k, t)| (c.floor_index(t.len), t.sn, t.at, k))
-            .filter(|&(class, ..)| class >= want)
-            .min();
-        let k = match pick {
-            Some((.., k)) => k,
+        let k = match self.tail_for(want, c) {
+            Some(k) => k,
             None => self.new_block(usize, align, c),
         };
         let t = &mut self.tails[k];
@@ -150,6 +143,19 @@ impl Base {
     }
 
     /// `base_block_alloc` for `usize` bytes at `align`: returns the new tail's index.
+    /// The tail `base_alloc_impl` takes for a request of ceiling class `want`: the lowest
+    /// class from `want` up (a tail filed under the floor class of its length), then the
+    /// heap's order, serial number and address.
+    fn tail_for(&self, want: usize, c: &BaseClasses) -> Option<usize> {
+        self.tails
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (c.floor_index(t.len), t.sn, t.at, k))
+            .filter(|&(class, ..)| class >= want)
+            .min()
+            .map(|(.., k)| k)
+    }
+
     fn new_block(&mut self, usize: u64, align: u64, c: &BaseClasses) -> usize {
         let gap = HEADER.div_ceil(align) * align - HEADER;
         let round = |x: u64| x.div_ceil(HUGEPAGE) * HUGEPAGE;
@@ -189,14 +195,9 @@ impl Base {
         }
         let fits = fits.saturating_sub(1);
         let want = c.ceil_index(EDATA + EDATA - QUANTUM);
-        let first = self
-            .tails
-            .iter()
-            .enumerate()
-            .map(|(k, t)| (c.floor_index(t.len), t.sn, t.at, k))
-            .filter(|&(class, ..)| class >= want)
-            .min();
-        let Some((.., k)) = first else { return };
+        let Some(k) = self.tail_for(want, c) else {
+            return;
+        };
         let t = &mut self.tails[k];
         let shift = (fits.abs_diff(capacity)) * EDATA;
         if fits == capacity || fits.abs_diff(capacity) > 16 || shift >= t.len {

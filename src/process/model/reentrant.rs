@@ -9,7 +9,7 @@
 //! - thread events are not fired (`te_event_trigger`), the byte counters still advance: a GC
 //!   due then is postponed to the thread's next ordinary call.
 
-use super::{Object, Process, DEAD};
+use super::{Object, Process};
 use crate::process::ProcessError;
 use crate::sim::SimError;
 use crate::trace::Event;
@@ -37,14 +37,7 @@ impl Process {
                 self.threads[t].as_mut().expect("started").allocated += usize;
             }
             Event::Free { id } => {
-                let obj = self
-                    .live(id)
-                    .ok_or(SimError::FreeOfDeadId { event: n, id })?;
-                self.objects[id as usize] = DEAD;
-                self.arena_mut(obj.arena).remove(obj.extent);
-                self.tick(t, obj.arena, 1);
-                self.stats.live_objects -= 1;
-                self.stats.requested_bytes -= obj.request;
+                let obj = self.free_to_arena(n, t, id)?;
                 self.threads[t].as_mut().expect("started").deallocated += obj.usize;
             }
             Event::Realloc { .. } => return Ok(false),

@@ -2,11 +2,11 @@
 //! `arena_choose_hard`, `arena_choose_maybe_huge`).
 
 use super::super::tcache::{Item, Tcache};
-use super::{Process, Thread, DEAD};
+use super::{Object, Process, Thread, DEAD};
 use crate::process::ProcessError;
 use crate::sim::SimError;
 use crate::sizeclass::JemallocVersion;
-use crate::trace::Event;
+use crate::trace::{Event, ObjectId};
 
 /// 5.3.1's `TSD_MIN_INIT_STATE_MAX_FETCHED` (`tsd_internals.h`): a thread's free-family calls
 /// while it is minimal are counted from 1, and the one that brings the count to this turns it
@@ -133,6 +133,26 @@ impl Process {
             || m.fetched != MIN_INIT_STATE_MAX_FETCHED
     }
 
+    /// Frees object `id` straight to its owning arena, no thread cache
+    /// (`arena_dalloc_no_tcache`): a minimal thread's free, a reentrant one. The caller
+    /// counts the thread's deallocated bytes where its thread keeps them.
+    pub(super) fn free_to_arena(
+        &mut self,
+        n: u64,
+        t: usize,
+        id: ObjectId,
+    ) -> Result<Object, ProcessError> {
+        let obj = self
+            .live(id)
+            .ok_or(SimError::FreeOfDeadId { event: n, id })?;
+        self.objects[id as usize] = DEAD;
+        self.arena_mut(obj.arena).remove(obj.extent);
+        self.tick(t, obj.arena, 1);
+        self.stats.live_objects -= 1;
+        self.stats.requested_bytes -= obj.request;
+        Ok(obj)
+    }
+
     /// A free on a minimal thread: straight to the owning arena (`arena_dalloc_no_tcache`).
     pub(super) fn minimal_free(
         &mut self,
@@ -143,14 +163,7 @@ impl Process {
         let Event::Free { id } = event else {
             unreachable!("frees only")
         };
-        let obj = self
-            .live(id)
-            .ok_or(SimError::FreeOfDeadId { event: n, id })?;
-        self.objects[id as usize] = DEAD;
-        self.arena_mut(obj.arena).remove(obj.extent);
-        self.tick(t, obj.arena, 1);
-        self.stats.live_objects -= 1;
-        self.stats.requested_bytes -= obj.request;
+        let obj = self.free_to_arena(n, t, id)?;
         self.minimal[t].deallocated += obj.usize;
         self.refresh_totals();
         Ok(())
