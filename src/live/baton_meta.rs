@@ -201,6 +201,9 @@ fn count_records(api: &Api) -> Option<u64> {
     };
     // MALLOCX_ARENA(0) | MALLOCX_TCACHE_NONE.
     let flags = (1 << 20) | (1 << 8);
+    // SAFETY: arenas.page is a size_t.
+    let page = unsafe { api.read::<usize>("arenas.page").ok()? } as u64;
+    let record = crate::process::edata_bytes(page);
     let (mut before, mut records) = (read()?, 0u64);
     for _ in 0..200_000 {
         // SAFETY: mallocx with a size and flags; the copy never frees.
@@ -210,12 +213,12 @@ fn count_records(api: &Api) -> Option<u64> {
         let now = read()?;
         let d = now - before;
         before = now;
-        if d % crate::process::EDATA_BYTES == 0 {
-            records += d / crate::process::EDATA_BYTES;
+        if d % record == 0 {
+            records += d / record;
             continue;
         }
         // A new block's header and the one record carved in it.
-        let block = crate::process::BASE_HEADER_BYTES + crate::process::EDATA_BYTES;
+        let block = crate::process::base_header_bytes(page) + record;
         return (d == block).then_some(records);
     }
     None

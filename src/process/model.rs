@@ -18,7 +18,7 @@ use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
 use crate::sim::{ArenaModel, SimError};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Event, Record, ThreadId};
-pub use base::{EDATA as EDATA_BYTES, HEADER as BASE_HEADER_BYTES};
+pub use base::{edata_bytes, header_bytes as base_header_bytes};
 pub use decay::DecayClock;
 pub use metadata::{machine_vaddr_bits, Metadata};
 pub use view::{HeldBlock, LiveObject};

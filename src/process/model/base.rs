@@ -19,14 +19,43 @@
 
 use crate::sizeclass::{PageSizeClasses, SizeClasses};
 
-/// `sizeof(base_block_t)`: the block's size and next pointer and its embedded `edata_t`.
-pub const HEADER: u64 = 144;
 /// `HUGEPAGE`: blocks are a whole number of 2 MiB.
 const HUGEPAGE: u64 = 2 << 20;
 const QUANTUM: u64 = 16;
 pub(super) const CACHELINE: u64 = 64;
-/// An extent record (`edata_t`: 128 bytes at `EDATA_ALIGNMENT`, `base_alloc_edata`).
-pub const EDATA: u64 = 128;
+/// `EDATA_ALIGNMENT`: `base_alloc_edata` carves records at this alignment.
+const EDATA_ALIGNMENT: u64 = 128;
+
+/// `sizeof(edata_t)` on a build with `page`-byte pages: 64 bytes of fields (bits, address,
+/// size, `e_ps`, serial number, a pairing-heap link) then a union whose largest member is a
+/// slab's free-region bitmap (`slab_data_t`), `BITMAP_GROUPS_MAX` 64-bit groups for
+/// `SC_SLAB_MAXREGS = page / 8` bits: one level up to 512 bits (4 KiB pages: 8 groups, 128
+/// bytes in all), a tree of levels above (`BITMAP_USE_TREE`; 64 KiB pages: 128 + 2 + 1
+/// groups, 1,112 bytes). Measured on 64 KiB pages: each new record adds 1,152 bytes.
+pub fn edata_size(page: u64) -> u64 {
+    let bits = (page / 8).max(64);
+    let mut groups = bits.div_ceil(64);
+    if bits > 512 {
+        let mut level = groups;
+        while level > 1 {
+            level = level.div_ceil(64);
+            groups += level;
+        }
+    }
+    64 + 8 * groups
+}
+
+/// An extent record as the base carves it (`base_alloc_edata`): [`edata_size`] at
+/// `EDATA_ALIGNMENT` (128 bytes with 4 KiB pages, 1,152 with 64 KiB).
+pub fn edata_bytes(page: u64) -> u64 {
+    edata_size(page).div_ceil(EDATA_ALIGNMENT) * EDATA_ALIGNMENT
+}
+
+/// `sizeof(base_block_t)`: the block's size and next pointer and its embedded `edata_t`
+/// (144 bytes with 4 KiB pages).
+pub fn header_bytes(page: u64) -> u64 {
+    16 + edata_size(page)
+}
 
 /// The build's size classes as the base files tails and sizes blocks by.
 #[derive(Clone, Debug)]
@@ -35,14 +64,20 @@ pub(super) struct BaseClasses {
     sizes: Vec<u64>,
     psz: PageSizeClasses,
     page: u64,
+    /// [`header_bytes`] and [`edata_bytes`] of the build's page.
+    header: u64,
+    edata: u64,
 }
 
 impl BaseClasses {
     pub fn new(classes: &SizeClasses) -> BaseClasses {
+        let page = classes.config().page();
         BaseClasses {
             sizes: classes.all().iter().map(|c| c.size).collect(),
             psz: PageSizeClasses::new(classes),
-            page: classes.config().page(),
+            page,
+            header: header_bytes(page),
+            edata: edata_bytes(page),
         }
     }
 
@@ -90,7 +125,7 @@ impl Base {
     /// one).
     pub fn fresh(allocated: u64, c: &BaseClasses) -> Base {
         let mut b = Base::default();
-        let rest = allocated.saturating_sub(HEADER);
+        let rest = allocated.saturating_sub(c.header);
         b.alloc(rest / CACHELINE * CACHELINE, CACHELINE, c);
         // What start-up carved beyond cache lines (arena 0's tables), so that `allocated` is
         // as measured.
@@ -108,8 +143,8 @@ impl Base {
         let tree_bytes: u64 = tree.iter().sum();
         let mut blocks = 1;
         loop {
-            let rest = allocated.saturating_sub(tree_bytes + blocks * HEADER);
-            let mut b = Base::fresh(rest + HEADER, c);
+            let rest = allocated.saturating_sub(tree_bytes + blocks * c.header);
+            let mut b = Base::fresh(rest + c.header, c);
             for &t in tree {
                 b.alloc(t, CACHELINE, c);
             }
@@ -157,9 +192,10 @@ impl Base {
     }
 
     fn new_block(&mut self, usize: u64, align: u64, c: &BaseClasses) -> usize {
-        let gap = HEADER.div_ceil(align) * align - HEADER;
+        let header = c.header;
+        let gap = header.div_ceil(align) * align - header;
         let round = |x: u64| x.div_ceil(HUGEPAGE) * HUGEPAGE;
-        let min = round(c.psz.pind2sz(c.psz.psz2ind(HEADER + gap + usize)));
+        let min = round(c.psz.pind2sz(c.psz.psz2ind(header + gap + usize)));
         let last = c.psz.psz2ind(c.psz.pind2sz(c.psz.npsizes() - 1));
         let next = match self.pind_last + 1 < last {
             true => self.pind_last + 1,
@@ -171,12 +207,12 @@ impl Base {
         let start = (self.blocks + 1) << 40;
         self.tails.push(Tail {
             sn: self.blocks,
-            at: start + HEADER,
-            len: size - HEADER,
+            at: start + header,
+            len: size - header,
         });
         self.blocks += 1;
-        self.allocated += HEADER;
-        self.resident += c.page_ceil(HEADER);
+        self.allocated += header;
+        self.resident += c.page_ceil(header);
         self.mapped += size;
         self.tails.len() - 1
     }
@@ -190,16 +226,16 @@ impl Base {
         let blocks = probe.blocks;
         let mut fits = 0u64;
         while probe.blocks == blocks && fits <= capacity + 64 {
-            probe.alloc(EDATA, EDATA, c);
+            probe.alloc(c.edata, EDATA_ALIGNMENT, c);
             fits += 1;
         }
         let fits = fits.saturating_sub(1);
-        let want = c.ceil_index(EDATA + EDATA - QUANTUM);
+        let want = c.ceil_index(c.edata + EDATA_ALIGNMENT - QUANTUM);
         let Some(k) = self.tail_for(want, c) else {
             return;
         };
         let t = &mut self.tails[k];
-        let shift = (fits.abs_diff(capacity)) * EDATA;
+        let shift = (fits.abs_diff(capacity)) * c.edata;
         if fits == capacity || fits.abs_diff(capacity) > 16 || shift >= t.len {
             return;
         }
@@ -212,7 +248,7 @@ impl Base {
     /// `base_alloc_edata`, once per record past the high-water mark.
     pub fn records_to(&mut self, records: u64, c: &BaseClasses) {
         while self.records < records {
-            self.alloc(EDATA, EDATA, c);
+            self.alloc(c.edata, EDATA_ALIGNMENT, c);
             self.records += 1;
         }
     }
@@ -232,6 +268,21 @@ mod tests {
     /// resident 94,208 = 23 pages, mapped 2 MiB, `jemalloc-internals-2.md` 1.4): the bump
     /// pointer at 92,928 (the 48-byte gap after the header), 128-byte aligned, so ten
     /// records fit under 94,208 and the eleventh touches a new page (hand derived).
+    /// `sizeof(edata_t)` by page: 128 with 4 KiB pages (the header 144, both measured by
+    /// the live tests), 64 KiB pages 1,112 carved as 1,152 (measured: each new slab's record
+    /// raised `stats.metadata` by 1,152 on `JEMALLOC_SYS_WITH_LG_PAGE=16`); 16 KiB pages
+    /// hand-derived from `bitmap.h` (2,048 bits: 32 + 1 groups).
+    #[test]
+    fn extent_records_grow_with_the_slab_bitmap() {
+        assert_eq!(
+            (edata_size(4096), edata_bytes(4096), header_bytes(4096)),
+            (128, 128, 144)
+        );
+        assert_eq!((edata_size(65536), edata_bytes(65536)), (1112, 1152));
+        assert_eq!(header_bytes(65536), 1128);
+        assert_eq!((edata_size(16384), edata_bytes(16384)), (64 + 33 * 8, 384));
+    }
+
     #[test]
     fn a_fresh_arena_then_records_fill_its_last_page() {
         let c = classes();
@@ -267,7 +318,7 @@ mod tests {
         );
         b.records_to(15_658, &c);
         assert_eq!(b.mapped, 6 << 20);
-        assert_eq!(b.allocated, 92_880 + 15_658 * 128 + HEADER);
+        assert_eq!(b.allocated, 92_880 + 15_658 * 128 + header_bytes(4096));
         // The header page, then the record at 256 (128-aligned after 144) in the same page.
         assert_eq!(b.resident, (2 << 20) + 4096);
         // The next records stay in the new block: a page per 32 records.
