@@ -35,10 +35,9 @@ fn readings(env: &[(&str, &str)]) -> Option<Vec<Reading>> {
         .arg(dir.path())
         .envs(env.iter().copied())
         .env("FRAGSIM", env!("CARGO_BIN_EXE_fragsim"))
-        // Address randomisation off: where the kernel maps the server's memory decides
-        // whether jemalloc needs a second radix-tree leaf (2 MiB of metadata), which a trace
-        // does not carry yet; with it fixed, the run is the same every time.
-        .env("NO_ASLR", "1")
+        // Address randomisation stays on: where the kernel maps the server's memory decides
+        // whether jemalloc needs a second radix-tree leaf (2 MiB of metadata), and the trace
+        // carries it (the allocator's mappings, `m` lines).
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -8,7 +8,7 @@ mod common;
 
 use common::sealed;
 use fragsim::engine::{self, Consumer, RunError, BATCH};
-use fragsim::trace::{self, Batch, Call, Record};
+use fragsim::trace::{self, Batch, BetweenRecord, Call, Record};
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
@@ -115,17 +115,19 @@ fn small_batches_split_anywhere_alike() {
             }
             assert!(batch.len() <= 7);
             let mut done = 0;
-            for exit in batch.exits() {
+            for b in batch.between() {
                 got.extend(
-                    batch.calls()[done..exit.after]
+                    batch.calls()[done..b.after]
                         .iter()
                         .copied()
                         .map(Record::Call),
                 );
-                done = exit.after;
-                got.push(Record::ThreadExit {
-                    thread: exit.thread,
-                    time_ns: exit.time_ns,
+                done = b.after;
+                got.push(match b.record {
+                    BetweenRecord::Exit { thread, time_ns } => {
+                        Record::ThreadExit { thread, time_ns }
+                    }
+                    BetweenRecord::Mapping { addr, len } => Record::Mapping { addr, len },
                 });
             }
             got.extend(batch.calls()[done..].iter().copied().map(Record::Call));

@@ -10,7 +10,8 @@ use libc::{c_char, c_int, c_void, size_t};
 use std::ptr::null_mut;
 
 use crate::wire::{
-    E_ALIGNED as ALIGNED, E_ALLOC as ALLOC, E_FREE as FREE, E_REALLOC as REALLOC, HAS_SITE,
+    E_ALIGNED as ALIGNED, E_ALLOC as ALLOC, E_FREE as FREE, E_MAP, E_REALLOC as REALLOC, E_UNMAP,
+    HAS_SITE,
 };
 
 macro_rules! call_real {
@@ -385,6 +386,64 @@ pub unsafe extern "C" fn mallctlbymib(
             new_len
         )
     })
+}
+
+/// `mmap`: recorded (`MAP`) when the program's allocator makes it inside one of its calls
+/// (its arenas' and bases' mappings, whose addresses decide the radix tree's leaves: see
+/// `fragsim::process`); every other caller (the program, the recorder's own heap) is only
+/// forwarded. Before the real function is known (the loader, `dlsym`): the system call.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: libc::off_t,
+) -> *mut c_void {
+    let p = match get(&real::MMAP) {
+        Some(f) => {
+            let f: unsafe extern "C" fn(
+                *mut c_void,
+                size_t,
+                c_int,
+                c_int,
+                c_int,
+                libc::off_t,
+            ) -> *mut c_void = std::mem::transmute(f);
+            f(addr, len, prot, flags, fd, off)
+        }
+        None => libc::syscall(libc::SYS_mmap, addr, len, prot, flags, fd, off) as *mut c_void,
+    };
+    if p != libc::MAP_FAILED && crate::buf::in_allocator_call() {
+        record_mapping(E_MAP, p as u64, len as u64);
+    }
+    p
+}
+
+/// `munmap`, as [`mmap`] (`UNMAP`): jemalloc trims an over-sized mapping to its alignment.
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
+    let r = match get(&real::MUNMAP) {
+        Some(f) => {
+            let f: unsafe extern "C" fn(*mut c_void, size_t) -> c_int = std::mem::transmute(f);
+            f(addr, len)
+        }
+        None => libc::syscall(libc::SYS_munmap, addr, len) as c_int,
+    };
+    if r == 0 && crate::buf::in_allocator_call() {
+        record_mapping(E_UNMAP, addr as u64, len as u64);
+    }
+    r
+}
+
+#[cold]
+unsafe fn record_mapping(kind: u64, addr: u64, len: u64) {
+    // No order key: the reader places it after the thread's event before (it belongs to
+    // the call in progress, whose own event follows).
+    if let Some(ctx) = enter() {
+        ctx.push(&[kind | ctx.mark, state::stamp(), addr, len]);
+    }
 }
 
 /// A thread that starts threads often waits for them next (`join`) with its buffer held: it

@@ -48,7 +48,8 @@
 //!   see flag 16), then its stamp (see flag 8; left out when the head has bit `0x40`: the
 //!   stamp is that of the chunk's event before), then: `ALLOC (1)`: size, addr; `ALIGNED (6)`: size, align, addr;
 //!   `FREE (2)`: addr; `REALLOC (3)`: old, new, size, seq_after (`seq` is taken before the real
-//!   call, `seq_after` after it; the stamp is at `seq_after`); `EXIT (4)`: nothing. Kind bit
+//!   call, `seq_after` after it; the stamp is at `seq_after`); `EXIT (4)`: nothing; `MAP (7)`, `UNMAP (8)`: addr, len of an `mmap`/`munmap` the
+//!   allocator made inside a call of the thread (marked reentrant). Kind bit
 //!   `0x80` means one more word follows: the call's stack id (per slot); bit `0x20`: the call
 //!   was made while another allocator call of the thread was in progress (inside a recorded
 //!   call's real function, or inside `mallctl`/`mallctlbymib`, which the library interposes

@@ -37,6 +37,8 @@ reals! {
     PTHREAD_CREATE "pthread_create";
     MALLCTL "mallctl";
     MALLCTLBYMIB "mallctlbymib";
+    MMAP "mmap";
+    MUNMAP "munmap";
 }
 
 /// The function in `slot`, or `None` before `resolve` (or if the symbol is missing).

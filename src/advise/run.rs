@@ -192,7 +192,7 @@ fn timed(r: &Record) -> bool {
     match r {
         Record::Call(c) => c.time_ns.is_some(),
         Record::ThreadExit { time_ns, .. } => time_ns.is_some(),
-        Record::Site { .. } => true,
+        Record::Site { .. } | Record::Mapping { .. } => true,
     }
 }
 

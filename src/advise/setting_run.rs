@@ -192,10 +192,14 @@ impl RecordConsumer for SettingRun {
     type Error = ProcessError;
 
     fn record(&mut self, record: &Record) -> Result<(), ProcessError> {
+        // A mapping places the model's memory; it is not an event to observe.
+        if let Record::Mapping { .. } = record {
+            return self.model.apply(record);
+        }
         let time = match record {
             Record::Call(call) => call.time_ns,
             Record::ThreadExit { time_ns, .. } => *time_ns,
-            Record::Site { .. } => None,
+            Record::Site { .. } | Record::Mapping { .. } => None,
         };
         self.apply(record, time)
     }

@@ -389,6 +389,12 @@ impl RecordConsumer for Peak {
     type Error = BlameError;
 
     fn record(&mut self, r: &Record) -> Result<(), BlameError> {
+        if let Record::Mapping { .. } = r {
+            if let Some(model) = &mut self.model {
+                model.apply(r)?;
+            }
+            return Ok(());
+        }
         self.events += 1;
         if let Some(model) = &mut self.model {
             model.apply(r)?;

@@ -79,7 +79,7 @@ fn count_records(path: &Path) -> Result<(u64, u32)> {
     let (mut n, mut threads) = (0u64, 0u32);
     for r in crate::trace::open(path)?.records() {
         match r? {
-            Record::Site { .. } => continue,
+            Record::Site { .. } | Record::Mapping { .. } => continue,
             Record::Call(c) => threads = threads.max(c.thread + 1),
             Record::ThreadExit { .. } => {}
         }

@@ -9,7 +9,7 @@
 
 mod pipeline;
 
-use crate::trace::{Batch, Call, OpenedTrace, Record, TraceError};
+use crate::trace::{Batch, BetweenRecord, Call, OpenedTrace, Record, TraceError};
 use std::convert::Infallible;
 
 /// Records handed to the consumers at a time: large enough that the parallel hand-off costs
@@ -44,6 +44,11 @@ pub trait Consumer: Send {
     ) -> Result<(), Self::Error> {
         self.thread_exit(thread, index)
     }
+    /// A mapping the recorded program's allocator made ([`Record::Mapping`]): where its
+    /// memory lies (the process model places its radix-tree leaves there); nothing by default.
+    fn mapping(&mut self, _addr: u64, _len: u64) -> Result<(), Self::Error> {
+        Ok(())
+    }
 }
 
 /// A consumer that takes calls and thread exits alike as the records they came from (the
@@ -68,6 +73,10 @@ impl<R: RecordConsumer> Consumer for R {
         time_ns: Option<u64>,
     ) -> Result<(), Self::Error> {
         self.record(&Record::ThreadExit { thread, time_ns })
+    }
+
+    fn mapping(&mut self, addr: u64, len: u64) -> Result<(), Self::Error> {
+        self.record(&Record::Mapping { addr, len })
     }
 }
 
@@ -190,6 +199,9 @@ where
             Ok(Record::ThreadExit { thread, time_ns }) => consumer
                 .thread_exit_at(thread, calls, time_ns)
                 .map_err(RunError::Consumer)?,
+            Ok(Record::Mapping { addr, len }) => {
+                consumer.mapping(addr, len).map_err(RunError::Consumer)?
+            }
             Ok(Record::Site { .. }) => {}
             Err(e) => {
                 progress(calls - reported);
@@ -207,11 +219,16 @@ where
 fn feed_one<C: Consumer>(batch: &Batch, first: u64, c: &mut C) -> Result<(), C::Error> {
     let calls = batch.calls();
     let mut done = 0;
-    for exit in batch.exits() {
-        c.calls(first + done as u64, &calls[done..exit.after])?;
-        done = exit.after;
-        // The exit's index is the number of calls before it.
-        c.thread_exit_at(exit.thread, first + done as u64 - 1, exit.time_ns)?;
+    for b in batch.between() {
+        c.calls(first + done as u64, &calls[done..b.after])?;
+        done = b.after;
+        match b.record {
+            // The exit's index is the number of calls before it.
+            BetweenRecord::Exit { thread, time_ns } => {
+                c.thread_exit_at(thread, first + done as u64 - 1, time_ns)?
+            }
+            BetweenRecord::Mapping { addr, len } => c.mapping(addr, len)?,
+        }
     }
     c.calls(first + done as u64, &calls[done..])
 }

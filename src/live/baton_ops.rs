@@ -58,7 +58,7 @@ impl OpMaker {
             flags,
         };
         let op = match r {
-            Record::Site { .. } => return Ok(None),
+            Record::Site { .. } | Record::Mapping { .. } => return Ok(None),
             Record::ThreadExit { thread, .. } => op(OP_EXIT, *thread, 0, 0, 0),
             Record::Call(c) => match c.event {
                 Event::Alloc { id, size, align } => {

@@ -314,7 +314,7 @@ pub(super) fn stamp(r: &Record) -> Option<u64> {
     match r {
         Record::Call(c) => c.time_ns,
         Record::ThreadExit { time_ns, .. } => *time_ns,
-        Record::Site { .. } => None,
+        Record::Site { .. } | Record::Mapping { .. } => None,
     }
 }
 

@@ -98,7 +98,7 @@ pub fn restamp(records: &[Record], times: &[u64]) -> Vec<Record> {
                     *time_ns = Some(times[k]);
                     k += 1;
                 }
-                Record::Site { .. } => {}
+                Record::Site { .. } | Record::Mapping { .. } => {}
             }
             r
         })

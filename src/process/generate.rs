@@ -169,7 +169,7 @@ pub fn to_text(records: &[Record]) -> String {
         let thread = match r {
             Record::Call(c) => c.thread,
             Record::ThreadExit { thread, .. } => *thread,
-            Record::Site { .. } => continue,
+            Record::Site { .. } | Record::Mapping { .. } => continue,
         };
         if thread != cur {
             let _ = writeln!(s, "t {thread}");

@@ -137,7 +137,7 @@ pub fn scale_times(records: &mut [crate::trace::Record], factor: f64) {
     let first = records.iter().find_map(|r| match r {
         Record::Call(c) => c.time_ns,
         Record::ThreadExit { time_ns, .. } => *time_ns,
-        Record::Site { .. } => None,
+        Record::Site { .. } | Record::Mapping { .. } => None,
     });
     let Some(t0) = first else { return };
     let scale = |t: &mut Option<u64>| {
@@ -149,7 +149,7 @@ pub fn scale_times(records: &mut [crate::trace::Record], factor: f64) {
         match r {
             Record::Call(c) => scale(&mut c.time_ns),
             Record::ThreadExit { time_ns, .. } => scale(time_ns),
-            Record::Site { .. } => {}
+            Record::Site { .. } | Record::Mapping { .. } => {}
         }
     }
 }
@@ -177,7 +177,7 @@ pub fn replay_records<E>(
             match &mut r {
                 Record::Call(c) => scale(&mut c.time_ns),
                 Record::ThreadExit { time_ns, .. } => scale(time_ns),
-                Record::Site { .. } => {}
+                Record::Site { .. } | Record::Mapping { .. } => {}
             }
             Some(Ok(r))
         }

@@ -280,6 +280,11 @@ impl Process {
     pub fn apply(&mut self, record: &Record) -> Result<(), ProcessError> {
         match record {
             Record::Site { .. } => Ok(()),
+            Record::Mapping { addr, len } => {
+                self.meta
+                    .recorded_mapping(*addr, *len, self.stats.events == 0);
+                Ok(())
+            }
             Record::ThreadExit { thread, time_ns } => {
                 self.stats.events += 1;
                 self.advance_clock(self.stats.events, *time_ns)?;

@@ -125,6 +125,10 @@ impl ProcessRun {
 
     fn step(&mut self, record: &Record) -> Result<(), ProcessError> {
         self.model.apply(record)?;
+        // A mapping is not an event: rows and readings count calls and exits.
+        if let Record::Mapping { .. } = record {
+            return Ok(());
+        }
         self.summary.observe(self.model.stats());
         self.records += 1;
         if self.records.is_multiple_of(self.every) {

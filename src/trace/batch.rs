@@ -1,22 +1,36 @@
 //! Calls decoded a batch at a time into reused buffers: the engine's input. The calls sit in
-//! one flat slice, so that a consumer takes them as `&[Call]`; the rare thread exits sit beside
-//! them by position. Site definitions are not kept (the reader's site table has them).
+//! one flat slice, so that a consumer takes them as `&[Call]`; the rare thread exits and
+//! allocator mappings sit beside them by position. Site definitions are not kept (the
+//! reader's site table has them).
 
 use super::{Call, Record, ThreadId};
 
-/// A thread's exit in a [`Batch`]: it comes after the batch's first `after` calls.
+/// A record in a [`Batch`] that is not a call: it comes after the batch's first `after`
+/// calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Exit {
+pub struct Between {
     pub after: usize,
-    pub thread: ThreadId,
-    pub time_ns: Option<u64>,
+    pub record: BetweenRecord,
+}
+
+/// What a [`Between`] is: [`Record::ThreadExit`] or [`Record::Mapping`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BetweenRecord {
+    Exit {
+        thread: ThreadId,
+        time_ns: Option<u64>,
+    },
+    Mapping {
+        addr: u64,
+        len: u64,
+    },
 }
 
 /// Up to a given number of records (calls and thread exits), in trace order.
 #[derive(Clone, Debug, Default)]
 pub struct Batch {
     calls: Vec<Call>,
-    exits: Vec<Exit>,
+    between: Vec<Between>,
 }
 
 impl Batch {
@@ -24,13 +38,13 @@ impl Batch {
     pub fn with_capacity(records: usize) -> Self {
         Batch {
             calls: Vec::with_capacity(records),
-            exits: Vec::new(),
+            between: Vec::new(),
         }
     }
 
     pub fn clear(&mut self) {
         self.calls.clear();
-        self.exits.clear();
+        self.between.clear();
     }
 
     /// The calls, in order.
@@ -38,18 +52,18 @@ impl Batch {
         &self.calls
     }
 
-    /// The thread exits, in order, each placed among the calls.
-    pub fn exits(&self) -> &[Exit] {
-        &self.exits
+    /// The thread exits and mappings, in order, each placed among the calls.
+    pub fn between(&self) -> &[Between] {
+        &self.between
     }
 
-    /// Records held: calls and thread exits.
+    /// Records held: calls, thread exits and mappings.
     pub fn len(&self) -> usize {
-        self.calls.len() + self.exits.len()
+        self.calls.len() + self.between.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.calls.is_empty() && self.exits.is_empty()
+        self.calls.is_empty() && self.between.is_empty()
     }
 
     #[inline(always)]
@@ -58,10 +72,9 @@ impl Batch {
     }
 
     pub fn push_exit(&mut self, thread: ThreadId, time_ns: Option<u64>) {
-        self.exits.push(Exit {
+        self.between.push(Between {
             after: self.calls.len(),
-            thread,
-            time_ns,
+            record: BetweenRecord::Exit { thread, time_ns },
         });
     }
 
@@ -71,6 +84,10 @@ impl Batch {
         match record {
             Record::Call(call) => self.push_call(call),
             Record::ThreadExit { thread, time_ns } => self.push_exit(thread, time_ns),
+            Record::Mapping { addr, len } => self.between.push(Between {
+                after: self.calls.len(),
+                record: BetweenRecord::Mapping { addr, len },
+            }),
             Record::Site { .. } => {}
         }
     }

@@ -11,7 +11,8 @@
 //!   module named for the first time: it takes the next module number), `1 symbol`, or
 //!   `2 + m offset` (a location in module `m`); strings as a length and UTF-8 bytes;
 //! - 7 with `X` = 1: the next call is reentrant (made inside another allocator call of its
-//!   thread, [`Call::reentrant`]); a reader that does not know it refuses the file.
+//!   thread, [`Call::reentrant`]); a reader that does not know it refuses the file; with
+//!   `X` = 2, an allocator mapping ([`Record::Mapping`]): its address and length follow.
 //!
 //! Thread switches are records of their own, not a field per call, because calls come in runs
 //! per thread: a single-threaded v2 trace with times costs one time varint per call more than
@@ -27,6 +28,8 @@ const KIND_SITE: u64 = 6;
 const KIND_MARK: u64 = 7;
 /// [`KIND_MARK`]'s `X`: the next call is reentrant.
 const MARK_REENTRANT: u64 = 1;
+/// [`KIND_MARK`]'s `X`: an allocator mapping, `addr len`.
+const MARK_MAPPING: u64 = 2;
 /// Longest string of a frame (a module path or a symbol).
 pub const MAX_STRING: usize = 1 << 16;
 /// Most frames of one site.
@@ -63,6 +66,11 @@ pub fn encode_record(out: &mut Vec<u8>, record: &Record, fields: Fields, st: &mu
             switch_to(&mut put, *thread, st);
             put(KIND_EXIT);
             put_time(&mut put, *time_ns, fields, st);
+        }
+        Record::Mapping { addr, len } => {
+            put_varint(out, MARK_MAPPING << 3 | KIND_MARK);
+            put_varint(out, *addr);
+            put_varint(out, *len);
         }
         Record::Site { id, frames } => {
             put_varint(out, (*id as u64) << 3 | KIND_SITE);
@@ -213,6 +221,11 @@ pub fn decode_record(
             KIND_MARK if x == MARK_REENTRANT => {
                 reentrant = true;
                 continue;
+            }
+            KIND_MARK if x == MARK_MAPPING => {
+                let addr = get_varint(buf, &mut pos)?;
+                let len = get_varint(buf, &mut pos)?;
+                return Ok((Record::Mapping { addr, len }, pos));
             }
             KIND_MARK => return Err(DecodeError::Malformed("an unknown mark (kind 7)")),
             kind => {

@@ -106,6 +106,13 @@ pub enum Record {
         id: SiteId,
         frames: Vec<Frame>,
     },
+    /// A mapping the program's allocator made (a recording's `mmap` inside an allocator call,
+    /// trimmed as the allocator trimmed it): `[addr, addr + len)`. Not a call: where the
+    /// allocator's memory lies, which decides its radix tree's leaves (`fragsim::process`).
+    Mapping {
+        addr: u64,
+        len: u64,
+    },
 }
 
 /// The call stacks of a trace, indexed by [`SiteId`].

@@ -59,6 +59,12 @@ impl Fields {
                 times: false,
                 sites: true,
             },
+            // Written as a mark (version 3, the threads' format).
+            Record::Mapping { .. } => Fields {
+                threads: true,
+                times: false,
+                sites: false,
+            },
         }
     }
 
@@ -240,6 +246,7 @@ impl Flow {
                 self.sites += 1;
                 Ok(())
             }
+            Record::Mapping { .. } => Ok(()),
         }
     }
 }

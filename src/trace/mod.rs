@@ -44,7 +44,7 @@ mod valgrind;
 mod writer;
 
 pub use addr::{AddressImporter, AddressIssue, EventOut, IdsExhausted, IssueCounts};
-pub use batch::{Batch, Exit};
+pub use batch::{Batch, Between, BetweenRecord};
 pub use context::{Call, Frame, Record, SiteId, SiteTable, ThreadId};
 pub use error::TraceError;
 pub use flow::Fields;

@@ -371,7 +371,7 @@ impl<R: Read> TraceReader<R> {
                     .push(*id, frames.clone())
                     .map_err(|what| self.corrupt(start, what))?;
             }
-            Record::ThreadExit { .. } => {}
+            Record::ThreadExit { .. } | Record::Mapping { .. } => {}
         }
         Ok(Some(record))
     }

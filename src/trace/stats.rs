@@ -109,6 +109,7 @@ where
                 sites += 1;
                 continue;
             }
+            Record::Mapping { .. } => continue,
         };
         let event = call.event;
         let t = call.thread as usize;

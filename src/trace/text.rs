@@ -2,7 +2,8 @@
 //! `r ID SIZE [@SITE]`, and for format v2 `t TID` (the following lines run on thread TID),
 //! `T NS` (they happen at NS ns since the start), `s SITE FRAME;FRAME;...` (a call site, frames
 //! innermost first), `x` (the current thread exits) and `e` (the next line's call is
-//! reentrant: made inside another allocator call of its thread). `#` starts a comment (not on `s`
+//! reentrant: made inside another allocator call of its thread), `m ADDR LEN` (a mapping the
+//! allocator made, `ADDR` in hex). `#` starts a comment (not on `s`
 //! lines, whose frames are the rest of the line), blank lines are ignored. `dump` writes
 //! exactly this (align only when not 0, `t`/`T` only when they change, from thread 0 at time
 //! 0), so text -> binary -> text is the identity on that canonical form.
@@ -186,6 +187,19 @@ impl<R: BufRead> TextRecords<R> {
                 Ok(Some(record))
             }
             "x" => Err(arity(&fields, "nothing")),
+            "m" => {
+                let [_, addr, len] = fields[..] else {
+                    return Err(arity(&fields, "ADDR LEN"));
+                };
+                let addr = match addr.strip_prefix("0x") {
+                    Some(hex) => u64::from_str_radix(hex, 16)
+                        .map_err(|_| format!("mapping address '{addr}' is not a hex number"))?,
+                    None => number(addr, "mapping address")?,
+                };
+                let len = number(len, "mapping length")?;
+                self.seen.threads = true;
+                Ok(Some(Record::Mapping { addr, len }))
+            }
             _ => {
                 let (event, site) = parse_call(&fields)?;
                 let call = Call {
@@ -368,6 +382,7 @@ where
                 let joined: Vec<String> = frames.iter().map(ToString::to_string).collect();
                 writeln!(out, "s {id} {}", joined.join(";")).map_err(io)?;
             }
+            Record::Mapping { addr, len } => writeln!(out, "m {addr:#x} {len}").map_err(io)?,
         }
     }
     out.flush().map_err(io)?;

@@ -93,6 +93,7 @@ impl TraceShape {
                     }
                 }
                 Record::ThreadExit { .. } => s.thread_exits += 1,
+                Record::Mapping { .. } => {}
                 Record::Site { .. } => {}
             }
         }

@@ -31,7 +31,7 @@ const DATA_AT: usize = 128;
 const DATA_CAP: usize = BUF_BYTES - DATA_AT;
 pub const MAX_SLOTS: usize = 4096;
 use crate::wire::K_EVENTS;
-use crate::wire::{CHUNK_HEADER, E_REALLOC, E_STACK, MAGIC, SAME_STAMP};
+use crate::wire::{CHUNK_HEADER, E_MAP, E_REALLOC, E_STACK, E_UNMAP, MAGIC, SAME_STAMP};
 
 #[repr(C)]
 pub struct Buf {
@@ -94,6 +94,13 @@ pub fn set_busy(b: bool) {
 
 pub fn is_busy() -> bool {
     TLS.with(|t| t.busy.get())
+}
+
+/// Inside the real function of one of this thread's allocator calls (not the recorder's
+/// own work): what the allocator does now is the program's.
+#[inline(always)]
+pub fn in_allocator_call() -> bool {
+    TLS.with(|t| t.in_alloc.get() > 0 && !t.busy.get())
 }
 
 pub fn current_tid() -> u32 {
@@ -216,7 +223,7 @@ impl Ctx {
         // The data area and every event are whole words.
         let dst = data(b).add(len) as *mut u64;
         let head = words[0];
-        let kind = head & 0x3f;
+        let kind = head & 0x1f;
         let same = kind != E_STACK && words[1] == (*b).last_stamp.load(Ordering::Relaxed);
         let bytes = if same {
             dst.write(head | SAME_STAMP);
@@ -234,8 +241,9 @@ impl Ctx {
             words.len() * 8
         };
         (*b).len.store(len + bytes, Ordering::Release);
-        // The progress mark's view of this buffer (a `STACK` event has no number).
-        if kind != E_STACK {
+        // The progress mark's view of this buffer (`STACK`, `MAP` and `UNMAP` events have no
+        // number).
+        if kind != E_STACK && kind != E_MAP && kind != E_UNMAP {
             let seq = head >> 8;
             if (*b).first_seq.load(Ordering::Relaxed) == u64::MAX {
                 (*b).first_seq.store(seq, Ordering::Release);

@@ -21,7 +21,12 @@
 //!   stacks. Left out: holes from aligned maps, the replayer's own mappings during the
 //!   trace, new base blocks' placement.
 //!
-//! Where the addresses start is ASLR's draw: the live comparison passes each run's (the
+//! A recorded trace says where the program's allocator put its memory (its mappings,
+//! `Record::Mapping`, before the call that made each): start-up's leaves go at the first one,
+//! and each arena growth takes the recorded mapping of its length, so the leaves are the real
+//! ones whatever ASLR drew (`MetaState::recorded_mapping`).
+//!
+//! Otherwise where the addresses start is ASLR's draw: the live comparison passes each run's (the
 //! lowest worker stack; a heap table's address and the bounds of the mapping that holds it,
 //! from `/proc/self/maps`, for the leaves start-up registered); without them the model draws
 //! a position within a leaf from the seed. Start-up's leaves are where its extents are: the
@@ -109,7 +114,16 @@ struct Space {
     nodes: BTreeSet<u64>,
     /// Each arena's `mapped + retained` bytes so far.
     vsize: Vec<u64>,
+    /// The recorded program's allocator mappings not yet matched to a modelled one, oldest
+    /// first (a recording's [`crate::trace::Record::Mapping`]s).
+    recorded: std::collections::VecDeque<(u64, u64)>,
+    /// Start-up's leaves were placed at a recorded mapping.
+    startup_recorded: bool,
 }
+
+/// Recorded mappings kept unmatched at most (a program whose allocator maps what the model
+/// never does, glibc's malloc say, must not grow the queue without end).
+const RECORDED_MAX: usize = 64;
 
 /// The metadata model's state (see the module documentation).
 #[derive(Clone, Debug, Default)]
@@ -178,6 +192,8 @@ impl MetaState {
                     .into_iter()
                     .collect(),
                 vsize: arenas.iter().map(|a| a.as_ref().map_or(0, vsize)).collect(),
+                recorded: Default::default(),
+                startup_recorded: false,
             }
         });
         MetaState {
@@ -210,6 +226,29 @@ impl MetaState {
     /// The modelled address where the next mapping goes.
     pub fn cursor(&self) -> Option<u64> {
         self.space.as_ref().map(|s| s.cursor)
+    }
+
+    /// A mapping the recorded program's allocator made (`before_first`: before the trace's
+    /// first event, at start-up). The first such one places start-up's leaves (instead of the
+    /// seeded place); every one is kept for the arena growth of its length that follows
+    /// (see [`Space::map`]), so the leaves are made where the real allocator's were.
+    pub fn recorded_mapping(&mut self, addr: u64, len: u64, before_first: bool) {
+        let Some(s) = self.space.as_mut() else { return };
+        if before_first && !s.startup_recorded {
+            s.startup_recorded = true;
+            let g = s.geometry;
+            let n = s.leaves.len() as u64;
+            s.leaves = startup_leaves(g, addr, (addr, addr + len), n);
+            if g.node_bytes > 0 {
+                s.nodes = std::iter::once(addr >> g.lg_node_span).collect();
+            }
+            s.cursor = addr;
+            return;
+        }
+        if s.recorded.len() == RECORDED_MAX {
+            s.recorded.pop_front();
+        }
+        s.recorded.push_back((addr, len));
     }
 
     /// Follows the arenas' new records and mappings; returns the bases' totals.
@@ -300,8 +339,21 @@ impl Space {
             return (0, 0);
         }
         self.vsize[i] = v;
-        let (hi, lo) = (self.cursor, self.cursor.saturating_sub(v - old));
-        self.cursor = lo;
+        let grown = v - old;
+        let recorded = self.recorded.iter().position(|&(_, len)| len == grown);
+        let (hi, lo) = match recorded.and_then(|k| self.recorded.remove(k)) {
+            // Where the recorded program's allocator put it.
+            Some((addr, len)) => {
+                self.cursor = addr;
+                (addr + len, addr)
+            }
+            None => {
+                let lo = self.cursor.saturating_sub(grown);
+                let hi = self.cursor;
+                self.cursor = lo;
+                (hi, lo)
+            }
+        };
         let g = self.geometry;
         let (mut nodes, mut leaves) = (0, 0);
         for addr in [lo, hi - 1] {
@@ -409,10 +461,46 @@ mod tests {
             leaves: [100].into_iter().collect(),
             nodes: [top >> g.lg_node_span].into_iter().collect(),
             vsize: vec![0, 0],
+            recorded: Default::default(),
+            startup_recorded: false,
         };
         assert_eq!(s.map(1, 2 << 20), (0, 1));
         assert_eq!(s.cursor, top - (2 << 20));
         assert_eq!(s.map(1, 4 << 20), (0, 0));
         assert_eq!(s.map(1, 4 << 20), (0, 0), "no growth, no mapping");
+    }
+
+    /// A recorded mapping of the growth's length is where the growth goes, whatever the
+    /// cursor says: one within the heap's 1 GiB leaf makes none, one across a 1 GiB boundary
+    /// (48-bit build, 2 MiB leaves) makes one (hand-derived from `rtree.h`'s shape); a growth
+    /// of a length no recorded mapping has goes below the cursor.
+    #[test]
+    fn recorded_mappings_place_the_growths() {
+        let g = Geometry::of(2 << 20, 4096).unwrap();
+        let heap = (5u64 << 30) + (512 << 20);
+        let mut s = Space {
+            geometry: g,
+            cursor: heap,
+            leaves: [5].into_iter().collect(),
+            nodes: BTreeSet::new(),
+            vsize: vec![0],
+            recorded: [
+                (heap - (2 << 20), 2 << 20),
+                ((5 << 30) - (1 << 20), 4 << 20),
+            ]
+            .into_iter()
+            .collect(),
+            startup_recorded: true,
+        };
+        assert_eq!(s.map(0, 2 << 20), (0, 0));
+        assert_eq!(s.map(0, 6 << 20), (0, 1), "across 5 GiB: leaf 4 as well");
+        assert_eq!(s.leaves, [4, 5].into_iter().collect());
+        assert_eq!(s.cursor, (5 << 30) - (1 << 20));
+        assert_eq!(
+            s.map(0, 7 << 20),
+            (0, 0),
+            "1 MiB below the cursor: still leaf 4"
+        );
+        assert_eq!(s.cursor, (5 << 30) - (2 << 20));
     }
 }

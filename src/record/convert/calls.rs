@@ -15,6 +15,21 @@ impl Converter<'_, '_> {
         ev: RawEvent,
         st: &mut ImageState,
     ) -> Result<(), TraceError> {
+        // The allocator's mappings: the one a call made is written before the call's record,
+        // once the call's trimming (jemalloc maps more than it needs for an alignment, then
+        // unmaps the ends) is known.
+        match ev.op {
+            RawOp::Map { addr, len } => {
+                self.mapping_done(lane)?;
+                lane.mapping = Some((addr, len));
+                return Ok(());
+            }
+            RawOp::Unmap { addr, len } => {
+                lane.mapping = lane.mapping.and_then(|m| trimmed(m, (addr, len)));
+                return Ok(());
+            }
+            _ => self.mapping_done(lane)?,
+        }
         let thread = match lane.thread {
             Some(t) => t,
             None => {
@@ -79,9 +94,22 @@ impl Converter<'_, '_> {
                     .attach(id, new, size, &mut out)
                     .map_err(|_| exhausted(&self.file))?;
             }
-            RawOp::Exit => unreachable!("handled above"),
+            RawOp::Exit | RawOp::Map { .. } | RawOp::Unmap { .. } => {
+                unreachable!("handled above")
+            }
         }
         self.hand_over_if_full()
+    }
+
+    /// Writes the lane's last mapping, if any (its call has ended).
+    fn mapping_done(&mut self, lane: &mut Lane) -> Result<(), TraceError> {
+        match lane.mapping.take() {
+            Some((addr, len)) => {
+                self.summary.mappings += 1;
+                self.push(Record::Mapping { addr, len })
+            }
+            None => Ok(()),
+        }
     }
 
     /// Nanoseconds since the start, never going back (threads read the clock a moment
@@ -246,4 +274,38 @@ fn free_slot(records: &mut Vec<Record>) -> *mut Record {
     }
     // SAFETY: within the capacity just made sure of.
     unsafe { records.as_mut_ptr().add(records.len()) }
+}
+
+/// The mapping `m` less the range `cut` (`None`: nothing left). A cut from the middle keeps
+/// the larger side (jemalloc trims only the ends).
+fn trimmed((addr, len): (u64, u64), (cut_at, cut_len): (u64, u64)) -> Option<(u64, u64)> {
+    let (end, cut_end) = (addr + len, cut_at.saturating_add(cut_len));
+    if cut_end <= addr || cut_at >= end {
+        return Some((addr, len));
+    }
+    let below = cut_at.saturating_sub(addr);
+    let above = end.saturating_sub(cut_end);
+    match (below, above) {
+        (0, 0) => None,
+        (b, a) if b >= a => Some((addr, b)),
+        (_, a) => Some((cut_end, a)),
+    }
+}
+
+#[cfg(test)]
+mod mapping_tests {
+    use super::trimmed;
+
+    /// jemalloc's `pages_map_slow` for a 2 MiB-aligned 2 MiB mapping: it maps 4 MiB - 4 KiB,
+    /// then unmaps the lead and the trail (hand-derived shapes).
+    #[test]
+    fn trimming_keeps_what_the_allocator_kept() {
+        let m = (0x1000, (4 << 20) - 4096);
+        let lead = trimmed(m, (0x1000, 0x1ff000)).unwrap();
+        assert_eq!(lead, (0x200000, (4 << 20) - 4096 - 0x1ff000));
+        let kept = trimmed(lead, (0x400000, 0x1000)).unwrap();
+        assert_eq!(kept, (0x200000, 2 << 20));
+        assert_eq!(trimmed(kept, (0x200000, 2 << 20)), None);
+        assert_eq!(trimmed(kept, (0x900000, 4096)), Some(kept));
+    }
 }

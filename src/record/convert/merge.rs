@@ -90,6 +90,9 @@ pub(super) struct Lane {
     pub(super) thread: Option<ThreadId>,
     /// A realloc between its two points: the object it moves (`None`: not live).
     pub(super) pending: Option<Option<ObjectId>>,
+    /// The allocator's last mapping in the thread's current call, as trimmed so far
+    /// (`[addr, addr + len)`): written before the call's own record.
+    pub(super) mapping: Option<(u64, u64)>,
     pub(super) exited: bool,
 }
 
@@ -148,6 +151,7 @@ impl ImageMerge {
                         cursor: process.cursor(t, clock),
                         thread: None,
                         pending: None,
+                        mapping: None,
                         exited: false,
                     });
                 }
@@ -175,7 +179,13 @@ impl ImageMerge {
             let lane = &mut self.lanes[lane_of_tag(tag)];
             loop {
                 let ev: RawEvent = *lane.cursor.current().expect("a lane in the heap has one");
-                check_order(&mut self.last, self.tsc_keys, &c.file, ev.seq, lane.tid)?;
+                // A mapping has its thread's last key (it has none of its own).
+                if !matches!(
+                    ev.op,
+                    crate::record::raw::RawOp::Map { .. } | crate::record::raw::RawOp::Unmap { .. }
+                ) {
+                    check_order(&mut self.last, self.tsc_keys, &c.file, ev.seq, lane.tid)?;
+                }
                 c.event(image, lane, ev, &mut self.st)?;
                 lane.cursor.advance();
                 match c.head(

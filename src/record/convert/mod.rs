@@ -27,6 +27,8 @@ pub struct ConvertSummary {
     pub events_per_thread: Vec<u64>,
     pub thread_exits: u64,
     pub sites: u64,
+    /// The allocator's mappings written (`Record::Mapping`).
+    pub mappings: u64,
     /// Program images (1 + the number of execs).
     pub images: usize,
     /// Objects still live when an exec replaced the image (freed in the trace there).

@@ -7,7 +7,7 @@
 
 use super::{
     u64_at, Clock, RawEvent, RawImage, RawOp, RawProcess, RawThread, Stacks, E_ALIGNED, E_ALLOC,
-    E_EXIT, E_FREE, E_REALLOC, E_STACK, HAS_SITE, REENTRANT, SAME_STAMP,
+    E_EXIT, E_FREE, E_MAP, E_REALLOC, E_STACK, E_UNMAP, HAS_SITE, REENTRANT, SAME_STAMP,
 };
 use std::os::unix::fs::FileExt;
 
@@ -24,6 +24,7 @@ fn body_words(kind: u64) -> Option<usize> {
         E_FREE => Some(1),
         E_REALLOC => Some(4),
         E_EXIT => Some(0),
+        E_MAP | E_UNMAP => Some(2),
         _ => None,
     }
 }
@@ -44,6 +45,7 @@ impl RawProcess {
             base: 0,
             maps: 0,
             bytes_read: 0,
+            last_key: 0,
         }
     }
 }
@@ -78,6 +80,9 @@ pub struct ThreadCursor {
     maps: usize,
     /// Bytes of chunks read so far.
     pub bytes_read: u64,
+    /// The key of the last keyed event decoded: a `MAP`/`UNMAP` event, which has none,
+    /// takes it (it comes right after that event in the merge).
+    last_key: u64,
 }
 
 impl ThreadCursor {
@@ -157,6 +162,9 @@ impl ThreadCursor {
         }
         self.decoded = at;
         self.stamp = stamp;
+        if let Some(e) = events.last() {
+            self.last_key = e.seq;
+        }
         self.events = events;
     }
 
@@ -259,6 +267,20 @@ impl ThreadCursor {
                     },
                 )
             }
+            E_MAP => event(
+                out.last().map_or(self.last_key, |e| e.seq),
+                RawOp::Map {
+                    addr: b(0),
+                    len: b(1),
+                },
+            ),
+            E_UNMAP => event(
+                out.last().map_or(self.last_key, |e| e.seq),
+                RawOp::Unmap {
+                    addr: b(0),
+                    len: b(1),
+                },
+            ),
             _ => event(seq, RawOp::Exit),
         };
         out.push(e);

@@ -20,8 +20,9 @@ use std::path::Path;
 
 pub mod wire;
 use wire::{
-    CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_EXIT, E_FREE, E_REALLOC, E_STACK, FLAGS_KNOWN, HAS_SITE,
-    K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION, REENTRANT, SAME_STAMP,
+    CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_EXIT, E_FREE, E_MAP, E_REALLOC, E_STACK, E_UNMAP,
+    FLAGS_KNOWN, HAS_SITE, K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION,
+    REENTRANT, SAME_STAMP,
 };
 pub use wire::{FLAG_AUTO_ORDER, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER};
 
@@ -47,6 +48,16 @@ pub enum RawOp {
         size: u64,
     },
     Exit,
+    /// The allocator mapped `[addr, addr + len)` inside a call of the thread (`MAP`).
+    Map {
+        addr: u64,
+        len: u64,
+    },
+    /// It unmapped that range (`UNMAP`: trimming what it just mapped, or returning memory).
+    Unmap {
+        addr: u64,
+        len: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -23,6 +23,12 @@ pub const E_REALLOC: u64 = 3;
 pub const E_EXIT: u64 = 4;
 pub const E_STACK: u64 = 5;
 pub const E_ALIGNED: u64 = 6;
+/// A mapping the program's allocator made (`mmap` called inside an allocator call): addr,
+/// len; and one it removed (`munmap`), the same words. Not calls, and without an order key
+/// (the head's key bits are 0): they belong to the thread's call in progress, whose event
+/// follows them; the converter writes them as `Record::Mapping`s.
+pub const E_MAP: u64 = 7;
+pub const E_UNMAP: u64 = 8;
 /// Head bits: the event has no stamp word (its stamp is its chunk's event before), a site.
 pub const SAME_STAMP: u64 = 0x40;
 /// Head bit: the call was made while another allocator call of its thread was in progress
