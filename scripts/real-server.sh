@@ -10,9 +10,9 @@
 # Environment: BG=yes turns the server's jemalloc background thread on (default no);
 # DECAY=off runs the server and the model with decay off (MALLOC_CONF dirty/muzzy -1), DECAY=on
 # (default) with jemalloc's defaults (dirty 10 s, muzzy 0) on the trace's clock;
-# NO_ASLR=1 runs the server with address randomisation off (setarch -R), so where the kernel
-# maps its memory, and with it jemalloc's radix-tree leaves, is the same every run (the test
-# uses it: a run whose heap happened to cross a 1 GiB boundary would show 2 MiB more resident);
+# NO_ASLR=1 runs the server with address randomisation off (setarch -R; not needed for the
+# comparison: the trace carries where jemalloc mapped its memory, and with it the radix tree's
+# leaves, 2 MiB of metadata each on a 48-bit build);
 # BENCH=no skips the 20-client redis-benchmark phase; N sets the workload's size (200000 SETs
 # at first; the other phases in proportion). The comparison is also written to
 # OUTDIR/comparison.csv (exact: 1 where allocated and active equal the server's).
