@@ -15,6 +15,7 @@ fn call(time_ms: f64, event: Event) -> Record {
         time_ns: Some((time_ms * MS as f64) as u64),
         site: None,
         reentrant: false,
+        mallocx_flags: 0,
     })
 }
 

@@ -12,6 +12,7 @@ fn call(thread: u32, event: Event) -> Record {
         time_ns: None,
         site: None,
         reentrant: false,
+        mallocx_flags: 0,
     })
 }
 
@@ -231,6 +232,7 @@ fn at_ms(ms: u64, event: Event) -> Record {
         time_ns: Some(ms * 1_000_000),
         site: None,
         reentrant: false,
+        mallocx_flags: 0,
     })
 }
 

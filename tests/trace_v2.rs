@@ -78,6 +78,7 @@ fn records_carry_thread_time_and_site() {
             time_ns: Some(100),
             site: Some(0),
             reentrant: false,
+            mallocx_flags: 0,
         })
     );
     assert_eq!(
@@ -169,6 +170,7 @@ fn times_and_threads_cost_little_per_event() {
             time_ns: Some(i * 300),
             site: None,
             reentrant: false,
+            mallocx_flags: 0,
         }));
     }
     // Ids must be lowest-free-first for the writer's density rule; free_ids as a stack keeps
@@ -215,6 +217,7 @@ fn a_writer_refuses_context_it_was_not_created_with() {
         time_ns: None,
         site: None,
         reentrant: false,
+        mallocx_flags: 0,
     };
     let err = w.write_record(&Record::Call(call)).unwrap_err().to_string();
     assert!(err.contains("without"), "{err}");
@@ -301,6 +304,7 @@ fn a_refused_record_changes_nothing() {
             time_ns: Some(time_ns),
             site: None,
             reentrant: false,
+            mallocx_flags: 0,
         })
     };
     let alloc = Event::Alloc {
@@ -357,6 +361,52 @@ fn a_reentrant_call_keeps_its_mark() {
             .collect::<Result<Vec<_>, _>>()
             .unwrap_err()
             .to_string();
+        assert!(err.contains("line"), "{bad:?}: {err}");
+    }
+}
+
+/// A recording's allocator mappings (`m ADDR LEN`) and a call's `MALLOCX_` flags (`j FLAGS`,
+/// issue 40) come back as they went, through the text and the binary forms; `j` with bits
+/// outside 8-31 (the alignment, `MALLOCX_ZERO`) or before anything but a call is refused.
+#[test]
+fn mappings_and_mallocx_flags_round_trip() {
+    let text = "m 0x7f0000200000 2097152\na 0 24\ne\nj 0x6500100\na 1 320\nj 0x100\nf 1\nf 0\n";
+    let records = records_of(text);
+    assert_eq!(
+        records[0],
+        Record::Mapping {
+            addr: 0x7f00_0020_0000,
+            len: 2 << 20
+        }
+    );
+    let calls: Vec<(bool, u32)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Call(c) => Some((c.reentrant, c.mallocx_flags)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, [(false, 0), (true, 0x650_0100), (false, 0x100), (false, 0)]);
+    let Record::Call(c) = &records[2] else { panic!() };
+    assert_eq!((c.explicit_arena(), c.tcache_off()), (Some(100), true));
+    assert_eq!(text_of(&records), text);
+    let threads = Fields {
+        threads: true,
+        times: false,
+        sites: false,
+    };
+    let bytes = binary_of(&records, threads);
+    let back: Vec<Record> = TraceReader::new(&bytes[..])
+        .unwrap()
+        .records()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(back, records);
+    for bad in ["j 0x3f\na 0 1\n", "j 0x100\nx\n", "j 0x100\n", "m 12\n", "m zz 4096\n"] {
+        let err = read_text_records(bad.as_bytes(), "bad")
+            .collect::<Result<Vec<_>, _>>()
+            .map(|r| format!("accepted {r:?}"))
+            .unwrap_or_else(|e| e.to_string());
         assert!(err.contains("line"), "{bad:?}: {err}");
     }
 }

@@ -10,8 +10,8 @@ use libc::{c_char, c_int, c_void, size_t};
 use std::ptr::null_mut;
 
 use crate::wire::{
-    E_ALIGNED as ALIGNED, E_ALLOC as ALLOC, E_FREE as FREE, E_MAP, E_REALLOC as REALLOC, E_UNMAP,
-    HAS_SITE,
+    E_ALIGNED as ALIGNED, E_ALLOC as ALLOC, E_FLAGS, E_FREE as FREE, E_MAP, E_REALLOC as REALLOC,
+    E_UNMAP, HAS_SITE, MALLOCX_KEPT,
 };
 
 macro_rules! call_real {
@@ -146,9 +146,15 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     ctx.real(|| call_real!(FREE as fn(*mut c_void) -> (), p))
 }
 
-/// realloc and reallocarray: `seq` before the real call (the old block may be released
-/// inside it), a second one after (the new block exists only from then on).
-unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void) -> *mut c_void {
+/// realloc and reallocarray (and rallocx, with its `MALLOCX_` `flags`): `seq` before the real
+/// call (the old block may be released inside it), a second one after (the new block exists
+/// only from then on).
+unsafe fn resize(
+    p: *mut c_void,
+    size: usize,
+    flags: c_int,
+    real: impl FnOnce() -> *mut c_void,
+) -> *mut c_void {
     let Some(ctx) = enter() else {
         if p.is_null() {
             return unrecorded(size, 16, false, real);
@@ -172,6 +178,7 @@ unsafe fn resize(p: *mut c_void, size: usize, real: impl FnOnce() -> *mut c_void
         return q;
     }
     let site = ctx.site();
+    push_flags(&ctx, flags);
     let (after, t_after) = ctx.seq_stamped();
     let mut w = [
         REALLOC | ctx.mark | before << 8,
@@ -210,7 +217,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: size_t) -> *mut c_void {
     if own::contains(p) {
         return own::realloc(p, size);
     }
-    resize(p, size, || {
+    resize(p, size, 0, || {
         call_real!(REALLOC as fn(*mut c_void, size_t) -> *mut c_void, p, size)
     })
 }
@@ -444,6 +451,179 @@ unsafe fn record_mapping(kind: u64, addr: u64, len: u64) {
     if let Some(ctx) = enter() {
         ctx.push(&[kind | ctx.mark, state::stamp(), addr, len]);
     }
+}
+
+/// The `FLAGS` event before a call through jemalloc's own API, when its flags name an arena
+/// or a thread cache (the alignment is the call's; `MALLOCX_ZERO` changes nothing here).
+#[inline(always)]
+unsafe fn push_flags(ctx: &Ctx, flags: c_int) {
+    let kept = flags as u32 as u64 & MALLOCX_KEPT;
+    if kept != 0 {
+        ctx.push(&[E_FLAGS | ctx.mark, state::stamp(), kept]);
+    }
+}
+
+/// `MALLOCX_LG_ALIGN`'s alignment (0: the default).
+fn mallocx_align(flags: c_int) -> usize {
+    match flags & 0x3f {
+        0 => 0,
+        lg => 1usize << lg,
+    }
+}
+
+/// jemalloc's `mallocx`: recorded as `malloc` or an aligned allocation, after a `FLAGS` event
+/// for its arena and cache bits.
+#[no_mangle]
+pub unsafe extern "C" fn mallocx(size: size_t, flags: c_int) -> *mut c_void {
+    if !ready(&real::MALLOCX) {
+        return null_mut();
+    }
+    let real = || call_real!(MALLOCX as fn(size_t, c_int) -> *mut c_void, size, flags);
+    let Some(ctx) = enter() else {
+        return real();
+    };
+    let p = ctx.real(real);
+    if !p.is_null() {
+        push_flags(&ctx, flags);
+        record_alloc(&ctx, size, mallocx_align(flags), p);
+    }
+    p
+}
+
+/// jemalloc's `rallocx`: recorded as `realloc` (after its `FLAGS`); a failure changes nothing.
+#[no_mangle]
+pub unsafe extern "C" fn rallocx(p: *mut c_void, size: size_t, flags: c_int) -> *mut c_void {
+    if !ready(&real::RALLOCX) {
+        return null_mut();
+    }
+    resize(p, size, flags, || {
+        call_real!(
+            RALLOCX as fn(*mut c_void, size_t, c_int) -> *mut c_void,
+            p,
+            size,
+            flags
+        )
+    })
+}
+
+/// jemalloc's `xallocx`: resizes in place and returns the block's usable size, recorded as a
+/// `realloc` of the block to that size (a block it could not resize keeps its size class).
+#[no_mangle]
+pub unsafe extern "C" fn xallocx(
+    p: *mut c_void,
+    size: size_t,
+    extra: size_t,
+    flags: c_int,
+) -> size_t {
+    if !ready(&real::XALLOCX) {
+        return 0;
+    }
+    let got = std::cell::Cell::new(0);
+    resize_to(p, &got, flags, || {
+        got.set(call_real!(
+            XALLOCX as fn(*mut c_void, size_t, size_t, c_int) -> size_t,
+            p,
+            size,
+            extra,
+            flags
+        ));
+        p
+    });
+    got.get()
+}
+
+/// [`resize`] with the size known only after the real call (xallocx's result).
+unsafe fn resize_to(
+    p: *mut c_void,
+    size: &std::cell::Cell<usize>,
+    flags: c_int,
+    real: impl FnOnce() -> *mut c_void,
+) {
+    let Some(ctx) = enter() else {
+        real();
+        return;
+    };
+    let (before, _) = ctx.seq_stamped();
+    ctx.real(real);
+    let site = ctx.site();
+    push_flags(&ctx, flags);
+    let (after, t_after) = ctx.seq_stamped();
+    let mut w = [
+        REALLOC | ctx.mark | before << 8,
+        t_after,
+        p as u64,
+        p as u64,
+        size.get() as u64,
+        after,
+        0,
+    ];
+    match site {
+        None => ctx.push(&w[..6]),
+        Some(s) => {
+            w[0] |= HAS_SITE;
+            w[6] = s;
+            ctx.push(&w);
+        }
+    }
+}
+
+/// jemalloc's `dallocx` and `sdallocx`: a free, after its `FLAGS`.
+unsafe fn free_flags(p: *mut c_void, flags: c_int, real: impl FnOnce()) {
+    if p.is_null() || own::contains(p) || real::is_boot(p) {
+        return;
+    }
+    let Some(ctx) = enter() else {
+        return real();
+    };
+    push_flags(&ctx, flags);
+    let (seq, stamp) = ctx.seq_stamped();
+    ctx.push(&[FREE | ctx.mark | seq << 8, stamp, p as u64]);
+    ctx.real(real)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn dallocx(p: *mut c_void, flags: c_int) {
+    if !ready(&real::DALLOCX) {
+        return;
+    }
+    free_flags(p, flags, || {
+        call_real!(DALLOCX as fn(*mut c_void, c_int) -> (), p, flags)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn sdallocx(p: *mut c_void, size: size_t, flags: c_int) {
+    if !ready(&real::SDALLOCX) {
+        return;
+    }
+    free_flags(p, flags, || {
+        call_real!(
+            SDALLOCX as fn(*mut c_void, size_t, c_int) -> (),
+            p,
+            size,
+            flags
+        )
+    })
+}
+
+/// `mallctlnametomib`, as [`mallctl`] (what it does inside is jemalloc's own).
+#[no_mangle]
+pub unsafe extern "C" fn mallctlnametomib(
+    name: *const c_char,
+    mib: *mut size_t,
+    mib_len: *mut size_t,
+) -> c_int {
+    if !ready(&real::MALLCTLNAMETOMIB) {
+        return libc::ENOENT;
+    }
+    in_allocator(|| {
+        call_real!(
+            MALLCTLNAMETOMIB as fn(*const c_char, *mut size_t, *mut size_t) -> c_int,
+            name,
+            mib,
+            mib_len
+        )
+    })
 }
 
 /// A thread that starts threads often waits for them next (`join`) with its buffer held: it

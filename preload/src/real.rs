@@ -39,6 +39,12 @@ reals! {
     MALLCTLBYMIB "mallctlbymib";
     MMAP "mmap";
     MUNMAP "munmap";
+    MALLOCX "mallocx";
+    RALLOCX "rallocx";
+    XALLOCX "xallocx";
+    DALLOCX "dallocx";
+    SDALLOCX "sdallocx";
+    MALLCTLNAMETOMIB "mallctlnametomib";
 }
 
 /// The function in `slot`, or `None` before `resolve` (or if the symbol is missing).

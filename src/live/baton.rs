@@ -55,6 +55,7 @@ extern "C" fn child_constructor() {
         let mut arena: u32 = 0;
         let mut len = std::mem::size_of::<u32>();
         let null = std::ptr::null_mut();
+        super::baton_meta::before_create(mallctl);
         if mallctl(
             c"arenas.create".as_ptr(),
             (&mut arena as *mut u32).cast(),
@@ -308,7 +309,7 @@ pub fn serve_process_child(
     let reader = Reader::new(api, manual, narenas, nbins, config.page())?;
     // Everything the replay uses is made here, before the workers start.
     let work = ProcessWork::new(api, scan.ids);
-    let mut window = Window::new(&scan);
+    let mut window = Window::new(&scan, narenas);
     let records = trace.records()?;
     let clock = match on_clock {
         true => Some(super::decay::ClockReader::new(&api, manual, narenas)?),

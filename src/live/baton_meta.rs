@@ -14,6 +14,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A fresh arena's base: allocated, resident, mapped (0: not read).
 static FRESH: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+/// Arena 0's base allocated bytes just before the constructor's `arenas.create`, then the
+/// growth it made there: the control block `mallctl` keeps per manual arena (`ctl.c`'s
+/// `arenas_i_impl`, from `b0`), 0 where unread.
+static B0_BEFORE_CREATE: AtomicU64 = AtomicU64::new(0);
+static CTL_ARENA: AtomicU64 = AtomicU64::new(0);
+
+/// Arena 0's base allocated bytes now (the epoch advanced), `None` where unreadable.
+unsafe fn b0_base(mallctl: MallctlFn) -> Option<u64> {
+    let mut one: u64 = 1;
+    let null = std::ptr::null_mut();
+    let epoch = (&mut one as *mut u64).cast();
+    if mallctl(c"epoch".as_ptr(), null, null.cast(), epoch, 8) != 0 {
+        return None;
+    }
+    arena_stat(mallctl, 0, b"base")
+}
+
+/// Before the constructor's `arenas.create` (the first `mallctl` has set up `ctl.c`'s
+/// per-arena blocks already).
+pub(super) unsafe fn before_create(mallctl: MallctlFn) {
+    if let Some(b) = b0_base(mallctl) {
+        B0_BEFORE_CREATE.store(b, Ordering::SeqCst);
+    }
+}
 
 /// `stats.arenas.<arena>.<field>` through `mallctl`, its name built on the stack (the
 /// constructor runs before Rust's runtime and must not allocate).
@@ -72,6 +96,10 @@ impl Digits for u32 {
 /// # Safety
 /// As [`arena_stat`].
 pub(super) unsafe fn read_fresh(mallctl: MallctlFn, arena: u32) {
+    let before = B0_BEFORE_CREATE.load(Ordering::SeqCst);
+    if let Some(after) = b0_base(mallctl).filter(|_| before > 0) {
+        CTL_ARENA.store(after.saturating_sub(before), Ordering::SeqCst);
+    }
     let mut one: u64 = 1;
     let null = std::ptr::null_mut();
     let epoch = (&mut one as *mut u64).cast();
@@ -85,9 +113,10 @@ pub(super) unsafe fn read_fresh(mallctl: MallctlFn, arena: u32) {
     }
 }
 
-/// Writes the `meta` line: `meta A0 R0 M0 AF RF MF RTREE BELOW HEAP LO HI CAP` (arena 0's
-/// base allocated, resident and mapped; the fresh arena's; the radix tree's bytes or `-`;
-/// the addresses; [`b0_record_capacity`] or `-`).
+/// Writes the `meta` line: `meta A0 R0 M0 AF RF MF RTREE BELOW HEAP LO HI CAP CTL` (arena
+/// 0's base allocated, resident and mapped; the fresh arena's; the radix tree's bytes or `-`;
+/// the addresses; [`b0_record_capacity`] or `-`; a manual arena's control block in `b0`, or
+/// `-`).
 pub(super) fn write_meta(
     api: &Api,
     page: u64,
@@ -109,12 +138,16 @@ pub(super) fn write_meta(
     let fresh = FRESH.each_ref().map(|v| v.load(Ordering::SeqCst));
     writeln!(
         out,
-        "meta {} {resident} {mapped} {} {} {} {rtree} {below} {heap} {lo} {hi} {}",
+        "meta {} {resident} {mapped} {} {} {} {rtree} {below} {heap} {lo} {hi} {} {}",
         read("stats.arenas.0.base")?,
         fresh[0],
         fresh[1],
         fresh[2],
-        capacity.map_or("-".to_string(), |c| c.to_string())
+        capacity.map_or("-".to_string(), |c| c.to_string()),
+        match CTL_ARENA.load(Ordering::SeqCst) {
+            0 => "-".to_string(),
+            c => c.to_string(),
+        }
     )?;
     Ok(())
 }
@@ -150,6 +183,10 @@ pub fn parse_meta(line: &str) -> Result<Metadata> {
         base_records: match t.get(11) {
             Some(&"-") | None => None,
             _ => Some(num(11)?),
+        },
+        ctl_arena_bytes: match t.get(12) {
+            Some(&"-") | None => 0,
+            _ => num(12)?,
         },
     })
 }

@@ -6,10 +6,11 @@
 
 use super::arena_replay::Api;
 use super::relay::{Step, Work};
+use crate::process::{ArenaChoice, ManualArenas};
 use crate::trace::{Event, Record, TraceError};
 use anyhow::{ensure, Context, Result};
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Calls in the window: enough that handing runs to the workers dominates, small enough to
 /// cost nothing beside the live objects (16 bytes shared, 24 the replayer's, per call).
@@ -27,23 +28,53 @@ struct Op {
     thread: u32,
     id: u32,
     size: u64,
-    /// `MALLOCX_LG_ALIGN`: log2 of the alignment (0: none).
-    flags: u8,
+    /// `MALLOCX_LG_ALIGN`: log2 of the alignment (0: none), in bits 0-5; then the call's own
+    /// `MALLOCX_` choices ([`api_bits`]).
+    flags: u32,
+}
+
+/// Bit 6: `MALLOCX_TCACHE_NONE`; bit 7: the arena in bits 8-23 is the trace's `k`-th manual
+/// one (else an automatic one); bits 8-23: the arena + 1 (0: none).
+const OP_TCACHE_NONE: u32 = 1 << 6;
+const OP_MANUAL: u32 = 1 << 7;
+/// Manual arenas a replay can make (`arenas.create`).
+const MAX_MANUAL: usize = 256;
+
+/// The op bits of a call's `MALLOCX_` flags (see [`OP_TCACHE_NONE`]).
+fn api_bits(c: &crate::trace::Call, narenas: u32, manual: &mut ManualArenas) -> Result<u32> {
+    let mut bits = if c.tcache_off() { OP_TCACHE_NONE } else { 0 };
+    if let Some(a) = c.explicit_arena() {
+        let (flag, i) = match manual.choose(a, narenas) {
+            ArenaChoice::Automatic(a) => (0, a),
+            ArenaChoice::Manual(k) => (OP_MANUAL, k),
+        };
+        ensure!(
+            (i as usize) < MAX_MANUAL.min(0xfffe),
+            "arena {a}: a replay makes at most {MAX_MANUAL} manual arenas"
+        );
+        bits |= flag | (i + 1) << 8;
+    }
+    Ok(bits)
 }
 
 /// Turns records into ops, checking them against the live objects: per object id, its
 /// alignment flags while live.
 struct OpMaker {
-    live: Vec<Option<u8>>,
+    live: Vec<Option<u32>>,
     /// Records turned into ops so far (errors name the next one: this + 1).
     records: u64,
+    /// The child's automatic arenas, and the trace's manual ones by first use.
+    narenas: u32,
+    manual: ManualArenas,
 }
 
 impl OpMaker {
-    fn with_ids(ids: usize) -> Self {
+    fn with_ids(ids: usize, narenas: u32) -> Self {
         OpMaker {
             live: Vec::with_capacity(ids),
             records: 0,
+            narenas,
+            manual: ManualArenas::default(),
         }
     }
 
@@ -74,13 +105,10 @@ impl OpMaker {
                         align <= 1 || align.is_power_of_two(),
                         "event {n}: alignment {align} is not a power of two"
                     );
-                    let flags = if align > 1 {
-                        align.trailing_zeros() as u8
-                    } else {
-                        0
-                    };
+                    let flags = if align > 1 { align.trailing_zeros() } else { 0 };
                     self.live[i] = Some(flags);
-                    op(OP_ALLOC, c.thread, id, size.max(1), flags)
+                    let api = api_bits(c, self.narenas, &mut self.manual)?;
+                    op(OP_ALLOC, c.thread, id, size.max(1), flags | api)
                 }
                 Event::Free { id } => {
                     let slot = self.live.get_mut(id as usize).and_then(Option::take);
@@ -88,14 +116,16 @@ impl OpMaker {
                         slot.is_some(),
                         "event {n}: free of id {id}, which is not live"
                     );
-                    op(OP_FREE, c.thread, id, 0, 0)
+                    let api = api_bits(c, self.narenas, &mut self.manual)?;
+                    op(OP_FREE, c.thread, id, 0, api)
                 }
                 Event::Realloc { id, size } => {
                     let flags = self.live.get(id as usize).copied().flatten();
                     let flags = flags.with_context(|| {
                         format!("event {n}: realloc of id {id}, which is not live")
                     })?;
-                    op(OP_REALLOC, c.thread, id, size.max(1), flags)
+                    let api = api_bits(c, self.narenas, &mut self.manual)?;
+                    op(OP_REALLOC, c.thread, id, size.max(1), flags | api)
                 }
             },
         };
@@ -114,7 +144,7 @@ pub(super) struct Scan {
 
 /// Reads the records once, checking every call as the replay will run it.
 pub(super) fn scan(records: impl Iterator<Item = Result<Record, TraceError>>) -> Result<Scan> {
-    let mut maker = OpMaker::with_ids(0);
+    let mut maker = OpMaker::with_ids(0, u32::MAX);
     let (mut threads, mut timed) = (0, false);
     for r in records {
         let r = r?;
@@ -138,6 +168,9 @@ pub(super) struct ProcessWork {
     api: Api,
     ops: Vec<[AtomicU64; 2]>,
     ptrs: Vec<AtomicU64>,
+    /// The child's index of the trace's `k`-th manual arena (0: not made yet). Ops run one
+    /// at a time (the baton), so a plain load and store suffice.
+    manual: Vec<AtomicU32>,
 }
 
 impl ProcessWork {
@@ -149,12 +182,58 @@ impl ProcessWork {
                 .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
                 .collect(),
             ptrs: (0..ids).map(|_| AtomicU64::new(0)).collect(),
+            manual: (0..MAX_MANUAL).map(|_| AtomicU32::new(0)).collect(),
         }
     }
 
     /// The address of a table made before the workers (the clock line's heap address).
     pub(super) fn table_address(&self) -> u64 {
         self.ops.as_ptr() as u64
+    }
+}
+
+impl ProcessWork {
+    /// jemalloc's flags for an op's `bits`: its alignment, `MALLOCX_TCACHE_NONE`, and
+    /// `MALLOCX_ARENA` (a manual arena made with `arenas.create` the first time; `None` if
+    /// that fails).
+    fn mallocx_flags(&self, bits: u32) -> Option<i32> {
+        let mut flags = (bits & 0x3f) as i32;
+        if bits & OP_TCACHE_NONE != 0 {
+            flags |= 1 << 8;
+        }
+        let named = bits >> 8;
+        if named != 0 {
+            let arena = match bits & OP_MANUAL != 0 {
+                false => named - 1,
+                true => {
+                    let slot = &self.manual[(named - 1) as usize];
+                    match slot.load(Ordering::Relaxed) {
+                        0 => {
+                            // A static name: `Api::read` would allocate on this worker.
+                            let (mut made, mut len) = (0u32, std::mem::size_of::<u32>());
+                            // SAFETY: arenas.create writes an unsigned.
+                            let err = unsafe {
+                                (self.api.mallctl)(
+                                    c"arenas.create".as_ptr(),
+                                    (&mut made as *mut u32).cast(),
+                                    &mut len,
+                                    std::ptr::null_mut(),
+                                    0,
+                                )
+                            };
+                            if err != 0 {
+                                return None;
+                            }
+                            slot.store(made, Ordering::Relaxed);
+                            made
+                        }
+                        made => made,
+                    }
+                }
+            };
+            flags |= ((arena + 1) << 20) as i32;
+        }
+        Some(flags)
     }
 }
 
@@ -165,11 +244,14 @@ impl Work for ProcessWork {
             size.load(Ordering::Relaxed) as usize,
             packed.load(Ordering::Relaxed),
         );
-        let (id, kind, flags) = (
+        let (id, kind, bits) = (
             packed as u32 as usize,
             (packed >> 32) & 0xff,
-            (packed >> 40) as i32,
+            (packed >> 40) as u32,
         );
+        let Some(flags) = self.mallocx_flags(bits) else {
+            return false;
+        };
         let slot = &self.ptrs[id];
         // SAFETY: pointers in `ptrs` came from this jemalloc and are live (every call was
         // checked against the live objects before it reached the window).
@@ -181,7 +263,7 @@ impl Work for ProcessWork {
                     !p.is_null()
                 }
                 OP_FREE => {
-                    (self.api.dallocx)(slot.load(Ordering::Relaxed) as *mut c_void, 0);
+                    (self.api.dallocx)(slot.load(Ordering::Relaxed) as *mut c_void, flags);
                     true
                 }
                 _ => {
@@ -212,11 +294,11 @@ pub(super) struct Window {
 impl Window {
     /// An empty window for the trace `scan` read (allocated before the workers start, so
     /// the replay itself allocates nothing).
-    pub(super) fn new(scan: &Scan) -> Self {
+    pub(super) fn new(scan: &Scan, narenas: u32) -> Self {
         Window {
             steps: Vec::with_capacity(WINDOW),
             times: Vec::with_capacity(WINDOW),
-            maker: OpMaker::with_ids(scan.ids),
+            maker: OpMaker::with_ids(scan.ids, narenas),
             threads: scan.threads,
             first_time: None,
             last_time: 0,

@@ -391,7 +391,11 @@ impl ProcessCompare {
             .lines
             .next()
             .context("the live process child stopped early")??;
-        let (predicted, measured) = (self.model.snapshot(), parse_snapshot(&line)?);
+        let (mut predicted, measured) = (self.model.snapshot(), parse_snapshot(&line)?);
+        // The trace's manual arenas (`MALLOCX_ARENA`) are in the totals only: the child's
+        // have other indices (its own manual arena comes first).
+        let automatic = self.model.narenas() + u32::from(self.model.huge_arena().is_some());
+        predicted.arenas.retain(|a| a.index < automatic);
         self.peak_active_predicted = self.peak_active_predicted.max(predicted.active_bytes);
         self.peak_active_measured = self.peak_active_measured.max(measured.active_bytes);
         compare_snapshots(&predicted, &measured, self.keep, &mut self.comparison);

@@ -139,6 +139,7 @@ fn random_trace(spec: &ThreadedSpec) -> Vec<Record> {
             time_ns: None,
             site: None,
             reentrant: false,
+            mallocx_flags: 0,
         }));
     }
     out
@@ -261,6 +262,7 @@ pub fn records_from_text(text: &str) -> Result<Vec<Record>, TextError> {
             time_ns: None,
             site: None,
             reentrant: false,
+            mallocx_flags: 0,
         }));
     }
     Ok(out)

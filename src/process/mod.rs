@@ -24,8 +24,8 @@ pub use generate::{
     records_from_text, threaded_trace, to_text, TextError, ThreadedSpec, TraceKind,
 };
 pub use model::{
-    base_header_bytes, edata_bytes, machine_vaddr_bits, DecayClock, HeldBlock, LiveObject,
-    Metadata, Process,
+    base_header_bytes, edata_bytes, machine_vaddr_bits, ArenaChoice, DecayClock, HeldBlock,
+    LiveObject, ManualArenas, Metadata, Process,
 };
 pub use options::{
     check_cpus, machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions, MAX_CPUS,

@@ -4,6 +4,7 @@
 
 use super::tcache::{CacheInfo, Tcache};
 
+mod api;
 mod background;
 mod base;
 mod cache;
@@ -11,6 +12,7 @@ mod decay;
 mod gc;
 mod meta;
 mod metadata;
+pub use api::{ArenaChoice, ManualArenas};
 mod reentrant;
 mod threads;
 mod view;
@@ -94,6 +96,8 @@ pub struct Process {
     ithreads: Vec<u32>,
     imade: Vec<bool>,
     tcache_bytes: Vec<u64>,
+    /// The trace's manual arenas (`MALLOCX_ARENA` beyond the automatic ones), by first use.
+    manual: api::ManualArenas,
     threads: Vec<Option<Thread>>,
     exited: Vec<bool>,
     objects: Vec<Object>,
@@ -157,6 +161,7 @@ impl Process {
             ithreads: vec![0; slots],
             imade: vec![false; slots],
             tcache_bytes: vec![0; slots],
+            manual: api::ManualArenas::default(),
             threads: Vec::new(),
             exited: Vec::new(),
             objects: Vec::new(),
@@ -315,8 +320,11 @@ impl Process {
                     self.minimal_free(n, t, call.event)?;
                 } else {
                     self.ensure_thread(t)?;
-                    // A call made inside another allocator call: arena 0, no cache.
-                    if !(call.reentrant && self.reentrant_call(n, t, call.event)?) {
+                    // A call made inside another allocator call: arena 0, no cache; one
+                    // through jemalloc's API: its arena and cache flags.
+                    let special = (call.reentrant && self.reentrant_call(n, t, call.event)?)
+                        || (call.mallocx_flags != 0 && self.api_call(n, t, call)?);
+                    if !special {
                         self.call(n, t, call.event)?;
                     }
                 }
@@ -449,7 +457,7 @@ impl Process {
             }
             let arena = self.thread(t).arena;
             if small {
-                self.fill(n, t, bin)?;
+                self.fill(n, t, bin, arena)?;
                 let item = self.cache_pop(t, bin).expect("filled");
                 return Ok((item.arena, item.extent));
             }

@@ -41,6 +41,7 @@ impl Script {
             time_ns: None,
             site: None,
             reentrant: false,
+            mallocx_flags: 0,
         }));
     }
 

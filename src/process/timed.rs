@@ -173,6 +173,7 @@ fn assign_ids(ops: &[Op], nobj: usize) -> Vec<Record> {
             time_ns: Some(o.time_ns),
             site: None,
             reentrant: false,
+            mallocx_flags: 0,
         }));
     }
     out

@@ -12,7 +12,8 @@
 //!   `2 + m offset` (a location in module `m`); strings as a length and UTF-8 bytes;
 //! - 7 with `X` = 1: the next call is reentrant (made inside another allocator call of its
 //!   thread, [`Call::reentrant`]); a reader that does not know it refuses the file; with
-//!   `X` = 2, an allocator mapping ([`Record::Mapping`]): its address and length follow.
+//!   `X` = 2, an allocator mapping ([`Record::Mapping`]): its address and length follow; with
+//!   `X` = 3, the next call's `MALLOCX_` flags follow ([`Call::mallocx_flags`]).
 //!
 //! Thread switches are records of their own, not a field per call, because calls come in runs
 //! per thread: a single-threaded v2 trace with times costs one time varint per call more than
@@ -30,6 +31,8 @@ const KIND_MARK: u64 = 7;
 const MARK_REENTRANT: u64 = 1;
 /// [`KIND_MARK`]'s `X`: an allocator mapping, `addr len`.
 const MARK_MAPPING: u64 = 2;
+/// [`KIND_MARK`]'s `X`: the next call's `MALLOCX_` flags, `flags`.
+const MARK_FLAGS: u64 = 3;
 /// Longest string of a frame (a module path or a symbol).
 pub const MAX_STRING: usize = 1 << 16;
 /// Most frames of one site.
@@ -98,8 +101,8 @@ pub fn encode_record(out: &mut Vec<u8>, record: &Record, fields: Fields, st: &mu
     }
 }
 
-/// The longest encoding of one call: a thread switch, the mark, the tag, size, align, site and
-/// time (at most 5, 1, 6, 10, 10, 5 and 10 bytes).
+/// The longest encoding of one call: a thread switch, the marks, the tag, size, align, site
+/// and time (at most 5, 1 + 6, 6, 10, 10, 5 and 10 bytes).
 const MAX_CALL: usize = 6 * 10;
 
 /// Appends one call record (already checked). Its varints are written into room reserved
@@ -123,6 +126,10 @@ pub fn encode_call(out: &mut Vec<u8>, call: &Call, fields: Fields, st: &mut Code
     switch_to(&mut put, call.thread, st);
     if call.reentrant {
         put(MARK_REENTRANT << 3 | KIND_MARK);
+    }
+    if call.mallocx_flags != 0 {
+        put(MARK_FLAGS << 3 | KIND_MARK);
+        put(u64::from(call.mallocx_flags));
     }
     let id = call.event.id();
     let tag = |kind: u64| zigzag(id as i64 - st.prev_id as i64) << 3 | kind;
@@ -188,11 +195,13 @@ pub fn decode_record(
 ) -> Result<(Record, usize), DecodeError> {
     let mut pos = 0;
     let mut reentrant = false;
+    let mut mallocx_flags = 0u32;
     loop {
         let tag = get_varint(buf, &mut pos)?;
         let x = tag >> 3;
-        if reentrant && tag & 7 > 3 {
-            return Err(DecodeError::Malformed("a reentrant mark not before a call"));
+        let call_mark = reentrant || mallocx_flags != 0;
+        if call_mark && tag & 7 > 3 && !(tag & 7 == KIND_MARK && x == MARK_FLAGS) {
+            return Err(DecodeError::Malformed("a call's mark not before a call"));
         }
         match tag & 7 {
             KIND_SWITCH => {
@@ -220,6 +229,14 @@ pub fn decode_record(
             }
             KIND_MARK if x == MARK_REENTRANT => {
                 reentrant = true;
+                continue;
+            }
+            KIND_MARK if x == MARK_FLAGS => {
+                let f = get_varint(buf, &mut pos)?;
+                mallocx_flags = u32::try_from(f)
+                    .ok()
+                    .filter(|&f| f != 0 && f & 0xff == 0)
+                    .ok_or(DecodeError::Malformed("MALLOCX flags outside bits 8-31"))?;
                 continue;
             }
             KIND_MARK if x == MARK_MAPPING => {
@@ -254,6 +271,7 @@ pub fn decode_record(
                     time_ns,
                     site,
                     reentrant,
+                    mallocx_flags,
                 };
                 return Ok((Record::Call(call), pos));
             }
@@ -299,6 +317,7 @@ pub(crate) fn decode_call_fast(
         time_ns,
         site,
         reentrant: false,
+        mallocx_flags: 0,
     };
     Some((call, pos))
 }

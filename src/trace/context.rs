@@ -77,6 +77,11 @@ pub struct Call {
     /// `pthread_create` inside jemalloc's `mallctl("background_thread")`): jemalloc serves it
     /// reentrantly, from arena 0 without the thread cache.
     pub reentrant: bool,
+    /// Made through jemalloc's own API (`mallocx`, `rallocx`, `xallocx`, `dallocx`,
+    /// `sdallocx`) with these `MALLOCX_` flags: its `MALLOCX_TCACHE` bits (8-19) and
+    /// `MALLOCX_ARENA` bits (20-31) only (0: none, as for `malloc`); see
+    /// [`Call::explicit_arena`] and [`Call::tcache_off`].
+    pub mallocx_flags: u32,
 }
 
 impl Call {
@@ -88,7 +93,22 @@ impl Call {
             time_ns: None,
             site: None,
             reentrant: false,
+            mallocx_flags: 0,
         }
+    }
+
+    /// `MALLOCX_ARENA(a)`: the arena the call names.
+    pub fn explicit_arena(&self) -> Option<u32> {
+        match self.mallocx_flags >> 20 {
+            0 => None,
+            a => Some(a - 1),
+        }
+    }
+
+    /// `MALLOCX_TCACHE_NONE`: the call bypasses the thread cache. (`MALLOCX_TCACHE(t)`, an
+    /// explicit cache made with `tcache.create`, is taken for the thread's own.)
+    pub fn tcache_off(&self) -> bool {
+        (self.mallocx_flags >> 8) & 0xfff == 1
     }
 }
 

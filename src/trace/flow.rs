@@ -45,7 +45,7 @@ impl Fields {
         match record {
             // A reentrant call's mark is written in the threads' format (version 3).
             Record::Call(c) => Fields {
-                threads: c.thread != 0 || c.reentrant,
+                threads: c.thread != 0 || c.reentrant || c.mallocx_flags != 0,
                 times: c.time_ns.is_some(),
                 sites: c.site.is_some(),
             },

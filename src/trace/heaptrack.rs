@@ -207,6 +207,7 @@ impl Importer {
                 time_ns: Some(self.time_ns),
                 site,
                 reentrant: false,
+                mallocx_flags: 0,
             }));
         }
     }

@@ -3,7 +3,8 @@
 //! `T NS` (they happen at NS ns since the start), `s SITE FRAME;FRAME;...` (a call site, frames
 //! innermost first), `x` (the current thread exits) and `e` (the next line's call is
 //! reentrant: made inside another allocator call of its thread), `m ADDR LEN` (a mapping the
-//! allocator made, `ADDR` in hex). `#` starts a comment (not on `s`
+//! allocator made, `ADDR` in hex), `j FLAGS` (the next line's call came through jemalloc's
+//! `mallocx` family with these `MALLOCX_` arena and cache flags). `#` starts a comment (not on `s`
 //! lines, whose frames are the rest of the line), blank lines are ignored. `dump` writes
 //! exactly this (align only when not 0, `t`/`T` only when they change, from thread 0 at time
 //! 0), so text -> binary -> text is the identity on that canonical form.
@@ -41,6 +42,7 @@ pub fn read_text_records<R: BufRead>(r: R, name: &str) -> TextRecords<R> {
         sites: SiteTable::new(),
         done: false,
         reentrant: false,
+        mallocx_flags: 0,
     }
 }
 
@@ -78,6 +80,8 @@ pub struct TextRecords<R> {
     done: bool,
     /// An `e` line came: the next line is a reentrant call.
     reentrant: bool,
+    /// A `j FLAGS` line came: the next line's call has these `MALLOCX_` flags.
+    mallocx_flags: u32,
 }
 
 impl<R: BufRead> TextRecords<R> {
@@ -107,6 +111,12 @@ impl<R: BufRead> TextRecords<R> {
                 .read_line(&mut self.line)
                 .map_err(|e| TraceError::io(&self.name, e))?;
             if n == 0 {
+                if self.reentrant || self.mallocx_flags != 0 {
+                    let mark = if self.mallocx_flags != 0 { 'j' } else { 'e' };
+                    return Err(self.error(format!(
+                        "'{mark}' at the end of the trace (its call's line must follow it)"
+                    )));
+                }
                 return Ok(None);
             }
             self.line_no += 1;
@@ -132,9 +142,15 @@ impl<R: BufRead> TextRecords<R> {
             return Ok(None);
         };
         let reentrant = std::mem::take(&mut self.reentrant);
-        if reentrant && !matches!(first, "a" | "f" | "r") {
+        let mallocx_flags = std::mem::take(&mut self.mallocx_flags);
+        if reentrant && !matches!(first, "a" | "f" | "r" | "j") {
             return Err(format!(
                 "'{first}' after 'e' (a reentrant call's line must follow it)"
+            ));
+        }
+        if mallocx_flags != 0 && !matches!(first, "a" | "f" | "r") {
+            return Err(format!(
+                "'{first}' after 'j' (the call's line must follow it)"
             ));
         }
         match first {
@@ -144,6 +160,23 @@ impl<R: BufRead> TextRecords<R> {
                 Ok(None)
             }
             "e" => Err(arity(&fields, "nothing")),
+            "j" => {
+                let [_, flags] = fields[..] else {
+                    return Err(arity(&fields, "FLAGS"));
+                };
+                let parsed = match flags.strip_prefix("0x") {
+                    Some(hex) => u32::from_str_radix(hex, 16).ok(),
+                    None => flags.parse().ok(),
+                };
+                let f = parsed.filter(|&f| f != 0 && f & 0xff == 0).ok_or_else(|| {
+                    format!("MALLOCX flags '{flags}' are not a number of bits 8-31 (arena, thread cache)")
+                })?;
+                // Both marks on one call: `e` comes first.
+                self.reentrant = reentrant;
+                self.mallocx_flags = f;
+                self.seen.threads = true;
+                Ok(None)
+            }
             "t" => {
                 let [_, tid] = fields[..] else {
                     return Err(arity(&fields, "TID"));
@@ -208,6 +241,7 @@ impl<R: BufRead> TextRecords<R> {
                     time_ns: self.time,
                     site,
                     reentrant,
+                    mallocx_flags,
                 };
                 self.flow.call(&call)?;
                 self.tally.apply(&event)?;
@@ -365,6 +399,9 @@ where
                 context(&mut out, call.thread, call.time_ns).map_err(io)?;
                 if call.reentrant {
                     writeln!(out, "e").map_err(io)?;
+                }
+                if call.mallocx_flags != 0 {
+                    writeln!(out, "j {:#x}", call.mallocx_flags).map_err(io)?;
                 }
                 let line = event_line(&call.event);
                 match call.site {

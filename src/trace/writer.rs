@@ -116,6 +116,7 @@ impl<W: Write + Seek> TraceWriter<W> {
                 time_ns: None,
                 site: None,
                 reentrant: false,
+                mallocx_flags: 0,
             };
             return self.write_record(&Record::Call(call));
         }

@@ -31,7 +31,7 @@ const DATA_AT: usize = 128;
 const DATA_CAP: usize = BUF_BYTES - DATA_AT;
 pub const MAX_SLOTS: usize = 4096;
 use crate::wire::K_EVENTS;
-use crate::wire::{CHUNK_HEADER, E_MAP, E_REALLOC, E_STACK, E_UNMAP, MAGIC, SAME_STAMP};
+use crate::wire::{CHUNK_HEADER, E_FLAGS, E_MAP, E_REALLOC, E_STACK, E_UNMAP, MAGIC, SAME_STAMP};
 
 #[repr(C)]
 pub struct Buf {
@@ -241,9 +241,9 @@ impl Ctx {
             words.len() * 8
         };
         (*b).len.store(len + bytes, Ordering::Release);
-        // The progress mark's view of this buffer (`STACK`, `MAP` and `UNMAP` events have no
-        // number).
-        if kind != E_STACK && kind != E_MAP && kind != E_UNMAP {
+        // The progress mark's view of this buffer (`STACK`, `MAP`, `UNMAP` and `FLAGS` events
+        // have no number).
+        if kind != E_STACK && kind != E_MAP && kind != E_UNMAP && kind != E_FLAGS {
             let seq = head >> 8;
             if (*b).first_seq.load(Ordering::Relaxed) == u64::MAX {
                 (*b).first_seq.store(seq, Ordering::Release);

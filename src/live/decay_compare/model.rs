@@ -58,6 +58,7 @@ impl<'a> ClockModel<'a> {
             heap: start.heap,
             heap_mapping: start.heap_mapping,
             base_records: None,
+            ctl_arena_bytes: 0,
         });
         model.replayer_start(start.residue)?;
         Ok(ClockModel {

@@ -15,12 +15,18 @@ impl Process {
     }
 
     /// `tcache_alloc_small_hard`: `ncached_max >> lg_fill_div` regions, taken exactly as
-    /// that many cache-off allocations from the thread's arena; the first ends on top.
-    pub(super) fn fill(&mut self, n: u64, t: usize, bin: usize) -> Result<(), ProcessError> {
+    /// that many cache-off allocations from `arena` (the thread's, or the one a `mallocx`
+    /// names); the first ends on top.
+    pub(super) fn fill(
+        &mut self,
+        n: u64,
+        t: usize,
+        bin: usize,
+        arena: u32,
+    ) -> Result<(), ProcessError> {
         if self.clock_gc {
-            return self.fill_burst(n, t, bin);
+            return self.fill_burst(n, t, bin, arena);
         }
-        let arena = self.thread(t).arena;
         let tc = self.threads[t]
             .as_ref()
             .and_then(|th| th.tcache.as_ref())

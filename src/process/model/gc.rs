@@ -254,8 +254,13 @@ impl Process {
 
     /// `tcache_alloc_small_hard`'s fill with the experimental GC: `nfill_min..=nfill` regions,
     /// then the burst offset grows.
-    pub(super) fn fill_burst(&mut self, n: u64, t: usize, bin: usize) -> Result<(), ProcessError> {
-        let arena = self.thread(t).arena;
+    pub(super) fn fill_burst(
+        &mut self,
+        n: u64,
+        t: usize,
+        bin: usize,
+        arena: u32,
+    ) -> Result<(), ProcessError> {
         let max = self.info.ncached_max[bin];
         let size = self.info.size[bin];
         let b = &self.tcache_mut(t).bins[bin];

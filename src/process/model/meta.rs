@@ -228,6 +228,13 @@ impl MetaState {
         self.space.as_ref().map(|s| s.cursor)
     }
 
+    /// `arenas.create`'s control block for a new manual arena, carved from arena 0's base.
+    pub fn ctl_arena(&mut self, bytes: u64) {
+        if let (Some(c), Some(Some(b0))) = (self.classes.as_ref(), self.bases.get_mut(0)) {
+            b0.alloc(bytes, 16, c);
+        }
+    }
+
     /// A mapping the recorded program's allocator made (`before_first`: before the trace's
     /// first event, at start-up). The first such one places start-up's leaves (instead of the
     /// seeded place); every one is kept for the arena growth of its length that follows
@@ -256,6 +263,13 @@ impl MetaState {
         let Some(c) = self.classes.as_ref().filter(|_| self.on) else {
             return BaseTotals::default();
         };
+        // Manual arenas (`arenas.create`) come after start.
+        if self.bases.len() < arenas.len() {
+            self.bases.resize(arenas.len(), None);
+            if let Some(s) = self.space.as_mut() {
+                s.vsize.resize(arenas.len(), 0);
+            }
+        }
         for (i, a) in arenas.iter().enumerate() {
             if a.is_none() && !made[i] {
                 continue;

@@ -23,6 +23,20 @@ pub struct Metadata {
     /// measured (`None`: taken from the bytes above, to a record or two: see
     /// `model/base.rs`).
     pub base_records: Option<u64>,
+    /// The block `mallctl` keeps in arena 0's base for each arena `arenas.create` makes
+    /// (`ctl.c`, `arenas_i_impl`: the arena's statistics), as measured (0: the build's
+    /// default, [`ctl_arena_default`]).
+    pub ctl_arena_bytes: u64,
+}
+
+/// [`Metadata::ctl_arena_bytes`] as measured on the live replayer's child (4 KiB pages, the
+/// default classes): 37,856 bytes under Debian's 5.3.0, 41,136 under the linked 5.3.1 (each
+/// `arenas.create` grew `stats.arenas.0.base` by that much beyond the new arena's own base).
+pub fn ctl_arena_default(version: crate::sizeclass::JemallocVersion) -> u64 {
+    match version {
+        crate::sizeclass::JemallocVersion::V5_3_0 => 37_856,
+        _ => 41_136,
+    }
 }
 
 impl Metadata {
@@ -60,6 +74,7 @@ impl Metadata {
             heap: 0,
             heap_mapping: (0, 0),
             base_records: None,
+            ctl_arena_bytes: 0,
         }
     }
 }

@@ -28,6 +28,10 @@ impl Converter<'_, '_> {
                 lane.mapping = lane.mapping.and_then(|m| trimmed(m, (addr, len)));
                 return Ok(());
             }
+            RawOp::Flags { flags } => {
+                lane.mallocx_flags = flags;
+                return Ok(());
+            }
             _ => self.mapping_done(lane)?,
         }
         let thread = match lane.thread {
@@ -76,6 +80,10 @@ impl Converter<'_, '_> {
         }
         let mut out = Emit::new(&mut self.records, &mut self.summary, thread, at, site);
         out.reentrant = ev.reentrant;
+        // A realloc's flags come before its second point.
+        if !matches!(ev.op, RawOp::ReallocBegin { .. }) {
+            out.mallocx_flags = std::mem::take(&mut lane.mallocx_flags);
+        }
         match ev.op {
             RawOp::Alloc { size, align, addr } => {
                 self.importer
@@ -94,7 +102,7 @@ impl Converter<'_, '_> {
                     .attach(id, new, size, &mut out)
                     .map_err(|_| exhausted(&self.file))?;
             }
-            RawOp::Exit | RawOp::Map { .. } | RawOp::Unmap { .. } => {
+            RawOp::Exit | RawOp::Map { .. } | RawOp::Unmap { .. } | RawOp::Flags { .. } => {
                 unreachable!("handled above")
             }
         }
@@ -198,6 +206,8 @@ pub(super) struct Emit<'c> {
     site: Option<SiteId>,
     /// The calls are reentrant (all of one raw event's).
     pub(super) reentrant: bool,
+    /// Their `MALLOCX_` flags.
+    pub(super) mallocx_flags: u32,
 }
 
 impl<'c> Emit<'c> {
@@ -220,6 +230,7 @@ impl<'c> Emit<'c> {
             at,
             site,
             reentrant: false,
+            mallocx_flags: 0,
         }
     }
 }
@@ -231,6 +242,7 @@ impl EventOut for Emit<'_> {
         s.events += 1;
         s.events_per_thread[self.thread as usize] += 1;
         let (thread, time_ns, reentrant) = (self.thread, Some(self.at), self.reentrant);
+        let mallocx_flags = self.mallocx_flags;
         let slot = free_slot(self.records);
         let call = |event, site| {
             Record::Call(Call {
@@ -239,6 +251,7 @@ impl EventOut for Emit<'_> {
                 time_ns,
                 site,
                 reentrant,
+                mallocx_flags,
             })
         };
         // SAFETY: `slot` is the vector's first unused slot ([`free_slot`]); written whole

@@ -93,6 +93,8 @@ pub(super) struct Lane {
     /// The allocator's last mapping in the thread's current call, as trimmed so far
     /// (`[addr, addr + len)`): written before the call's own record.
     pub(super) mapping: Option<(u64, u64)>,
+    /// The `MALLOCX_` flags of the thread's next call (0: none).
+    pub(super) mallocx_flags: u32,
     pub(super) exited: bool,
 }
 
@@ -152,6 +154,7 @@ impl ImageMerge {
                         thread: None,
                         pending: None,
                         mapping: None,
+                        mallocx_flags: 0,
                         exited: false,
                     });
                 }
@@ -179,11 +182,8 @@ impl ImageMerge {
             let lane = &mut self.lanes[lane_of_tag(tag)];
             loop {
                 let ev: RawEvent = *lane.cursor.current().expect("a lane in the heap has one");
-                // A mapping has its thread's last key (it has none of its own).
-                if !matches!(
-                    ev.op,
-                    crate::record::raw::RawOp::Map { .. } | crate::record::raw::RawOp::Unmap { .. }
-                ) {
+                // A mapping or a call's flags has its thread's last key (none of its own).
+                if !ev.op.is_keyless() {
                     check_order(&mut self.last, self.tsc_keys, &c.file, ev.seq, lane.tid)?;
                 }
                 c.event(image, lane, ev, &mut self.st)?;

@@ -7,7 +7,7 @@
 
 use super::{
     u64_at, Clock, RawEvent, RawImage, RawOp, RawProcess, RawThread, Stacks, E_ALIGNED, E_ALLOC,
-    E_EXIT, E_FREE, E_MAP, E_REALLOC, E_STACK, E_UNMAP, HAS_SITE, REENTRANT, SAME_STAMP,
+    E_EXIT, E_FLAGS, E_FREE, E_MAP, E_REALLOC, E_STACK, E_UNMAP, HAS_SITE, REENTRANT, SAME_STAMP,
 };
 use std::os::unix::fs::FileExt;
 
@@ -25,6 +25,7 @@ fn body_words(kind: u64) -> Option<usize> {
         E_REALLOC => Some(4),
         E_EXIT => Some(0),
         E_MAP | E_UNMAP => Some(2),
+        E_FLAGS => Some(1),
         _ => None,
     }
 }
@@ -273,6 +274,10 @@ impl ThreadCursor {
                     addr: b(0),
                     len: b(1),
                 },
+            ),
+            E_FLAGS => event(
+                out.last().map_or(self.last_key, |e| e.seq),
+                RawOp::Flags { flags: b(0) as u32 },
             ),
             E_UNMAP => event(
                 out.last().map_or(self.last_key, |e| e.seq),

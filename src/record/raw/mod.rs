@@ -20,7 +20,7 @@ use std::path::Path;
 
 pub mod wire;
 use wire::{
-    CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_EXIT, E_FREE, E_MAP, E_REALLOC, E_STACK, E_UNMAP,
+    CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_EXIT, E_FLAGS, E_FREE, E_MAP, E_REALLOC, E_STACK, E_UNMAP,
     FLAGS_KNOWN, HAS_SITE, K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION,
     REENTRANT, SAME_STAMP,
 };
@@ -58,6 +58,21 @@ pub enum RawOp {
         addr: u64,
         len: u64,
     },
+    /// The thread's next call has these `MALLOCX_` flags (`FLAGS`).
+    Flags {
+        flags: u32,
+    },
+}
+
+impl RawOp {
+    /// A `MAP`, `UNMAP` or `FLAGS` event: it has no order key of its own (it carries its
+    /// thread's last one).
+    pub fn is_keyless(&self) -> bool {
+        matches!(
+            self,
+            RawOp::Map { .. } | RawOp::Unmap { .. } | RawOp::Flags { .. }
+        )
+    }
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -29,6 +29,12 @@ pub const E_ALIGNED: u64 = 6;
 /// follows them; the converter writes them as `Record::Mapping`s.
 pub const E_MAP: u64 = 7;
 pub const E_UNMAP: u64 = 8;
+/// The thread's next call came through jemalloc's own API with these `MALLOCX_` flags (its
+/// arena and thread-cache bits; the alignment is the call's own, the zero bit dropped): one
+/// word, no order key (as `MAP`).
+pub const E_FLAGS: u64 = 9;
+/// `MALLOCX_` flags kept in a trace: `MALLOCX_TCACHE` (bits 8-19) and `MALLOCX_ARENA` (20-31).
+pub const MALLOCX_KEPT: u64 = 0xffff_ff00;
 /// Head bits: the event has no stamp word (its stamp is its chunk's event before), a site.
 pub const SAME_STAMP: u64 = 0x40;
 /// Head bit: the call was made while another allocator call of its thread was in progress
