@@ -26,6 +26,7 @@ pub mod progress;
 pub mod random;
 pub mod record;
 pub mod report;
+pub mod route;
 pub mod sim;
 pub mod sizeclass;
 pub mod trace;

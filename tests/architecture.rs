@@ -89,6 +89,7 @@ fn folders_import_only_what_architecture_md_allows() {
         ("whatif", &["live", "report", "cli"]),
         ("advise", &["whatif", "report", "cli"]),
         ("blame", &["live", "whatif", "report", "cli"]),
+        ("route", &["live", "whatif", "report", "charts", "cli"]),
         ("live", &["report", "whatif", "charts", "cli"]),
         ("validate", &["report", "cli"]),
         ("experiments", &["cli"]),

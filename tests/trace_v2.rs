@@ -386,8 +386,13 @@ fn mappings_and_mallocx_flags_round_trip() {
             _ => None,
         })
         .collect();
-    assert_eq!(calls, [(false, 0), (true, 0x650_0100), (false, 0x100), (false, 0)]);
-    let Record::Call(c) = &records[2] else { panic!() };
+    assert_eq!(
+        calls,
+        [(false, 0), (true, 0x650_0100), (false, 0x100), (false, 0)]
+    );
+    let Record::Call(c) = &records[2] else {
+        panic!()
+    };
     assert_eq!((c.explicit_arena(), c.tcache_off()), (Some(100), true));
     assert_eq!(text_of(&records), text);
     let threads = Fields {
@@ -402,7 +407,13 @@ fn mappings_and_mallocx_flags_round_trip() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert_eq!(back, records);
-    for bad in ["j 0x3f\na 0 1\n", "j 0x100\nx\n", "j 0x100\n", "m 12\n", "m zz 4096\n"] {
+    for bad in [
+        "j 0x3f\na 0 1\n",
+        "j 0x100\nx\n",
+        "j 0x100\n",
+        "m 12\n",
+        "m zz 4096\n",
+    ] {
         let err = read_text_records(bad.as_bytes(), "bad")
             .collect::<Result<Vec<_>, _>>()
             .map(|r| format!("accepted {r:?}"))

@@ -20,6 +20,7 @@ mod record;
 mod record_native;
 mod replay;
 mod report;
+mod route;
 mod table;
 mod trace;
 mod validate;

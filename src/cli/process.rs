@@ -64,6 +64,16 @@ pub struct ProcessFlags {
     /// one row per arena in use every --every K events and after the last.
     #[arg(long, requires = "process")]
     pub per_arena: Option<PathBuf>,
+    /// With --process: route allocations to dedicated arenas, `RULE[;RULE...]`, a rule being
+    /// selectors joined by `,` (`site:TEXT` a frame contains, `site:#N`, `size:LO-HI` bytes,
+    /// `thread:N`): each rule's objects go to a manual arena of their own (`mallocx` with
+    /// `MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE`); prints what each rule saves, cumulatively;
+    /// with --live, the routed trace against the real allocator.
+    #[arg(long, requires = "process", value_name = "RULES")]
+    pub route: Option<String>,
+    /// With --route: routed calls keep the thread's cache (`MALLOCX_ARENA(a)` alone).
+    #[arg(long, requires = "route")]
+    pub route_tcache: bool,
 }
 
 /// The records a process replay applies, streamed: sites dropped, times multiplied by
@@ -101,6 +111,9 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         .trace
         .file_stem()
         .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+    if let Some(rules) = &flags.route {
+        return super::route::run(args, rules, &options, &name);
+    }
     if args.live {
         // Both sides stream the file: the model here, the child reading it itself.
         let trace = ProcessTrace::File {
@@ -170,7 +183,7 @@ fn decay_note(options: &ProcessOptions, flags: &ProcessFlags) -> String {
 
 /// The model runs over seeds `seed..seed+runs`, one engine pass (a consumer per seed, in
 /// parallel); the first fills the per-arena and timeline rows when they are asked for.
-fn model_runs(
+pub(super) fn model_runs(
     args: &ReplayArgs,
     records: impl Iterator<Item = Result<Record>>,
     last: u64,
@@ -378,7 +391,7 @@ pub(super) fn live_setup(args: &ReplayArgs, options: &ProcessOptions) -> Result<
     })
 }
 
-fn run_live(
+pub(super) fn run_live(
     args: &ReplayArgs,
     trace: ProcessTrace<'_>,
     options: &ProcessOptions,

@@ -46,12 +46,15 @@ fn api_bits(c: &crate::trace::Call, narenas: u32, manual: &mut ManualArenas) -> 
     if let Some(a) = c.explicit_arena() {
         let (flag, i) = match manual.choose(a, narenas) {
             ArenaChoice::Automatic(a) => (0, a),
-            ArenaChoice::Manual(k) => (OP_MANUAL, k),
+            ArenaChoice::Manual(k) => {
+                ensure!(
+                    (k as usize) < MAX_MANUAL,
+                    "arena {a}: a replay makes at most {MAX_MANUAL} manual arenas"
+                );
+                (OP_MANUAL, k)
+            }
         };
-        ensure!(
-            (i as usize) < MAX_MANUAL.min(0xfffe),
-            "arena {a}: a replay makes at most {MAX_MANUAL} manual arenas"
-        );
+        ensure!(i < 0xffff, "arena {a}: above the 65,534 an op can name");
         bits |= flag | (i + 1) << 8;
     }
     Ok(bits)

@@ -180,7 +180,7 @@ mod tests {
         for i in 1..1000u64 {
             events.extend([E_ALLOC | SAME_STAMP | i << 8, 16, 0x1000 + 16 * i]);
         }
-        events.push(9 | 1000 << 8);
+        events.push(0x1f | 1000 << 8);
         let mut bytes = Vec::new();
         chunk(&mut bytes, K_HEADER, &[RAW_VERSION, 7, 1, 0, 0, 0]);
         chunk(&mut bytes, K_EVENTS, &events);
@@ -198,7 +198,7 @@ mod tests {
         match crate::record::convert(&process, "raw.7", &mut sink) {
             Err(TraceError::Corrupt { offset, what, .. }) => {
                 assert_eq!(offset, bad_at as u64);
-                assert_eq!(what, "unknown event kind 9");
+                assert_eq!(what, "unknown event kind 31");
             }
             other => panic!("expected the corrupt event, got {other:?}"),
         }

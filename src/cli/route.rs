@@ -1,0 +1,151 @@
+//! `fragsim replay T --process --route RULES [--route-tcache] [--live]`: the routing what-if
+//! (`crate::route`) as a table, one row per cumulative rule set; with `--live`, the trace
+//! routed by every rule against the real allocator.
+
+use super::process::{live_setup, model_setup, LiveSetup};
+use super::replay::ReplayArgs;
+use crate::engine::RunError;
+use crate::export::{Cell, Table};
+use crate::live::process::{compare_process_live_with, LiveRun, ProcessTrace};
+use crate::process::{machine_cpus, DecayClock, ProcessOptions, ProcessSummary};
+use crate::route::{evaluate, parse_routes, route_all, sites_of, RouteReport};
+use anyhow::Result;
+
+pub fn run(args: &ReplayArgs, rules: &str, options: &ProcessOptions, name: &str) -> Result<i32> {
+    let flags = &args.process;
+    let rules = parse_routes(rules)?;
+    let tcache = flags.route_tcache;
+    if args.live {
+        return run_live(args, &rules, tcache, options, name);
+    }
+    let (config, model_options, note) = model_setup(args, options)?;
+    let sites = sites_of(crate::trace::open(&args.trace)?.records())?;
+    let records = crate::process::replay_records(
+        crate::trace::open(&args.trace)?.records(),
+        flags.time_scale,
+    );
+    let clock = DecayClock {
+        seed: flags.seed,
+        resolution_ns: crate::process::machine_coarse_clock_ns(),
+        start_ns: 0,
+    };
+    let cpus = flags.cpus.unwrap_or_else(machine_cpus);
+    let report = evaluate(
+        records,
+        &sites,
+        &rules,
+        tcache,
+        config,
+        &model_options,
+        cpus,
+        clock,
+    )
+    .map_err(|e| match e {
+        RunError::Trace(e) => anyhow::Error::from(e),
+        RunError::Consumer(e) => e.into(),
+    })?;
+    let title = format!(
+        "routing what-if for {name}: {}, each rule's objects in a manual arena of their own ({}){note}",
+        config.label(),
+        match tcache {
+            true => "MALLOCX_ARENA, the thread's cache kept",
+            false => "MALLOCX_ARENA | MALLOCX_TCACHE_NONE",
+        }
+    );
+    args.output.emit(&route_table(title, &report))?;
+    Ok(0)
+}
+
+/// One row per rule set: the rule added, the objects it routed, then each figure and its
+/// change from the baseline (negative: saved).
+fn route_table(title: String, report: &RouteReport) -> Table {
+    let mut table = Table::new(
+        title,
+        &[
+            "rules",
+            "rule_added",
+            "objects_routed",
+            "peak_active_bytes",
+            "peak_active_change",
+            "mean_active_bytes",
+            "mean_active_change",
+            "peak_resident_bytes",
+            "peak_resident_change",
+            "mean_resident_bytes",
+            "mean_resident_change",
+            "final_active_bytes",
+            "final_active_change",
+        ],
+    );
+    let base = &report.rows[0].summary;
+    let figures = |s: &ProcessSummary| {
+        [
+            s.peak_active_bytes as f64,
+            s.mean_active_bytes(),
+            s.peak_resident_bytes as f64,
+            s.mean_resident_bytes(),
+            s.final_stats.active_bytes as f64,
+        ]
+    };
+    let b = figures(base);
+    for row in &report.rows {
+        let added = match row.rules {
+            0 => "(baseline: none)".to_string(),
+            k => report.rules[k - 1].text.clone(),
+        };
+        let mut cells = vec![
+            Cell::Int(row.rules as u64),
+            Cell::Text(added),
+            Cell::Int(row.routed_objects),
+        ];
+        for (v, base) in figures(&row.summary).into_iter().zip(b) {
+            cells.push(Cell::Float(v, 0));
+            cells.push(Cell::Text(change(v, base)));
+        }
+        table.push(cells);
+    }
+    table
+}
+
+/// `v` against `base`: bytes and percent (`-1,234 (-0.5%)`).
+fn change(v: f64, base: f64) -> String {
+    let d = v - base;
+    let pct = if base > 0.0 { 100.0 * d / base } else { 0.0 };
+    format!("{:+.0} ({pct:+.2}%)", d)
+}
+
+/// The trace routed by every rule, against the real allocator (every `--every` events).
+fn run_live(
+    args: &ReplayArgs,
+    rules: &[crate::route::RouteRule],
+    tcache: bool,
+    options: &ProcessOptions,
+    name: &str,
+) -> Result<i32> {
+    let LiveSetup {
+        options,
+        allocator,
+        exe,
+    } = live_setup(args, options)?;
+    let records = crate::trace::read_all(&args.trace)?;
+    let mut routed = route_all(&records, rules, tcache);
+    crate::process::scale_times(&mut routed, args.process.time_scale);
+    let trace = ProcessTrace::Records(&routed);
+    let shape = trace.shape()?;
+    let every = args
+        .every
+        .unwrap_or_else(|| crate::live::arena_replay::default_live_every(shape.records));
+    let bar = super::progress::later_bar("live replay");
+    let run = LiveRun { every, keep: 5 };
+    let r = compare_process_live_with(&exe, &allocator, trace, &options, run, &bar)?;
+    let title = format!(
+        "{name} routed by {} rule(s): process model vs live jemalloc {} ({} threads, {} arenas), every {every} events",
+        rules.len(),
+        r.version,
+        shape.threads.max(1),
+        r.narenas
+    );
+    let record = super::replay::comparison_record(title, r.events, &r.comparison);
+    args.output.emit_record(&record)?;
+    Ok(if r.comparison.is_exact() { 0 } else { 1 })
+}

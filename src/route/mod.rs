@@ -1,0 +1,239 @@
+//! The routing what-if (issue 36): what moving some allocations to dedicated arenas would
+//! save, the fix jemalloc's maintainers give for fragmentation by long-lived objects. A rule
+//! selects allocations by call site, request size or thread; each rule's allocations, their
+//! reallocs and their frees go to one manual arena of their own, as a program would write it
+//! (`arenas.create`, then `mallocx(size, MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE)`, `dallocx`
+//! with the same cache flag; `--route-tcache` keeps the thread's cache). The routed trace is
+//! the same calls with those flags (`Call::mallocx_flags`), so the process model serves it as
+//! it serves a recording of such a program, and the live child replays it with the same
+//! flags (`--live`).
+//!
+//! Rules run cumulatively: the baseline, then the first rule, then the first two, ... each a
+//! process model over the whole trace, all in one engine pass (each consumer routes the
+//! records itself), so a row's saving is what its rule adds to the ones above it.
+
+mod rules;
+
+pub use rules::{parse_routes, RouteError, RouteRule, Selector};
+
+use crate::engine::{self, RecordConsumer, RunError};
+use crate::process::{DecayClock, ProcessError, ProcessOptions, ProcessRun, ProcessSummary};
+use crate::sizeclass::AllocatorConfig;
+use crate::trace::{Event, Record, SiteTable};
+use std::sync::Arc;
+
+/// The recorded index a rule's arena is named by (`MALLOCX_ARENA(ROUTE_ARENA + k)`): above
+/// any automatic arena, so the model and the live child take it for a manual one.
+pub const ROUTE_ARENA: u32 = 4000;
+/// Rules at most (one manual arena each).
+pub const MAX_RULES: usize = 64;
+const TCACHE_NONE: u32 = 1 << 8;
+
+/// Which rules' site selectors each site meets (bit `k`: rule `k`).
+#[derive(Clone, Debug, Default)]
+pub struct SiteMatches {
+    by_site: Vec<u64>,
+    /// A call without a site meets a rule only if the rule selects no site.
+    no_site: u64,
+}
+
+impl SiteMatches {
+    /// Evaluates every rule's site selectors on every site of `sites`.
+    pub fn new(rules: &[RouteRule], sites: &SiteTable) -> SiteMatches {
+        let mask = |frames: Option<&[crate::trace::Frame]>, id: Option<u32>| {
+            rules
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.site_matches(frames, id))
+                .fold(0u64, |m, (k, _)| m | 1 << k)
+        };
+        SiteMatches {
+            by_site: (0..sites.len() as u32)
+                .map(|s| mask(sites.get(s), Some(s)))
+                .collect(),
+            no_site: mask(None, None),
+        }
+    }
+}
+
+/// Routes a trace's records by the first `rules` rules.
+#[derive(Clone, Debug)]
+pub struct Router {
+    rules: Arc<[RouteRule]>,
+    sites: Arc<SiteMatches>,
+    /// Rules in force (a prefix of `rules`).
+    active: usize,
+    tcache: bool,
+    /// The rule (+1) each live object was routed by (0: none), by object id.
+    routed: Vec<u8>,
+    /// Objects each rule routed.
+    pub counts: Vec<u64>,
+}
+
+impl Router {
+    pub fn new(
+        rules: Arc<[RouteRule]>,
+        sites: Arc<SiteMatches>,
+        active: usize,
+        tcache: bool,
+    ) -> Self {
+        let n = rules.len();
+        Router {
+            rules,
+            sites,
+            active,
+            tcache,
+            routed: Vec::new(),
+            counts: vec![0; n],
+        }
+    }
+
+    /// The flags of rule `k`'s calls.
+    fn flags(&self, k: usize) -> u32 {
+        let arena = (ROUTE_ARENA + k as u32 + 1) << 20;
+        if self.tcache {
+            arena
+        } else {
+            arena | TCACHE_NONE
+        }
+    }
+
+    /// `record` as the routed program would make it.
+    pub fn route(&mut self, record: &Record) -> Record {
+        let Record::Call(call) = record else {
+            return record.clone();
+        };
+        let mut call = *call;
+        let id = call.event.id() as usize;
+        if id >= self.routed.len() {
+            self.routed.resize(id + 1, 0);
+        }
+        let rule = match call.event {
+            Event::Alloc { size, .. } => {
+                let sites = match call.site {
+                    Some(s) => self.sites.by_site.get(s as usize).copied().unwrap_or(0),
+                    None => self.sites.no_site,
+                };
+                let k = (0..self.active).find(|&k| {
+                    sites & 1 << k != 0 && self.rules[k].call_matches(size, call.thread)
+                });
+                self.routed[id] = k.map_or(0, |k| k as u8 + 1);
+                if let Some(k) = k {
+                    self.counts[k] += 1;
+                }
+                k
+            }
+            Event::Realloc { .. } => self.routed[id].checked_sub(1).map(usize::from),
+            Event::Free { .. } => std::mem::take(&mut self.routed[id])
+                .checked_sub(1)
+                .map(usize::from),
+        };
+        if let Some(k) = rule {
+            call.mallocx_flags = match call.event {
+                // A free names no arena: only its cache flag.
+                Event::Free { .. } => self.flags(k) & TCACHE_NONE,
+                _ => self.flags(k),
+            };
+        }
+        Record::Call(call)
+    }
+}
+
+/// One row of the routing table: the rules in force and the model's figures.
+#[derive(Clone, Debug)]
+pub struct RouteRow {
+    /// Rules in force: the first `rules` (0: the baseline).
+    pub rules: usize,
+    /// Objects the last rule routed (0 for the baseline).
+    pub routed_objects: u64,
+    pub summary: ProcessSummary,
+}
+
+/// What routing by `rules` does to a trace: the baseline and each cumulative prefix.
+#[derive(Clone, Debug)]
+pub struct RouteReport {
+    pub rules: Vec<RouteRule>,
+    pub tcache: bool,
+    pub rows: Vec<RouteRow>,
+}
+
+/// A process model fed routed records.
+struct RoutedRun {
+    router: Router,
+    run: ProcessRun,
+}
+
+impl RecordConsumer for RoutedRun {
+    type Error = ProcessError;
+
+    fn record(&mut self, record: &Record) -> Result<(), ProcessError> {
+        let routed = self.router.route(record);
+        self.run.record(&routed)
+    }
+}
+
+/// The sites of a trace (its `Site` records), the first of a routing what-if's two passes.
+pub fn sites_of<E>(records: impl Iterator<Item = Result<Record, E>>) -> Result<SiteTable, E> {
+    let mut sites = SiteTable::new();
+    for r in records {
+        if let Record::Site { id, frames } = r? {
+            // The readers check that sites are dense.
+            let _ = sites.push(id, frames);
+        }
+    }
+    Ok(sites)
+}
+
+/// The model over `records` for the baseline and each prefix of `rules` (`sites`: the
+/// trace's, [`sites_of`]).
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate<E>(
+    records: impl Iterator<Item = Result<Record, E>>,
+    sites: &SiteTable,
+    rules: &[RouteRule],
+    tcache: bool,
+    config: AllocatorConfig,
+    options: &ProcessOptions,
+    cpus: u32,
+    clock: DecayClock,
+) -> Result<RouteReport, RunError<ProcessError, E>> {
+    let shared: Arc<[RouteRule]> = rules.into();
+    let matches = Arc::new(SiteMatches::new(rules, sites));
+    let mut runs = (0..=rules.len())
+        .map(|k| {
+            Ok(RoutedRun {
+                router: Router::new(shared.clone(), matches.clone(), k, tcache),
+                run: ProcessRun::new(config, options, cpus, clock, u64::MAX, None)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ProcessError>>()
+        .map_err(RunError::Consumer)?;
+    engine::run(records, &mut runs, &|_| {})?;
+    let rows = runs
+        .into_iter()
+        .enumerate()
+        .map(|(k, r)| RouteRow {
+            rules: k,
+            routed_objects: k.checked_sub(1).map_or(0, |j| r.router.counts[j]),
+            summary: r.run.finish().summary,
+        })
+        .collect();
+    Ok(RouteReport {
+        rules: rules.to_vec(),
+        tcache,
+        rows,
+    })
+}
+
+/// `records` routed by every rule (for a live check of the routed program).
+pub fn route_all(records: &[Record], rules: &[RouteRule], tcache: bool) -> Vec<Record> {
+    let sites = sites_of(
+        records
+            .iter()
+            .map(|r| Ok::<_, std::convert::Infallible>(r.clone())),
+    )
+    .unwrap_or_default();
+    let matches = Arc::new(SiteMatches::new(rules, &sites));
+    let mut router = Router::new(rules.into(), matches, rules.len(), tcache);
+    records.iter().map(|r| router.route(r)).collect()
+}
