@@ -103,6 +103,30 @@ fn routing_the_long_lived_site_frees_the_slabs_it_pinned_and_replays_live() {
             "{lib:?}: {text}"
         );
     }
+
+    // advise --routes: the greedy search picks keep_one first (the only site whose routing
+    // lowers the peak) and proves the chosen set live.
+    let out = fragsim()
+        .args([
+            "advise",
+            s(&trace),
+            "--routes",
+            "3",
+            "--cpus",
+            "2",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}{}", stderr_of(&out));
+    let first = text.lines().nth(2).unwrap_or_default();
+    assert!(
+        first.starts_with("1,site:#") && first.contains("keep_one"),
+        "{text}"
+    );
+    assert!(text.contains(" 0 mismatched"), "{text}");
 }
 
 #[test]

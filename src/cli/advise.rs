@@ -53,6 +53,13 @@ pub struct AdviseArgs {
     /// The seed of the decay model's random numbers (as `replay --process --seed`).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Instead of the settings: which call sites to route to dedicated arenas (at most K,
+    /// default 5), searched greedily among the sites blame charges the most waste to at the
+    /// active peak (each step keeps the site that lowers peak active plus mean resident
+    /// bytes, relatively, the most), one row per site added; the chosen set is checked live.
+    /// The trace needs call sites (`record --stacks`).
+    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "5")]
+    pub routes: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,6 +165,9 @@ impl Plan {
 }
 
 pub fn run(args: AdviseArgs) -> Result<i32> {
+    if let Some(k) = args.routes {
+        return super::route::advise_routes(&args, k);
+    }
     let plan = Plan::new(&args)?;
     // The decay clock as `replay --process` reads it (this machine's coarse clock).
     let clock = DecayClock {

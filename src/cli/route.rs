@@ -149,3 +149,101 @@ fn run_live(
     args.output.emit_record(&record)?;
     Ok(if r.comparison.is_exact() { 0 } else { 1 })
 }
+
+/// `advise --routes K`: the greedy search (`crate::route::search_routes`) on the linked
+/// build's defaults, one row per site added, then the chosen set checked live (unless
+/// `--no-live`).
+pub fn advise_routes(args: &super::advise::AdviseArgs, k: usize) -> Result<i32> {
+    if k == 0 {
+        anyhow::bail!("--routes 0: give at least one site to search for");
+    }
+    let config = crate::sizeclass::Preset::LINKED.config();
+    let options = ProcessOptions::parse("")?;
+    let cpus = args.cpus.unwrap_or_else(machine_cpus);
+    let clock = DecayClock {
+        seed: args.seed,
+        resolution_ns: crate::process::machine_coarse_clock_ns(),
+        start_ns: 0,
+    };
+    let open = super::trace::reopen(&args.trace);
+    let found = crate::route::search_routes(&open, k, false, config, &options, cpus, clock)?;
+    let name = args
+        .trace
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+    let mut table = Table::new(
+        format!(
+            "advise --routes for {name}: sites routed to dedicated arenas (MALLOCX_ARENA | MALLOCX_TCACHE_NONE), {}, greedy over the {} sites with the most waste at the active peak",
+            config.label(),
+            found.candidates
+        ),
+        &[
+            "sites",
+            "site_added",
+            "frames",
+            "peak_active_bytes",
+            "peak_active_change",
+            "mean_resident_bytes",
+            "mean_resident_change",
+            "score",
+        ],
+    );
+    let base = &found.baseline;
+    let mut push = |n: usize, rule: &str, frames: &str, s: &ProcessSummary| {
+        table.push(vec![
+            Cell::Int(n as u64),
+            Cell::Text(rule.to_string()),
+            Cell::Text(frames.to_string()),
+            Cell::Int(s.peak_active_bytes),
+            Cell::Text(change(
+                s.peak_active_bytes as f64,
+                base.peak_active_bytes as f64,
+            )),
+            Cell::Float(s.mean_resident_bytes(), 0),
+            Cell::Text(change(s.mean_resident_bytes(), base.mean_resident_bytes())),
+            Cell::Float(crate::route::score(s, base), 4),
+        ]);
+    };
+    push(0, "(baseline: none)", "", base);
+    for (i, step) in found.steps.iter().enumerate() {
+        push(i + 1, &step.rule.text, &step.frames, &step.summary);
+    }
+    let mut text = args.format.render(&table)?;
+    if found.steps.is_empty() {
+        text.push_str("\nno site's routing lowers the score: nothing to route\n");
+    } else if !args.no_live {
+        let rules: Vec<_> = found.steps.iter().map(|s| s.rule.clone()).collect();
+        let records = crate::trace::read_all(&args.trace)?;
+        let routed = route_all(&records, &rules, false);
+        let run = LiveRun {
+            every: args.every.unwrap_or(1),
+            keep: 5,
+        };
+        let allocator = crate::live::process::ProcessAllocator::Linked;
+        let exe = std::env::current_exe()?;
+        let mut live_options = options.clone();
+        live_options.narenas = Some(crate::process::ProcessOptions::default().narenas_for(cpus));
+        let r = compare_process_live_with(
+            &exe,
+            &allocator,
+            ProcessTrace::Records(&routed),
+            &live_options,
+            run,
+            &super::progress::later_bar("live check"),
+        )?;
+        let c = &r.comparison;
+        text.push_str(&format!(
+            "\nlive check of the {} sites routed (jemalloc {}): {} values compared at {} events, {} mismatched\n",
+            rules.len(),
+            r.version,
+            c.values,
+            r.events,
+            c.mismatched_values
+        ));
+    }
+    match &args.out {
+        Some(path) => crate::export::write_atomic(path, text.as_bytes())?,
+        None => super::output::print_text(&text)?,
+    }
+    Ok(0)
+}

@@ -13,8 +13,10 @@
 //! records itself), so a row's saving is what its rule adds to the ones above it.
 
 mod rules;
+mod search;
 
 pub use rules::{parse_routes, RouteError, RouteRule, Selector};
+pub use search::{score, search_routes, RouteSearch, RouteStep, SearchError, CANDIDATES};
 
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{DecayClock, ProcessError, ProcessOptions, ProcessRun, ProcessSummary};
@@ -197,25 +199,15 @@ pub fn evaluate<E>(
     cpus: u32,
     clock: DecayClock,
 ) -> Result<RouteReport, RunError<ProcessError, E>> {
-    let shared: Arc<[RouteRule]> = rules.into();
-    let matches = Arc::new(SiteMatches::new(rules, sites));
-    let mut runs = (0..=rules.len())
-        .map(|k| {
-            Ok(RoutedRun {
-                router: Router::new(shared.clone(), matches.clone(), k, tcache),
-                run: ProcessRun::new(config, options, cpus, clock, u64::MAX, None)?,
-            })
-        })
-        .collect::<Result<Vec<_>, ProcessError>>()
-        .map_err(RunError::Consumer)?;
-    engine::run(records, &mut runs, &|_| {})?;
+    let sets: Vec<Vec<RouteRule>> = (0..=rules.len()).map(|k| rules[..k].to_vec()).collect();
+    let runs = run_sets(records, sites, &sets, tcache, config, options, cpus, clock)?;
     let rows = runs
         .into_iter()
         .enumerate()
-        .map(|(k, r)| RouteRow {
+        .map(|(k, (summary, counts))| RouteRow {
             rules: k,
-            routed_objects: k.checked_sub(1).map_or(0, |j| r.router.counts[j]),
-            summary: r.run.finish().summary,
+            routed_objects: k.checked_sub(1).map_or(0, |j| counts[j]),
+            summary,
         })
         .collect();
     Ok(RouteReport {
@@ -223,6 +215,52 @@ pub fn evaluate<E>(
         tcache,
         rows,
     })
+}
+
+/// The model over `records` once per rule set of `sets` (one engine pass).
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate_sets<E>(
+    records: impl Iterator<Item = Result<Record, E>>,
+    sites: &SiteTable,
+    sets: &[Vec<RouteRule>],
+    tcache: bool,
+    config: AllocatorConfig,
+    options: &ProcessOptions,
+    cpus: u32,
+    clock: DecayClock,
+) -> Result<Vec<ProcessSummary>, RunError<ProcessError, E>> {
+    let runs = run_sets(records, sites, sets, tcache, config, options, cpus, clock)?;
+    Ok(runs.into_iter().map(|(s, _)| s).collect())
+}
+
+/// Each set's summary and the objects each of its rules routed.
+#[allow(clippy::too_many_arguments)]
+fn run_sets<E>(
+    records: impl Iterator<Item = Result<Record, E>>,
+    sites: &SiteTable,
+    sets: &[Vec<RouteRule>],
+    tcache: bool,
+    config: AllocatorConfig,
+    options: &ProcessOptions,
+    cpus: u32,
+    clock: DecayClock,
+) -> Result<Vec<(ProcessSummary, Vec<u64>)>, RunError<ProcessError, E>> {
+    let mut runs = sets
+        .iter()
+        .map(|rules| {
+            let matches = Arc::new(SiteMatches::new(rules, sites));
+            Ok(RoutedRun {
+                router: Router::new(rules.as_slice().into(), matches, rules.len(), tcache),
+                run: ProcessRun::new(config, options, cpus, clock, u64::MAX, None)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ProcessError>>()
+        .map_err(RunError::Consumer)?;
+    engine::run(records, &mut runs, &|_| {})?;
+    Ok(runs
+        .into_iter()
+        .map(|r| (r.run.finish().summary, r.router.counts))
+        .collect())
 }
 
 /// `records` routed by every rule (for a live check of the routed program).
