@@ -233,6 +233,9 @@ pub fn evaluate_sets<E>(
     Ok(runs.into_iter().map(|(s, _)| s).collect())
 }
 
+/// A rule set's summary and the objects each of its rules routed.
+type SetResult = (ProcessSummary, Vec<u64>);
+
 /// Each set's summary and the objects each of its rules routed.
 #[allow(clippy::too_many_arguments)]
 fn run_sets<E>(
@@ -244,7 +247,7 @@ fn run_sets<E>(
     options: &ProcessOptions,
     cpus: u32,
     clock: DecayClock,
-) -> Result<Vec<(ProcessSummary, Vec<u64>)>, RunError<ProcessError, E>> {
+) -> Result<Vec<SetResult>, RunError<ProcessError, E>> {
     let mut runs = sets
         .iter()
         .map(|rules| {

@@ -114,7 +114,7 @@ where
         clock,
     )
     .map_err(trace_error)?;
-    let baseline = base_run[0].clone();
+    let baseline = base_run[0];
     let mut best_score = 0.0;
     while steps.len() < k && !candidates.is_empty() {
         let sets: Vec<Vec<RouteRule>> = candidates
@@ -147,7 +147,7 @@ where
         steps.push(RouteStep {
             rule: rule(site),
             frames: short_frames(&blame.sites, site),
-            summary: runs[i].clone(),
+            summary: runs[i],
         });
     }
     Ok(RouteSearch {
