@@ -20,6 +20,7 @@ pub fn run(args: &ReplayArgs, rules: &str, options: &ProcessOptions, name: &str)
     }
     let (config, model_options, note) = model_setup(args, options)?;
     let sites = sites_of(crate::trace::open(&args.trace)?.records())?;
+    let lifetimes = crate::route::lifetime_classes(crate::trace::open(&args.trace)?.records())?;
     let records = crate::process::replay_records(
         crate::trace::open(&args.trace)?.records(),
         flags.time_scale,
@@ -34,6 +35,7 @@ pub fn run(args: &ReplayArgs, rules: &str, options: &ProcessOptions, name: &str)
         records,
         &sites,
         &rules,
+        Some(lifetimes.into()),
         tcache,
         config,
         &model_options,
@@ -99,6 +101,21 @@ fn route_table(title: String, report: &RouteReport) -> Table {
             Cell::Int(row.routed_objects),
         ];
         for (v, base) in figures(&row.summary).into_iter().zip(b) {
+            cells.push(Cell::Float(v, 0));
+            cells.push(Cell::Text(change(v, base)));
+        }
+        table.push(cells);
+    }
+    if let Some((summary, counts)) = &report.lifetime_reference {
+        let mut cells = vec![
+            Cell::Missing("-"),
+            Cell::Text(format!(
+                "(reference: every object by its lifetime in {} arenas: freed within 1% of the calls / later / never)",
+                crate::route::LIFETIME_CLASSES
+            )),
+            Cell::Int(counts.iter().sum()),
+        ];
+        for (v, base) in figures(summary).into_iter().zip(b) {
             cells.push(Cell::Float(v, 0));
             cells.push(Cell::Text(change(v, base)));
         }

@@ -70,6 +70,10 @@ pub struct Router {
     routed: Vec<u8>,
     /// Objects each rule routed.
     pub counts: Vec<u64>,
+    /// Instead of the rules: each allocation's lifetime class, in trace order (the lifetime
+    /// reference, [`lifetime_classes`]), and the allocations seen so far.
+    by_lifetime: Option<Arc<[u8]>>,
+    allocs: usize,
 }
 
 impl Router {
@@ -87,7 +91,18 @@ impl Router {
             tcache,
             routed: Vec::new(),
             counts: vec![0; n],
+            by_lifetime: None,
+            allocs: 0,
         }
+    }
+
+    /// Routes every allocation to the arena of its lifetime class (`classes`, one per
+    /// allocation in trace order).
+    pub fn by_lifetime(classes: Arc<[u8]>, tcache: bool) -> Self {
+        let mut r = Router::new(Arc::from([]), Arc::default(), 0, tcache);
+        r.counts = vec![0; LIFETIME_CLASSES];
+        r.by_lifetime = Some(classes);
+        r
     }
 
     /// The flags of rule `k`'s calls.
@@ -116,9 +131,15 @@ impl Router {
                     Some(s) => self.sites.by_site.get(s as usize).copied().unwrap_or(0),
                     None => self.sites.no_site,
                 };
-                let k = (0..self.active).find(|&k| {
-                    sites & 1 << k != 0 && self.rules[k].call_matches(size, call.thread)
-                });
+                let k = match &self.by_lifetime {
+                    Some(classes) => {
+                        self.allocs += 1;
+                        classes.get(self.allocs - 1).map(|&c| usize::from(c))
+                    }
+                    None => (0..self.active).find(|&k| {
+                        sites & 1 << k != 0 && self.rules[k].call_matches(size, call.thread)
+                    }),
+                };
                 self.routed[id] = k.map_or(0, |k| k as u8 + 1);
                 if let Some(k) = k {
                     self.counts[k] += 1;
@@ -157,6 +178,9 @@ pub struct RouteReport {
     pub rules: Vec<RouteRule>,
     pub tcache: bool,
     pub rows: Vec<RouteRow>,
+    /// Every object in the arena of its lifetime class ([`lifetime_classes`]), the reference
+    /// routing by site is measured against; the objects per class.
+    pub lifetime_reference: Option<SetResult>,
 }
 
 /// A process model fed routed records.
@@ -187,12 +211,14 @@ pub fn sites_of<E>(records: impl Iterator<Item = Result<Record, E>>) -> Result<S
 }
 
 /// The model over `records` for the baseline and each prefix of `rules` (`sites`: the
-/// trace's, [`sites_of`]).
+/// trace's, [`sites_of`]), and with `lifetimes` ([`lifetime_classes`]) the lifetime
+/// reference.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate<E>(
     records: impl Iterator<Item = Result<Record, E>>,
     sites: &SiteTable,
     rules: &[RouteRule],
+    lifetimes: Option<Arc<[u8]>>,
     tcache: bool,
     config: AllocatorConfig,
     options: &ProcessOptions,
@@ -200,7 +226,11 @@ pub fn evaluate<E>(
     clock: DecayClock,
 ) -> Result<RouteReport, RunError<ProcessError, E>> {
     let sets: Vec<Vec<RouteRule>> = (0..=rules.len()).map(|k| rules[..k].to_vec()).collect();
-    let runs = run_sets(records, sites, &sets, tcache, config, options, cpus, clock)?;
+    let mut routers = routers_for(sites, &sets, tcache);
+    let bound = lifetimes.is_some();
+    routers.extend(lifetimes.map(|c| Router::by_lifetime(c, tcache)));
+    let mut runs = run_routers(records, routers, config, options, cpus, clock)?;
+    let lifetime_reference = bound.then(|| runs.pop().expect("the reference run"));
     let rows = runs
         .into_iter()
         .enumerate()
@@ -214,6 +244,7 @@ pub fn evaluate<E>(
         rules: rules.to_vec(),
         tcache,
         rows,
+        lifetime_reference,
     })
 }
 
@@ -229,31 +260,38 @@ pub fn evaluate_sets<E>(
     cpus: u32,
     clock: DecayClock,
 ) -> Result<Vec<ProcessSummary>, RunError<ProcessError, E>> {
-    let runs = run_sets(records, sites, sets, tcache, config, options, cpus, clock)?;
+    let routers = routers_for(sites, sets, tcache);
+    let runs = run_routers(records, routers, config, options, cpus, clock)?;
     Ok(runs.into_iter().map(|(s, _)| s).collect())
 }
 
-/// A rule set's summary and the objects each of its rules routed.
-type SetResult = (ProcessSummary, Vec<u64>);
+/// A router per rule set.
+fn routers_for(sites: &SiteTable, sets: &[Vec<RouteRule>], tcache: bool) -> Vec<Router> {
+    sets.iter()
+        .map(|rules| {
+            let matches = Arc::new(SiteMatches::new(rules, sites));
+            Router::new(rules.as_slice().into(), matches, rules.len(), tcache)
+        })
+        .collect()
+}
 
-/// Each set's summary and the objects each of its rules routed.
-#[allow(clippy::too_many_arguments)]
-fn run_sets<E>(
+/// A rule set's summary and the objects each of its rules routed.
+pub type SetResult = (ProcessSummary, Vec<u64>);
+
+/// Each router's model summary and the objects each of its rules routed (one engine pass).
+fn run_routers<E>(
     records: impl Iterator<Item = Result<Record, E>>,
-    sites: &SiteTable,
-    sets: &[Vec<RouteRule>],
-    tcache: bool,
+    routers: Vec<Router>,
     config: AllocatorConfig,
     options: &ProcessOptions,
     cpus: u32,
     clock: DecayClock,
 ) -> Result<Vec<SetResult>, RunError<ProcessError, E>> {
-    let mut runs = sets
-        .iter()
-        .map(|rules| {
-            let matches = Arc::new(SiteMatches::new(rules, sites));
+    let mut runs = routers
+        .into_iter()
+        .map(|router| {
             Ok(RoutedRun {
-                router: Router::new(rules.as_slice().into(), matches, rules.len(), tcache),
+                router,
                 run: ProcessRun::new(config, options, cpus, clock, u64::MAX, None)?,
             })
         })
@@ -263,6 +301,50 @@ fn run_sets<E>(
     Ok(runs
         .into_iter()
         .map(|r| (r.run.finish().summary, r.router.counts))
+        .collect())
+}
+
+/// Lifetime classes of the lifetime reference: freed within 1% of the trace's calls, freed
+/// later, never freed.
+pub const LIFETIME_CLASSES: usize = 3;
+
+/// Each allocation's lifetime class, in trace order (a realloc keeps its object's lifetime
+/// going): every object in the arena of how long it actually lives, the reference routing by
+/// call site is measured against (not a proven bound: a finer split can do better).
+pub fn lifetime_classes<E>(records: impl Iterator<Item = Result<Record, E>>) -> Result<Vec<u8>, E> {
+    let (mut born, mut life): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+    let mut alloc_of: Vec<usize> = Vec::new();
+    let mut n = 0u64;
+    for r in records {
+        let Record::Call(c) = r? else { continue };
+        n += 1;
+        match c.event {
+            Event::Alloc { id, .. } => {
+                let id = id as usize;
+                if id >= alloc_of.len() {
+                    alloc_of.resize(id + 1, usize::MAX);
+                }
+                alloc_of[id] = born.len();
+                born.push(n);
+                life.push(u64::MAX);
+            }
+            Event::Free { id } => {
+                if let Some(&a) = alloc_of.get(id as usize).filter(|&&a| a != usize::MAX) {
+                    life[a] = n - born[a];
+                    alloc_of[id as usize] = usize::MAX;
+                }
+            }
+            Event::Realloc { .. } => {}
+        }
+    }
+    let short = (n / 100).max(1);
+    Ok(life
+        .into_iter()
+        .map(|l| match l {
+            u64::MAX => 2,
+            l if l < short => 0,
+            _ => 1,
+        })
         .collect())
 }
 
@@ -277,4 +359,51 @@ pub fn route_all(records: &[Record], rules: &[RouteRule], tcache: bool) -> Vec<R
     let matches = Arc::new(SiteMatches::new(rules, &sites));
     let mut router = Router::new(rules.into(), matches, rules.len(), tcache);
     records.iter().map(|r| router.route(r)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Call;
+
+    /// 300 calls: object 0 freed at once (lifetime 1 < 3, 1% of 300: short), object 1
+    /// freed 200 calls later (longer), object 2 never freed; hand-derived.
+    #[test]
+    fn lifetime_classes_by_hand() {
+        let mut r = vec![
+            Event::Alloc {
+                id: 0,
+                size: 8,
+                align: 0,
+            },
+            Event::Free { id: 0 },
+            Event::Alloc {
+                id: 1,
+                size: 8,
+                align: 0,
+            },
+            Event::Alloc {
+                id: 2,
+                size: 8,
+                align: 0,
+            },
+        ];
+        for i in 0..198 {
+            r.push(Event::Alloc {
+                id: 3 + i,
+                size: 8,
+                align: 0,
+            });
+        }
+        r.push(Event::Free { id: 1 });
+        for i in 0..97 {
+            r.push(Event::Free { id: 3 + i });
+        }
+        assert_eq!(r.len(), 300);
+        let records = r
+            .into_iter()
+            .map(|e| Ok::<_, std::convert::Infallible>(Record::Call(Call::plain(e))));
+        let classes = lifetime_classes(records).unwrap();
+        assert_eq!(classes[..3], [0, 1, 2]);
+    }
 }
