@@ -73,6 +73,22 @@ pub struct RecordedTrace {
     pub summary: ConvertSummary,
     /// The process's program and arguments, as the trace says (empty: not known).
     pub command: Vec<String>,
+    /// The conversion's CPU time: the converting thread's (merge, ids, sites: the part that
+    /// runs in order) and the writing thread's (checks, encoding, output; 0 when written on
+    /// the converting thread, [`convert_file_on`]).
+    pub convert_cpu_ns: u64,
+    pub write_cpu_ns: u64,
+}
+
+/// This thread's CPU time so far.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// What a recording produced.
@@ -380,9 +396,53 @@ pub fn convert_file(
     fields: Fields,
     pid: u64,
 ) -> Result<RecordedTrace, RecordError> {
+    convert_file_on(raw, out, fields, pid, 2)
+}
+
+/// [`convert_file`] on `threads` threads: 2 (a writing thread beside the converting one, as
+/// `fragsim record` converts) or 1 (both on this thread), to measure what the second one
+/// gives.
+pub fn convert_file_on(
+    raw: &Path,
+    out: &Path,
+    fields: Fields,
+    pid: u64,
+    threads: u32,
+) -> Result<RecordedTrace, RecordError> {
     let process = parse(raw)?;
-    convert_into(out, fields, pid, Vec::new(), |sink| {
-        convert(&process, &raw.display().to_string(), sink)
+    let run = |sink: &mut convert::Sink<'_>| convert(&process, &raw.display().to_string(), sink);
+    match threads {
+        1 => convert_inline(out, fields, pid, run),
+        _ => convert_into(out, fields, pid, Vec::new(), run),
+    }
+}
+
+/// [`convert_into`] with the writing on this thread.
+fn convert_inline(
+    out: &Path,
+    fields: Fields,
+    pid: u64,
+    run: impl for<'s> FnOnce(&'s mut convert::Sink<'s>) -> Result<ConvertSummary, TraceError>,
+) -> Result<RecordedTrace, RecordError> {
+    let started = thread_cpu_ns();
+    let mut sink = TraceSink::create(out, fields, Vec::new())?;
+    let summary = run(&mut |batch: &mut Vec<Record>| {
+        for r in batch.iter() {
+            sink.write_record(r)?;
+        }
+        batch.clear();
+        Ok(())
+    })?;
+    sink.finish(ending_of(&summary))?;
+    let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    Ok(RecordedTrace {
+        path: out.to_path_buf(),
+        pid,
+        bytes,
+        summary,
+        command: Vec::new(),
+        convert_cpu_ns: thread_cpu_ns() - started,
+        write_cpu_ns: 0,
     })
 }
 
@@ -429,7 +489,8 @@ fn convert_into(
     let summary = std::thread::scope(|scope| {
         let (to_writer, inbox) = std::sync::mpsc::sync_channel::<ToWriter>(BATCHES_IN_FLIGHT);
         let (give_back, returned) = std::sync::mpsc::channel::<Vec<Record>>();
-        let writer = scope.spawn(move || -> Result<(), TraceError> {
+        let writer = scope.spawn(move || -> Result<u64, TraceError> {
+            let started = thread_cpu_ns();
             let mut sink = sink;
             for message in inbox {
                 match message {
@@ -444,10 +505,13 @@ fn convert_into(
                         // The converter may have finished already: nothing to give back to.
                         let _ = give_back.send(batch);
                     }
-                    ToWriter::Finish(ending) => return sink.finish(ending),
+                    ToWriter::Finish(ending) => {
+                        sink.finish(ending)?;
+                        return Ok(thread_cpu_ns() - started);
+                    }
                 }
             }
-            Ok(())
+            Ok(thread_cpu_ns() - started)
         });
         let writer_gone = || TraceError::Output {
             path: out.to_path_buf(),
@@ -464,7 +528,9 @@ fn convert_into(
                 .send(ToWriter::Records(full))
                 .map_err(|_| writer_gone())
         };
+        let convert_started = thread_cpu_ns();
         let converted = run(&mut |batch: &mut Vec<Record>| send(batch));
+        let convert_cpu = thread_cpu_ns() - convert_started;
         let sent = converted.and_then(|summary| {
             to_writer
                 .send(ToWriter::Finish(ending_of(&summary)))
@@ -476,8 +542,10 @@ fn convert_into(
         let written = writer
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        written.and(sent)
+        let write_cpu = written?;
+        sent.map(|summary| (summary, convert_cpu, write_cpu))
     })?;
+    let (summary, convert_cpu_ns, write_cpu_ns) = summary;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     Ok(RecordedTrace {
         path: out.to_path_buf(),
@@ -485,6 +553,8 @@ fn convert_into(
         bytes,
         summary,
         command,
+        convert_cpu_ns,
+        write_cpu_ns,
     })
 }
 
