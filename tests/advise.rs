@@ -399,3 +399,41 @@ fn the_peaks_rounding_matches_the_live_objects_at_that_event() {
         }
     }
 }
+
+/// Issue 36 §3: a recommendation never hides a figure it makes worse. On the committed C++
+/// trace every recommended setting's line names each of peak and mean active, peak and mean
+/// resident bytes that is more than 1% above the defaults' (from the same run's table), and
+/// only those.
+#[test]
+fn a_recommendation_names_every_figure_it_makes_worse() {
+    let trace = committed_trace("cpp-threads-map.trace");
+    let (rows, notes) = advise_csv(&trace, &["--no-live"]);
+    let base = &rows[0];
+    let mut checked = 0;
+    for line in notes.lines().filter(|l| l.starts_with("Recommended")) {
+        let label = line.split(": ").nth(1).unwrap();
+        let row = rows
+            .iter()
+            .find(|r| {
+                let conf = &r["malloc_conf"];
+                label.ends_with(&format!(" {conf}"))
+                    || (conf.is_empty() && label.ends_with("defaults"))
+            })
+            .unwrap_or_else(|| panic!("no row for {label}"));
+        for (column, name) in [
+            ("peak_active_bytes", "peak active"),
+            ("mean_active_bytes", "mean active"),
+            ("peak_resident_bytes", "peak resident"),
+            ("mean_resident_bytes", "mean resident"),
+        ] {
+            let f = |r: &Row| r[column].parse::<f64>().unwrap();
+            let (v, b) = (f(row), f(base));
+            let worse = v / b - 1.0 > 0.01;
+            let named =
+                line.contains(&format!("makes {name} +")) || line.contains(&format!(", {name} +"));
+            assert_eq!(worse, named, "{column} {v} vs {b}: {line}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 2, "{notes}");
+}

@@ -90,6 +90,46 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
     t
 }
 
+/// A figure worse than the defaults' by more than this share is named in the recommendation.
+pub const WORSE_TOLERANCE: f64 = 0.01;
+
+/// ` BUT ...` naming each figure `r` makes worse than the defaults by more than
+/// [`WORSE_TOLERANCE`] (a setting that lowers one figure may raise another: a
+/// recommendation never hides it), else nothing.
+fn worse_note(r: &super::SettingResult, base: &super::SettingResult) -> String {
+    let figures = [
+        (
+            "peak active",
+            r.peak_active_bytes as f64,
+            base.peak_active_bytes as f64,
+        ),
+        ("mean active", r.mean_active_bytes, base.mean_active_bytes),
+        (
+            "peak resident",
+            r.peak_resident_bytes as f64,
+            base.peak_resident_bytes as f64,
+        ),
+        (
+            "mean resident",
+            r.mean_resident_bytes,
+            base.mean_resident_bytes,
+        ),
+    ];
+    let worse: Vec<String> = figures
+        .iter()
+        .filter(|(_, v, b)| *b > 0.0 && v / b - 1.0 > WORSE_TOLERANCE)
+        .map(|(name, v, b)| format!("{name} {:+.1}%", (v / b - 1.0) * 100.0))
+        .collect();
+    match worse.is_empty() {
+        true => String::new(),
+        false => format!(
+            " BUT it makes {} worse than the defaults (by more than {:.0}%): weigh that before adopting it.",
+            worse.join(", "),
+            WORSE_TOLERANCE * 100.0
+        ),
+    }
+}
+
 fn share(a: u64, b: u64) -> String {
     if b == 0 {
         "0%".into()
@@ -118,14 +158,17 @@ pub fn notes(advice: &Advice, live: &[LiveCheck]) -> Vec<String> {
     for &(i, why) in &rec {
         let r = &advice.results[i];
         out.push(format!(
-            "Recommended ({why}): {}: peak {} bytes ({} vs the defaults), mean {:.0} bytes ({}), mean resident {:.0} bytes ({}).",
+            "Recommended ({why}): {}: peak {} bytes ({} vs the defaults), mean {:.0} bytes ({}), peak resident {} bytes ({}), mean resident {:.0} bytes ({}).{}",
             r.setting.label(),
             r.peak_active_bytes,
             share(r.peak_active_bytes, base.peak_active_bytes),
             r.mean_active_bytes,
             share(r.mean_active_bytes as u64, base.mean_active_bytes as u64),
+            r.peak_resident_bytes,
+            share(r.peak_resident_bytes, base.peak_resident_bytes),
             r.mean_resident_bytes,
             share(r.mean_resident_bytes as u64, base.mean_resident_bytes as u64),
+            worse_note(r, base),
         ));
         match live.get(i) {
             Some(LiveCheck::Ran(o)) => {
