@@ -122,6 +122,12 @@ fn background_thread_options() {
     );
 }
 
+/// The live tests of this file run one at a time: the timed one replays on the trace's clock
+/// and its real background threads wake late when the other live replay shares the two cores
+/// (with both at once its mean error was 6.8% in one run of three, 3% allowed; five runs
+/// of the file one at a time all passed).
+static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The live check: the committed idle trace (3 s of bursts and 20 ms+ quiet spans) with
 /// `dirty_decay_ms:500` and background threads on, 3 live runs on the trace's clock against
 /// 3 model seeds. Measured with `scripts/background-live.sh` (5 runs): resident within
@@ -130,12 +136,6 @@ fn background_thread_options() {
 /// is 44% above it (real resident 8.8 MiB with the threads, 12.7 MiB without). The test asks:
 /// active exact; resident within 3% of the real mean on average and in the band at 85% of
 /// the checkpoints.
-/// The live tests of this file run one at a time: the timed one replays on the trace's clock
-/// and its real background threads wake late when the other live replay shares the two cores
-/// (with both at once its mean error was 6.8% in one run of three, 3% allowed; five runs
-/// of the file one at a time all passed).
-static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[test]
 fn live_resident_with_background_threads_is_within_the_run_to_run_spread() {
     let _one_at_a_time = LIVE.lock().unwrap_or_else(|e| e.into_inner());
