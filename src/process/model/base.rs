@@ -45,7 +45,7 @@ pub fn edata_size(page: u64) -> u64 {
     64 + 8 * groups
 }
 
-/// An extent record as the base carves it (`base_alloc_edata`): [`edata_size`] at
+/// An extent record as the base carves it (`base_alloc_edata`): `edata_size` at
 /// `EDATA_ALIGNMENT` (128 bytes with 4 KiB pages, 1,152 with 64 KiB).
 pub fn edata_bytes(page: u64) -> u64 {
     edata_size(page).div_ceil(EDATA_ALIGNMENT) * EDATA_ALIGNMENT

@@ -25,7 +25,7 @@ pub struct Metadata {
     pub base_records: Option<u64>,
     /// The block `mallctl` keeps in arena 0's base for each arena `arenas.create` makes
     /// (`ctl.c`, `arenas_i_impl`: the arena's statistics), as measured (0: the build's
-    /// default, [`ctl_arena_default`]).
+    /// default, `ctl_arena_default`).
     pub ctl_arena_bytes: u64,
 }
 
