@@ -437,3 +437,23 @@ fn a_recommendation_names_every_figure_it_makes_worse() {
     }
     assert!(checked >= 2, "{notes}");
 }
+
+/// Issue 36 §3: without `--every`, the live checks are spaced as `replay --live` spaces them
+/// (about 10,000 comparisons: the committed C++ trace's 62,422 records every 7 events), not
+/// at every event (a 3 M-event trace took 1008 s that way).
+#[test]
+fn live_checks_are_spaced_by_default() {
+    let trace = committed_trace("cpp-threads-map.trace");
+    let (_, notes) = advise_csv(&trace, &[]);
+    let checks: Vec<&str> = notes
+        .lines()
+        .filter(|l| l.starts_with("Live check of"))
+        .collect();
+    assert!(!checks.is_empty(), "{notes}");
+    for c in checks {
+        assert!(
+            c.contains("snapshots every 7 events") && c.contains(" 0 mismatched"),
+            "{c}"
+        );
+    }
+}

@@ -47,7 +47,9 @@ pub struct AdviseArgs {
     /// Do not check the recommended settings live (their live_check says not-run).
     #[arg(long)]
     pub no_live: bool,
-    /// Compare the live check with the model every K events (and after the last) [default: 1].
+    /// Compare the live check with the model every K events (and after the last) [default:
+    /// spaced as `replay --live` spaces them: every event up to 10,000, then about 10,000
+    /// comparisons, at most every 100 events].
     #[arg(long, value_name = "K")]
     pub every: Option<u64>,
     /// The seed of the decay model's random numbers (as `replay --process --seed`).
@@ -140,7 +142,7 @@ impl Plan {
         } else {
             Some(LivePlan {
                 exe: std::env::current_exe().context("the fragsim executable")?,
-                every: args.every.unwrap_or(1),
+                every: args.every,
                 debian_jemalloc: PathBuf::from(crate::validate::DEBIAN_JEMALLOC),
             })
         };

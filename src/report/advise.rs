@@ -118,7 +118,7 @@ fn write_both(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<W
 pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Result<SectionOutput> {
     let plan = exe.map(|exe| LivePlan {
         exe: exe.to_path_buf(),
-        every: LIVE_EVERY,
+        every: Some(LIVE_EVERY),
         debian_jemalloc: PathBuf::from(crate::validate::DEBIAN_JEMALLOC),
     });
     let mut files = Vec::new();
