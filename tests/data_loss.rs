@@ -132,8 +132,9 @@ fn trace_outputs_follow_symbolic_links() {
             let _ = std::fs::remove_file(&link);
             let _ = std::fs::remove_file(&real);
             if existing {
-                // `record` replaces an old trace only (issue 39 §2: any other file is refused).
-                let old: &[u8] = if args[0] == "record" {
+                // `record` and `trace import` replace an old trace only (issue 39 §2: any
+                // other file is refused without --force).
+                let old: &[u8] = if args[0] == "record" || args[0] == "trace" {
                     TRACE_MAGIC
                 } else {
                     b"old"
@@ -438,4 +439,37 @@ fn failed_charts_run_leaves_no_empty_folder() {
     let out = run(&["replay", s(&good), "--charts", s(&made)]);
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert!(!names_in(&made).is_empty());
+}
+
+/// `trace import` and `trace upgrade` replace no file of the user's, as `record` does: an
+/// existing file that is not a fragsim trace is refused (exit 2, one line naming it, the file
+/// untouched); `--force` replaces it; an old trace is replaced without it.
+#[test]
+fn trace_outputs_refuse_to_replace_a_file_that_is_not_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = text_trace(dir.path());
+    let binary = binary_trace(dir.path());
+    let precious = dir.path().join("notes.txt");
+    for cmd in [
+        vec!["trace", "import", "--from", "text", s(&text)],
+        vec!["trace", "upgrade", s(&binary)],
+    ] {
+        std::fs::write(&precious, "my notes\n").unwrap();
+        let mut args = cmd.clone();
+        args.extend(["-o", s(&precious)]);
+        let out = run(&args);
+        assert_refused(&out, "notes.txt");
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "my notes\n");
+        args.push("--force");
+        let out = run(&args);
+        assert!(out.status.success(), "{cmd:?}: {}", stderr_of(&out));
+        assert!(std::fs::read(&precious).unwrap().starts_with(TRACE_MAGIC));
+        args.pop();
+        let out = run(&args);
+        assert!(
+            out.status.success(),
+            "{cmd:?} over a trace: {}",
+            stderr_of(&out)
+        );
+    }
 }

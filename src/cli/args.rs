@@ -137,6 +137,23 @@ pub fn prepare_folder(dir: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// A trace written to `out` replaces no file of the user's: an existing non-empty file that
+/// is not a fragsim binary trace is refused unless `force` (a device, FIFO or link is written
+/// through, never replaced: `export::OutputFile`).
+pub fn refuse_replacing_non_trace(out: &std::path::Path, force: bool) -> anyhow::Result<()> {
+    let meta = std::fs::metadata(out);
+    if meta.is_ok_and(|m| m.is_file() && m.len() > 0)
+        && !crate::trace::is_binary_trace(out)
+        && !force
+    {
+        anyhow::bail!(
+            "-o '{}' is an existing file that is not a fragsim trace: writing the trace would destroy it (choose another file, or --force to replace it)",
+            out.display()
+        );
+    }
+    Ok(())
+}
+
 /// Refuses, before any work, an output that names the same file as an input (same device
 /// and inode, or the same real path) or as another output: writing it would destroy the
 /// input, or one output would clobber the other. Each path comes with the option naming it.

@@ -292,18 +292,7 @@ fn check_outputs(args: &RecordArgs, inputs: &[(String, PathBuf)]) -> Result<()> 
     for out in std::iter::once(&args.out).chain(&args.keep_log) {
         crate::export::check_output(out)?;
     }
-    let out = &args.out;
-    let meta = std::fs::metadata(out);
-    if meta.is_ok_and(|m| m.is_file() && m.len() > 0)
-        && !crate::trace::is_binary_trace(out)
-        && !args.force
-    {
-        bail!(
-            "-o '{}' is an existing file that is not a fragsim trace: writing the trace would destroy it (choose another file, or --force to replace it)",
-            out.display()
-        );
-    }
-    Ok(())
+    super::args::refuse_replacing_non_trace(&args.out, args.force)
 }
 
 /// Too few calls for a real program: a wrapper that execs it, most likely.

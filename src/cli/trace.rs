@@ -60,6 +60,9 @@ struct ImportArgs {
     /// valgrind: make inconsistent calls (free of an address not live, ...) errors.
     #[arg(long)]
     strict: bool,
+    /// Replace an existing -o file that is not a fragsim trace (refused otherwise).
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args, Debug)]
@@ -74,6 +77,9 @@ struct UpgradeArgs {
     /// The version 4 trace to write (atomically).
     #[arg(short = 'o', long = "out")]
     out: PathBuf,
+    /// Replace an existing -o file that is not a fragsim trace (refused otherwise).
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args, Debug)]
@@ -99,6 +105,7 @@ pub fn run(args: TraceArgs) -> Result<i32> {
 
 fn upgrade(a: UpgradeArgs) -> Result<i32> {
     super::args::refuse_outputs_over_inputs(&[("the input", &a.input)], &[("-o", Some(&a.out))])?;
+    super::args::refuse_replacing_non_trace(&a.out, a.force)?;
     let opened = crate::trace::open_for_upgrade(&a.input)?;
     let old = opened.header.map_or(0, |h| h.version);
     let fields = opened.header.map_or(Fields::NONE, |h| h.fields);
@@ -131,6 +138,7 @@ fn open_input(path: &Path) -> Result<(Box<dyn BufRead>, String), TraceError> {
 
 fn import(a: ImportArgs) -> Result<i32> {
     super::args::refuse_outputs_over_inputs(&[("the input", &a.input)], &[("-o", Some(&a.out))])?;
+    super::args::refuse_replacing_non_trace(&a.out, a.force)?;
     if a.from != TraceSource::Valgrind && (a.pid.is_some() || a.strict) {
         anyhow::bail!("--pid and --strict apply to --from valgrind only (text input is always checked strictly)");
     }
