@@ -448,14 +448,29 @@ impl Process {
         usize: u64,
         align: u64,
     ) -> Result<(u32, u32), ProcessError> {
+        self.alloc_in(n, t, usize, align, None, true)
+    }
+
+    /// [`Process::alloc`] from arena `named` when a call names one (`MALLOCX_ARENA`: a cache
+    /// miss fills from it, an uncached size is placed in it), through the thread's cache
+    /// unless `cache` is false (`MALLOCX_TCACHE_NONE`).
+    fn alloc_in(
+        &mut self,
+        n: u64,
+        t: usize,
+        usize: u64,
+        align: u64,
+        named: Option<u32>,
+        cache: bool,
+    ) -> Result<(u32, u32), ProcessError> {
         let bin = self.bin_of(usize);
         let small = usize <= self.small_max;
         // arena_palloc: an aligned large request goes straight to large_malloc/large_palloc.
-        if (small || align <= 1) && self.cached(t, bin) {
+        if cache && (small || align <= 1) && self.cached(t, bin) {
             if let Some(item) = self.cache_pop(t, bin) {
                 return Ok((item.arena, item.extent));
             }
-            let arena = self.thread(t).arena;
+            let arena = named.unwrap_or(self.thread(t).arena);
             if small {
                 self.fill(n, t, bin, arena)?;
                 let item = self.cache_pop(t, bin).expect("filled");
@@ -466,10 +481,10 @@ impl Process {
             self.tick(t, arena, 1);
             return Ok((arena, extent));
         }
-        let arena = if small {
-            self.thread(t).arena
-        } else {
-            self.arena_for(t, usize)?
+        let arena = match named {
+            Some(a) => a,
+            None if small => self.thread(t).arena,
+            None => self.arena_for(t, usize)?,
         };
         let extent = self.arena_mut(arena).place(n, usize)?;
         self.tick(t, arena, 1);

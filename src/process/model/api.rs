@@ -64,20 +64,8 @@ impl Process {
                     return Err(SimError::AllocOfLiveId { event: n, id }.into());
                 }
                 let usize = self.arena(0).usable(n, size, align)?;
-                let placed = match (call.tcache_off(), named) {
-                    (false, None) => self.alloc(n, t, usize, align)?,
-                    (false, Some(a)) => self.alloc_named(n, t, usize, align, a)?,
-                    (true, named) => {
-                        let a = match named {
-                            Some(a) => a,
-                            None if usize <= self.small_max => self.thread(t).arena,
-                            None => self.arena_for(t, usize)?,
-                        };
-                        let extent = self.arena_mut(a).place(n, usize)?;
-                        self.tick(t, a, 1);
-                        (a, extent)
-                    }
-                };
+                let cache = !call.tcache_off();
+                let placed = self.alloc_in(n, t, usize, align, named, cache)?;
                 self.set(id, Object::placed(placed, usize, size, align));
                 self.stats.live_objects += 1;
                 self.stats.requested_bytes += size;
@@ -91,32 +79,6 @@ impl Process {
         }
         self.refresh_totals();
         Ok(true)
-    }
-
-    /// An allocation with the thread's cache from arena `a` (`MALLOCX_ARENA(a)`).
-    fn alloc_named(
-        &mut self,
-        n: u64,
-        t: usize,
-        usize: u64,
-        align: u64,
-        a: u32,
-    ) -> Result<(u32, u32), ProcessError> {
-        let bin = self.bin_of(usize);
-        let small = usize <= self.small_max;
-        if (small || align <= 1) && self.cached(t, bin) {
-            if let Some(item) = self.cache_pop(t, bin) {
-                return Ok((item.arena, item.extent));
-            }
-            if small {
-                self.fill(n, t, bin, a)?;
-                let item = self.cache_pop(t, bin).expect("filled");
-                return Ok((item.arena, item.extent));
-            }
-        }
-        let extent = self.arena_mut(a).place(n, usize)?;
-        self.tick(t, a, 1);
-        Ok((a, extent))
     }
 
     /// The model's arena for a recorded `MALLOCX_ARENA(recorded)`: an automatic one (made
