@@ -177,8 +177,22 @@ unsafe fn resize(
         }
         return q;
     }
+    push_realloc(&ctx, before, p, q, size, flags);
+    q
+}
+
+/// The `REALLOC` event of a resize whose real call has returned `q` (after its `FLAGS`):
+/// `before` was taken before the real call, the second key now.
+unsafe fn push_realloc(
+    ctx: &Ctx,
+    before: u64,
+    p: *mut c_void,
+    q: *mut c_void,
+    size: usize,
+    flags: c_int,
+) {
     let site = ctx.site();
-    push_flags(&ctx, flags);
+    push_flags(ctx, flags);
     let (after, t_after) = ctx.seq_stamped();
     let mut w = [
         REALLOC | ctx.mark | before << 8,
@@ -197,7 +211,6 @@ unsafe fn resize(
             ctx.push(&w);
         }
     }
-    q
 }
 
 #[no_mangle]
@@ -545,26 +558,7 @@ unsafe fn resize_to(
     };
     let (before, _) = ctx.seq_stamped();
     ctx.real(real);
-    let site = ctx.site();
-    push_flags(&ctx, flags);
-    let (after, t_after) = ctx.seq_stamped();
-    let mut w = [
-        REALLOC | ctx.mark | before << 8,
-        t_after,
-        p as u64,
-        p as u64,
-        size.get() as u64,
-        after,
-        0,
-    ];
-    match site {
-        None => ctx.push(&w[..6]),
-        Some(s) => {
-            w[0] |= HAS_SITE;
-            w[6] = s;
-            ctx.push(&w);
-        }
-    }
+    push_realloc(&ctx, before, p, p, size.get(), flags);
 }
 
 /// jemalloc's `dallocx` and `sdallocx`: a free, after its `FLAGS`.
