@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::stderr_of;
+use common::{program_stat, stderr_of, summary_row};
 use fragsim::live::process::{compare_process_live, ProcessAllocator};
 use fragsim::process::ProcessOptions;
 use fragsim::trace::Record;
@@ -101,23 +101,6 @@ fn check_live(records: &[Record], events: usize) {
     }
 }
 
-fn stat(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("stat {name} ")))
-        .unwrap_or_else(|| panic!("no {name} in {text}"))
-        .parse()
-        .unwrap()
-}
-
-fn summary(text: &str, row: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("| {row} | ")))
-        .unwrap_or_else(|| panic!("no '{row}' in {text}"))
-        .trim_end_matches(" |")
-        .parse::<f64>()
-        .unwrap() as u64
-}
-
 #[test]
 fn a_recorded_program_routing_to_a_manual_arena_matches_its_own_statistics() {
     let cc = Command::new("cc").arg("--version").output().is_ok();
@@ -161,7 +144,11 @@ fn a_recorded_program_routing_to_a_manual_arena_matches_its_own_statistics() {
         ("stats.allocated", "final allocated bytes"),
         ("stats.active", "final active bytes"),
     ] {
-        assert_eq!(summary(&replay, row), stat(&real, name), "{name}");
+        assert_eq!(
+            summary_row(&replay, row),
+            program_stat(&real, name),
+            "{name}"
+        );
     }
     // And the recorded calls against the real allocators, every event.
     let records: Vec<Record> = fragsim::trace::open(&trace)

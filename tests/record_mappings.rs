@@ -8,30 +8,12 @@
 
 mod common;
 
-use common::stderr_of;
+use common::{program_stat, stderr_of, summary_row};
 use std::path::Path;
 use std::process::Command;
 
 const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 const DECAY_OFF: &str = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
-
-fn stat(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("stat {name} ")))
-        .unwrap_or_else(|| panic!("no {name} in {text}"))
-        .parse()
-        .unwrap()
-}
-
-/// A row of the replay's summary table (`| final resident bytes | 995749888 |`).
-fn summary(text: &str, row: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("| {row} | ")))
-        .unwrap_or_else(|| panic!("no '{row}' in {text}"))
-        .trim_end_matches(" |")
-        .parse::<f64>()
-        .unwrap() as u64
-}
 
 /// `(start, len)` of every `m` line of a trace's text form.
 fn mappings(text: &str) -> Vec<(u64, u64)> {
@@ -112,14 +94,18 @@ fn a_recorded_heap_near_1_gb_has_its_metadata_where_the_allocator_put_it() {
         ("stats.active", "final active bytes"),
         ("stats.mapped", "final mapped bytes (stats.mapped)"),
     ] {
-        assert_eq!(summary(&replay, row), stat(&real, name), "{name}");
+        assert_eq!(
+            summary_row(&replay, row),
+            program_stat(&real, name),
+            "{name}"
+        );
     }
     // Resident: within 256 KiB (the model's start-up metadata is measured, not this
     // program's: 118-123 KiB over here); a radix-tree leaf placed in the wrong gigabyte
     // would be 2 MiB off.
     let (model, real) = (
-        summary(&replay, "final resident bytes"),
-        stat(&real, "stats.resident"),
+        summary_row(&replay, "final resident bytes"),
+        program_stat(&real, "stats.resident"),
     );
     assert!(
         model.abs_diff(real) <= 256 << 10,

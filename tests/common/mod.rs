@@ -103,6 +103,26 @@ pub fn dump(trace: &Path) -> String {
     run_ok(&["trace", "dump", s(trace)])
 }
 
+/// A `stat NAME VALUE` line a test program printed (its own jemalloc statistic).
+pub fn program_stat(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("stat {name} ")))
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+        .parse()
+        .unwrap()
+}
+
+/// A row of a Markdown summary table (`| final resident bytes | 995749888 |`), as a whole
+/// number.
+pub fn summary_row(text: &str, row: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("| {row} | ")))
+        .unwrap_or_else(|| panic!("no '{row}' in {text}"))
+        .trim_end_matches(" |")
+        .parse::<f64>()
+        .unwrap() as u64
+}
+
 /// The arguments of `fragsim record --with valgrind -o TRACE -- PROGRAM...`.
 pub fn record_valgrind_args<'a>(trace: &'a Path, program: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["record", "--with", "valgrind", "-o", s(trace), "--"];
