@@ -10,7 +10,7 @@ use crate::live::process::{
 use crate::live::Api;
 use crate::process::{
     machine_cpus, DecayClock, ProcessOptions, ProcessRows, ProcessRun, ProcessRunResult,
-    ProcessSummary,
+    ProcessSummary, ReentrantTally,
 };
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::Record;
@@ -449,7 +449,31 @@ pub(super) fn run_live(
         "largest |model - live| stats.resident over the comparisons",
         r.totals.worst_resident.0,
     );
+    reentrant_fields(&mut record, &r.totals.reentrant);
     super::replay::emit_comparison_record(&args.output, &record, c)
+}
+
+/// How the live child replayed the trace's reentrant calls, when it has any: with `mallocx`
+/// flags, exact unless a cache GC fell due at one of them (the program's allocator holds it
+/// back to the thread's next call, the child's fires it at once).
+pub(super) fn reentrant_fields(record: &mut Fields, r: &ReentrantTally) {
+    if r.calls == 0 {
+        return;
+    }
+    record.field(
+        "reentrant_calls",
+        "reentrant calls (replayed live as mallocx: arena 0, no cache)",
+        r.calls,
+    );
+    if let Some(first) = r.first_held {
+        record
+            .field(
+                "reentrant_held_events",
+                "of which held a cache GC back (live fires it at once: not event-exact after)",
+                r.held_events,
+            )
+            .field("first_held_event", "first such event", first);
+    }
 }
 
 /// Hidden: the child side of a live process replay.

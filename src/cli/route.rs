@@ -162,7 +162,8 @@ fn run_live(
         shape.threads.max(1),
         r.narenas
     );
-    let record = super::replay::comparison_record(title, r.events, &r.comparison);
+    let mut record = super::replay::comparison_record(title, r.events, &r.comparison);
+    super::process::reentrant_fields(&mut record, &r.totals.reentrant);
     args.output.emit_record(&record)?;
     Ok(if r.comparison.is_exact() { 0 } else { 1 })
 }

@@ -40,8 +40,20 @@ const OP_MANUAL: u32 = 1 << 7;
 /// Manual arenas a replay can make (`arenas.create`).
 const MAX_MANUAL: usize = 256;
 
-/// The op bits of a call's `MALLOCX_` flags (see [`OP_TCACHE_NONE`]).
+/// The op bits of a call's `MALLOCX_` flags (see [`OP_TCACHE_NONE`]). A reentrant call (made
+/// inside another allocator call of its thread) is replayed with the flags jemalloc gives it
+/// there: an allocation from arena 0 without the cache (`imalloc_body`), a free without the
+/// cache (`free_default`), a realloc as an ordinary call (`do_rallocx`). What the flags cannot
+/// say: jemalloc fires no thread event inside a reentrant call (a cache GC due then waits for
+/// the thread's next call), the replayed call fires it at once.
 fn api_bits(c: &crate::trace::Call, narenas: u32, manual: &mut ManualArenas) -> Result<u32> {
+    if c.reentrant {
+        match c.event {
+            Event::Alloc { .. } => return Ok(OP_TCACHE_NONE | 1 << 8),
+            Event::Free { .. } => return Ok(OP_TCACHE_NONE),
+            Event::Realloc { .. } => {}
+        }
+    }
     let mut bits = if c.tcache_off() { OP_TCACHE_NONE } else { 0 };
     if let Some(a) = c.explicit_arena() {
         let (flag, i) = match manual.choose(a, narenas) {

@@ -125,6 +125,9 @@ pub struct LiveTotals {
     pub last_measured: ProcessSnapshot,
     /// The largest |model - live| `stats.resident` over the comparisons, and its event.
     pub worst_resident: (u64, u64),
+    /// The trace's reentrant calls, which the child replays with flags (see
+    /// [`crate::process::ReentrantTally`]).
+    pub reentrant: crate::process::ReentrantTally,
 }
 
 /// Replays the trace through the process model and a live child side by side (the model an
@@ -433,6 +436,7 @@ impl ProcessCompare {
                 last_predicted: self.last.0,
                 last_measured: self.last.1,
                 worst_resident: self.worst_resident,
+                reentrant: self.model.reentrant_tally(),
             }),
         }
     }

@@ -23,6 +23,9 @@ pub struct ThreadedSpec {
     pub realloc_share: f64,
     /// Whether threads other than 0 exit (`x`) once their span of the trace is over.
     pub exits: bool,
+    /// Share of a started thread's calls marked reentrant (made inside another allocator call
+    /// of the thread, as glibc's `pthread_create` allocates inside jemalloc). Random only.
+    pub reentrant_share: f64,
     /// Random calls, or one of the scripted shapes (`process/scripted.rs`).
     pub kind: TraceKind,
 }
@@ -52,6 +55,7 @@ impl Default for ThreadedSpec {
             huge_share: 0.002,
             realloc_share: 0.08,
             exits: true,
+            reentrant_share: 0.0,
             kind: TraceKind::Random,
         }
     }
@@ -87,6 +91,8 @@ fn random_trace(spec: &ThreadedSpec) -> Vec<Record> {
     let mut live: Vec<(ObjectId, u32)> = Vec::new();
     let mut ids = IdPool::new();
     let mut exited = vec![false; threads as usize];
+    // Threads that have allocated: only they can be inside an allocator call of their own.
+    let mut started = vec![false; threads as usize];
     let size_of = |rng: &mut Rng| {
         let r = rng.unit();
         if r < spec.huge_share {
@@ -133,12 +139,17 @@ fn random_trace(spec: &ThreadedSpec) -> Vec<Record> {
             ids.give_back(id);
             Event::Free { id }
         };
+        // Drawn only when asked for, so that traces without reentrant calls stay as they were.
+        let reentrant = spec.reentrant_share > 0.0
+            && started[thread as usize]
+            && rng.unit() < spec.reentrant_share;
+        started[thread as usize] |= !matches!(event, Event::Free { .. });
         out.push(Record::Call(Call {
             event,
             thread,
             time_ns: None,
             site: None,
-            reentrant: false,
+            reentrant,
             mallocx_flags: 0,
         }));
     }

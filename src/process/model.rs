@@ -23,6 +23,7 @@ use crate::trace::{Event, Record, ThreadId};
 pub use base::{edata_bytes, header_bytes as base_header_bytes};
 pub use decay::DecayClock;
 pub use metadata::{machine_vaddr_bits, Metadata};
+pub use reentrant::ReentrantTally;
 pub use view::{HeldBlock, LiveObject};
 
 const NIL: u32 = u32::MAX;
@@ -117,6 +118,8 @@ pub struct Process {
     clock_gc: bool,
     /// Background purging threads (`background_thread:true`; `model/background.rs`).
     bg: Option<background::Background>,
+    /// Reentrant calls, and the thread events they held back (`model/reentrant.rs`).
+    reentrant: reentrant::ReentrantTally,
 }
 
 impl Process {
@@ -176,6 +179,7 @@ impl Process {
             tickers: Vec::new(),
             clock_gc,
             bg,
+            reentrant: Default::default(),
         })
     }
 

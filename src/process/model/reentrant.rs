@@ -9,10 +9,44 @@
 //! - thread events are not fired (`te_event_trigger`), the byte counters still advance: a GC
 //!   due then is postponed to the thread's next ordinary call.
 
-use super::{Object, Process};
+use super::{Object, Process, GC_INCR_BYTES};
 use crate::process::ProcessError;
 use crate::sim::SimError;
 use crate::trace::Event;
+
+/// A trace's reentrant calls so far, and those at which a thread event (the cache's GC) fell
+/// due and was held back to the thread's next call. A live replay can only say "reentrant"
+/// with `mallocx` flags (arena 0, no cache), and the real allocator fires an event due at
+/// such a call at once: from the first held event on, the live replay's caches may run
+/// their GC one call early, and comparisons after it are not event-exact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReentrantTally {
+    pub calls: u64,
+    pub held_events: u64,
+    /// The record number of the first call that held an event back.
+    pub first_held: Option<u64>,
+}
+
+impl Process {
+    /// The trace's reentrant calls so far (see [`ReentrantTally`]).
+    pub fn reentrant_tally(&self) -> ReentrantTally {
+        self.reentrant
+    }
+
+    /// Counts reentrant call `n` of thread `t`, after its byte counters moved.
+    fn tally_reentrant(&mut self, n: u64, t: usize) {
+        let th = self.threads[t].as_ref().expect("started");
+        let due = th.tcache.is_some()
+            && (th.allocated - th.alloc_gc_last >= GC_INCR_BYTES
+                || th.deallocated - th.dalloc_gc_last >= GC_INCR_BYTES);
+        let tally = &mut self.reentrant;
+        tally.calls += 1;
+        if due {
+            tally.held_events += 1;
+            tally.first_held.get_or_insert(n);
+        }
+    }
+}
 
 impl Process {
     /// `event`, made reentrantly on thread `t` (started); false: a realloc, which jemalloc
@@ -40,8 +74,12 @@ impl Process {
                 let obj = self.free_to_arena(n, t, id)?;
                 self.threads[t].as_mut().expect("started").deallocated += obj.usize;
             }
-            Event::Realloc { .. } => return Ok(false),
+            Event::Realloc { .. } => {
+                self.reentrant.calls += 1;
+                return Ok(false);
+            }
         }
+        self.tally_reentrant(n, t);
         self.refresh_totals();
         Ok(true)
     }
