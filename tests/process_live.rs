@@ -376,3 +376,26 @@ fn reentrant_calls_match_live_up_to_a_held_cache_gc() {
         "no seed without a held GC: pick others"
     );
 }
+
+/// Which arena a large request near `oversize_threshold` goes to. `arena_malloc_hard` compares
+/// the bytes asked for with the threshold, `large_palloc` (an aligned request, a realloc's
+/// move) the usable size: 8,388,000 bytes round up to the 8 MiB threshold yet stay in the
+/// thread's arena unless aligned. Without a cache a thread binds to an arena at its first
+/// call that chooses one: 5.3.0 not for a block the huge arena takes, 5.3.1 always
+/// (`arena_choose_maybe_huge` reads the threshold from the thread's arena). The live child's
+/// start-up blocks at or above a low threshold sit in the huge arena.
+#[test]
+fn requests_at_the_huge_threshold_go_where_jemalloc_puts_them() {
+    let text = "t 0\na 0 8000000\na 1 8388000\na 2 8388000 4096\nt 1\na 3 8388000\na 4 100\nr 4 8388000\nf 0\nf 1\nt 0\nf 2\nf 3\nf 4\n";
+    let records = records_from_text(text).unwrap();
+    check_records(&records, "at 8 MiB", "");
+    check_records(&records, "at 8 MiB", "tcache:false");
+    let text = "t 0\na 0 60000\na 1 65000\na 2 65000 4096\nt 1\na 3 70000\nt 2\na 4 100\nt 1\na 5 100\nr 5 65000\nf 0\nf 1\nt 0\nf 2\nf 3\nf 5\n";
+    let records = records_from_text(text).unwrap();
+    check_records(&records, "at 64 KiB", "oversize_threshold:65536");
+    check_records(
+        &records,
+        "at 64 KiB",
+        "oversize_threshold:65536,tcache:false",
+    );
+}

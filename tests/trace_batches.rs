@@ -128,6 +128,15 @@ fn small_batches_split_anywhere_alike() {
                         Record::ThreadExit { thread, time_ns }
                     }
                     BetweenRecord::Mapping { addr, len } => Record::Mapping { addr, len },
+                    BetweenRecord::Control {
+                        thread,
+                        time_ns,
+                        control,
+                    } => Record::Control {
+                        thread,
+                        time_ns,
+                        control,
+                    },
                 });
             }
             got.extend(batch.calls()[done..].iter().copied().map(Record::Call));

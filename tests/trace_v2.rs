@@ -2,8 +2,8 @@
 //! Expected values are derived by hand from the traces written here.
 
 use fragsim::trace::{
-    open, read_text_records, write_records, write_text_records, Call, Event, Fields, Frame, Record,
-    TraceReader, TraceWriter,
+    open, read_text_records, write_records, write_text_records, Call, Control, Event, Fields,
+    Frame, Record, TraceReader, TraceWriter, ALL_ARENAS,
 };
 use std::io::Cursor;
 
@@ -419,5 +419,64 @@ fn mappings_and_mallocx_flags_round_trip() {
             .map(|r| format!("accepted {r:?}"))
             .unwrap_or_else(|e| e.to_string());
         assert!(err.contains("line"), "{bad:?}: {err}");
+    }
+}
+
+/// `mallctl` writes (`c ...`, issue 40 §5) come back as they went, through the text and the
+/// binary forms (with times: a control carries one); a bad one, or one after `e` or `j`, is
+/// refused naming its line.
+#[test]
+fn controls_round_trip() {
+    let text = "T 1\na 0 24\nc flush\nt 1\nT 5\nc purge all\nc purge 3\nc decay 4096\nc decay 7\nc arena 12\nT 9\nf 0\n";
+    let records = records_of(text);
+    let controls: Vec<Control> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Control { control, .. } => Some(*control),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        controls,
+        [
+            Control::FlushCache,
+            Control::Purge { arena: ALL_ARENAS },
+            Control::Purge { arena: 3 },
+            Control::Decay { arena: ALL_ARENAS },
+            Control::Decay { arena: 7 },
+            Control::BindArena { arena: 12 },
+        ]
+    );
+    assert_eq!(text_of(&records), text.replace("decay 4096", "decay all"));
+    let fields = Fields {
+        threads: true,
+        times: true,
+        sites: false,
+    };
+    let bytes = binary_of(&records, fields);
+    let back: Vec<Record> = TraceReader::new(&bytes[..])
+        .unwrap()
+        .records()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(back, records);
+    for bad in [
+        "c\n",
+        "c flush 1\n",
+        "c purge\n",
+        "c purge x\n",
+        "c arena all\n",
+        "c reset\n",
+        "e\nc flush\n",
+        "j 0x100\nc flush\n",
+    ] {
+        let err = read_text_records(bad.as_bytes(), "bad")
+            .collect::<Result<Vec<_>, _>>()
+            .map(|r| format!("accepted {r:?}"))
+            .unwrap_or_else(|e| e.to_string());
+        assert!(
+            err.contains("line 1") || err.contains("line 2"),
+            "{bad:?}: {err}"
+        );
     }
 }

@@ -10,8 +10,8 @@ use libc::{c_char, c_int, c_void, size_t};
 use std::ptr::null_mut;
 
 use crate::wire::{
-    E_ALIGNED as ALIGNED, E_ALLOC as ALLOC, E_FLAGS, E_FREE as FREE, E_MAP, E_REALLOC as REALLOC,
-    E_UNMAP, HAS_SITE, MALLOCX_KEPT,
+    E_ALIGNED as ALIGNED, E_ALLOC as ALLOC, E_CTL, E_FLAGS, E_FREE as FREE, E_MAP,
+    E_REALLOC as REALLOC, E_UNMAP, HAS_SITE, MALLOCX_KEPT,
 };
 
 macro_rules! call_real {
@@ -350,7 +350,9 @@ pub unsafe extern "C" fn posix_memalign(
 /// jemalloc's `mallctl` (where the program's allocator is jemalloc): the allocations made
 /// inside it are reentrant (`background_thread` starts a thread, and glibc's `pthread_create`
 /// allocates the thread's vector with `calloc` while jemalloc is inside `mallctl`: jemalloc
-/// serves it from arena 0 without the thread cache). Without a real one: `ENOENT`.
+/// serves it from arena 0 without the thread cache). A write that changes the allocator's
+/// state (`control_of`) is recorded (`CTL`) when it succeeds, its order key taken before
+/// the real call. Without a real one: `ENOENT`.
 #[no_mangle]
 pub unsafe extern "C" fn mallctl(
     name: *const c_char,
@@ -362,7 +364,7 @@ pub unsafe extern "C" fn mallctl(
     if !ready(&real::MALLCTL) {
         return libc::ENOENT;
     }
-    in_allocator(|| {
+    let real = || {
         call_real!(
             MALLCTL as fn(*const c_char, *mut c_void, *mut size_t, *mut c_void, size_t) -> c_int,
             name,
@@ -371,7 +373,49 @@ pub unsafe extern "C" fn mallctl(
             new,
             new_len
         )
-    })
+    };
+    let control = control_of(name, new, new_len);
+    let (Some((code, arg)), Some(ctx)) = (control, control.and_then(|_| enter())) else {
+        return in_allocator(real);
+    };
+    let (seq, stamp) = ctx.seq_stamped();
+    let r = ctx.real(real);
+    if r == 0 {
+        ctx.push(&[E_CTL | ctx.mark | seq << 8, stamp, code, arg]);
+    }
+    r
+}
+
+/// The `CTL` code and argument of a `mallctl` call that changes the allocator's state (see
+/// `fragsim::trace::Control`), read without allocating: `thread.tcache.flush` (0),
+/// `arena.<i>.purge` (1, i), `arena.<i>.decay` (2, i), and `thread.arena` written with an
+/// unsigned (3, the arena).
+unsafe fn control_of(name: *const c_char, new: *mut c_void, new_len: size_t) -> Option<(u64, u64)> {
+    if name.is_null() {
+        return None;
+    }
+    let name = std::ffi::CStr::from_ptr(name).to_bytes();
+    match name {
+        b"thread.tcache.flush" => return Some((0, 0)),
+        b"thread.arena" if !new.is_null() && new_len == std::mem::size_of::<u32>() => {
+            return Some((3, u64::from(*(new as *const u32))));
+        }
+        _ => {}
+    }
+    let rest = name.strip_prefix(b"arena.")?;
+    let dot = rest.iter().position(|&c| c == b'.')?;
+    let (digits, op) = (&rest[..dot], &rest[dot + 1..]);
+    if digits.is_empty() || digits.len() > 9 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let arena = digits
+        .iter()
+        .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+    match op {
+        b"purge" => Some((1, arena)),
+        b"decay" => Some((2, arena)),
+        _ => None,
+    }
 }
 
 /// `mallctlbymib`, as [`mallctl`].

@@ -51,7 +51,10 @@
 //!   call, `seq_after` after it; the stamp is at `seq_after`); `EXIT (4)`: nothing; `MAP (7)`, `UNMAP (8)`: addr, len of an `mmap`/`munmap` the
 //!   allocator made inside a call of the thread (marked reentrant), and `FLAGS (9)`: the
 //!   `MALLOCX_` arena and cache bits of the thread's next call (one of jemalloc's `mallocx`,
-//!   `rallocx`, `xallocx`, `dallocx`, `sdallocx`), all three without an order key. Kind bit
+//!   `rallocx`, `xallocx`, `dallocx`, `sdallocx`), all three without an order key; `CTL (10)`:
+//!   code, argument of a `mallctl` write that succeeded (`thread.tcache.flush` 0,
+//!   `arena.<i>.purge` 1 i, `arena.<i>.decay` 2 i, `thread.arena` 3 arena), its key taken
+//!   before the real call. Kind bit
 //!   `0x80` means one more word follows: the call's stack id (per slot); bit `0x20`: the call
 //!   was made while another allocator call of the thread was in progress (inside a recorded
 //!   call's real function, or inside `mallctl`/`mallctlbymib`, which the library interposes

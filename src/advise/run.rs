@@ -190,9 +190,8 @@ pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Adv
 /// Whether a record has its time (a site needs none; decay above 0 ms needs the others').
 fn timed(r: &Record) -> bool {
     match r {
-        Record::Call(c) => c.time_ns.is_some(),
-        Record::ThreadExit { time_ns, .. } => time_ns.is_some(),
         Record::Site { .. } | Record::Mapping { .. } => true,
+        r => r.time_ns().is_some(),
     }
 }
 

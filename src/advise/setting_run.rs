@@ -196,11 +196,7 @@ impl RecordConsumer for SettingRun {
         if let Record::Mapping { .. } = record {
             return self.model.apply(record);
         }
-        let time = match record {
-            Record::Call(call) => call.time_ns,
-            Record::ThreadExit { time_ns, .. } => *time_ns,
-            Record::Site { .. } | Record::Mapping { .. } => None,
-        };
+        let time = record.time_ns();
         self.apply(record, time)
     }
 }

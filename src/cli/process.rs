@@ -91,7 +91,7 @@ fn count_records(path: &Path) -> Result<(u64, u32)> {
         match r? {
             Record::Site { .. } | Record::Mapping { .. } => continue,
             Record::Call(c) => threads = threads.max(c.thread + 1),
-            Record::ThreadExit { .. } => {}
+            Record::ThreadExit { .. } | Record::Control { .. } => {}
         }
         n += 1;
     }

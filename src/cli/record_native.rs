@@ -121,6 +121,12 @@ fn summary_line(t: &RecordedTrace, elapsed: Option<std::time::Duration>) -> Stri
     if s.sites > 0 {
         line.push_str(&format!("; {} call sites", s.sites));
     }
+    if s.controls > 0 {
+        line.push_str(&format!(
+            "; {} mallctl writes (cache flushes, purges, arena moves)",
+            s.controls
+        ));
+    }
     line
 }
 

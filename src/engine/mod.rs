@@ -9,7 +9,7 @@
 
 mod pipeline;
 
-use crate::trace::{Batch, BetweenRecord, Call, OpenedTrace, Record, TraceError};
+use crate::trace::{Batch, BetweenRecord, Call, Control, OpenedTrace, Record, TraceError};
 use std::convert::Infallible;
 
 /// Records handed to the consumers at a time: large enough that the parallel hand-off costs
@@ -49,6 +49,19 @@ pub trait Consumer: Send {
     fn mapping(&mut self, _addr: u64, _len: u64) -> Result<(), Self::Error> {
         Ok(())
     }
+
+    /// A `mallctl` write of thread `thread` after call `index` ([`Record::Control`]): the
+    /// process model serves it; nothing by default (a one-arena model has no cache or
+    /// threads).
+    fn control(
+        &mut self,
+        _thread: u32,
+        _index: u64,
+        _time_ns: Option<u64>,
+        _control: Control,
+    ) -> Result<(), Self::Error> {
+        Ok(())
+    }
 }
 
 /// A consumer that takes calls and thread exits alike as the records they came from (the
@@ -77,6 +90,20 @@ impl<R: RecordConsumer> Consumer for R {
 
     fn mapping(&mut self, addr: u64, len: u64) -> Result<(), Self::Error> {
         self.record(&Record::Mapping { addr, len })
+    }
+
+    fn control(
+        &mut self,
+        thread: u32,
+        _index: u64,
+        time_ns: Option<u64>,
+        control: Control,
+    ) -> Result<(), Self::Error> {
+        self.record(&Record::Control {
+            thread,
+            time_ns,
+            control,
+        })
     }
 }
 
@@ -202,6 +229,13 @@ where
             Ok(Record::Mapping { addr, len }) => {
                 consumer.mapping(addr, len).map_err(RunError::Consumer)?
             }
+            Ok(Record::Control {
+                thread,
+                time_ns,
+                control,
+            }) => consumer
+                .control(thread, calls, time_ns, control)
+                .map_err(RunError::Consumer)?,
             Ok(Record::Site { .. }) => {}
             Err(e) => {
                 progress(calls - reported);
@@ -228,6 +262,11 @@ fn feed_one<C: Consumer>(batch: &Batch, first: u64, c: &mut C) -> Result<(), C::
                 c.thread_exit_at(thread, first + done as u64 - 1, time_ns)?
             }
             BetweenRecord::Mapping { addr, len } => c.mapping(addr, len)?,
+            BetweenRecord::Control {
+                thread,
+                time_ns,
+                control,
+            } => c.control(thread, first + b.after as u64 - 1, time_ns, control)?,
         }
     }
     c.calls(first + done as u64, &calls[done..])

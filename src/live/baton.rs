@@ -298,7 +298,11 @@ pub fn serve_process_child(
     };
     writeln!(out, "{}", serde_json::to_string(&config)?)?;
     writeln!(out, "narenas {narenas} oversize {oversize}")?;
-    write_baseline(&api, out)?;
+    write_baseline(
+        &api,
+        (manual != narenas as usize).then_some(narenas as usize),
+        out,
+    )?;
     // Before any worker thread exists: the probe forks.
     let capacity = match on_clock {
         false => super::baton_meta::b0_record_capacity(&api),
@@ -308,7 +312,7 @@ pub fn serve_process_child(
     ensure!(!on_clock || scan.timed, super::decay::NO_TIMES);
     let reader = Reader::new(api, manual, narenas, nbins, config.page())?;
     // Everything the replay uses is made here, before the workers start.
-    let work = ProcessWork::new(api, scan.ids);
+    let work = ProcessWork::new(api, scan.ids)?;
     let mut window = Window::new(&scan, narenas);
     let records = trace.records()?;
     let clock = match on_clock {
@@ -325,14 +329,21 @@ pub fn serve_process_child(
     replay.run(&mut baton, &work, &mut window, records, out)
 }
 
-/// What start-up left live in arena 0 (the model starts from it): `baseline LARGE SMALL`.
-fn write_baseline(api: &Api, out: &mut impl Write) -> Result<()> {
+/// What start-up left live (the model starts from it): `baseline LARGE SMALL HUGE`, arena 0's
+/// large and small bytes and the huge arena's large bytes (start-up's blocks at or above a
+/// low `oversize_threshold` go there: libstdc++'s 72,704-byte pool under 64 KiB).
+/// `huge`: the huge arena's index (`None` without one: the manual arena takes its index).
+fn write_baseline(api: &Api, huge: Option<usize>, out: &mut impl Write) -> Result<()> {
     let a0 = arena_mibs(api, 0, 0)?;
     // SAFETY: writing epoch takes a uint64_t.
     unsafe { api.write("epoch", 1u64)? };
+    let huge = match huge.map(|h| arena_mibs(api, h, 0)).transpose()? {
+        Some(h) if read_bool_mib(api, &h.initialized) => read_mib(api, &h.large)?,
+        _ => 0,
+    };
     writeln!(
         out,
-        "baseline {} {}",
+        "baseline {} {} {huge}",
         read_mib(api, &a0.large)?,
         read_mib(api, &a0.small)?
     )?;

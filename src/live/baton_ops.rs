@@ -5,9 +5,10 @@
 //! never its length.
 
 use super::arena_replay::Api;
+use super::ctl::mib;
 use super::relay::{Step, Work};
 use crate::process::{ArenaChoice, ManualArenas};
-use crate::trace::{Event, Record, TraceError};
+use crate::trace::{Control, Event, Record, TraceError, ALL_ARENAS};
 use anyhow::{ensure, Context, Result};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -20,6 +21,13 @@ const OP_ALLOC: u64 = 0;
 const OP_FREE: u64 = 1;
 const OP_REALLOC: u64 = 2;
 const OP_EXIT: u64 = 3;
+/// A `mallctl` write (`Record::Control`): its code ([`Control::code`]) in the id field; the
+/// arena in the flag bits as `MALLOCX_ARENA`'s; size [`CTL_ALL`] or [`CTL_NONE`].
+const OP_CONTROL: u64 = 4;
+/// The control names every arena (`MALLCTL_ARENAS_ALL`).
+const CTL_ALL: u64 = 1;
+/// The control names an arena the trace has not used: jemalloc finds none, nothing happens.
+const CTL_NONE: u64 = 2;
 
 /// One call as a worker runs it.
 #[derive(Clone, Copy)]
@@ -56,20 +64,44 @@ fn api_bits(c: &crate::trace::Call, narenas: u32, manual: &mut ManualArenas) -> 
     }
     let mut bits = if c.tcache_off() { OP_TCACHE_NONE } else { 0 };
     if let Some(a) = c.explicit_arena() {
-        let (flag, i) = match manual.choose(a, narenas) {
-            ArenaChoice::Automatic(a) => (0, a),
-            ArenaChoice::Manual(k) => {
-                ensure!(
-                    (k as usize) < MAX_MANUAL,
-                    "arena {a}: a replay makes at most {MAX_MANUAL} manual arenas"
-                );
-                (OP_MANUAL, k)
-            }
-        };
-        ensure!(i < 0xffff, "arena {a}: above the 65,534 an op can name");
-        bits |= flag | (i + 1) << 8;
+        bits |= arena_bits(a, manual.choose(a, narenas))?;
     }
     Ok(bits)
+}
+
+/// The op bits naming arena `a` (recorded), which is `choice` in the replay.
+fn arena_bits(a: u32, choice: ArenaChoice) -> Result<u32> {
+    let (flag, i) = match choice {
+        ArenaChoice::Automatic(a) => (0, a),
+        ArenaChoice::Manual(k) => {
+            ensure!(
+                (k as usize) < MAX_MANUAL,
+                "arena {a}: a replay makes at most {MAX_MANUAL} manual arenas"
+            );
+            (OP_MANUAL, k)
+        }
+    };
+    ensure!(i < 0xffff, "arena {a}: above the 65,534 an op can name");
+    Ok(flag | (i + 1) << 8)
+}
+
+/// The op of a `mallctl` write: (code, size, bits) as [`OP_CONTROL`] says.
+fn control_op(
+    control: Control,
+    narenas: u32,
+    manual: &mut ManualArenas,
+) -> Result<(u32, u64, u32)> {
+    let (code, _) = control.code();
+    let (size, bits) = match control {
+        Control::FlushCache => (0, 0),
+        Control::Purge { arena } | Control::Decay { arena } if arena == ALL_ARENAS => (CTL_ALL, 0),
+        Control::Purge { arena } | Control::Decay { arena } => match manual.find(arena, narenas) {
+            Some(choice) => (0, arena_bits(arena, choice)?),
+            None => (CTL_NONE, 0),
+        },
+        Control::BindArena { arena } => (0, arena_bits(arena, manual.choose(arena, narenas))?),
+    };
+    Ok((code as u32, size, bits))
 }
 
 /// Turns records into ops, checking them against the live objects: per object id, its
@@ -106,6 +138,12 @@ impl OpMaker {
         let op = match r {
             Record::Site { .. } | Record::Mapping { .. } => return Ok(None),
             Record::ThreadExit { thread, .. } => op(OP_EXIT, *thread, 0, 0, 0),
+            Record::Control {
+                thread, control, ..
+            } => {
+                let (code, size, bits) = control_op(*control, self.narenas, &mut self.manual)?;
+                op(OP_CONTROL, *thread, code, size, bits)
+            }
             Record::Call(c) => match c.event {
                 Event::Alloc { id, size, align } => {
                     let i = id as usize;
@@ -186,19 +224,37 @@ pub(super) struct ProcessWork {
     /// The child's index of the trace's `k`-th manual arena (0: not made yet). Ops run one
     /// at a time (the baton), so a plain load and store suffice.
     manual: Vec<AtomicU32>,
+    /// The MIBs of the `mallctl` writes a trace can hold (looked up before the workers start:
+    /// a worker's call must not allocate).
+    ctl: ControlMibs,
+}
+
+/// MIBs of `thread.tcache.flush`, `arena.0.purge`, `arena.0.decay` and `thread.arena`.
+struct ControlMibs {
+    flush: Vec<usize>,
+    purge: Vec<usize>,
+    decay: Vec<usize>,
+    bind: Vec<usize>,
 }
 
 impl ProcessWork {
     /// The shared tables for `ids` object ids, allocated once before the workers start.
-    pub(super) fn new(api: Api, ids: usize) -> Self {
-        ProcessWork {
+    pub(super) fn new(api: Api, ids: usize) -> Result<Self> {
+        let ctl = ControlMibs {
+            flush: mib(&api, "thread.tcache.flush")?,
+            purge: mib(&api, "arena.0.purge")?,
+            decay: mib(&api, "arena.0.decay")?,
+            bind: mib(&api, "thread.arena")?,
+        };
+        Ok(ProcessWork {
             api,
+            ctl,
             ops: (0..WINDOW)
                 .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
                 .collect(),
             ptrs: (0..ids).map(|_| AtomicU64::new(0)).collect(),
             manual: (0..MAX_MANUAL).map(|_| AtomicU32::new(0)).collect(),
-        }
+        })
     }
 
     /// The address of a table made before the workers (the clock line's heap address).
@@ -252,6 +308,59 @@ impl ProcessWork {
     }
 }
 
+impl ProcessWork {
+    /// Runs a [`OP_CONTROL`] op on this worker's thread; false if jemalloc refused it (or a
+    /// manual arena could not be made).
+    fn control(&self, code: u32, size: u64, bits: u32) -> bool {
+        let by_mib = |mib: &[usize], new: *mut c_void, len: usize| {
+            // SAFETY: a MIB looked up from its name, with the value type its name takes.
+            unsafe {
+                (self.api.bymib)(
+                    mib.as_ptr(),
+                    mib.len(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    new,
+                    len,
+                ) == 0
+            }
+        };
+        let arena = || {
+            self.mallocx_flags(bits)
+                .map(|flags| ((flags as u32) >> 20).wrapping_sub(1))
+        };
+        match code {
+            0 => by_mib(&self.ctl.flush, std::ptr::null_mut(), 0),
+            1 | 2 => {
+                let index = match size {
+                    // An index no arena has: jemalloc refuses it, after starting the thread
+                    // (`tsd_fetch`), as the model does.
+                    CTL_NONE => 1 << 20,
+                    CTL_ALL => ALL_ARENAS,
+                    _ => match arena() {
+                        Some(a) => a,
+                        None => return false,
+                    },
+                };
+                let mut mib = [0usize; 3];
+                let base = if code == 1 {
+                    &self.ctl.purge
+                } else {
+                    &self.ctl.decay
+                };
+                mib.copy_from_slice(base);
+                mib[1] = index as usize;
+                by_mib(&mib, std::ptr::null_mut(), 0)
+            }
+            _ => {
+                let Some(mut a) = arena() else { return false };
+                let len = std::mem::size_of::<u32>();
+                by_mib(&self.ctl.bind, (&mut a as *mut u32).cast(), len)
+            }
+        }
+    }
+}
+
 impl Work for ProcessWork {
     fn run(&self, i: usize) -> bool {
         let [size, packed] = &self.ops[i];
@@ -264,6 +373,12 @@ impl Work for ProcessWork {
             (packed >> 32) & 0xff,
             (packed >> 40) as u32,
         );
+        if kind == OP_CONTROL {
+            // A write jemalloc refuses (a cache flush without a cache: EFAULT) changes nothing,
+            // as in the model; a recording holds only those that succeeded.
+            self.control(id as u32, size as u64, bits);
+            return true;
+        }
         let Some(flags) = self.mallocx_flags(bits) else {
             return false;
         };
@@ -338,8 +453,10 @@ impl Window {
                 continue;
             };
             let exit = op.kind == OP_EXIT;
+            let no_object = exit || op.kind == OP_CONTROL;
             ensure!(
-                (exit || (op.id as usize) < work.ptrs.len()) && (op.thread as usize) < self.threads,
+                (no_object || (op.id as usize) < work.ptrs.len())
+                    && (op.thread as usize) < self.threads,
                 "event {}: the trace changed since the child scanned it",
                 self.maker.records
             );

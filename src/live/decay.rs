@@ -311,11 +311,7 @@ pub struct LiveClockRun {
 
 /// A record's time stamp, if it has one.
 pub(super) fn stamp(r: &Record) -> Option<u64> {
-    match r {
-        Record::Call(c) => c.time_ns,
-        Record::ThreadExit { time_ns, .. } => *time_ns,
-        Record::Site { .. } | Record::Mapping { .. } => None,
-    }
+    r.time_ns()
 }
 
 /// Why a trace without times cannot replay on its clock.

@@ -264,8 +264,10 @@ fn stderr_of(child: &mut std::process::Child) -> String {
 pub(super) struct ChildHeader {
     pub config: AllocatorConfig,
     pub narenas: u32,
-    /// Large bytes start-up left live in arena 0 (the model's `replayer_start`).
+    /// Large bytes start-up left live in arena 0 and in the huge arena (the model's
+    /// `replayer_start`).
     pub residue: u64,
+    pub huge_residue: u64,
 }
 
 type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
@@ -301,8 +303,10 @@ pub(super) fn parse_header(first: &str, second: &str, third: &str) -> Result<Chi
         .skip(1)
         .filter_map(|n| n.parse().ok())
         .collect();
-    let [residue, small] = base[..] else {
-        bail!("bad child header '{third}'")
+    let (residue, small, huge_residue) = match base[..] {
+        [residue, small] => (residue, small, 0),
+        [residue, small, huge] => (residue, small, huge),
+        _ => bail!("bad child header '{third}'"),
     };
     ensure!(
         small == 0,
@@ -312,6 +316,7 @@ pub(super) fn parse_header(first: &str, second: &str, third: &str) -> Result<Chi
         config,
         narenas,
         residue,
+        huge_residue,
     })
 }
 
@@ -364,7 +369,7 @@ impl ProcessCompare {
             .next()
             .context("the live process child stopped before its meta line")??;
         model.set_metadata(super::baton_meta::parse_meta(&meta)?);
-        model.replayer_start(header.residue)?;
+        model.replayer_start_with(header.residue, header.huge_residue)?;
         Ok(ProcessCompare {
             model,
             lines,

@@ -94,7 +94,7 @@ pub fn restamp(records: &[Record], times: &[u64]) -> Vec<Record> {
                     c.time_ns = Some(times[k]);
                     k += 1;
                 }
-                Record::ThreadExit { time_ns, .. } => {
+                Record::ThreadExit { time_ns, .. } | Record::Control { time_ns, .. } => {
                     *time_ns = Some(times[k]);
                     k += 1;
                 }

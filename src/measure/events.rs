@@ -29,7 +29,8 @@ pub fn encode_header(entries: u64, ids: u64) -> [u8; HEADER_BYTES] {
 /// One record's entry in the child's event format (`None`: a site, which has none).
 pub fn encode_entry(r: &Record) -> Result<Option<[u8; EVENT_BYTES]>, MeasureError> {
     let (thread, kind, id, size, align) = match *r {
-        Record::Site { .. } | Record::Mapping { .. } => return Ok(None),
+        // A mallctl write is jemalloc's own: the other allocators have nothing to do.
+        Record::Site { .. } | Record::Mapping { .. } | Record::Control { .. } => return Ok(None),
         Record::ThreadExit { thread, .. } => (thread, EXIT, 0, 0, 0),
         Record::Call(ref c) => match c.event {
             Event::Alloc { id, size, align } => (c.thread, ALLOC, id, size, align),

@@ -157,7 +157,7 @@ fn shape_of<E>(records: impl Iterator<Item = Result<Record, E>>) -> Result<Shape
                 s.entries += 1;
                 s.threaded = true;
             }
-            Record::Site { .. } | Record::Mapping { .. } => {}
+            Record::Site { .. } | Record::Mapping { .. } | Record::Control { .. } => {}
         }
     }
     Ok(s)

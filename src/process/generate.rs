@@ -178,11 +178,7 @@ pub fn to_text(records: &[Record]) -> String {
     let mut s = String::new();
     let mut cur = 0u32;
     for r in records {
-        let thread = match r {
-            Record::Call(c) => c.thread,
-            Record::ThreadExit { thread, .. } => *thread,
-            Record::Site { .. } | Record::Mapping { .. } => continue,
-        };
+        let Some(thread) = r.thread() else { continue };
         if thread != cur {
             let _ = writeln!(s, "t {thread}");
             cur = thread;

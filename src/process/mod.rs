@@ -134,11 +134,7 @@ pub struct ProcessSnapshot {
 /// stretch a short trace so that decay of a given period has room to act.
 pub fn scale_times(records: &mut [crate::trace::Record], factor: f64) {
     use crate::trace::Record;
-    let first = records.iter().find_map(|r| match r {
-        Record::Call(c) => c.time_ns,
-        Record::ThreadExit { time_ns, .. } => *time_ns,
-        Record::Site { .. } | Record::Mapping { .. } => None,
-    });
+    let first = records.iter().find_map(Record::time_ns);
     let Some(t0) = first else { return };
     let scale = |t: &mut Option<u64>| {
         if let Some(v) = t {
@@ -146,10 +142,8 @@ pub fn scale_times(records: &mut [crate::trace::Record], factor: f64) {
         }
     };
     for r in records {
-        match r {
-            Record::Call(c) => scale(&mut c.time_ns),
-            Record::ThreadExit { time_ns, .. } => scale(time_ns),
-            Record::Site { .. } | Record::Mapping { .. } => {}
+        if let Some(t) = r.time_ns_mut() {
+            scale(t);
         }
     }
 }
@@ -174,10 +168,8 @@ pub fn replay_records<E>(
     records.filter_map(move |r| match r {
         Ok(Record::Site { .. }) => None,
         Ok(mut r) => {
-            match &mut r {
-                Record::Call(c) => scale(&mut c.time_ns),
-                Record::ThreadExit { time_ns, .. } => scale(time_ns),
-                Record::Site { .. } | Record::Mapping { .. } => {}
+            if let Some(t) = r.time_ns_mut() {
+                scale(t);
             }
             Some(Ok(r))
         }

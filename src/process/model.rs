@@ -8,6 +8,7 @@ mod api;
 mod background;
 mod base;
 mod cache;
+mod control;
 mod decay;
 mod gc;
 mod meta;
@@ -29,6 +30,15 @@ pub use view::{HeldBlock, LiveObject};
 const NIL: u32 = u32::MAX;
 /// `opt_tcache_gc_incr_bytes`: a GC step every 64 KiB allocated (and, apart, freed).
 const GC_INCR_BYTES: u64 = 65536;
+
+/// An allocation request as jemalloc's paths see it: the bytes asked for, their usable size,
+/// the alignment (0 or 1: none).
+#[derive(Clone, Copy, Debug)]
+struct Ask {
+    size: u64,
+    usize: u64,
+    align: u64,
+}
 
 #[derive(Clone, Copy, Debug)]
 struct Object {
@@ -69,6 +79,10 @@ const DEAD: Object = Object {
 /// A trace thread as jemalloc sees it after its first call.
 #[derive(Clone, Debug)]
 struct Thread {
+    /// Whether the thread is bound to its arenas yet: at its start when it has a cache
+    /// (`tsd_tcache_data_init`), else at its first call that chooses an arena
+    /// (`arena_choose`: not one served by the huge arena or a named one).
+    bound: bool,
     arena: u32,
     /// The internal-allocation arena (`tsd_iarena`), for the metadata only.
     iarena: u32,
@@ -212,6 +226,16 @@ impl Process {
     /// there (libstdc++'s emergency pool under a preloaded jemalloc: 72,704 bytes ->
     /// 81,920), then the main thread freed its cache and left arena 0, which purged it.
     pub fn replayer_start(&mut self, residue: u64) -> Result<(), ProcessError> {
+        self.replayer_start_with(residue, 0)
+    }
+
+    /// [`Process::replayer_start`], start-up having also left `huge_residue` large bytes in
+    /// the huge arena (its blocks at or above a low `oversize_threshold`).
+    pub fn replayer_start_with(
+        &mut self,
+        residue: u64,
+        huge_residue: u64,
+    ) -> Result<(), ProcessError> {
         let block = if self.options.tcache {
             let bytes = self.cache_block_bytes();
             Some(self.arena_mut(0).place(0, bytes)?)
@@ -220,6 +244,12 @@ impl Process {
         };
         if residue > 0 {
             self.arena_mut(0).place(0, residue)?;
+        }
+        if let (Some(h), true) = (self.huge, huge_residue > 0) {
+            if self.arenas[h as usize].is_none() {
+                self.arenas[h as usize] = Some(self.new_arena(h)?);
+            }
+            self.arena_mut(h).place(0, huge_residue)?;
         }
         if let Some(b) = block {
             self.arena_mut(0).remove(b);
@@ -302,6 +332,11 @@ impl Process {
                 self.background_after_call();
                 Ok(())
             }
+            Record::Control {
+                thread,
+                time_ns,
+                control,
+            } => self.apply_control(*thread, *time_ns, *control),
             Record::Call(call) => {
                 self.stats.events += 1;
                 let n = self.stats.events;
@@ -345,7 +380,7 @@ impl Process {
                     return Err(SimError::AllocOfLiveId { event: n, id }.into());
                 }
                 let usize = self.arena(0).usable(n, size, align)?;
-                let placed = self.alloc(n, t, usize, align)?;
+                let placed = self.alloc(n, t, Ask { size, usize, align })?;
                 self.set(id, Object::placed(placed, usize, size, align));
                 self.stats.live_objects += 1;
                 self.stats.requested_bytes += size;
@@ -444,15 +479,9 @@ impl Process {
             && self.info.ncached_max[bin] > 0
     }
 
-    /// An allocation of `usize` bytes on thread `t` (`imalloc_body` / `ipalloct`).
-    fn alloc(
-        &mut self,
-        n: u64,
-        t: usize,
-        usize: u64,
-        align: u64,
-    ) -> Result<(u32, u32), ProcessError> {
-        self.alloc_in(n, t, usize, align, None, true)
+    /// An allocation on thread `t` (`imalloc_body` / `ipalloct`).
+    fn alloc(&mut self, n: u64, t: usize, ask: Ask) -> Result<(u32, u32), ProcessError> {
+        self.alloc_in(n, t, ask, None, true)
     }
 
     /// [`Process::alloc`] from arena `named` when a call names one (`MALLOCX_ARENA`: a cache
@@ -462,8 +491,7 @@ impl Process {
         &mut self,
         n: u64,
         t: usize,
-        usize: u64,
-        align: u64,
+        Ask { size, usize, align }: Ask,
         named: Option<u32>,
         cache: bool,
     ) -> Result<(u32, u32), ProcessError> {
@@ -485,10 +513,13 @@ impl Process {
             self.tick(t, arena, 1);
             return Ok((arena, extent));
         }
+        // arena_malloc_hard compares the request with oversize_threshold, large_palloc (an
+        // aligned request) its usable size: a 7.5 MiB malloc stays in the thread's arena.
+        let huge_key = if align <= 1 { size } else { usize };
         let arena = match named {
             Some(a) => a,
-            None if small => self.thread(t).arena,
-            None => self.arena_for(t, usize)?,
+            None if small => self.bound_arena(t)?,
+            None => self.arena_for(t, huge_key)?,
         };
         let extent = self.arena_mut(arena).place(n, usize)?;
         self.tick(t, arena, 1);
@@ -509,8 +540,10 @@ impl Process {
             return;
         };
         let arena = th.arena;
-        self.nthreads[arena as usize] -= 1;
-        self.ithreads[th.iarena as usize] -= 1;
+        if th.bound {
+            self.nthreads[arena as usize] -= 1;
+            self.ithreads[th.iarena as usize] -= 1;
+        }
         if let Some(tc) = th.tcache.as_ref() {
             let block = tc.block;
             for bin in 0..self.info.nhbins() {

@@ -144,6 +144,17 @@ impl Tcache {
     }
 }
 
+impl Tcache {
+    /// The bytes the cache holds (what `stats.arenas.<i>.tcache_bytes` counts).
+    pub fn bytes(&self, info: &CacheInfo) -> u64 {
+        self.bins
+            .iter()
+            .zip(&info.size)
+            .map(|(b, &size)| size * b.stack.len() as u64)
+            .sum()
+    }
+}
+
 impl CacheBin {
     /// `cache_bin_alloc`: pops the top; low water follows the fewest held.
     pub fn pop(&mut self) -> Option<Item> {

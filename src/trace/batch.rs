@@ -3,7 +3,7 @@
 //! allocator mappings sit beside them by position. Site definitions are not kept (the
 //! reader's site table has them).
 
-use super::{Call, Record, ThreadId};
+use super::{Call, Control, Record, ThreadId};
 
 /// A record in a [`Batch`] that is not a call: it comes after the batch's first `after`
 /// calls.
@@ -23,6 +23,11 @@ pub enum BetweenRecord {
     Mapping {
         addr: u64,
         len: u64,
+    },
+    Control {
+        thread: ThreadId,
+        time_ns: Option<u64>,
+        control: Control,
     },
 }
 
@@ -87,6 +92,18 @@ impl Batch {
             Record::Mapping { addr, len } => self.between.push(Between {
                 after: self.calls.len(),
                 record: BetweenRecord::Mapping { addr, len },
+            }),
+            Record::Control {
+                thread,
+                time_ns,
+                control,
+            } => self.between.push(Between {
+                after: self.calls.len(),
+                record: BetweenRecord::Control {
+                    thread,
+                    time_ns,
+                    control,
+                },
             }),
             Record::Site { .. } => {}
         }

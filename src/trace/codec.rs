@@ -13,7 +13,9 @@
 //! - 7 with `X` = 1: the next call is reentrant (made inside another allocator call of its
 //!   thread, [`Call::reentrant`]); a reader that does not know it refuses the file; with
 //!   `X` = 2, an allocator mapping ([`Record::Mapping`]): its address and length follow; with
-//!   `X` = 3, the next call's `MALLOCX_` flags follow ([`Call::mallocx_flags`]).
+//!   `X` = 3, the next call's `MALLOCX_` flags follow ([`Call::mallocx_flags`]); with `X` = 4, a
+//!   `mallctl` write of the current thread ([`Record::Control`]): its code and argument
+//!   ([`Control::code`]), then the time delta if the trace has times.
 //!
 //! Thread switches are records of their own, not a field per call, because calls come in runs
 //! per thread: a single-threaded v2 trace with times costs one time varint per call more than
@@ -21,7 +23,7 @@
 
 use super::flow::Fields;
 use super::format::{event_fields, get_varint, put_varint, DecodeError};
-use super::{Call, Event, Frame, ObjectId, Record};
+use super::{Call, Control, Event, Frame, ObjectId, Record};
 
 const KIND_SWITCH: u64 = 4;
 const KIND_EXIT: u64 = 5;
@@ -33,6 +35,8 @@ const MARK_REENTRANT: u64 = 1;
 const MARK_MAPPING: u64 = 2;
 /// [`KIND_MARK`]'s `X`: the next call's `MALLOCX_` flags, `flags`.
 const MARK_FLAGS: u64 = 3;
+/// [`KIND_MARK`]'s `X`: a `mallctl` write, `code arg [time]`.
+const MARK_CONTROL: u64 = 4;
 /// Longest string of a frame (a module path or a symbol).
 pub const MAX_STRING: usize = 1 << 16;
 /// Most frames of one site.
@@ -74,6 +78,19 @@ pub fn encode_record(out: &mut Vec<u8>, record: &Record, fields: Fields, st: &mu
             put_varint(out, MARK_MAPPING << 3 | KIND_MARK);
             put_varint(out, *addr);
             put_varint(out, *len);
+        }
+        Record::Control {
+            thread,
+            time_ns,
+            control,
+        } => {
+            let mut put = |v| put_varint(out, v);
+            switch_to(&mut put, *thread, st);
+            put(MARK_CONTROL << 3 | KIND_MARK);
+            let (code, arg) = control.code();
+            put(code);
+            put(arg);
+            put_time(&mut put, *time_ns, fields, st);
         }
         Record::Site { id, frames } => {
             put_varint(out, (*id as u64) << 3 | KIND_SITE);
@@ -243,6 +260,24 @@ pub fn decode_record(
                 let addr = get_varint(buf, &mut pos)?;
                 let len = get_varint(buf, &mut pos)?;
                 return Ok((Record::Mapping { addr, len }, pos));
+            }
+            KIND_MARK if x == MARK_CONTROL => {
+                let code = get_varint(buf, &mut pos)?;
+                let arg = get_varint(buf, &mut pos)?;
+                let control = Control::from_code(code, arg)
+                    .ok_or(DecodeError::Malformed("an unknown mallctl control"))?;
+                let mut time = st.time_ns;
+                let time_ns = get_time(buf, &mut pos, fields, &mut time)?;
+                st.time_ns = time;
+                let thread = st.thread;
+                return Ok((
+                    Record::Control {
+                        thread,
+                        time_ns,
+                        control,
+                    },
+                    pos,
+                ));
             }
             KIND_MARK => return Err(DecodeError::Malformed("an unknown mark (kind 7)")),
             kind => {

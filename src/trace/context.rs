@@ -112,6 +112,86 @@ impl Call {
     }
 }
 
+/// `MALLCTL_ARENAS_ALL`: `arena.<i>.purge` and `arena.<i>.decay` on every arena.
+pub const ALL_ARENAS: u32 = 4096;
+
+/// A `mallctl` write that changes what the allocator holds or how it serves a thread's later
+/// calls, made by the thread of the record (recorded where a program calls jemalloc's API).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Control {
+    /// `thread.tcache.flush`: the thread's cache returns every object it holds.
+    FlushCache,
+    /// `arena.<i>.purge`: arena `i` purges all its dirty and muzzy pages ([`ALL_ARENAS`]:
+    /// every arena).
+    Purge { arena: u32 },
+    /// `arena.<i>.decay`: arena `i` purges what its decay allows by now.
+    Decay { arena: u32 },
+    /// `thread.arena` written: the thread moves to arena `arena` (its cache with it).
+    BindArena { arena: u32 },
+}
+
+impl Control {
+    /// The code and argument the binary form and the recorder write.
+    pub fn code(self) -> (u64, u64) {
+        match self {
+            Control::FlushCache => (0, 0),
+            Control::Purge { arena } => (1, arena.into()),
+            Control::Decay { arena } => (2, arena.into()),
+            Control::BindArena { arena } => (3, arena.into()),
+        }
+    }
+
+    /// The control of `code` and `arg` (`None`: not one of [`Control::code`]'s).
+    pub fn from_code(code: u64, arg: u64) -> Option<Control> {
+        let arena = u32::try_from(arg).ok();
+        Some(match code {
+            0 if arg == 0 => Control::FlushCache,
+            1 => Control::Purge { arena: arena? },
+            2 => Control::Decay { arena: arena? },
+            3 => Control::BindArena { arena: arena? },
+            _ => return None,
+        })
+    }
+
+    /// The text form's words after `c`: `flush`, `purge I`, `decay I`, `arena I` (`all` for
+    /// [`ALL_ARENAS`]).
+    pub fn words(self) -> String {
+        let arena = |a: u32| match a {
+            ALL_ARENAS => "all".to_string(),
+            a => a.to_string(),
+        };
+        match self {
+            Control::FlushCache => "flush".into(),
+            Control::Purge { arena: a } => format!("purge {}", arena(a)),
+            Control::Decay { arena: a } => format!("decay {}", arena(a)),
+            Control::BindArena { arena: a } => format!("arena {a}"),
+        }
+    }
+
+    /// Parses [`Control::words`].
+    pub fn parse(words: &[&str]) -> Result<Control, String> {
+        let arena = |w: &str| match w {
+            "all" => Ok(ALL_ARENAS),
+            w => w
+                .parse::<u32>()
+                .map_err(|_| format!("arena '{w}' is not a number or 'all'")),
+        };
+        match words {
+            ["flush"] => Ok(Control::FlushCache),
+            ["purge", a] => Ok(Control::Purge { arena: arena(a)? }),
+            ["decay", a] => Ok(Control::Decay { arena: arena(a)? }),
+            ["arena", a] => match arena(a)? {
+                ALL_ARENAS => Err("'c arena' takes one arena, not 'all'".into()),
+                a => Ok(Control::BindArena { arena: a }),
+            },
+            _ => Err(format!(
+                "control '{}' is not 'flush', 'purge I', 'decay I' or 'arena I'",
+                words.join(" ")
+            )),
+        }
+    }
+}
+
 /// One item of a v2 stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
@@ -133,6 +213,41 @@ pub enum Record {
         addr: u64,
         len: u64,
     },
+    /// The thread made a `mallctl` write that changes the allocator's state ([`Control`]).
+    Control {
+        thread: ThreadId,
+        time_ns: Option<u64>,
+        control: Control,
+    },
+}
+
+impl Record {
+    /// The record's time stamp, if it is one that has times (calls, exits, controls).
+    pub fn time_ns(&self) -> Option<u64> {
+        match self {
+            Record::Call(c) => c.time_ns,
+            Record::ThreadExit { time_ns, .. } | Record::Control { time_ns, .. } => *time_ns,
+            Record::Site { .. } | Record::Mapping { .. } => None,
+        }
+    }
+
+    /// The record's time stamp to change, if it is one that has times.
+    pub fn time_ns_mut(&mut self) -> Option<&mut Option<u64>> {
+        match self {
+            Record::Call(c) => Some(&mut c.time_ns),
+            Record::ThreadExit { time_ns, .. } | Record::Control { time_ns, .. } => Some(time_ns),
+            Record::Site { .. } | Record::Mapping { .. } => None,
+        }
+    }
+
+    /// The thread of a record a thread makes (calls, exits, controls).
+    pub fn thread(&self) -> Option<ThreadId> {
+        match self {
+            Record::Call(c) => Some(c.thread),
+            Record::ThreadExit { thread, .. } | Record::Control { thread, .. } => Some(*thread),
+            Record::Site { .. } | Record::Mapping { .. } => None,
+        }
+    }
 }
 
 /// The call stacks of a trace, indexed by [`SiteId`].

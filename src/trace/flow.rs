@@ -65,6 +65,11 @@ impl Fields {
                 times: false,
                 sites: false,
             },
+            Record::Control { time_ns, .. } => Fields {
+                threads: true,
+                times: time_ns.is_some(),
+                sites: false,
+            },
         }
     }
 
@@ -247,6 +252,12 @@ impl Flow {
                 Ok(())
             }
             Record::Mapping { .. } => Ok(()),
+            Record::Control {
+                thread, time_ns, ..
+            } => {
+                self.thread(*thread)?;
+                self.time(*time_ns)
+            }
         }
     }
 }

@@ -199,7 +199,7 @@ fn sniff_text(head: &[u8]) -> Sniff {
             continue;
         };
         return match first {
-            "a" | "f" | "r" | "t" | "T" | "s" | "x" => Sniff::Text,
+            "a" | "f" | "r" | "t" | "T" | "s" | "x" | "e" | "j" | "m" | "c" => Sniff::Text,
             other => Sniff::Other(format!(
                 "its first line starts with '{}'",
                 other.chars().take(20).collect::<String>()

@@ -371,7 +371,7 @@ impl<R: Read> TraceReader<R> {
                     .push(*id, frames.clone())
                     .map_err(|what| self.corrupt(start, what))?;
             }
-            Record::ThreadExit { .. } | Record::Mapping { .. } => {}
+            Record::ThreadExit { .. } | Record::Mapping { .. } | Record::Control { .. } => {}
         }
         Ok(Some(record))
     }

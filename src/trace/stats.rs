@@ -109,7 +109,7 @@ where
                 sites += 1;
                 continue;
             }
-            Record::Mapping { .. } => continue,
+            Record::Mapping { .. } | Record::Control { .. } => continue,
         };
         let event = call.event;
         let t = call.thread as usize;

@@ -4,14 +4,15 @@
 //! innermost first), `x` (the current thread exits) and `e` (the next line's call is
 //! reentrant: made inside another allocator call of its thread), `m ADDR LEN` (a mapping the
 //! allocator made, `ADDR` in hex), `j FLAGS` (the next line's call came through jemalloc's
-//! `mallocx` family with these `MALLOCX_` arena and cache flags). `#` starts a comment (not on `s`
+//! `mallocx` family with these `MALLOCX_` arena and cache flags), `c CONTROL` (the thread's
+//! `mallctl` write: `flush`, `purge I`, `decay I`, `arena I`; `all` for every arena). `#` starts a comment (not on `s`
 //! lines, whose frames are the rest of the line), blank lines are ignored. `dump` writes
 //! exactly this (align only when not 0, `t`/`T` only when they change, from thread 0 at time
 //! 0), so text -> binary -> text is the identity on that canonical form.
 
 use super::flow::{Fields, Flow};
 use super::tally::Tally;
-use super::{Call, Event, Frame, ObjectId, Record, SiteTable, TraceError};
+use super::{Call, Control, Event, Frame, ObjectId, Record, SiteTable, TraceError};
 use std::io::{BufRead, BufWriter, Write};
 
 /// The events (calls) of a text trace; each line is parsed and checked against the lines
@@ -220,6 +221,16 @@ impl<R: BufRead> TextRecords<R> {
                 Ok(Some(record))
             }
             "x" => Err(arity(&fields, "nothing")),
+            "c" => {
+                let record = Record::Control {
+                    thread: self.flow.thread,
+                    time_ns: self.time,
+                    control: Control::parse(&fields[1..])?,
+                };
+                self.flow.other(&record)?;
+                self.seen.threads = true;
+                Ok(Some(record))
+            }
             "m" => {
                 let [_, addr, len] = fields[..] else {
                     return Err(arity(&fields, "ADDR LEN"));
@@ -340,7 +351,7 @@ fn parse_call(fields: &[&str]) -> Result<(Event, Option<u32>), String> {
         "r" => return Err(arity(fields, "ID SIZE [@SITE]")),
         other => {
             return Err(format!(
-                "unknown line '{other}' (expected 'a', 'f', 'r', 't', 'T', 's', 'x' or 'e')"
+                "unknown line '{other}' (expected 'a', 'f', 'r', 't', 'T', 's', 'x', 'e', 'j', 'm' or 'c')"
             ))
         }
     };
@@ -420,6 +431,14 @@ where
                 writeln!(out, "s {id} {}", joined.join(";")).map_err(io)?;
             }
             Record::Mapping { addr, len } => writeln!(out, "m {addr:#x} {len}").map_err(io)?,
+            Record::Control {
+                thread,
+                time_ns,
+                control,
+            } => {
+                context(&mut out, thread, time_ns).map_err(io)?;
+                writeln!(out, "c {}", control.words()).map_err(io)?;
+            }
         }
     }
     out.flush().map_err(io)?;

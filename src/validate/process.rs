@@ -93,7 +93,7 @@ impl TraceShape {
                     }
                 }
                 Record::ThreadExit { .. } => s.thread_exits += 1,
-                Record::Mapping { .. } => {}
+                Record::Mapping { .. } | Record::Control { .. } => {}
                 Record::Site { .. } => {}
             }
         }

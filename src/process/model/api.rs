@@ -14,8 +14,10 @@
 //!   `narenas` is misread so);
 //! - `MALLOCX_TCACHE(t)`, a cache made with `tcache.create`, is taken for the thread's own,
 //!   and a realloc's flags are not modelled (it is served as `realloc`): approximations.
+//!
+//! `thread.arena` names arenas the same way (`model/control.rs`).
 
-use super::{Object, Process};
+use super::{Ask, Object, Process};
 use crate::process::ProcessError;
 use crate::sim::SimError;
 use crate::trace::{Call, Event};
@@ -49,6 +51,15 @@ impl ManualArenas {
         };
         ArenaChoice::Manual(k as u32)
     }
+
+    /// The arena `recorded` means, if it is automatic or a manual one already used.
+    pub fn find(&self, recorded: u32, narenas: u32) -> Option<ArenaChoice> {
+        if recorded < narenas {
+            return Some(ArenaChoice::Automatic(recorded));
+        }
+        let k = self.recorded.iter().position(|&r| r == recorded)?;
+        Some(ArenaChoice::Manual(k as u32))
+    }
 }
 
 impl Process {
@@ -65,7 +76,7 @@ impl Process {
                 }
                 let usize = self.arena(0).usable(n, size, align)?;
                 let cache = !call.tcache_off();
-                let placed = self.alloc_in(n, t, usize, align, named, cache)?;
+                let placed = self.alloc_in(n, t, Ask { size, usize, align }, named, cache)?;
                 self.set(id, Object::placed(placed, usize, size, align));
                 self.stats.live_objects += 1;
                 self.stats.requested_bytes += size;
@@ -84,7 +95,7 @@ impl Process {
     /// The model's arena for a recorded `MALLOCX_ARENA(recorded)`: an automatic one (made
     /// now if no thread made it yet), or a manual one after the automatic and huge ones,
     /// made now if new (`arenas.create`).
-    fn manual_arena(&mut self, recorded: u32) -> Result<u32, ProcessError> {
+    pub(super) fn manual_arena(&mut self, recorded: u32) -> Result<u32, ProcessError> {
         let (a, manual) = match self.manual.choose(recorded, self.narenas) {
             ArenaChoice::Automatic(a) => (a, false),
             ArenaChoice::Manual(k) => (self.narenas + u32::from(self.huge.is_some()) + k, true),

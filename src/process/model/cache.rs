@@ -2,7 +2,7 @@
 //! GC driven by each thread's allocated and freed bytes.
 
 use super::super::tcache::{flush_order, Item};
-use super::{Object, Process, GC_INCR_BYTES};
+use super::{Ask, Object, Process, GC_INCR_BYTES};
 use crate::process::ProcessError;
 
 impl Process {
@@ -146,7 +146,17 @@ impl Process {
             self.tick(t, arena, 1);
             (arena, extent)
         } else {
-            self.alloc(n, t, usize, obj.align)?
+            // arena_ralloc_move_helper asks for the usable size.
+            let align = obj.align;
+            self.alloc(
+                n,
+                t,
+                Ask {
+                    size: usize,
+                    usize,
+                    align,
+                },
+            )?
         };
         self.free(t, obj);
         Ok(new)

@@ -43,22 +43,40 @@ impl Process {
         } else {
             None
         };
-        let iarena = self.choose_internal();
-        self.ithreads[iarena as usize] += 1;
-        let arena = self.choose_arena()?;
-        self.nthreads[arena as usize] += 1;
         // te_init: the event counters start from the bytes counted so far.
         let deallocated = self.minimal.get(t).map_or(0, |m| m.deallocated);
         self.threads[t] = Some(Thread {
-            arena,
-            iarena,
-            tcache: block.map(|b| Tcache::new(&self.info, arena, b)),
+            bound: false,
+            arena: 0,
+            iarena: 0,
+            tcache: None,
             allocated: 0,
             deallocated,
             alloc_gc_last: 0,
             dalloc_gc_last: deallocated,
         });
+        if let Some(b) = block {
+            let arena = self.bound_arena(t)?;
+            let tcache = Tcache::new(&self.info, arena, b);
+            self.threads[t].as_mut().expect("started").tcache = Some(tcache);
+        }
         Ok(())
+    }
+
+    /// Thread `t`'s arena, binding it first if it is not yet (`arena_choose_hard`: the
+    /// internal choice, then the application one).
+    pub(super) fn bound_arena(&mut self, t: usize) -> Result<u32, ProcessError> {
+        let th = self.thread(t);
+        if th.bound {
+            return Ok(th.arena);
+        }
+        let iarena = self.choose_internal();
+        self.ithreads[iarena as usize] += 1;
+        let arena = self.choose_arena()?;
+        self.nthreads[arena as usize] += 1;
+        let th = self.threads[t].as_mut().expect("started");
+        (th.bound, th.arena, th.iarena) = (true, arena, iarena);
+        Ok(arena)
     }
 
     /// `arena_choose_hard`'s internal choice, made on the arenas as they were before the
@@ -83,14 +101,16 @@ impl Process {
         first_null as u32
     }
 
-    /// `arena_choose_hard` (application arena): the first arena with the fewest threads;
+    /// `arena_choose_hard` (application arena): the first arena with the fewest threads,
+    /// among those that exist (an internal binding's too: it has no application thread);
     /// if it has threads and an index below `narenas` is still free, a new arena there.
+    /// (`thread.arena` can leave an internal binding's arena below arenas with threads.)
     pub(super) fn choose_arena(&mut self) -> Result<u32, ProcessError> {
         let n = self.narenas as usize;
         let mut choose = 0;
         let mut first_null = n;
         for i in 1..n {
-            if self.arenas[i].is_some() {
+            if self.arenas[i].is_some() || self.imade[i] {
                 if self.nthreads[i] < self.nthreads[choose] {
                     choose = i;
                 }
@@ -98,23 +118,32 @@ impl Process {
                 first_null = i;
             }
         }
-        if self.nthreads[choose] == 0 || first_null == n {
-            return Ok(choose as u32);
+        let pick = if self.nthreads[choose] == 0 || first_null == n {
+            choose
+        } else {
+            first_null
+        };
+        if self.arenas[pick].is_none() {
+            self.arenas[pick] = Some(self.new_arena(pick as u32)?);
         }
-        self.arenas[first_null] = Some(self.new_arena(first_null as u32)?);
-        Ok(first_null as u32)
+        Ok(pick as u32)
     }
 
-    /// `arena_choose_maybe_huge` for an allocation that bypasses the cache.
-    pub(super) fn arena_for(&mut self, t: usize, usize: u64) -> Result<u32, ProcessError> {
-        if usize >= self.oversize {
+    /// `arena_choose_maybe_huge` for an allocation that bypasses the cache, `size` being what
+    /// its path compares with `oversize_threshold`. 5.3.1 binds an unbound thread first (it
+    /// reads the threshold from the thread's arena), 5.3.0 only when the size is below it.
+    pub(super) fn arena_for(&mut self, t: usize, size: u64) -> Result<u32, ProcessError> {
+        if self.config.version == JemallocVersion::V5_3_1 {
+            self.bound_arena(t)?;
+        }
+        if size >= self.oversize {
             let h = self.huge.expect("oversize implies a huge arena");
             if self.arenas[h as usize].is_none() {
                 self.arenas[h as usize] = Some(self.new_arena(h)?);
             }
             return Ok(h);
         }
-        Ok(self.thread(t).arena)
+        self.bound_arena(t)
     }
 
     /// Counts a free of thread `t`, which has not started: whether it stays minimal (false:

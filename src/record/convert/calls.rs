@@ -4,7 +4,7 @@ use super::merge::{ImageState, Lane};
 use super::{exhausted, ConvertSummary, Converter};
 use crate::record::raw::{FastMap, RawEvent, RawImage, RawOp};
 use crate::record::symbols::Modules;
-use crate::trace::{Call, Event, EventOut, Frame, Record, SiteId, ThreadId, TraceError};
+use crate::trace::{Call, Control, Event, EventOut, Frame, Record, SiteId, ThreadId, TraceError};
 
 impl Converter<'_, '_> {
     /// One merged event of `lane`.
@@ -78,6 +78,19 @@ impl Converter<'_, '_> {
             lane.exited = true;
             return self.exit(thread, at);
         }
+        if let RawOp::Control { code, arg } = ev.op {
+            let control = Control::from_code(code, arg).ok_or_else(|| TraceError::Input {
+                file: self.file.clone(),
+                what: format!("a mallctl control of unknown code {code} (argument {arg})"),
+            })?;
+            self.summary.controls += 1;
+            self.push(Record::Control {
+                thread,
+                time_ns: Some(at),
+                control,
+            })?;
+            return self.hand_over_if_full();
+        }
         let mut out = Emit::new(&mut self.records, &mut self.summary, thread, at, site);
         out.reentrant = ev.reentrant;
         // A realloc's flags come before its second point.
@@ -102,7 +115,11 @@ impl Converter<'_, '_> {
                     .attach(id, new, size, &mut out)
                     .map_err(|_| exhausted(&self.file))?;
             }
-            RawOp::Exit | RawOp::Map { .. } | RawOp::Unmap { .. } | RawOp::Flags { .. } => {
+            RawOp::Exit
+            | RawOp::Map { .. }
+            | RawOp::Unmap { .. }
+            | RawOp::Flags { .. }
+            | RawOp::Control { .. } => {
                 unreachable!("handled above")
             }
         }

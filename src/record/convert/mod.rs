@@ -29,6 +29,8 @@ pub struct ConvertSummary {
     pub sites: u64,
     /// The allocator's mappings written (`Record::Mapping`).
     pub mappings: u64,
+    /// The program's `mallctl` writes written (`Record::Control`).
+    pub controls: u64,
     /// Program images (1 + the number of execs).
     pub images: usize,
     /// Objects still live when an exec replaced the image (freed in the trace there).

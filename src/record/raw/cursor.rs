@@ -7,7 +7,8 @@
 
 use super::{
     u64_at, Clock, RawEvent, RawImage, RawOp, RawProcess, RawThread, Stacks, E_ALIGNED, E_ALLOC,
-    E_EXIT, E_FLAGS, E_FREE, E_MAP, E_REALLOC, E_STACK, E_UNMAP, HAS_SITE, REENTRANT, SAME_STAMP,
+    E_CTL, E_EXIT, E_FLAGS, E_FREE, E_MAP, E_REALLOC, E_STACK, E_UNMAP, HAS_SITE, REENTRANT,
+    SAME_STAMP,
 };
 use std::os::unix::fs::FileExt;
 
@@ -26,6 +27,7 @@ fn body_words(kind: u64) -> Option<usize> {
         E_EXIT => Some(0),
         E_MAP | E_UNMAP => Some(2),
         E_FLAGS => Some(1),
+        E_CTL => Some(2),
         _ => None,
     }
 }
@@ -284,6 +286,13 @@ impl ThreadCursor {
                 RawOp::Unmap {
                     addr: b(0),
                     len: b(1),
+                },
+            ),
+            E_CTL => event(
+                seq,
+                RawOp::Control {
+                    code: b(0),
+                    arg: b(1),
                 },
             ),
             _ => event(seq, RawOp::Exit),

@@ -20,9 +20,9 @@ use std::path::Path;
 
 pub mod wire;
 use wire::{
-    CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_EXIT, E_FLAGS, E_FREE, E_MAP, E_REALLOC, E_STACK, E_UNMAP,
-    FLAGS_KNOWN, HAS_SITE, K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION,
-    REENTRANT, SAME_STAMP,
+    CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_CTL, E_EXIT, E_FLAGS, E_FREE, E_MAP, E_REALLOC, E_STACK,
+    E_UNMAP, FLAGS_KNOWN, HAS_SITE, K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC,
+    RAW_VERSION, REENTRANT, SAME_STAMP,
 };
 pub use wire::{FLAG_AUTO_ORDER, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER};
 
@@ -61,6 +61,11 @@ pub enum RawOp {
     /// The thread's next call has these `MALLOCX_` flags (`FLAGS`).
     Flags {
         flags: u32,
+    },
+    /// A `mallctl` write (`CTL`): `crate::trace::Control::code`'s code and argument.
+    Control {
+        code: u64,
+        arg: u64,
     },
 }
 

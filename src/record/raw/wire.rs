@@ -33,6 +33,11 @@ pub const E_UNMAP: u64 = 8;
 /// arena and thread-cache bits; the alignment is the call's own, the zero bit dropped): one
 /// word, no order key (as `MAP`).
 pub const E_FLAGS: u64 = 9;
+/// A `mallctl` write that changes the allocator's state (`thread.tcache.flush`,
+/// `arena.<i>.purge`, `arena.<i>.decay`, `thread.arena`): its code and argument
+/// (`fragsim::trace::Control::code`), with the order key taken before the real call (as a
+/// free's: what it releases can be reused from then on); written only when the call succeeds.
+pub const E_CTL: u64 = 10;
 /// `MALLOCX_` flags kept in a trace: `MALLOCX_TCACHE` (bits 8-19) and `MALLOCX_ARENA` (20-31).
 pub const MALLOCX_KEPT: u64 = 0xffff_ff00;
 /// Head bits: the event has no stamp word (its stamp is its chunk's event before), a site.
