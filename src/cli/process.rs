@@ -412,8 +412,8 @@ pub(super) fn run_live(
     let r = compare_process_live_with(&exe, &allocator, trace, &options, run, &bar)?;
     let c = &r.comparison;
     let title = format!(
-        "{name}: process model vs live jemalloc {} ({} threads, {} arenas, baton replay), every {every} events",
-        r.version, threads.max(1), r.narenas
+        "{name}: process model vs live {} ({} threads, {} arenas, baton replay), every {every} events",
+        r.build, threads.max(1), r.narenas
     );
     let mut record = super::replay::comparison_record(title, r.events, c);
     let (p, m) = (&r.totals.last_predicted, &r.totals.last_measured);

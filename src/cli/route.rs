@@ -156,9 +156,9 @@ fn run_live(
     let run = LiveRun { every, keep: 5 };
     let r = compare_process_live_with(&exe, &allocator, trace, &options, run, &bar)?;
     let title = format!(
-        "{name} routed by {} rule(s): process model vs live jemalloc {} ({} threads, {} arenas), every {every} events",
+        "{name} routed by {} rule(s): process model vs live {} ({} threads, {} arenas), every {every} events",
         rules.len(),
-        r.version,
+        r.build,
         shape.threads.max(1),
         r.narenas
     );

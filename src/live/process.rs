@@ -101,6 +101,9 @@ pub enum ProcessAllocator {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ProcessLiveComparison {
     pub version: String,
+    /// The live build as titles name it: `jemalloc 5.3.0`, or a deployed build's preset with
+    /// its release (`redis (jemalloc 5.3.0)`).
+    pub build: String,
     pub narenas: u32,
     pub threads: usize,
     pub events: u64,
@@ -213,6 +216,16 @@ fn compare_observed(
         bail!("the live process child failed: {}", err.trim());
     }
     Ok(run.result(&header))
+}
+
+/// `jemalloc VERSION` for a release's own defaults, `PRESET (jemalloc VERSION)` for another
+/// named build, `LABEL (jemalloc VERSION)` for any other.
+fn live_build_title(config: &AllocatorConfig) -> String {
+    let version = config.version.as_str();
+    match crate::sizeclass::build_name(config) {
+        name if name == "default" || name == version => format!("jemalloc {version}"),
+        _ => crate::sizeclass::build_title(config),
+    }
 }
 
 /// Runs the child with its addresses not randomised (`personality(ADDR_NO_RANDOMIZE)`, as
@@ -430,6 +443,7 @@ impl ProcessCompare {
     fn result(self, header: &ChildHeader) -> ProcessLiveComparison {
         ProcessLiveComparison {
             version: header.config.version.as_str().to_string(),
+            build: live_build_title(&header.config),
             narenas: header.narenas,
             threads: self.threads,
             events: self.records,

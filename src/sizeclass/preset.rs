@@ -18,6 +18,8 @@ pub enum Preset {
     Page64k,
     /// The jemalloc 5.3.1 that tikv-jemalloc-sys 0.7 bundles (`dev` is an alias).
     V5_3_1,
+    /// Redis 7's bundled jemalloc 5.3.0 (`--with-lg-quantum=3 --disable-cache-oblivious`).
+    Redis,
 }
 
 impl Preset {
@@ -25,12 +27,13 @@ impl Preset {
     /// command, and of the report's sections that model one build.
     pub const LINKED: Preset = Preset::V5_3_1;
 
-    pub const ALL: [Preset; 5] = [
+    pub const ALL: [Preset; 6] = [
         Preset::Default,
         Preset::Quantum8,
         Preset::Page16k,
         Preset::Page64k,
         Preset::V5_3_1,
+        Preset::Redis,
     ];
 
     /// The name `--preset` takes.
@@ -41,6 +44,7 @@ impl Preset {
             Preset::Page16k => "page16k",
             Preset::Page64k => "page64k",
             Preset::V5_3_1 => "5.3.1",
+            Preset::Redis => "redis",
         }
     }
 
@@ -48,6 +52,7 @@ impl Preset {
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
             Preset::V5_3_1 => &["dev"],
+            Preset::Default => &["5.3.0"],
             _ => &[],
         }
     }
@@ -56,13 +61,16 @@ impl Preset {
     pub fn description(self) -> &'static str {
         match self {
             Preset::Default => {
-                "jemalloc 5.3.0 defaults: 16 B quantum, 4 KiB pages, large size classes"
+                "jemalloc 5.3.0 defaults (`5.3.0` is an alias; Debian's libjemalloc2): 16 B quantum, 4 KiB pages, large size classes"
             }
             Preset::Quantum8 => "8 B quantum (the build the seed's figures match)",
             Preset::Page16k => "16 KiB pages (--with-lg-page=14, e.g. Apple silicon)",
             Preset::Page64k => "64 KiB pages",
             Preset::V5_3_1 => {
                 "jemalloc 5.3.1 as tikv-jemalloc-sys ships it: large requests rounded to pages"
+            }
+            Preset::Redis => {
+                "Redis 7's bundled jemalloc 5.3.0: 8 B quantum, no cache-oblivious padding page (--with-lg-quantum=3 --disable-cache-oblivious, redis deps/Makefile)"
             }
         }
     }
@@ -86,6 +94,11 @@ impl Preset {
             Preset::V5_3_1 => AllocatorConfig {
                 large_page_rounding: true,
                 version: JemallocVersion::V5_3_1,
+                ..base
+            },
+            Preset::Redis => AllocatorConfig {
+                lg_quantum: 3,
+                cache_oblivious: false,
                 ..base
             },
         }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds jemalloc as a shared library configured the way a build people deploy is, for the live
+# checks of its preset (`--system-jemalloc`). The source is jemalloc 5.3.0 as tikv-jemalloc-sys
+# 0.5.4 carries it (the 5.3.0 release, commit 54eaed1d, with its generated `configure`), fetched
+# by cargo from the crate registry.
+#
+#   scripts/build-jemalloc.sh redis   # Redis 7's bundled jemalloc: --with-lg-quantum=3
+#                                     # --disable-cache-oblivious (redis deps/Makefile)
+#
+# Prints the library's path: target/jemalloc/NAME/libjemalloc.so.2 (kept: a second run only
+# prints it). About a minute on 2 cores. The build folder is removed on success, failure and
+# interrupt; the library appears whole or not at all.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=${1:-redis}
+case "$name" in
+  redis) flags=(--with-lg-quantum=3 --disable-cache-oblivious) ;;
+  *) echo "unknown build '$name' (known: redis)" >&2; exit 2 ;;
+esac
+out=target/jemalloc/$name
+lib=$out/libjemalloc.so.2
+if [ -e "$lib" ]; then echo "$lib"; exit 0; fi
+tmp=$(mktemp -d)
+partial=$out/.libjemalloc.so.2.partial.$$
+trap 'rm -rf "$tmp" "$partial"' EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$tmp/fetch/src"
+printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\ntikv-jemalloc-sys = "=0.5.4"\n' > "$tmp/fetch/Cargo.toml"
+echo 'fn main() {}' > "$tmp/fetch/src/main.rs"
+cargo fetch -q --manifest-path "$tmp/fetch/Cargo.toml"
+src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/tikv-jemalloc-sys-0.5.4+5.3.0-patched | head -1)
+cp -r "$src/jemalloc" "$tmp/build"
+cp "$src/configure/configure" "$src/configure/VERSION" "$tmp/build/"
+(cd "$tmp/build" && ./configure -q "${flags[@]}" >/dev/null && make -s -j"$(nproc)" build_lib_shared >/dev/null)
+mkdir -p "$out"
+cp "$tmp/build/lib/libjemalloc.so.2" "$partial"
+mv "$partial" "$lib"
+echo "$lib"
