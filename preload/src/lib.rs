@@ -67,6 +67,9 @@
 //!   buffer table, not recorded), `late_calls` (calls after a thread's exit was written, not
 //!   recorded), `lost_bytes` (writes that failed).
 //! - 6 `SIGNAL`: the process is dying of the signal in the first u64 word.
+//! - 7 `ALLOCATOR`: the program's jemalloc as it ran, read through its `mallctl` when the
+//!   recording ends normally (none without one): UTF-8 `key value` lines (`version`,
+//!   `arenas.quantum`, `arenas.page`, `opt.*`, the current `background_thread`).
 //!
 //! Beside the raw files, `proc.<pid>` says what started each process other than the program
 //! (recorded with `follow` or not): see `notes.rs`.
@@ -79,6 +82,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod allocator;
 mod buf;
 mod cfi;
 mod hooks;

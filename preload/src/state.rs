@@ -390,6 +390,7 @@ pub unsafe fn finish() {
         LATE_CALLS.load(Ordering::Relaxed),
         LOST_BYTES.load(Ordering::Relaxed),
     ];
+    crate::allocator::write();
     chunk(K_END, 0, 0, as_bytes(&words));
     crate::stack::report_check();
 }

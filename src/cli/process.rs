@@ -10,7 +10,7 @@ use crate::live::process::{
 use crate::live::Api;
 use crate::process::{
     machine_cpus, DecayClock, ProcessOptions, ProcessRows, ProcessRun, ProcessRunResult,
-    ProcessSummary, ReentrantTally,
+    ProcessSummary, RecordedAllocator, ReentrantTally,
 };
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::Record;
@@ -145,10 +145,10 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         mode(threads),
         config.label(),
         first.narenas,
-        decay_note(&options, flags)
+        decay_note(&model_options, flags)
     );
     let mut record = summary_record(title, threads, &runs);
-    if let Some(note) = options.background_note() {
+    if let Some(note) = model_options.background_note() {
         record.field("background_threads", "background threads", Cell::Text(note));
     }
     args.output.emit_record(&record)?;
@@ -336,26 +336,58 @@ pub(super) fn coarse_clock_ns() -> u64 {
 /// A summary field: its name, its label and how to read it off a run's summary.
 type Figure<'a> = (&'a str, &'a str, &'a dyn Fn(&ProcessSummary) -> f64);
 
-/// The build and options the process model runs with (also `--blame`'s): the build flags or
-/// the linked jemalloc's, and 5.3.1's deterministic cache GC; `note` says when it was forced.
+/// The build and options the process model runs with (also `--blame`'s): the build flags; else
+/// the allocator the recording says its program ran with (its build, and its options under
+/// `--malloc-conf`'s); else the linked jemalloc's. 5.3.1's deterministic cache GC unless asked
+/// for the clock's. `note` says which, for the title.
 pub(super) fn model_setup(
     args: &ReplayArgs,
     options: &ProcessOptions,
 ) -> Result<(AllocatorConfig, ProcessOptions, String)> {
-    let mut config = match args.allocator.explicit_config()? {
-        Some(c) => c,
-        None => Api::linked().config()?,
+    let mut model_options = options.clone();
+    let mut note = String::new();
+    let explicit = args.allocator.explicit_config()?;
+    let recorded = match explicit {
+        Some(_) => None,
+        None => crate::trace::open(&args.trace)?
+            .meta
+            .and_then(|m| m.allocator)
+            .and_then(|text| RecordedAllocator::parse(&text)),
+    };
+    let mut config = match (explicit, &recorded) {
+        (Some(c), _) => c,
+        (None, Some(r)) => match r.config {
+            Some(c) => {
+                let conf = match args.process.cpus {
+                    Some(_) => r.malloc_conf_without_narenas(),
+                    None => r.malloc_conf.clone(),
+                };
+                model_options =
+                    ProcessOptions::parse(&format!("{conf},{}", args.process.malloc_conf))?;
+                note = format!(
+                    " (the recorded program's jemalloc {}: {conf}; --preset or --malloc-conf to change)",
+                    r.version.split('-').next().unwrap_or(&r.version)
+                );
+                c
+            }
+            None => {
+                note = format!(
+                    " (the recorded program ran jemalloc {}, which fragsim does not model: the linked build instead)",
+                    r.version
+                );
+                Api::linked().config()?
+            }
+        },
+        (None, None) => Api::linked().config()?,
     };
     if let Some(v) = args.disable_large_size_classes {
         config.large_page_rounding = v;
     }
-    let mut model_options = options.clone();
-    let mut note = String::new();
-    if config.version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc.is_none() {
+    if config.version == JemallocVersion::V5_3_1 && model_options.experimental_tcache_gc.is_none() {
         // Unless asked for, the deterministic GC; asked for, the clock-driven one runs on the
         // trace's times (process/model/gc.rs), as jemalloc's own default.
         model_options.experimental_tcache_gc = Some(false);
-        note = " (5.3.1's deterministic cache GC, experimental_tcache_gc:false; give experimental_tcache_gc:true for its clock-driven default on the trace's times)".into();
+        note += " (5.3.1's deterministic cache GC, experimental_tcache_gc:false; give experimental_tcache_gc:true for its clock-driven default on the trace's times)";
     }
     Ok((config, model_options, note))
 }

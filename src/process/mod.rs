@@ -14,6 +14,7 @@ mod compare;
 pub mod generate;
 mod model;
 mod options;
+mod recorded;
 mod scripted;
 mod tcache;
 pub mod timed;
@@ -30,6 +31,7 @@ pub use model::{
 pub use options::{
     check_cpus, machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions, MAX_CPUS,
 };
+pub use recorded::RecordedAllocator;
 pub use trace_run::{ProcessRows, ProcessRun, ProcessRunResult};
 
 use crate::sim::{ArenaModel, BinStats, SimError};

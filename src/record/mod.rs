@@ -433,7 +433,7 @@ fn convert_inline(
         batch.clear();
         Ok(())
     })?;
-    sink.finish(ending_of(&summary))?;
+    sink.finish(ending_of(&summary), summary.allocator.as_deref())?;
     let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
     Ok(RecordedTrace {
         path: out.to_path_buf(),
@@ -471,7 +471,7 @@ enum ToWriter {
     /// Every record is sent: finish the trace, saying how the recording ended. A writer whose
     /// channel closes without this (the conversion failed) drops its unfinished trace, which
     /// leaves nothing behind.
-    Finish(Ending),
+    Finish(Ending, Option<String>),
 }
 
 /// Writes the trace `out` of process `pid` from the records `convert` hands its sink.
@@ -505,8 +505,8 @@ fn convert_into(
                         // The converter may have finished already: nothing to give back to.
                         let _ = give_back.send(batch);
                     }
-                    ToWriter::Finish(ending) => {
-                        sink.finish(ending)?;
+                    ToWriter::Finish(ending, allocator) => {
+                        sink.finish(ending, allocator.as_deref())?;
                         return Ok(thread_cpu_ns() - started);
                     }
                 }
@@ -533,7 +533,10 @@ fn convert_into(
         let convert_cpu = thread_cpu_ns() - convert_started;
         let sent = converted.and_then(|summary| {
             to_writer
-                .send(ToWriter::Finish(ending_of(&summary)))
+                .send(ToWriter::Finish(
+                    ending_of(&summary),
+                    summary.allocator.clone(),
+                ))
                 .map_err(|_| writer_gone())?;
             Ok(summary)
         });

@@ -27,6 +27,8 @@ impl TraceSink {
         let meta = TraceMeta {
             command,
             ending: Ending::Whole,
+            // Reserved: the program's allocator is read when its recording ends.
+            allocator: Some(String::new()),
         };
         let name = path.display().to_string();
         Ok(TraceSink {
@@ -39,9 +41,13 @@ impl TraceSink {
         self.writer.write_record(record)
     }
 
-    /// Finishes the file, saying how the recording ended (moves it into place).
-    pub fn finish(mut self, ending: Ending) -> Result<(), TraceError> {
+    /// Finishes the file, saying how the recording ended and what the program's allocator
+    /// was (moves it into place).
+    pub fn finish(mut self, ending: Ending, allocator: Option<&str>) -> Result<(), TraceError> {
         self.writer.set_ending(ending);
+        if let Some(text) = allocator {
+            self.writer.set_allocator(text);
+        }
         let (_, out) = self.writer.finish_into_inner()?;
         out.commit().map_err(|e| output_error(&self.path, e))
     }

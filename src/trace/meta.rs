@@ -5,7 +5,15 @@
 //!
 //! Layout (little-endian): `ending u64` (0: whole; 1: truncated, the process was killed
 //! before the recorder could finish; `0x100 | N`: truncated, the process died of signal N),
-//! `argc u32`, then per argument `len u32` and its UTF-8 bytes; zeros up to a multiple of 8.
+//! `argc u32`, then per argument `len u32` and its UTF-8 bytes; then, in recordings made since
+//! the recorder reads the program's allocator, the tag `ALOC` and a slot of
+//! [`ALLOCATOR_SLOT`] bytes (`len u32`, then that many bytes of UTF-8 `key value` lines:
+//! the program's jemalloc as it ran, see [`TraceMeta::allocator`]; the slot is reserved when
+//! the trace is created and filled when it is finished); zeros up to a multiple of 8.
+
+/// Bytes reserved for the recorded allocator's lines (its length word included).
+pub const ALLOCATOR_SLOT: usize = 1024;
+const ALLOCATOR_TAG: &[u8; 4] = b"ALOC";
 
 /// The longest block a reader accepts (a longer one is taken for a damaged header).
 pub const MAX_META_LEN: usize = 1 << 20;
@@ -38,6 +46,11 @@ pub struct TraceMeta {
     /// The program and its arguments (not valid UTF-8: converted lossily).
     pub command: Vec<String>,
     pub ending: Ending,
+    /// The recorded program's jemalloc as it ran, read through its `mallctl`: `key value`
+    /// lines (`version`, `arenas.quantum`, `arenas.page`, `opt.*`, `background_thread`).
+    /// `Some("")` reserves the slot (a recording, until it is finished); an empty slot reads
+    /// back as `None` (the program had no jemalloc, or its recording did not end normally).
+    pub allocator: Option<String>,
 }
 
 impl TraceMeta {
@@ -78,6 +91,21 @@ impl TraceMeta {
             out.extend_from_slice(&(a.len() as u32).to_le_bytes());
             out.extend_from_slice(a.as_bytes());
         }
+        if let Some(text) = &self.allocator {
+            // Whole lines that fit the slot.
+            let mut len = 0;
+            for line in text.split_inclusive('\n') {
+                if len + line.len() > ALLOCATOR_SLOT - 4 {
+                    break;
+                }
+                len += line.len();
+            }
+            out.extend_from_slice(ALLOCATOR_TAG);
+            out.extend_from_slice(&(len as u32).to_le_bytes());
+            let start = out.len();
+            out.extend_from_slice(&text.as_bytes()[..len]);
+            out.resize(start + ALLOCATOR_SLOT - 4, 0);
+        }
         out.resize(out.len().div_ceil(8) * 8, 0);
         out
     }
@@ -103,10 +131,26 @@ impl TraceMeta {
             command.push(String::from_utf8(arg.to_vec()).ok()?);
             at += 4 + len;
         }
-        bytes[at..]
+        let mut allocator = None;
+        if bytes.get(at..at + 4) == Some(&ALLOCATOR_TAG[..]) {
+            let len = u32_at(at + 4)?;
+            if len > ALLOCATOR_SLOT - 4 {
+                return None;
+            }
+            let text = bytes.get(at + 8..at + 8 + len)?;
+            allocator = Some(String::from_utf8(text.to_vec()).ok()?).filter(|t| !t.is_empty());
+            at += 4 + ALLOCATOR_SLOT;
+        }
+        bytes
+            .get(at..)
+            .unwrap_or(&[])
             .iter()
             .all(|&b| b == 0)
-            .then_some(TraceMeta { command, ending })
+            .then_some(TraceMeta {
+                command,
+                ending,
+                allocator,
+            })
     }
 }
 
@@ -124,14 +168,41 @@ mod tests {
     #[test]
     fn blocks_decode_to_what_was_encoded() {
         for ending in [Ending::Whole, Ending::Killed, Ending::Signal(2)] {
-            let meta = TraceMeta {
-                command: vec!["sh".into(), "-c".into(), "ls 'x y'".into(), String::new()],
-                ending,
-            };
-            let block = meta.encode();
-            assert_eq!(block.len() % 8, 0);
-            assert_eq!(TraceMeta::decode(&block), Some(meta));
+            for allocator in [None, Some("version 5.3.0-0-g54eaed1d\narenas.quantum 16\n")] {
+                let meta = TraceMeta {
+                    command: vec!["sh".into(), "-c".into(), "ls 'x y'".into(), String::new()],
+                    ending,
+                    allocator: allocator.map(String::from),
+                };
+                let block = meta.encode();
+                assert_eq!(block.len() % 8, 0);
+                assert_eq!(TraceMeta::decode(&block), Some(meta));
+            }
         }
+        // A reserved slot left empty, and one whose lines overflow it (whole lines kept).
+        let reserved = TraceMeta {
+            allocator: Some(String::new()),
+            ..TraceMeta::default()
+        };
+        let block = reserved.encode();
+        let back = TraceMeta::decode(&block).unwrap();
+        assert_eq!(back.allocator, None);
+        let long = "opt.x 1\n".repeat(200);
+        let full = TraceMeta {
+            allocator: Some(long),
+            ..TraceMeta::default()
+        };
+        assert_eq!(
+            full.encode().len(),
+            block.len(),
+            "the slot keeps the block's length"
+        );
+        let back = TraceMeta::decode(&full.encode())
+            .unwrap()
+            .allocator
+            .unwrap();
+        assert_eq!(back.len(), 1016 / 8 * 8);
+        assert!(back.ends_with('\n'));
         assert_eq!(
             TraceMeta::decode(&[9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
             None

@@ -93,6 +93,14 @@ impl<W: Write + Seek> TraceWriter<W> {
         }
     }
 
+    /// Fills the recorded allocator's slot, where the block reserved one (a recording's):
+    /// `text` is [`TraceMeta::allocator`]'s lines (those that fit).
+    pub fn set_allocator(&mut self, text: &str) {
+        if let Some(slot) = self.meta.as_mut().and_then(|m| m.allocator.as_mut()) {
+            *slot = text.to_string();
+        }
+    }
+
     /// The context this writer's records carry.
     pub fn fields(&self) -> Fields {
         self.flow.fields

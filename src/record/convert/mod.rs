@@ -31,6 +31,8 @@ pub struct ConvertSummary {
     pub mappings: u64,
     /// The program's `mallctl` writes written (`Record::Control`).
     pub controls: u64,
+    /// The program's jemalloc as it ran (the last image's `ALLOCATOR` chunk), if it had one.
+    pub allocator: Option<String>,
     /// Program images (1 + the number of execs).
     pub images: usize,
     /// Objects still live when an exec replaced the image (freed in the trace there).
@@ -225,6 +227,7 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
         if let Some(last) = process.images.last() {
             c.summary.truncated = last.end.is_none();
             c.summary.signal = last.signal;
+            c.summary.allocator = last.allocator.clone();
         }
         c.summary.issues = c.importer.issues;
         c.summary.duration_ns = c.last_ns;

@@ -1,8 +1,8 @@
 //! Indexing a raw file's chunks: headers only, events are decoded later by the cursors.
 
 use super::{
-    u32_at, u64_at, words, Chunk, RawEnd, RawImage, RawThread, CHUNK_HEADER, FLAGS_KNOWN, K_END,
-    K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION,
+    u32_at, u64_at, words, Chunk, RawEnd, RawImage, RawThread, CHUNK_HEADER, FLAGS_KNOWN,
+    K_ALLOCATOR, K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC, RAW_VERSION,
 };
 use crate::trace::TraceError;
 use std::fs::File;
@@ -128,6 +128,9 @@ pub(super) fn index_chunks(
                 K_EXEC => image.exec_tid = Some(tid),
                 K_END => image.end = Some(end_of(&payload)),
                 K_SIGNAL => image.signal = words(&payload).next(),
+                K_ALLOCATOR => {
+                    image.allocator = Some(String::from_utf8_lossy(&payload).into_owned())
+                }
                 other => return Err(corrupt(name, at, format!("unknown chunk kind {other}"))),
             }
         }

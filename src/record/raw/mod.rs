@@ -21,8 +21,8 @@ use std::path::Path;
 pub mod wire;
 use wire::{
     CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_CTL, E_EXIT, E_FLAGS, E_FREE, E_MAP, E_REALLOC, E_STACK,
-    E_UNMAP, FLAGS_KNOWN, HAS_SITE, K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, MAGIC,
-    RAW_VERSION, REENTRANT, SAME_STAMP,
+    E_UNMAP, FLAGS_KNOWN, HAS_SITE, K_ALLOCATOR, K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS,
+    K_SIGNAL, MAGIC, RAW_VERSION, REENTRANT, SAME_STAMP,
 };
 pub use wire::{FLAG_AUTO_ORDER, FLAG_NO_UNWINDER, FLAG_STACKS, FLAG_TSC, FLAG_TSC_ORDER};
 
@@ -155,6 +155,8 @@ pub struct RawImage {
     pub exec_tid: Option<u32>,
     pub end: Option<RawEnd>,
     pub signal: Option<u64>,
+    /// The program's jemalloc as it ran (`ALLOCATOR`: `key value` lines), if it had one.
+    pub allocator: Option<String>,
     /// The highest progress mark of its chunks: every event with a lower sequence number is
     /// in the file already (the preload library's `mark`).
     pub mark: u64,

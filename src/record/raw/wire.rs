@@ -15,6 +15,10 @@ pub const K_MAPS: u32 = 3;
 pub const K_EXEC: u32 = 4;
 pub const K_END: u32 = 5;
 pub const K_SIGNAL: u32 = 6;
+/// The program's jemalloc as it ran (read through its `mallctl` at the end, where it has
+/// one): UTF-8 `key value` lines, `version` first, then `arenas.quantum`, `arenas.page` and
+/// `opt.*` values (`background_thread`: the current setting).
+pub const K_ALLOCATOR: u32 = 7;
 
 /// Event kinds (the head word's low 5 bits).
 pub const E_ALLOC: u64 = 1;

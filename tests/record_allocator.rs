@@ -1,0 +1,84 @@
+//! Issue 36 §3: the baseline is the allocator the program actually ran with. The recorder reads
+//! the program's jemalloc (version, build, options) through its own `mallctl` when the
+//! recording ends and keeps it in the trace; `replay --process` then models that build and
+//! those options unless told otherwise, and says so. Golden values: a program on Debian's
+//! jemalloc 5.3.0, its own statistics at its end (fragsim links 5.3.1, which rounds its large
+//! blocks differently: without the recorded build the model was off).
+
+mod common;
+
+use common::{program_stat, stderr_of, summary_row};
+use std::path::Path;
+use std::process::Command;
+
+const DEBIAN_530: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+#[test]
+fn replay_models_the_jemalloc_the_program_ran_with() {
+    let cc = Command::new("cc").arg("--version").output().is_ok();
+    if !Path::new(DEBIAN_530).exists() || !cc {
+        eprintln!("skipped: needs {DEBIAN_530} (apt-get install libjemalloc2) and cc");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("large_blocks");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/native_programs/large_blocks.c");
+    let built = Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(DEBIAN_530)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", stderr_of(&built));
+    let trace = dir.path().join("t.trace");
+    let out = common::fragsim()
+        .env(
+            "MALLOC_CONF",
+            "narenas:3,dirty_decay_ms:-1,muzzy_decay_ms:-1",
+        )
+        .args(["record", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let real = stderr_of(&out);
+    assert!(out.status.success(), "{real}");
+    let t = trace.to_str().unwrap();
+    let replay = common::run_ok(&["replay", t, "--process"]);
+    assert!(
+        replay.contains("3 arenas (the recorded program's jemalloc 5.3.0: narenas:3,")
+            && replay.contains("dirty_decay_ms:-1,muzzy_decay_ms:-1"),
+        "{replay}"
+    );
+    for (name, row) in [
+        ("stats.allocated", "final allocated bytes"),
+        ("stats.active", "final active bytes"),
+    ] {
+        assert_eq!(
+            summary_row(&replay, row),
+            program_stat(&real, name),
+            "{name}"
+        );
+    }
+    // The linked build, asked for, is not what ran: 5.3.1 rounds 33,000 bytes to 36,864.
+    let linked = common::run_ok(&["replay", t, "--process", "--preset", "5.3.1"]);
+    assert_ne!(
+        summary_row(&linked, "final allocated bytes"),
+        program_stat(&real, "stats.allocated")
+    );
+    // --malloc-conf wins over the recorded options, --cpus over its narenas.
+    let conf = common::run_ok(&[
+        "replay",
+        t,
+        "--process",
+        "--malloc-conf",
+        "narenas:2",
+        "--cpus",
+        "1",
+    ]);
+    assert!(conf.contains(", 2 arenas ("), "{conf}");
+    let cpus = common::run_ok(&["replay", t, "--process", "--cpus", "2"]);
+    assert!(cpus.contains(", 8 arenas ("), "{cpus}");
+}
