@@ -42,12 +42,14 @@ fn check_live(records: &[Record], conf: &str) {
 /// of one arena, of every arena, and of a manual arena before any call used it; a new
 /// thread whose first record is a control (the call starts it); then the choice of a new
 /// thread's arena, which the moves changed (the internal binding's arena, left without
-/// threads below arenas with threads, is chosen first).
+/// threads below arenas with threads, is chosen first); caches turned off (destroyed, the
+/// thread staying in its arena) and on again, one by a thread that started without one.
 const CONTROLS: &str = "\
 t 0\na 0 100\na 1 100\na 2 3000\na 3 20000\na 4 40000\nf 0\nf 1\nf 2\nf 3\nc flush\na 5 100\n\
 f 4\nc purge all\nt 1\nc purge 21\na 6 64\nf 6\nc arena 3\na 7 64\na 8 5000\nf 7\nc flush\n\
 c purge 1\nt 2\nc arena 1\na 9 200\nj 0x1500000\na 10 300\nc purge 20\nc decay 20\nc arena 20\n\
-a 11 500\nf 11\nc flush\nc arena 2\nt 1\nx\nt 2\nc arena 20\nt 3\na 12 100\nt 4\na 13 100\n\
+a 11 500\nf 11\nc flush\nc arena 2\nc tcache off\na 12 700\nc tcache on\nt 1\nx\nt 2\nc arena 20\nt 3\n\
+c tcache off\na 13 100\nt 4\na 14 100\nt 3\nc tcache on\nf 13\nc tcache off\n\
 t 0\nf 5\nf 8\nf 9\nf 10\nc flush\nc purge all\n";
 
 #[test]
@@ -64,7 +66,7 @@ fn controls_match_the_real_allocators_at_every_event() {
         .iter()
         .filter(|r| matches!(r, Record::Control { .. }))
         .count();
-    assert_eq!(controls, 15);
+    assert_eq!(controls, 20);
     for conf in ["", "tcache:false", "narenas:2", "dirty_decay_ms:0"] {
         check_live(&records, conf);
     }
@@ -100,7 +102,7 @@ fn a_recorded_program_with_mallctl_writes_matches_its_own_statistics() {
         .unwrap();
     let real = stderr_of(&out);
     assert!(out.status.success(), "{real}");
-    assert!(real.contains("17 mallctl writes"), "{real}");
+    assert!(real.contains("23 mallctl writes"), "{real}");
     // The text form carries them, and reads back (it starts with the mappings' `m` lines).
     let text = common::dump(&trace);
     let count = |prefix: &str| text.lines().filter(|l| l.starts_with(prefix)).count();
@@ -112,6 +114,7 @@ fn a_recorded_program_with_mallctl_writes_matches_its_own_statistics() {
         "one per worker and the last of every arena"
     );
     assert_eq!(count("c decay "), 3);
+    assert_eq!((count("c tcache off"), count("c tcache on")), (3, 3));
     let as_text = dir.path().join("w.txt");
     std::fs::write(&as_text, &text).unwrap();
     for t in [&trace, &as_text] {

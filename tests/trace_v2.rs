@@ -427,7 +427,7 @@ fn mappings_and_mallocx_flags_round_trip() {
 /// refused naming its line.
 #[test]
 fn controls_round_trip() {
-    let text = "T 1\na 0 24\nc flush\nt 1\nT 5\nc purge all\nc purge 3\nc decay 4096\nc decay 7\nc arena 12\nT 9\nf 0\n";
+    let text = "T 1\na 0 24\nc flush\nt 1\nT 5\nc purge all\nc purge 3\nc decay 4096\nc decay 7\nc arena 12\nc tcache off\nc tcache on\nT 9\nf 0\n";
     let records = records_of(text);
     let controls: Vec<Control> = records
         .iter()
@@ -445,6 +445,8 @@ fn controls_round_trip() {
             Control::Decay { arena: ALL_ARENAS },
             Control::Decay { arena: 7 },
             Control::BindArena { arena: 12 },
+            Control::CacheEnabled { on: false },
+            Control::CacheEnabled { on: true },
         ]
     );
     assert_eq!(text_of(&records), text.replace("decay 4096", "decay all"));
@@ -467,6 +469,8 @@ fn controls_round_trip() {
         "c purge x\n",
         "c arena all\n",
         "c reset\n",
+        "c tcache\n",
+        "c tcache 1\n",
         "e\nc flush\n",
         "j 0x100\nc flush\n",
     ] {

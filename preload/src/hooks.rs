@@ -388,8 +388,8 @@ pub unsafe extern "C" fn mallctl(
 
 /// The `CTL` code and argument of a `mallctl` call that changes the allocator's state (see
 /// `fragsim::trace::Control`), read without allocating: `thread.tcache.flush` (0),
-/// `arena.<i>.purge` (1, i), `arena.<i>.decay` (2, i), and `thread.arena` written with an
-/// unsigned (3, the arena).
+/// `arena.<i>.purge` (1, i), `arena.<i>.decay` (2, i), `thread.arena` written with an
+/// unsigned (3, the arena), and `thread.tcache.enabled` written (4, 0 or 1).
 unsafe fn control_of(name: *const c_char, new: *mut c_void, new_len: size_t) -> Option<(u64, u64)> {
     if name.is_null() {
         return None;
@@ -399,6 +399,9 @@ unsafe fn control_of(name: *const c_char, new: *mut c_void, new_len: size_t) -> 
         b"thread.tcache.flush" => return Some((0, 0)),
         b"thread.arena" if !new.is_null() && new_len == std::mem::size_of::<u32>() => {
             return Some((3, u64::from(*(new as *const u32))));
+        }
+        b"thread.tcache.enabled" if !new.is_null() && new_len == 1 => {
+            return Some((4, u64::from(*(new as *const u8) != 0)));
         }
         _ => {}
     }

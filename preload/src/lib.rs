@@ -53,7 +53,8 @@
 //!   `MALLOCX_` arena and cache bits of the thread's next call (one of jemalloc's `mallocx`,
 //!   `rallocx`, `xallocx`, `dallocx`, `sdallocx`), all three without an order key; `CTL (10)`:
 //!   code, argument of a `mallctl` write that succeeded (`thread.tcache.flush` 0,
-//!   `arena.<i>.purge` 1 i, `arena.<i>.decay` 2 i, `thread.arena` 3 arena), its key taken
+//!   `arena.<i>.purge` 1 i, `arena.<i>.decay` 2 i, `thread.arena` 3 arena,
+//!   `thread.tcache.enabled` 4 0|1), its key taken
 //!   before the real call. Kind bit
 //!   `0x80` means one more word follows: the call's stack id (per slot); bit `0x20`: the call
 //!   was made while another allocator call of the thread was in progress (inside a recorded

@@ -100,6 +100,7 @@ fn control_op(
             None => (CTL_NONE, 0),
         },
         Control::BindArena { arena } => (0, arena_bits(arena, manual.choose(arena, narenas))?),
+        Control::CacheEnabled { on } => (u64::from(on), 0),
     };
     Ok((code as u32, size, bits))
 }
@@ -229,12 +230,14 @@ pub(super) struct ProcessWork {
     ctl: ControlMibs,
 }
 
-/// MIBs of `thread.tcache.flush`, `arena.0.purge`, `arena.0.decay` and `thread.arena`.
+/// MIBs of `thread.tcache.flush`, `arena.0.purge`, `arena.0.decay`, `thread.arena` and
+/// `thread.tcache.enabled`.
 struct ControlMibs {
     flush: Vec<usize>,
     purge: Vec<usize>,
     decay: Vec<usize>,
     bind: Vec<usize>,
+    enabled: Vec<usize>,
 }
 
 impl ProcessWork {
@@ -245,6 +248,7 @@ impl ProcessWork {
             purge: mib(&api, "arena.0.purge")?,
             decay: mib(&api, "arena.0.decay")?,
             bind: mib(&api, "thread.arena")?,
+            enabled: mib(&api, "thread.tcache.enabled")?,
         };
         Ok(ProcessWork {
             api,
@@ -352,10 +356,15 @@ impl ProcessWork {
                 mib[1] = index as usize;
                 by_mib(&mib, std::ptr::null_mut(), 0)
             }
-            _ => {
+            3 => {
                 let Some(mut a) = arena() else { return false };
                 let len = std::mem::size_of::<u32>();
                 by_mib(&self.ctl.bind, (&mut a as *mut u32).cast(), len)
+            }
+            _ => {
+                let mut on = size == 1;
+                let len = std::mem::size_of::<bool>();
+                by_mib(&self.ctl.enabled, (&mut on as *mut bool).cast(), len)
             }
         }
     }

@@ -544,21 +544,7 @@ impl Process {
             self.nthreads[arena as usize] -= 1;
             self.ithreads[th.iarena as usize] -= 1;
         }
-        if let Some(tc) = th.tcache.as_ref() {
-            let block = tc.block;
-            for bin in 0..self.info.nhbins() {
-                self.flush(t, bin, 0);
-            }
-            self.arena_mut(block.arena).remove(block.extent);
-            self.tick(t, block.arena, 1);
-            // "Manually trigger decay": arena 0 (the block's), then the thread's arena.
-            self.decay_check(0);
-            if self.nthreads[arena as usize] == 0 && !self.background_on() {
-                self.arena_mut(arena).purge_all();
-            } else {
-                self.decay_check(arena);
-            }
-        }
+        self.destroy_cache(t);
         self.threads[t] = None;
         self.refresh_totals();
     }

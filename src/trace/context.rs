@@ -128,6 +128,9 @@ pub enum Control {
     Decay { arena: u32 },
     /// `thread.arena` written: the thread moves to arena `arena` (its cache with it).
     BindArena { arena: u32 },
+    /// `thread.tcache.enabled` written: the thread's cache made (`true`) or flushed and
+    /// destroyed (`false`).
+    CacheEnabled { on: bool },
 }
 
 impl Control {
@@ -138,6 +141,7 @@ impl Control {
             Control::Purge { arena } => (1, arena.into()),
             Control::Decay { arena } => (2, arena.into()),
             Control::BindArena { arena } => (3, arena.into()),
+            Control::CacheEnabled { on } => (4, on.into()),
         }
     }
 
@@ -149,12 +153,13 @@ impl Control {
             1 => Control::Purge { arena: arena? },
             2 => Control::Decay { arena: arena? },
             3 => Control::BindArena { arena: arena? },
+            4 if arg <= 1 => Control::CacheEnabled { on: arg == 1 },
             _ => return None,
         })
     }
 
     /// The text form's words after `c`: `flush`, `purge I`, `decay I`, `arena I` (`all` for
-    /// [`ALL_ARENAS`]).
+    /// [`ALL_ARENAS`]), `tcache on|off`.
     pub fn words(self) -> String {
         let arena = |a: u32| match a {
             ALL_ARENAS => "all".to_string(),
@@ -165,6 +170,8 @@ impl Control {
             Control::Purge { arena: a } => format!("purge {}", arena(a)),
             Control::Decay { arena: a } => format!("decay {}", arena(a)),
             Control::BindArena { arena: a } => format!("arena {a}"),
+            Control::CacheEnabled { on: true } => "tcache on".into(),
+            Control::CacheEnabled { on: false } => "tcache off".into(),
         }
     }
 
@@ -184,8 +191,10 @@ impl Control {
                 ALL_ARENAS => Err("'c arena' takes one arena, not 'all'".into()),
                 a => Ok(Control::BindArena { arena: a }),
             },
+            ["tcache", "on"] => Ok(Control::CacheEnabled { on: true }),
+            ["tcache", "off"] => Ok(Control::CacheEnabled { on: false }),
             _ => Err(format!(
-                "control '{}' is not 'flush', 'purge I', 'decay I' or 'arena I'",
+                "control '{}' is not 'flush', 'purge I', 'decay I', 'arena I' or 'tcache on|off'",
                 words.join(" ")
             )),
         }

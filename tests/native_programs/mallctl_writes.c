@@ -2,10 +2,12 @@
  * servers make them (linked with libjemalloc.so.2 directly, no header): a manual arena from
  * `arenas.create`; workers, one after the other, that fill their caches, flush them
  * (`thread.tcache.flush`), move to another arena (`thread.arena`: the manual one, an automatic
- * one), purge it (`arena.<i>.purge`) and decay it (`arena.<i>.decay`); then every arena purged
+ * one), purge it (`arena.<i>.purge`) and decay it (`arena.<i>.decay`), turn their cache off
+ * and on again (`thread.tcache.enabled`); then every arena purged
  * (`arena.4096.purge`), and the real allocator's statistics on stderr as `stat NAME VALUE`
  * lines. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,10 @@ static void *worker(void *arg) {
     churn(more, N, 3);
     arena_op(target, "purge");
     arena_op(target, "decay");
+    bool off = false, on = true;
+    if (mallctl("thread.tcache.enabled", NULL, NULL, &off, sizeof off) != 0) exit(6);
+    for (int i = 0; i < N; i += 8) free(keep[i]), keep[i] = malloc(700);
+    if (mallctl("thread.tcache.enabled", NULL, NULL, &on, sizeof on) != 0) exit(6);
     for (int i = 0; i < N; i += 2) free(keep[i]);
     if (mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) != 0) exit(4);
     for (int i = 0; i < N; i += 4) free(more[i]);

@@ -10,6 +10,9 @@
 //!   `arena_migrate` moves it (the old arena is purged when no thread is left in it: 5.3.0
 //!   always, 5.3.1 not with background threads on) and `tcache_arena_reassociate` counts its
 //!   cache in the new arena. Indices name arenas as `MALLOCX_ARENA` does ([`super::api`]).
+//! - `thread.tcache.enabled` (`tcache_enabled_set`): on, a cache is made as at a thread's
+//!   start (whatever `opt.tcache`); off, it is destroyed as at its exit (`tcache_destroy`),
+//!   the thread staying bound to its arena.
 
 use super::api::ArenaChoice;
 use super::Process;
@@ -60,6 +63,14 @@ impl Process {
                 }
             }
             Control::BindArena { arena } => self.migrate(t, arena)?,
+            Control::CacheEnabled { on } => {
+                let has = self.thread(t).tcache.is_some();
+                if on && !has {
+                    self.make_cache(t)?;
+                } else if !on && has {
+                    self.destroy_cache(t);
+                }
+            }
         }
         self.refresh_totals();
         Ok(())

@@ -34,15 +34,6 @@ impl Process {
         if self.threads[t].is_some() {
             return Ok(());
         }
-        let block = if self.options.tcache {
-            let bytes = self.cache_block_bytes();
-            let n = self.stats.events;
-            let extent = self.arena_mut(0).place(n, bytes)?;
-            self.tick(t, 0, 1);
-            Some(Item { arena: 0, extent })
-        } else {
-            None
-        };
         // te_init: the event counters start from the bytes counted so far.
         let deallocated = self.minimal.get(t).map_or(0, |m| m.deallocated);
         self.threads[t] = Some(Thread {
@@ -55,12 +46,45 @@ impl Process {
             alloc_gc_last: 0,
             dalloc_gc_last: deallocated,
         });
-        if let Some(b) = block {
-            let arena = self.bound_arena(t)?;
-            let tcache = Tcache::new(&self.info, arena, b);
-            self.threads[t].as_mut().expect("started").tcache = Some(tcache);
+        if self.options.tcache {
+            self.make_cache(t)?;
         }
         Ok(())
+    }
+
+    /// `tsd_tcache_data_init` on thread `t` (started): the cache block from arena 0, then the
+    /// cache associated with the thread's arena (bound now if it was not).
+    pub(super) fn make_cache(&mut self, t: usize) -> Result<(), ProcessError> {
+        let bytes = self.cache_block_bytes();
+        let n = self.stats.events;
+        let extent = self.arena_mut(0).place(n, bytes)?;
+        self.tick(t, 0, 1);
+        let arena = self.bound_arena(t)?;
+        let tcache = Tcache::new(&self.info, arena, Item { arena: 0, extent });
+        self.threads[t].as_mut().expect("started").tcache = Some(tcache);
+        Ok(())
+    }
+
+    /// `tcache_destroy` on thread `t`: every bin flushed, the block freed, then decay
+    /// "manually triggered" in arena 0 and in the cache's arena, which is purged whole when no
+    /// thread is bound to it (and no background thread would).
+    pub(super) fn destroy_cache(&mut self, t: usize) {
+        let Some(tc) = self.threads[t].as_ref().and_then(|th| th.tcache.as_ref()) else {
+            return;
+        };
+        let (block, arena) = (tc.block, tc.arena);
+        for bin in 0..self.info.nhbins() {
+            self.flush(t, bin, 0);
+        }
+        self.arena_mut(block.arena).remove(block.extent);
+        self.tick(t, block.arena, 1);
+        self.decay_check(0);
+        if self.nthreads[arena as usize] == 0 && !self.background_on() {
+            self.arena_mut(arena).purge_all();
+        } else {
+            self.decay_check(arena);
+        }
+        self.threads[t].as_mut().expect("started").tcache = None;
     }
 
     /// Thread `t`'s arena, binding it first if it is not yet (`arena_choose_hard`: the

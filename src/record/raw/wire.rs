@@ -38,7 +38,8 @@ pub const E_UNMAP: u64 = 8;
 /// word, no order key (as `MAP`).
 pub const E_FLAGS: u64 = 9;
 /// A `mallctl` write that changes the allocator's state (`thread.tcache.flush`,
-/// `arena.<i>.purge`, `arena.<i>.decay`, `thread.arena`): its code and argument
+/// `arena.<i>.purge`, `arena.<i>.decay`, `thread.arena`, `thread.tcache.enabled`): its code
+/// and argument
 /// (`fragsim::trace::Control::code`), with the order key taken before the real call (as a
 /// free's: what it releases can be reused from then on); written only when the call succeeds.
 pub const E_CTL: u64 = 10;
