@@ -81,4 +81,11 @@ fn replay_models_the_jemalloc_the_program_ran_with() {
     assert!(conf.contains(", 2 arenas ("), "{conf}");
     let cpus = common::run_ok(&["replay", t, "--process", "--cpus", "2"]);
     assert!(cpus.contains(", 8 arenas ("), "{cpus}");
+    // advise's defaults row is that allocator too (decay off), and 5.3.1 the other release.
+    let advice = common::run_ok(&["advise", t, "--no-live"]);
+    assert!(
+        advice.contains("the defaults are the recorded program's jemalloc 5.3.0 (default build) with its options (narenas:3,tcache:true,")
+            && advice.contains("and narenas 3."),
+        "{advice}"
+    );
 }

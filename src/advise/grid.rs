@@ -129,6 +129,60 @@ pub fn parse_grid(text: &str) -> Result<Vec<Setting>, GridError> {
     Ok(settings)
 }
 
+/// Decay options a rebased setting keeps its own (the defaults row stays decay off).
+const DECAY_KEYS: [&str; 3] = ["dirty_decay_ms", "muzzy_decay_ms", "background_thread"];
+
+/// The grid moved onto the allocator the recording says its program ran with: its build for
+/// the settings on the linked one (the other release for those on 5.3.0), its options under
+/// each setting's own (decay aside: the defaults row stays the exact, decay-off baseline;
+/// `narenas` only when `keep_narenas`). `None` when the recorded build is no preset (its
+/// live check needs a library of that build): the grid stays as it is. Also returns the
+/// baseline's description for the notes.
+pub fn rebase(
+    settings: &[Setting],
+    recorded: &crate::process::RecordedAllocator,
+    keep_narenas: bool,
+) -> Option<(Vec<Setting>, String)> {
+    let config = recorded.config?;
+    let base = Preset::ALL.into_iter().find(|p| p.config() == config)?;
+    let other = match config.version {
+        crate::sizeclass::JemallocVersion::V5_3_0 => Preset::V5_3_1,
+        crate::sizeclass::JemallocVersion::V5_3_1 => Preset::Default,
+    };
+    let conf: Vec<&str> = recorded
+        .malloc_conf
+        .split(',')
+        .filter(|kv| {
+            let key = kv.split(':').next().unwrap_or("");
+            !DECAY_KEYS.contains(&key) && (keep_narenas || key != "narenas")
+        })
+        .collect();
+    let conf = conf.join(",");
+    let rebased = settings
+        .iter()
+        .map(|s| {
+            let preset = match s.preset {
+                Preset::V5_3_1 => base,
+                Preset::Default => other,
+                p => p,
+            };
+            let mut r = Setting::new(&format!("{conf},{}", s.malloc_conf), preset).ok()?;
+            r.malloc_conf = s.malloc_conf.clone();
+            Some(r)
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let version = recorded
+        .version
+        .split('-')
+        .next()
+        .unwrap_or(&recorded.version);
+    let about = format!(
+        "the recorded program's jemalloc {version} ({} build) with its options ({conf}), decay off",
+        base.name()
+    );
+    Some((rebased, about))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

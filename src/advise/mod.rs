@@ -27,12 +27,12 @@ mod setting_run;
 mod table;
 pub mod verify;
 
-pub use grid::{default_grid, parse_grid, GridError};
+pub use grid::{default_grid, parse_grid, rebase, GridError};
 pub use run::{
     advise, advise_on_clock, advise_stream, Advice, AdviseError, ModelMachine, SettingResult,
 };
 pub use setting_run::PeakParts;
-pub use table::{advice_chart, advice_table, notes, LIMITS};
+pub use table::{advice_chart, advice_table, notes, LIMITS, LINKED_BASELINE};
 pub use verify::{verify, verify_recommended, LiveCheck, LiveOutcome, LivePlan};
 
 use crate::process::{OptionError, ProcessOptions};

@@ -138,15 +138,25 @@ fn share(a: u64, b: u64) -> String {
     }
 }
 
-/// What the table means, the recommendations and their live checks, then [`LIMITS`].
-pub fn notes(advice: &Advice, live: &[LiveCheck]) -> Vec<String> {
+/// What the default row is when no recording says otherwise.
+pub const LINKED_BASELINE: &str = "jemalloc 5.3.1 with an empty MALLOC_CONF";
+
+/// What the table means, the recommendations and their live checks, then [`LIMITS`];
+/// `baseline` says what the defaults row is ([`LINKED_BASELINE`], or the recorded program's
+/// allocator: [`super::rebase`]).
+pub fn notes(advice: &Advice, live: &[LiveCheck], baseline: &str) -> Vec<String> {
     let base = advice.defaults();
+    let narenas = match baseline {
+        LINKED_BASELINE => format!(
+            "narenas {} (4 x {} CPUs, --cpus)",
+            base.narenas, advice.cpus
+        ),
+        _ => format!("narenas {}", base.narenas),
+    };
     let mut out = vec![format!(
-        "{} records replayed once under {} settings; the defaults are jemalloc 5.3.1 with an empty MALLOC_CONF and narenas {} (4 x {} CPUs, --cpus). vs_defaults = peak_active_bytes / the defaults' (below 1: lower); mean_vs_defaults the same for the mean over records. mean_resident_bytes is stats.resident's mean over the trace's time (over records when the trace has no times), rank_resident its place; the defaults row runs decay off (the exact baseline), dirty_decay_ms:10000 is jemalloc's own default decay. At the peak: requested + rounding + empty_region + cached + cache_block + pad bytes = peak_active_bytes. live_predicted_peak_bytes and live_peak_active_bytes: the peak the model predicts for the live child (from the child's start, its start-up residue included) and the peak the child measured, over the events compared.",
+        "{} records replayed once under {} settings; the defaults are {baseline} and {narenas}. vs_defaults = peak_active_bytes / the defaults' (below 1: lower); mean_vs_defaults the same for the mean over records. mean_resident_bytes is stats.resident's mean over the trace's time (over records when the trace has no times), rank_resident its place; the defaults row runs decay off (the exact baseline), dirty_decay_ms:10000 is jemalloc's own default decay. At the peak: requested + rounding + empty_region + cached + cache_block + pad bytes = peak_active_bytes. live_predicted_peak_bytes and live_peak_active_bytes: the peak the model predicts for the live child (from the child's start, its start-up residue included) and the peak the child measured, over the events compared.",
         advice.events,
         advice.results.len(),
-        base.narenas,
-        advice.cpus
     )];
     for (s, why) in &advice.skipped {
         out.push(format!("Skipped {}: {why}.", s.label()));

@@ -4,13 +4,15 @@
 
 use super::args::refuse_outputs_over_inputs;
 use crate::advise::{
-    advice_chart, advice_table, advise_stream, default_grid, notes, parse_grid, verify_recommended,
-    LiveCheck, LivePlan, ModelMachine, Setting,
+    advice_chart, advice_table, advise_stream, default_grid, notes, parse_grid, rebase,
+    verify_recommended, LiveCheck, LivePlan, ModelMachine, Setting, LINKED_BASELINE,
 };
 use crate::charts::{render_png, render_svg};
 use crate::export::{Format, OutputFile};
 use crate::live::process::ProcessTrace;
-use crate::process::{machine_coarse_clock_ns, machine_cpus, machine_vaddr_bits, DecayClock};
+use crate::process::{
+    machine_coarse_clock_ns, machine_cpus, machine_vaddr_bits, DecayClock, RecordedAllocator,
+};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;
@@ -83,6 +85,8 @@ struct Plan {
     vaddr_bits: u32,
     seed: u64,
     live: Option<LivePlan>,
+    /// What the defaults row is (the notes say it).
+    baseline: String,
 }
 
 impl Plan {
@@ -126,6 +130,18 @@ impl Plan {
                 parse_grid(&text).with_context(|| format!("grid file '{}'", path.display()))?
             }
         };
+        // The baseline is the allocator the program ran with, where the recording says.
+        let recorded = crate::trace::open(&args.trace)?
+            .meta
+            .and_then(|m| m.allocator)
+            .and_then(|text| RecordedAllocator::parse(&text));
+        let (settings, baseline) = match recorded
+            .as_ref()
+            .and_then(|r| rebase(&settings, r, args.cpus.is_none()))
+        {
+            Some((rebased, about)) => (rebased, about),
+            None => (settings, LINKED_BASELINE.to_string()),
+        };
         let out = match &args.out {
             Some(p) => Some(OutputFile::create(p).with_context(|| "--out".to_string())?),
             None => None,
@@ -162,6 +178,7 @@ impl Plan {
                 .unwrap_or_else(|| machine_vaddr_bits().unwrap_or(48)),
             seed: args.seed,
             live,
+            baseline,
         })
     }
 }
@@ -198,7 +215,7 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
         advice.results.len()
     );
     let table = advice_table(&advice, &title, &live);
-    let lines = notes(&advice, &live);
+    let lines = notes(&advice, &live, &plan.baseline);
     let mut text = plan.format.render(&table)?;
     if plan.format == Format::Md {
         // Markdown carries its notes; CSV and JSON stay machine-readable (notes on stderr).

@@ -163,7 +163,7 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
             &format!("{name}: settings by peak active bytes"),
         );
         md.push_str(&format!("\n{}\n", Markdown.render(&ranking)?));
-        for line in notes(&advice, &live) {
+        for line in notes(&advice, &live, crate::advise::LINKED_BASELINE) {
             if !LIMITS.contains(&line.as_str()) {
                 md.push_str(&format!("- {line}\n"));
             }
