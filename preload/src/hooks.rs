@@ -10,8 +10,8 @@ use libc::{c_char, c_int, c_void, size_t};
 use std::ptr::null_mut;
 
 use crate::wire::{
-    E_ALIGNED as ALIGNED, E_ALLOC as ALLOC, E_CTL, E_FLAGS, E_FREE as FREE, E_MAP,
-    E_REALLOC as REALLOC, E_UNMAP, HAS_SITE, MALLOCX_KEPT,
+    E_ALIGNED as ALIGNED, E_ALLOC as ALLOC, E_FLAGS, E_FREE as FREE, E_MAP, E_REALLOC as REALLOC,
+    E_UNMAP, HAS_SITE, MALLOCX_KEPT,
 };
 
 macro_rules! call_real {
@@ -351,7 +351,7 @@ pub unsafe extern "C" fn posix_memalign(
 /// inside it are reentrant (`background_thread` starts a thread, and glibc's `pthread_create`
 /// allocates the thread's vector with `calloc` while jemalloc is inside `mallctl`: jemalloc
 /// serves it from arena 0 without the thread cache). A write that changes the allocator's
-/// state (`control_of`) is recorded (`CTL`) when it succeeds, its order key taken before
+/// state (`crate::ctl`) is recorded (`CTL`) when it succeeds, its order key taken before
 /// the real call. Without a real one: `ENOENT`.
 #[no_mangle]
 pub unsafe extern "C" fn mallctl(
@@ -374,54 +374,10 @@ pub unsafe extern "C" fn mallctl(
             new_len
         )
     };
-    let control = control_of(name, new, new_len);
-    let (Some((code, arg)), Some(ctx)) = (control, control.and_then(|_| enter())) else {
-        return in_allocator(real);
-    };
-    let (seq, stamp) = ctx.seq_stamped();
-    let r = ctx.real(real);
-    if r == 0 {
-        ctx.push(&[E_CTL | ctx.mark | seq << 8, stamp, code, arg]);
-    }
-    r
+    crate::ctl::run(crate::ctl::control_of(name, new, new_len), real)
 }
 
-/// The `CTL` code and argument of a `mallctl` call that changes the allocator's state (see
-/// `fragsim::trace::Control`), read without allocating: `thread.tcache.flush` (0),
-/// `arena.<i>.purge` (1, i), `arena.<i>.decay` (2, i), `thread.arena` written with an
-/// unsigned (3, the arena), and `thread.tcache.enabled` written (4, 0 or 1).
-unsafe fn control_of(name: *const c_char, new: *mut c_void, new_len: size_t) -> Option<(u64, u64)> {
-    if name.is_null() {
-        return None;
-    }
-    let name = std::ffi::CStr::from_ptr(name).to_bytes();
-    match name {
-        b"thread.tcache.flush" => return Some((0, 0)),
-        b"thread.arena" if !new.is_null() && new_len == std::mem::size_of::<u32>() => {
-            return Some((3, u64::from(*(new as *const u32))));
-        }
-        b"thread.tcache.enabled" if !new.is_null() && new_len == 1 => {
-            return Some((4, u64::from(*(new as *const u8) != 0)));
-        }
-        _ => {}
-    }
-    let rest = name.strip_prefix(b"arena.")?;
-    let dot = rest.iter().position(|&c| c == b'.')?;
-    let (digits, op) = (&rest[..dot], &rest[dot + 1..]);
-    if digits.is_empty() || digits.len() > 9 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let arena = digits
-        .iter()
-        .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
-    match op {
-        b"purge" => Some((1, arena)),
-        b"decay" => Some((2, arena)),
-        _ => None,
-    }
-}
-
-/// `mallctlbymib`, as [`mallctl`].
+/// `mallctlbymib`, as [`mallctl`] (a control by a MIB `mallctlnametomib` gave).
 #[no_mangle]
 pub unsafe extern "C" fn mallctlbymib(
     mib: *const size_t,
@@ -434,7 +390,7 @@ pub unsafe extern "C" fn mallctlbymib(
     if !ready(&real::MALLCTLBYMIB) {
         return libc::ENOENT;
     }
-    in_allocator(|| {
+    let real = || {
         call_real!(
             MALLCTLBYMIB
                 as fn(
@@ -452,7 +408,8 @@ pub unsafe extern "C" fn mallctlbymib(
             new,
             new_len
         )
-    })
+    };
+    crate::ctl::run(crate::ctl::control_of_mib(mib, mib_len, new, new_len), real)
 }
 
 /// `mmap`: recorded (`MAP`) when the program's allocator makes it inside one of its calls
@@ -657,14 +614,18 @@ pub unsafe extern "C" fn mallctlnametomib(
     if !ready(&real::MALLCTLNAMETOMIB) {
         return libc::ENOENT;
     }
-    in_allocator(|| {
+    let r = in_allocator(|| {
         call_real!(
             MALLCTLNAMETOMIB as fn(*const c_char, *mut size_t, *mut size_t) -> c_int,
             name,
             mib,
             mib_len
         )
-    })
+    });
+    if r == 0 {
+        crate::ctl::remember(name, mib, mib_len);
+    }
+    r
 }
 
 /// A thread that starts threads often waits for them next (`join`) with its buffer held: it

@@ -86,6 +86,7 @@
 mod allocator;
 mod buf;
 mod cfi;
+mod ctl;
 mod hooks;
 mod notes;
 mod own;

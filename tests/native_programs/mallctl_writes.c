@@ -3,7 +3,8 @@
  * `arenas.create`; workers, one after the other, that fill their caches, flush them
  * (`thread.tcache.flush`), move to another arena (`thread.arena`: the manual one, an automatic
  * one), purge it (`arena.<i>.purge`) and decay it (`arena.<i>.decay`), turn their cache off
- * and on again (`thread.tcache.enabled`); then every arena purged
+ * and on again (`thread.tcache.enabled`); the main thread flushes its cache and purges the
+ * manual arena by MIB (`mallctlnametomib`, then `mallctlbymib`); then every arena purged
  * (`arena.4096.purge`), and the real allocator's statistics on stderr as `stat NAME VALUE`
  * lines. */
 #include <pthread.h>
@@ -13,6 +14,9 @@
 #include <stdlib.h>
 
 int mallctl(const char *name, void *old, size_t *old_len, void *new_value, size_t new_len);
+int mallctlnametomib(const char *name, size_t *mib, size_t *mib_len);
+int mallctlbymib(const size_t *mib, size_t mib_len, void *old, size_t *old_len, void *new_value,
+                 size_t new_len);
 
 static unsigned manual;
 
@@ -66,6 +70,13 @@ int main(void) {
         if (pthread_create(&t, NULL, worker, (void *)(uintptr_t)targets[k]) != 0) return 2;
         pthread_join(t, NULL);
     }
+    size_t flush[3], flush_len = 3, purge[3], purge_len = 3;
+    if (mallctlnametomib("thread.tcache.flush", flush, &flush_len) != 0) return 7;
+    if (mallctlnametomib("arena.0.purge", purge, &purge_len) != 0) return 7;
+    free(keep[0]);
+    if (mallctlbymib(flush, flush_len, NULL, NULL, NULL, 0) != 0) return 8;
+    purge[1] = manual;
+    if (mallctlbymib(purge, purge_len, NULL, NULL, NULL, 0) != 0) return 8;
     if (mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) != 0) return 4;
     arena_op(4096, "purge");
     uint64_t epoch = 1;
