@@ -46,6 +46,11 @@ fn replay_models_the_jemalloc_the_program_ran_with() {
     let real = stderr_of(&out);
     assert!(out.status.success(), "{real}");
     let t = trace.to_str().unwrap();
+    let stats = common::run_ok(&["trace", "stats", t, "--format", "csv"]);
+    assert!(
+        stats.contains(",allocator\n") && stats.contains("\"jemalloc 5.3.0 (narenas:3,"),
+        "{stats}"
+    );
     let replay = common::run_ok(&["replay", t, "--process"]);
     assert!(
         replay.contains("3 arenas (the recorded program's jemalloc 5.3.0: narenas:3,")

@@ -30,10 +30,10 @@ fn text_import_dump_is_identity_and_stats_are_hand_computed() {
     let row = csv.lines().nth(1).unwrap();
     assert_eq!(
         csv.lines().next().unwrap(),
-        "trace,events,allocs,frees,reallocs,max_live_objects,peak_requested_bytes,final_requested_bytes,threads,events_per_thread,cross_thread_frees,duration_ns,sites,command,recording"
+        "trace,events,allocs,frees,reallocs,max_live_objects,peak_requested_bytes,final_requested_bytes,threads,events_per_thread,cross_thread_frees,duration_ns,sites,command,recording,allocator"
     );
     // One thread with all 7 calls, no times, no sites.
-    assert_eq!(row, format!("{},7,4,2,1,3,350,8,1,7,0,,0,,", s(&trace)));
+    assert_eq!(row, format!("{},7,4,2,1,3,350,8,1,7,0,,0,,,", s(&trace)));
     let hist = run_ok(&[
         "trace",
         "stats",

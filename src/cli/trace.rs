@@ -295,12 +295,23 @@ fn stats(a: StatsArgs) -> Result<i32> {
             t
         } else {
             let mut t = stats_table(&name, &s);
-            // A recording's command line and ending (`record` writes them; empty otherwise).
-            t.columns.extend(["command".into(), "recording".into()]);
-            let (command, ending) = meta.map_or((String::new(), String::new()), |m| {
-                (m.command_line(), m.ending.to_string())
-            });
-            t.rows[0].extend([command.into(), ending.into()]);
+            // A recording's command line, ending and the program's jemalloc (`record` writes
+            // them; empty otherwise).
+            t.columns
+                .extend(["command".into(), "recording".into(), "allocator".into()]);
+            let (command, ending, allocator) =
+                meta.map_or((String::new(), String::new(), String::new()), |m| {
+                    let allocator = m
+                        .allocator
+                        .as_deref()
+                        .and_then(crate::process::RecordedAllocator::parse)
+                        .map_or(String::new(), |r| {
+                            let v = r.version.split('-').next().unwrap_or(&r.version);
+                            format!("jemalloc {v} ({})", r.malloc_conf)
+                        });
+                    (m.command_line(), m.ending.to_string(), allocator)
+                });
+            t.rows[0].extend([command.into(), ending.into(), allocator.into()]);
             t
         };
         match &mut table {
