@@ -14,7 +14,6 @@ use fragsim::process::ProcessOptions;
 use fragsim::trace::Record;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const DEBIAN_530: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 const TCACHE_NONE: u32 = 1 << 8;
@@ -103,23 +102,10 @@ fn check_live(records: &[Record], events: usize) {
 
 #[test]
 fn a_recorded_program_routing_to_a_manual_arena_matches_its_own_statistics() {
-    let cc = Command::new("cc").arg("--version").output().is_ok();
-    if !Path::new(DEBIAN_530).exists() || !cc {
-        eprintln!("skipped: needs {DEBIAN_530} (apt-get install libjemalloc2) and cc");
-        return;
-    }
-    common::build_preload();
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("api_calls");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/native_programs/api_calls.c");
-    let built = Command::new("cc")
-        .args(["-O1", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg(DEBIAN_530)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr_of(&built));
+    let Some(exe) = common::jemalloc_program(dir.path(), "api_calls", &[]) else {
+        return;
+    };
     let trace = dir.path().join("api.trace");
     let out = common::fragsim()
         .args(["record", "-o"])

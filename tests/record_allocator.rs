@@ -8,29 +8,13 @@
 mod common;
 
 use common::{program_stat, stderr_of, summary_row};
-use std::path::Path;
-use std::process::Command;
-
-const DEBIAN_530: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 
 #[test]
 fn replay_models_the_jemalloc_the_program_ran_with() {
-    let cc = Command::new("cc").arg("--version").output().is_ok();
-    if !Path::new(DEBIAN_530).exists() || !cc {
-        eprintln!("skipped: needs {DEBIAN_530} (apt-get install libjemalloc2) and cc");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("large_blocks");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/native_programs/large_blocks.c");
-    let built = Command::new("cc")
-        .args(["-O1", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg(DEBIAN_530)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr_of(&built));
+    let Some(exe) = common::jemalloc_program(dir.path(), "large_blocks", &[]) else {
+        return;
+    };
     let trace = dir.path().join("t.trace");
     let out = common::fragsim()
         .env(

@@ -12,7 +12,6 @@ use fragsim::live::process::{compare_process_live, ProcessAllocator};
 use fragsim::process::ProcessOptions;
 use fragsim::trace::Record;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const DEBIAN_530: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 
@@ -74,24 +73,10 @@ fn controls_match_the_real_allocators_at_every_event() {
 
 #[test]
 fn a_recorded_program_with_mallctl_writes_matches_its_own_statistics() {
-    let cc = Command::new("cc").arg("--version").output().is_ok();
-    if !Path::new(DEBIAN_530).exists() || !cc {
-        eprintln!("skipped: needs {DEBIAN_530} (apt-get install libjemalloc2) and cc");
-        return;
-    }
-    common::build_preload();
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("mallctl_writes");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/native_programs/mallctl_writes.c");
-    let built = Command::new("cc")
-        .args(["-O1", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg(DEBIAN_530)
-        .arg("-lpthread")
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr_of(&built));
+    let Some(exe) = common::jemalloc_program(dir.path(), "mallctl_writes", &["-lpthread"]) else {
+        return;
+    };
     let trace = dir.path().join("w.trace");
     let out = common::fragsim()
         .args(["record", "-o"])

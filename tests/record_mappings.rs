@@ -9,10 +9,7 @@
 mod common;
 
 use common::{program_stat, stderr_of, summary_row};
-use std::path::Path;
-use std::process::Command;
 
-const JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 const DECAY_OFF: &str = "dirty_decay_ms:-1,muzzy_decay_ms:-1";
 
 /// `(start, len)` of every `m` line of a trace's text form.
@@ -31,23 +28,10 @@ fn mappings(text: &str) -> Vec<(u64, u64)> {
 
 #[test]
 fn a_recorded_heap_near_1_gb_has_its_metadata_where_the_allocator_put_it() {
-    let cc = Command::new("cc").arg("--version").output().is_ok();
-    if !Path::new(JEMALLOC).exists() || !cc {
-        eprintln!("skipped: needs {JEMALLOC} (apt-get install libjemalloc2) and cc");
-        return;
-    }
-    common::build_preload();
     let dir = tempfile::tempdir().unwrap();
-    let exe = dir.path().join("big_heap");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/native_programs/big_heap.c");
-    let built = Command::new("cc")
-        .args(["-O1", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg(JEMALLOC)
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", stderr_of(&built));
+    let Some(exe) = common::jemalloc_program(dir.path(), "big_heap", &[]) else {
+        return;
+    };
     let trace = dir.path().join("big.trace");
     let out = common::fragsim()
         .env("MALLOC_CONF", DECAY_OFF)

@@ -40,6 +40,24 @@ fn text_of(records: &[Record]) -> String {
     String::from_utf8(out).unwrap()
 }
 
+/// `records` read back from their binary form with `fields`.
+fn binary_round_trip(records: &[Record], fields: Fields) -> Vec<Record> {
+    let bytes = binary_of(records, fields);
+    TraceReader::new(&bytes[..])
+        .unwrap()
+        .records()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// What reading `text` says: its error, or what it wrongly accepted.
+fn text_error(text: &str) -> String {
+    read_text_records(text.as_bytes(), "bad")
+        .collect::<Result<Vec<_>, _>>()
+        .map(|r| format!("accepted {r:?}"))
+        .unwrap_or_else(|e| e.to_string())
+}
+
 fn binary_of(records: &[Record], fields: Fields) -> Vec<u8> {
     let mut w = TraceWriter::named_with(Cursor::new(Vec::new()), "mem", fields).unwrap();
     for r in records {
@@ -400,13 +418,7 @@ fn mappings_and_mallocx_flags_round_trip() {
         times: false,
         sites: false,
     };
-    let bytes = binary_of(&records, threads);
-    let back: Vec<Record> = TraceReader::new(&bytes[..])
-        .unwrap()
-        .records()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(back, records);
+    assert_eq!(binary_round_trip(&records, threads), records);
     for bad in [
         "j 0x3f\na 0 1\n",
         "j 0x100\nx\n",
@@ -414,10 +426,7 @@ fn mappings_and_mallocx_flags_round_trip() {
         "m 12\n",
         "m zz 4096\n",
     ] {
-        let err = read_text_records(bad.as_bytes(), "bad")
-            .collect::<Result<Vec<_>, _>>()
-            .map(|r| format!("accepted {r:?}"))
-            .unwrap_or_else(|e| e.to_string());
+        let err = text_error(bad);
         assert!(err.contains("line"), "{bad:?}: {err}");
     }
 }
@@ -455,13 +464,7 @@ fn controls_round_trip() {
         times: true,
         sites: false,
     };
-    let bytes = binary_of(&records, fields);
-    let back: Vec<Record> = TraceReader::new(&bytes[..])
-        .unwrap()
-        .records()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(back, records);
+    assert_eq!(binary_round_trip(&records, fields), records);
     for bad in [
         "c\n",
         "c flush 1\n",
@@ -474,10 +477,7 @@ fn controls_round_trip() {
         "e\nc flush\n",
         "j 0x100\nc flush\n",
     ] {
-        let err = read_text_records(bad.as_bytes(), "bad")
-            .collect::<Result<Vec<_>, _>>()
-            .map(|r| format!("accepted {r:?}"))
-            .unwrap_or_else(|e| e.to_string());
+        let err = text_error(bad);
         assert!(
             err.contains("line 1") || err.contains("line 2"),
             "{bad:?}: {err}"

@@ -323,3 +323,28 @@ pub fn num(row: &Row, column: &str) -> u64 {
         .parse()
         .unwrap_or_else(|_| panic!("{column}: '{}'", row[column]))
 }
+
+/// Debian's jemalloc 5.3.0 (`libjemalloc2`), which the native test programs link.
+pub const DEBIAN_JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+/// `tests/native_programs/NAME.c` compiled into `dir`, linked with Debian's jemalloc (and
+/// `extra` arguments); `None`, saying so, where that library or `cc` is missing.
+pub fn jemalloc_program(dir: &Path, name: &str, extra: &[&str]) -> Option<PathBuf> {
+    let cc = Command::new("cc").arg("--version").output().is_ok();
+    if !Path::new(DEBIAN_JEMALLOC).exists() || !cc {
+        eprintln!("skipped: needs {DEBIAN_JEMALLOC} (apt-get install libjemalloc2) and cc");
+        return None;
+    }
+    let exe = dir.join(name);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/native_programs/{name}.c"));
+    let built = Command::new("cc")
+        .args(["-O1", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(DEBIAN_JEMALLOC)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{name}.c: {}", stderr_of(&built));
+    Some(exe)
+}

@@ -92,13 +92,19 @@ impl Process {
         Ok(true)
     }
 
+    /// The model's index of the trace's `k`-th manual arena: after the automatic arenas and
+    /// the huge one.
+    pub(super) fn manual_index(&self, k: u32) -> u32 {
+        self.narenas + u32::from(self.huge.is_some()) + k
+    }
+
     /// The model's arena for a recorded `MALLOCX_ARENA(recorded)`: an automatic one (made
     /// now if no thread made it yet), or a manual one after the automatic and huge ones,
     /// made now if new (`arenas.create`).
     pub(super) fn manual_arena(&mut self, recorded: u32) -> Result<u32, ProcessError> {
         let (a, manual) = match self.manual.choose(recorded, self.narenas) {
             ArenaChoice::Automatic(a) => (a, false),
-            ArenaChoice::Manual(k) => (self.narenas + u32::from(self.huge.is_some()) + k, true),
+            ArenaChoice::Manual(k) => (self.manual_index(k), true),
         };
         let i = a as usize;
         if i >= self.arenas.len() {

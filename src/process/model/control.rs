@@ -86,7 +86,7 @@ impl Process {
         }
         let a = match self.manual.find(recorded, self.narenas) {
             Some(ArenaChoice::Automatic(a)) => a,
-            Some(ArenaChoice::Manual(k)) => self.narenas + u32::from(self.huge.is_some()) + k,
+            Some(ArenaChoice::Manual(k)) => self.manual_index(k),
             None => return Vec::new(),
         };
         match self.arenas.get(a as usize) {
