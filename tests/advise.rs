@@ -68,6 +68,7 @@ fn bad_options_are_refused_before_any_work() {
         (vec!["--chart", "x.pdf"], "x.pdf"),
         (vec!["--no-live", "--every", "5"], "--no-live"),
         (vec!["--out", t], "the trace"),
+        (vec!["--objective", "speed"], "'speed'"),
     ] {
         let mut all = vec!["advise", t];
         all.extend(&args);
@@ -168,7 +169,7 @@ fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
         rows[0]["mean_active_bytes"],
         replay_process_figure(t, "mean_active_bytes")
     );
-    assert_eq!(rows[0]["vs_defaults"], "1.0000");
+    assert_eq!(rows[0]["peak_resident_change_pct"], "0.00");
     for r in &rows {
         // The peak's parts add up to it, and a setting without caches has none.
         let parts: u64 = [
@@ -221,22 +222,19 @@ fn the_default_grid_on_a_threaded_trace_ranks_every_setting_and_passes_live() {
     // What it recommends beats the defaults and passed live, predicted = measured.
     let checked: Vec<_> = rows.iter().filter(|r| r["live_check"] == "pass").collect();
     assert!(
-        checked.len() >= 2,
-        "two recommended settings checked: {rows:?}"
+        !checked.is_empty(),
+        "a recommended setting checked: {rows:?}"
     );
     for r in checked {
-        assert!(
-            num(r, "peak_active_bytes") < num(&rows[0], "peak_active_bytes")
-                || r["rank_mean"] == "1"
-                || r["rank_resident"] == "1"
-        );
+        // Ranked by peak resident bytes (the default objective), below the defaults'.
+        assert!(num(r, "peak_resident_bytes") < num(&rows[0], "peak_resident_bytes"));
         assert_eq!(r["live_predicted_peak_bytes"], r["live_peak_active_bytes"]);
         assert_eq!(
             r["live_peak_active_bytes"], r["peak_active_bytes"],
             "the linked child starts clean"
         );
     }
-    let best = rows.iter().find(|r| r["rank_peak"] == "1").unwrap();
+    let best = rows.iter().find(|r| r["rank"] == "1").unwrap();
     assert_eq!(best["live_check"], "pass");
     let svg = std::fs::read_to_string(&chart).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("tcache:false"));
@@ -271,7 +269,7 @@ fn decay_rows_match_replay_process_and_are_skipped_without_times() {
     // Purging at once lowers the mean resident below decay off's (which never purges).
     let mean = |r: &Row| -> f64 { r["mean_resident_bytes"].parse().unwrap() };
     assert!(mean(&rows[2]) < mean(&rows[0]));
-    assert_eq!(rows[2]["rank_resident"], "1");
+    assert_eq!(rows[2]["rank_mean_resident"], "1");
     // A trace without times: 100 ms needs the clock and is skipped, said so; 0 still runs.
     let (rows, err) = decay_rows(&committed_trace("sort.trace"));
     let confs: Vec<&str> = rows.iter().map(|r| r["malloc_conf"].as_str()).collect();
@@ -325,7 +323,10 @@ fn no_thread_cache_saves_the_cache_block_by_hand() {
     // Recommended, and the real jemalloc agrees.
     assert_eq!(rows[1]["live_check"], "pass");
     assert_eq!(rows[1]["live_peak_active_bytes"], "4096");
-    assert!(err.contains("Recommended (lowest peak and lowest mean): 5.3.1 tcache:false"));
+    assert!(
+        err.contains("Recommended (lowest peak resident): 5.3.1 tcache:false"),
+        "{err}"
+    );
     assert!(err.contains("outside it"), "the limits are said");
 }
 
@@ -407,7 +408,9 @@ fn the_peaks_rounding_matches_the_live_objects_at_that_event() {
 #[test]
 fn a_recommendation_names_every_figure_it_makes_worse() {
     let trace = committed_trace("cpp-threads-map.trace");
-    let (rows, notes) = advise_csv(&trace, &["--no-live"]);
+    // By peak active, tcache:false comes first (and raises mean resident), so the best with
+    // caches on is recommended too: two lines to read.
+    let (rows, notes) = advise_csv(&trace, &["--no-live", "--objective", "peak-active"]);
     let base = &rows[0];
     let mut checked = 0;
     for line in notes.lines().filter(|l| l.starts_with("Recommended")) {
@@ -456,4 +459,64 @@ fn live_checks_are_spaced_by_default() {
             "{c}"
         );
     }
+}
+
+/// Issue 36 §3: one stated objective ranks the settings. For each `--objective`, on the
+/// committed C++ trace, the `rank` column is the competition ranking of that figure's column
+/// computed here from the table alone (equal figures share a place: the grid has several
+/// settings that change nothing), the per-figure rank columns agree with it, every change
+/// column is the figure against the defaults row's, and the recommendations are exactly the
+/// rank-1 settings below the defaults.
+#[test]
+fn each_objective_ranks_by_its_own_figure_and_ties_share_a_place() {
+    let trace = committed_trace("cpp-threads-map.trace");
+    let mut firsts = Vec::new();
+    for (objective, column) in [
+        ("peak-resident", "peak_resident"),
+        ("mean-resident", "mean_resident"),
+        ("peak-active", "peak_active"),
+        ("mean-active", "mean_active"),
+    ] {
+        let (rows, notes) = advise_csv(&trace, &["--no-live", "--objective", objective]);
+        let figure = |r: &Row| -> f64 { r[&format!("{column}_bytes")].parse().unwrap() };
+        let mut tied = false;
+        for r in &rows {
+            let below = rows.iter().filter(|o| figure(o) < figure(r)).count();
+            assert_eq!(r["rank"], (below + 1).to_string(), "{objective} {r:?}");
+            assert_eq!(r["rank"], r[&format!("rank_{column}")], "{objective}");
+            tied |= rows.iter().filter(|o| figure(o) == figure(r)).count() > 1;
+            let change: f64 = r[&format!("{column}_change_pct")].parse().unwrap();
+            let expected = (figure(r) / figure(&rows[0]) - 1.0) * 100.0;
+            assert!(
+                (change - expected).abs() < 0.006,
+                "{objective} {change} {expected}"
+            );
+        }
+        assert!(
+            tied,
+            "{objective}: the grid has ties, which must share a place"
+        );
+        assert!(
+            notes.contains(&format!("--objective {objective}")),
+            "the notes say what ranks: {notes}"
+        );
+        let best: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r["rank"] == "1" && figure(r) < figure(&rows[0]))
+            .collect();
+        for r in &best {
+            let label = format!("{} {}", r["preset"], r["malloc_conf"]);
+            assert!(
+                notes
+                    .lines()
+                    .any(|l| l.starts_with("Recommended (lowest") && l.contains(&label)),
+                "{objective}: {label} not recommended: {notes}"
+            );
+        }
+        firsts.push(best.first().map(|r| r["malloc_conf"].clone()));
+    }
+    // The objectives disagree on this trace (from its table: narenas:1 has the lowest peak
+    // resident, tcache:false the lowest peak active), so the choice matters.
+    assert_eq!(firsts[0].as_deref(), Some("narenas:1"));
+    assert_eq!(firsts[2].as_deref(), Some("tcache:false"));
 }

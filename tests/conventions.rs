@@ -320,7 +320,8 @@ fn a_long_live_replay_is_compared_at_spaced_events_by_default() {
 }
 
 /// Item 4: on a terminal a live replay longer than a second shows its progress (before:
-/// nothing for minutes); off a terminal nothing is drawn.
+/// nothing for minutes); off a terminal no bar is drawn, but a run longer than a few seconds
+/// prints a plain line every few seconds (issue 36 §3: a log is never silent for minutes).
 #[test]
 fn a_long_live_replay_shows_progress_on_a_terminal() {
     let args = [
@@ -337,9 +338,26 @@ fn a_long_live_replay_shows_progress_on_a_terminal() {
     };
     assert!(terminal.contains("live replay"), "{terminal}");
     assert!(terminal.contains("202,993 events"), "{terminal}");
-    let plain = run(&args);
+    // Off a terminal: nothing within the line interval (here longer than any run)...
+    let plain = run_env(&args, &[("FRAGSIM_PROGRESS_LINE_MS", "600000")]);
     assert!(plain.status.success());
     assert!(plain.stderr.is_empty(), "{}", stderr_of(&plain));
+    // ...and plain lines, no bar, once it has passed (here at once).
+    let lines = run_env(
+        &args,
+        &[
+            ("FRAGSIM_PROGRESS_AFTER_MS", "0"),
+            ("FRAGSIM_PROGRESS_LINE_MS", "0"),
+        ],
+    );
+    assert!(lines.status.success());
+    let err = stderr_of(&lines);
+    assert!(
+        err.lines()
+            .all(|l| l.starts_with("live replay: ") && l.contains(" of 202,993 events (")),
+        "{err}"
+    );
+    assert!(!err.is_empty() && !err.contains('\x1b'), "{err}");
     // The process model's baton replay too: 62,422 calls (`trace stats`; 4 thread exits).
     let threaded = concat!(
         env!("CARGO_MANIFEST_DIR"),

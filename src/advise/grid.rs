@@ -8,7 +8,7 @@
 //! `5.3.0` (an alias of `default`) and every `--preset` name are accepted. Blank lines and
 //! lines starting with `#` are skipped (a `#` later in a line starts a comment too). The
 //! defaults row (5.3.1, empty `MALLOC_CONF`) is always run first, as the baseline of
-//! `vs_defaults`, whether or not the file lists it. A line naming `dirty_decay_ms`,
+//! every `*_change_pct`, whether or not the file lists it. A line naming `dirty_decay_ms`,
 //! `muzzy_decay_ms` or `background_thread` runs the decay settings it leaves out at
 //! jemalloc's defaults (see [`super`]); a line naming none of them runs decay off. A line that does not parse, or repeats an earlier setting, is
 //! refused with its line number and its text.

@@ -1,8 +1,8 @@
 //! What should I set? One trace replayed once through the process model
 //! ([`crate::process::Process`]) under a grid of run-time options and builds, every setting a
-//! consumer of the same pass ([`crate::engine`], in parallel), ranked by peak and mean active
-//! bytes and by mean resident bytes over the trace's time, the recommended settings checked
-//! live ([`mod@verify`]).
+//! consumer of the same pass ([`crate::engine`], in parallel), ranked by one objective
+//! ([`Objective`]: peak resident bytes unless asked otherwise), every figure's change against
+//! the defaults shown, the recommended settings checked live ([`mod@verify`]).
 //!
 //! Exact conditions: the process model is exact where jemalloc is deterministic (decay off
 //! or 0; 5.3.0, or 5.3.1 with `experimental_tcache_gc:false`). 5.3.1's default cache GC runs
@@ -22,12 +22,14 @@
 //! purge only what decay lets go), and its threads run on the trace's clock too.
 
 pub mod grid;
+mod objective;
 mod run;
 mod setting_run;
 mod table;
 pub mod verify;
 
 pub use grid::{default_grid, parse_grid, rebase, GridError};
+pub use objective::Objective;
 pub use run::{
     advise, advise_on_clock, advise_stream, Advice, AdviseError, ModelMachine, SettingResult,
 };

@@ -1,10 +1,11 @@
 //! The one pass: every setting's process model ([`super::setting_run`]) fed by the engine,
-//! and the settings ranked by peak, mean and mean resident bytes.
+//! and the settings ranked by one objective ([`Objective`]).
 
 use super::setting_run::{PeakParts, SettingRun};
-use super::Setting;
+use super::{Objective, Setting};
 use crate::engine::{self, RunError};
 use crate::process::{DecayClock, Metadata, ProcessError};
+use crate::progress::Progress;
 use crate::trace::Record;
 use serde::Serialize;
 
@@ -62,19 +63,17 @@ impl ModelMachine {
     }
 }
 
-/// Every setting's result, in grid order (the first is the baseline), with the rankings.
+/// Every setting's result, in grid order (the first is the baseline), ranked by one objective.
 #[derive(Clone, Debug, Serialize)]
 pub struct Advice {
     /// Records replayed (calls and thread exits).
     pub events: u64,
     pub cpus: u32,
     pub results: Vec<SettingResult>,
-    /// Per result, its place by peak active bytes (1: lowest; ties keep grid order).
-    pub rank_peak: Vec<usize>,
-    /// Per result, its place by mean active bytes over records.
-    pub rank_mean: Vec<usize>,
-    /// Per result, its place by mean resident bytes over the trace's time.
-    pub rank_resident: Vec<usize>,
+    /// What the ranking and the recommendations go by.
+    pub objective: Objective,
+    /// Per result, its place by [`Advice::objective`] (1: lowest; equal figures share a place).
+    pub rank: Vec<usize>,
     /// Settings not run, with why (decay on the clock, and the trace has no times).
     pub skipped: Vec<(Setting, String)>,
 }
@@ -84,64 +83,40 @@ impl Advice {
         &self.results[0]
     }
 
-    /// The result lowest by peak and by mean (grid order breaks ties).
-    pub fn best_by_peak(&self) -> usize {
-        position_of_rank(&self.rank_peak)
+    /// The same results ranked by `objective`.
+    pub fn ranked_by(mut self, objective: Objective) -> Advice {
+        self.rank = objective.ranks(&self.results);
+        self.objective = objective;
+        self
     }
 
-    pub fn best_by_mean(&self) -> usize {
-        position_of_rank(&self.rank_mean)
-    }
-
-    pub fn best_by_resident(&self) -> usize {
-        position_of_rank(&self.rank_resident)
-    }
-
-    /// The settings recommended, each with why: the lowest peak, the lowest mean, the
-    /// lowest peak that keeps thread caches on (`tcache:false` trades speed for memory, which
-    /// a replay does not show), and the lowest mean resident over time (decay settings
-    /// compete here; the defaults keep decay off); each only if strictly below the defaults, without repeats
-    /// (the first reason found names a setting that is best in several ways).
-    pub fn recommendations(&self) -> Vec<(usize, &'static str)> {
-        let base = self.defaults();
-        let mut out: Vec<(usize, &'static str)> = Vec::new();
-        let mut add = |i: usize, why: &'static str, beats: bool| {
-            if beats && !out.iter().any(|&(j, _)| j == i) {
-                out.push((i, why));
-            }
+    /// The settings recommended, each with why: every setting first by the objective (all of
+    /// them when several tie) whose figure is below the defaults'; and when each of those
+    /// turns the thread caches off, also the best with caches on (`tcache:false` trades
+    /// speed for memory, which a replay does not show). Grid order within each.
+    pub fn recommendations(&self) -> Vec<(usize, String)> {
+        let o = self.objective;
+        let base = o.of(self.defaults());
+        let beats = |i: &usize| o.of(&self.results[*i]) < base;
+        let first: Vec<usize> = (0..self.results.len())
+            .filter(|&i| self.rank[i] == 1)
+            .filter(beats)
+            .collect();
+        let why = match first.len() {
+            1 => format!("lowest {}", o.words()),
+            _ => format!("lowest {}, tied", o.words()),
         };
-        let (p, m) = (self.best_by_peak(), self.best_by_mean());
-        let both = p == m;
-        add(
-            p,
-            if both {
-                "lowest peak and lowest mean"
-            } else {
-                "lowest peak"
-            },
-            self.results[p].peak_active_bytes < base.peak_active_bytes,
-        );
-        add(
-            m,
-            "lowest mean",
-            self.results[m].mean_active_bytes < base.mean_active_bytes,
-        );
-        let cached = (0..self.results.len())
-            .filter(|&i| self.results[i].setting.options.tcache)
-            .min_by_key(|&i| self.rank_peak[i]);
-        if let Some(c) = cached {
-            add(
-                c,
-                "lowest peak with thread caches on",
-                self.results[c].peak_active_bytes < base.peak_active_bytes,
-            );
+        let mut out: Vec<(usize, String)> = first.iter().map(|&i| (i, why.clone())).collect();
+        let cached = |i: &usize| self.results[*i].setting.options.tcache;
+        if !first.is_empty() && !first.iter().any(cached) {
+            let best = (0..self.results.len())
+                .filter(cached)
+                .min_by_key(|&i| self.rank[i])
+                .filter(beats);
+            if let Some(c) = best {
+                out.push((c, format!("lowest {} with thread caches on", o.words())));
+            }
         }
-        let r = self.best_by_resident();
-        add(
-            r,
-            "lowest mean resident",
-            self.results[r].mean_resident_bytes < base.mean_resident_bytes,
-        );
         out
     }
 
@@ -149,21 +124,6 @@ impl Advice {
     pub fn recommended(&self) -> Vec<usize> {
         self.recommendations().into_iter().map(|(i, _)| i).collect()
     }
-}
-
-fn position_of_rank(ranks: &[usize]) -> usize {
-    ranks.iter().position(|&r| r == 1).unwrap_or(0)
-}
-
-fn ranks_by(values: &[f64]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..values.len()).collect();
-    // Stable: equal values keep grid order.
-    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
-    let mut rank = vec![0; values.len()];
-    for (place, &i) in order.iter().enumerate() {
-        rank[i] = place + 1;
-    }
-    rank
 }
 
 /// Why a replay stopped.
@@ -180,7 +140,7 @@ pub enum AdviseError {
     Live { setting: String, message: String },
 }
 
-/// Replays `records` once under every setting (the first is the baseline of `vs_defaults`),
+/// Replays `records` once under every setting (the first is the baseline every change is against),
 /// `cpus` CPUs for the default `narenas`, decay read on the trace's times exactly (seed 0),
 /// this machine's address width ([`ModelMachine::with_cpus`]).
 pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Advice, AdviseError> {
@@ -204,16 +164,25 @@ pub fn advise_on_clock(
     settings: &[Setting],
     machine: ModelMachine,
 ) -> Result<Advice, AdviseError> {
-    advise_stream(engine::in_memory(records), settings, machine).map_err(engine::consumer_error)
+    advise_stream(
+        engine::in_memory(records),
+        settings,
+        machine,
+        &Progress::default(),
+    )
+    .map_err(engine::consumer_error)
 }
 
 /// [`advise_on_clock`] over a trace read as a stream: `open` gives its records afresh (read
 /// once to see whether every record has a time, when a setting runs on the clock, then once
 /// through [`engine::run`]), so memory follows the live objects, never the trace's length.
+/// `progress` is told of the records as the models take them (a step begun and ended by the
+/// caller, who knows the trace's length).
 pub fn advise_stream<I, E>(
     open: impl Fn() -> Result<I, E>,
     settings: &[Setting],
     machine: ModelMachine,
+    progress: &Progress,
 ) -> Result<Advice, RunError<AdviseError, E>>
 where
     I: Iterator<Item = Result<Record, E>>,
@@ -239,7 +208,9 @@ where
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(RunError::Consumer)?;
-    match engine::run(open().map_err(RunError::Trace)?, &mut runs, &|_| {}) {
+    match engine::run(open().map_err(RunError::Trace)?, &mut runs, &|n| {
+        progress.advance(n)
+    }) {
         Ok(_) => {}
         Err(RunError::Consumer(e)) => {
             // The engine reports the first error by consumer order; name that setting.
@@ -284,17 +255,14 @@ fn runnable(settings: &[Setting], all_timed: bool) -> (Vec<Setting>, Vec<(Settin
     (kept, skipped)
 }
 
-/// The results ranked by peak, mean and mean resident bytes.
+/// The results ranked by the default objective ([`Advice::ranked_by`] for another).
 fn ranked(results: Vec<SettingResult>, cpus: u32, skipped: Vec<(Setting, String)>) -> Advice {
-    let peaks: Vec<f64> = results.iter().map(|r| r.peak_active_bytes as f64).collect();
-    let means: Vec<f64> = results.iter().map(|r| r.mean_active_bytes).collect();
-    let resident: Vec<f64> = results.iter().map(|r| r.mean_resident_bytes).collect();
+    let objective = Objective::default();
     Advice {
         events: results[0].events,
         cpus,
-        rank_peak: ranks_by(&peaks),
-        rank_mean: ranks_by(&means),
-        rank_resident: ranks_by(&resident),
+        rank: objective.ranks(&results),
+        objective,
         results,
         skipped,
     }
@@ -303,11 +271,6 @@ fn ranked(results: Vec<SettingResult>, cpus: u32, skipped: Vec<(Setting, String)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ranks_keep_grid_order_on_ties() {
-        assert_eq!(ranks_by(&[3.0, 1.0, 3.0, 2.0]), [3, 1, 4, 2]);
-    }
 
     /// One 64 KiB object allocated then freed (`times`: the records' times, if any), under
     /// `tcache:false` with decay off, with `dirty_decay_ms:0`, and with `dirty_decay_ms:1000`.
@@ -415,8 +378,16 @@ mod tests {
         // No times: the mean over the two records. Off: 81,920 twice; 0: (81,920 + 0) / 2.
         assert_eq!(off.mean_resident_bytes, 81920.0 + b + r as f64);
         assert_eq!(zero.mean_resident_bytes, 40960.0 + b + r as f64);
-        assert_eq!(a.rank_resident, [2, 1]);
-        assert_eq!(a.recommendations(), [(1, "lowest mean resident")]);
+        // By peak resident (the default objective) the rows tie, and a tie with the defaults
+        // is no reason to change; by mean resident, purging at once wins.
+        assert_eq!(a.rank, [1, 1]);
+        assert!(a.recommendations().is_empty());
+        let a = a.ranked_by(Objective::MeanResident);
+        assert_eq!(a.rank, [2, 1]);
+        assert_eq!(
+            a.recommendations(),
+            [(1, "lowest mean resident".to_string())]
+        );
         // Decay over 1 s needs the trace's clock: skipped, said why.
         assert_eq!(a.results.len(), 2);
         assert_eq!(a.skipped.len(), 1);

@@ -1,6 +1,6 @@
 //! The advice as a table (one row per setting), a chart, and the notes that go with them.
 
-use super::{Advice, LiveCheck};
+use super::{Advice, LiveCheck, Objective};
 use crate::charts::HorizontalBars;
 use crate::export::{Cell, Table};
 
@@ -12,42 +12,45 @@ pub const LIMITS: [&str; 4] = [
     "jemalloc 5.3.1's default thread-cache GC runs on a 10 ms wall clock, which no replay reproduces exactly: every 5.3.1 setting runs with experimental_tcache_gc:false added (exact_malloc_conf is the whole string the model and the live check use) unless it names experimental_tcache_gc:true, which the model runs on the trace's clock (approximate, as decay above 0 ms; skipped on a trace without times).",
 ];
 
-/// The table's columns, in order.
-pub const COLUMNS: [&str; 23] = [
-    "malloc_conf",
-    "preset",
-    "narenas",
-    "peak_active_bytes",
-    "mean_active_bytes",
-    "time_mean_active_bytes",
-    "peak_resident_bytes",
-    "mean_resident_bytes",
-    "vs_defaults",
-    "mean_vs_defaults",
-    "rank_peak",
-    "rank_mean",
-    "rank_resident",
-    "requested_bytes",
-    "rounding_bytes",
-    "empty_region_bytes",
-    "cached_bytes",
-    "cache_block_bytes",
-    "pad_bytes",
-    "live_check",
-    "live_predicted_peak_bytes",
-    "live_peak_active_bytes",
-    "exact_malloc_conf",
-];
+/// The table's columns, in order: the setting, its place by the objective, each figure with
+/// its change against the defaults (a percentage: -1.10 is 1.1% lower), each figure's own
+/// place, the peak's parts, the live check.
+pub fn columns() -> Vec<&'static str> {
+    let mut c = vec!["malloc_conf", "preset", "narenas", "rank"];
+    for o in Objective::ALL {
+        c.extend([o.column(), o.change_column()]);
+    }
+    c.push("time_mean_active_bytes");
+    c.extend(Objective::ALL.map(Objective::rank_column));
+    c.extend([
+        "requested_bytes",
+        "rounding_bytes",
+        "empty_region_bytes",
+        "cached_bytes",
+        "cache_block_bytes",
+        "pad_bytes",
+        "live_check",
+        "live_predicted_peak_bytes",
+        "live_peak_active_bytes",
+        "exact_malloc_conf",
+    ]);
+    c
+}
 
-fn ratio(a: f64, b: f64) -> Cell {
-    Cell::Float(if b == 0.0 { 1.0 } else { a / b }, 4)
+/// A figure as the table prints it: bytes whole, means to one decimal.
+fn figure_cell(o: Objective, r: &super::SettingResult) -> Cell {
+    match o {
+        Objective::PeakResident | Objective::PeakActive => Cell::Int(o.of(r) as u64),
+        Objective::MeanResident | Objective::MeanActive => Cell::Float(o.of(r), 1),
+    }
 }
 
 /// One row per setting in grid order (the defaults first, `malloc_conf` empty), `live` one
 /// check per row (or empty: every row `not-run`).
 pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
-    let mut t = Table::new(title, &COLUMNS);
+    let mut t = Table::new(title, &columns());
     let base = advice.defaults();
+    let ranks = Objective::ALL.map(|o| o.ranks(&advice.results));
     for (i, r) in advice.results.iter().enumerate() {
         let p = &r.at_peak;
         let check = live.get(i);
@@ -60,21 +63,22 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
             ),
             _ => (Cell::Missing(""), Cell::Missing("")),
         };
-        t.push(vec![
+        let mut row: Vec<Cell> = vec![
             r.setting.malloc_conf.clone().into(),
             r.setting.preset_name().into(),
             u64::from(r.narenas).into(),
-            r.peak_active_bytes.into(),
-            Cell::Float(r.mean_active_bytes, 1),
+            (advice.rank[i] as u64).into(),
+        ];
+        for o in Objective::ALL {
+            row.push(figure_cell(o, r));
+            row.push(Cell::Float(o.change(r, base) * 100.0, 2));
+        }
+        row.push(
             r.time_mean_active_bytes
                 .map_or(Cell::Missing(""), |m| Cell::Float(m, 1)),
-            r.peak_resident_bytes.into(),
-            Cell::Float(r.mean_resident_bytes, 1),
-            ratio(r.peak_active_bytes as f64, base.peak_active_bytes as f64),
-            ratio(r.mean_active_bytes, base.mean_active_bytes),
-            (advice.rank_peak[i] as u64).into(),
-            (advice.rank_mean[i] as u64).into(),
-            (advice.rank_resident[i] as u64).into(),
+        );
+        row.extend(ranks.iter().map(|k| Cell::Int(k[i] as u64)));
+        row.extend([
             p.requested.into(),
             p.rounding.into(),
             p.empty_regions.into(),
@@ -86,6 +90,7 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
             live_peak,
             r.setting.exact_conf(advice.cpus).into(),
         ]);
+        t.push(row);
     }
     t
 }
@@ -97,28 +102,11 @@ pub const WORSE_TOLERANCE: f64 = 0.01;
 /// [`WORSE_TOLERANCE`] (a setting that lowers one figure may raise another: a
 /// recommendation never hides it), else nothing.
 fn worse_note(r: &super::SettingResult, base: &super::SettingResult) -> String {
-    let figures = [
-        (
-            "peak active",
-            r.peak_active_bytes as f64,
-            base.peak_active_bytes as f64,
-        ),
-        ("mean active", r.mean_active_bytes, base.mean_active_bytes),
-        (
-            "peak resident",
-            r.peak_resident_bytes as f64,
-            base.peak_resident_bytes as f64,
-        ),
-        (
-            "mean resident",
-            r.mean_resident_bytes,
-            base.mean_resident_bytes,
-        ),
-    ];
-    let worse: Vec<String> = figures
+    let worse: Vec<String> = Objective::ALL
         .iter()
-        .filter(|(_, v, b)| *b > 0.0 && v / b - 1.0 > WORSE_TOLERANCE)
-        .map(|(name, v, b)| format!("{name} {:+.1}%", (v / b - 1.0) * 100.0))
+        .map(|&o| (o, o.change(r, base)))
+        .filter(|&(_, change)| change > WORSE_TOLERANCE)
+        .map(|(o, change)| format!("{} {:+.1}%", o.words(), change * 100.0))
         .collect();
     match worse.is_empty() {
         true => String::new(),
@@ -130,12 +118,21 @@ fn worse_note(r: &super::SettingResult, base: &super::SettingResult) -> String {
     }
 }
 
-fn share(a: u64, b: u64) -> String {
-    if b == 0 {
-        "0%".into()
-    } else {
-        format!("{:+.1}%", (a as f64 / b as f64 - 1.0) * 100.0)
-    }
+/// Every figure of `r` with its change against `base`: `peak resident 1,234 bytes (-1.1%),
+/// ...`.
+fn figures(r: &super::SettingResult, base: &super::SettingResult) -> String {
+    Objective::ALL
+        .iter()
+        .map(|&o| {
+            format!(
+                "{} {:.0} bytes ({:+.1}%)",
+                o.words(),
+                o.of(r),
+                o.change(r, base) * 100.0
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What the default row is when no recording says otherwise.
@@ -154,30 +151,29 @@ pub fn notes(advice: &Advice, live: &[LiveCheck], baseline: &str) -> Vec<String>
         _ => format!("narenas {}", base.narenas),
     };
     let mut out = vec![format!(
-        "{} records replayed once under {} settings; the defaults are {baseline} and {narenas}. vs_defaults = peak_active_bytes / the defaults' (below 1: lower); mean_vs_defaults the same for the mean over records. mean_resident_bytes is stats.resident's mean over the trace's time (over records when the trace has no times), rank_resident its place; the defaults row runs decay off (the exact baseline), dirty_decay_ms:10000 is jemalloc's own default decay. At the peak: requested + rounding + empty_region + cached + cache_block + pad bytes = peak_active_bytes. live_predicted_peak_bytes and live_peak_active_bytes: the peak the model predicts for the live child (from the child's start, its start-up residue included) and the peak the child measured, over the events compared.",
+        "{} records replayed once under {} settings, ranked by {} bytes (--objective {}; rank: 1 is the lowest, equal figures share a place); the defaults are {baseline} and {narenas}. Each figure's _change_pct is its change against the defaults, in percent (negative: lower). Peak and mean resident are stats.resident (active + dirty + metadata) at its highest and its mean over the trace's time (over records when the trace has no times); peak and mean active are stats.active at its highest and its mean over records. The defaults row runs decay off (the exact baseline), dirty_decay_ms:10000 is jemalloc's own default decay. At the peak: requested + rounding + empty_region + cached + cache_block + pad bytes = peak_active_bytes. live_predicted_peak_bytes and live_peak_active_bytes: the peak the model predicts for the live child (from the child's start, its start-up residue included) and the peak the child measured, over the events compared.",
         advice.events,
         advice.results.len(),
+        advice.objective.words(),
+        advice.objective,
     )];
     for (s, why) in &advice.skipped {
         out.push(format!("Skipped {}: {why}.", s.label()));
     }
     let rec = advice.recommendations();
     if rec.is_empty() {
-        out.push("No setting of the grid lowers the peak or the mean below the defaults: nothing recommended.".into());
+        out.push(format!(
+            "No setting of the grid lowers the {} below the defaults': nothing recommended.",
+            advice.objective.words()
+        ));
     }
-    for &(i, why) in &rec {
+    for (i, why) in &rec {
+        let i = *i;
         let r = &advice.results[i];
         out.push(format!(
-            "Recommended ({why}): {}: peak {} bytes ({} vs the defaults), mean {:.0} bytes ({}), peak resident {} bytes ({}), mean resident {:.0} bytes ({}).{}",
+            "Recommended ({why}): {}: {}.{}",
             r.setting.label(),
-            r.peak_active_bytes,
-            share(r.peak_active_bytes, base.peak_active_bytes),
-            r.mean_active_bytes,
-            share(r.mean_active_bytes as u64, base.mean_active_bytes as u64),
-            r.peak_resident_bytes,
-            share(r.peak_resident_bytes, base.peak_resident_bytes),
-            r.mean_resident_bytes,
-            share(r.mean_resident_bytes as u64, base.mean_resident_bytes as u64),
+            figures(r, base),
             worse_note(r, base),
         ));
         match live.get(i) {
@@ -223,34 +219,23 @@ pub fn notes(advice: &Advice, live: &[LiveCheck], baseline: &str) -> Vec<String>
     out
 }
 
-/// Peak and mean active bytes and mean resident bytes per setting, one row each, in grid order.
+/// Every figure per setting, one row each in grid order, each bar labelled with its change
+/// against the defaults (the first row), so that a 1% difference reads on the chart.
 pub fn advice_chart(advice: &Advice, name: &str, title: &str) -> HorizontalBars {
     HorizontalBars {
         name: name.to_string(),
         title: title.to_string(),
         x_desc: "bytes".into(),
         categories: advice.results.iter().map(|r| r.setting.label()).collect(),
-        series: vec![
-            (
-                "peak active".into(),
-                advice
-                    .results
-                    .iter()
-                    .map(|r| r.peak_active_bytes as f64)
-                    .collect(),
-            ),
-            (
-                "mean active (over records)".into(),
-                advice.results.iter().map(|r| r.mean_active_bytes).collect(),
-            ),
-            (
-                "mean resident (over time)".into(),
-                advice
-                    .results
-                    .iter()
-                    .map(|r| r.mean_resident_bytes)
-                    .collect(),
-            ),
-        ],
+        series: Objective::ALL
+            .iter()
+            .map(|&o| {
+                (
+                    o.words().to_string(),
+                    advice.results.iter().map(|r| o.of(r)).collect(),
+                )
+            })
+            .collect(),
+        changes_against: Some(0),
     }
 }

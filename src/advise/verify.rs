@@ -9,8 +9,9 @@
 
 use super::{Advice, AdviseError, Setting};
 use crate::live::process::{
-    compare_process_live, ProcessAllocator, ProcessLiveComparison, ProcessTrace,
+    compare_process_live_with, LiveRun, ProcessAllocator, ProcessLiveComparison, ProcessTrace,
 };
+use crate::progress::Progress;
 use crate::sizeclass::Preset;
 use std::path::{Path, PathBuf};
 
@@ -91,6 +92,8 @@ pub struct LivePlan {
     pub every: Option<u64>,
     /// Debian's jemalloc 5.3.0 (`crate::validate::DEBIAN_JEMALLOC`).
     pub debian_jemalloc: PathBuf,
+    /// Told of each check's records as the model beside the child takes them.
+    pub progress: Progress,
 }
 
 /// Live-checks one setting on `trace` (a file, which the child and the model beside it
@@ -114,13 +117,18 @@ pub fn verify<'a>(
     };
     let options = setting.options_for(cpus);
     let every = plan.every.unwrap_or(1);
-    let run =
-        compare_process_live(&plan.exe, &allocator, trace, &options, every, 5).map_err(|e| {
-            AdviseError::Live {
-                setting: setting.label(),
-                message: format!("{e:#}"),
-            }
-        })?;
+    let run = compare_process_live_with(
+        &plan.exe,
+        &allocator,
+        trace,
+        &options,
+        LiveRun { every, keep: 5 },
+        &plan.progress,
+    )
+    .map_err(|e| AdviseError::Live {
+        setting: setting.label(),
+        message: format!("{e:#}"),
+    })?;
     Ok(LiveCheck::Ran(LiveOutcome {
         version: run.version.clone(),
         malloc_conf: setting.exact_conf(cpus),

@@ -16,6 +16,28 @@ pub struct HorizontalBars {
     pub categories: Vec<String>,
     /// (series label, one value in bytes per category).
     pub series: Vec<(String, Vec<f64>)>,
+    /// Label each bar with its change against this row's bar of the same series (`+1.2%`):
+    /// a difference of 1% is invisible in a bar's length.
+    pub changes_against: Option<usize>,
+}
+
+impl HorizontalBars {
+    /// The label of series `s`'s bar in row `i`: the value in `unit` (one decimal below 100,
+    /// so that small values keep three digits), and its change where asked.
+    fn label(&self, s: usize, i: usize, unit: f64) -> String {
+        let values = &self.series[s].1;
+        let v = values[i] / unit;
+        let mut text = match v < 100.0 {
+            true => format!("{v:.1}"),
+            false => format!("{v:.0}"),
+        };
+        if let Some(base) = self.changes_against.and_then(|b| values.get(b).copied()) {
+            if i != self.changes_against.unwrap_or(usize::MAX) && base > 0.0 {
+                text.push_str(&format!(" ({:+.1}%)", (values[i] / base - 1.0) * 100.0));
+            }
+        }
+        text
+    }
 }
 
 /// The unit the largest value reads best in.
@@ -34,7 +56,9 @@ impl Chart for HorizontalBars {
     named_chart!();
 
     fn size(&self) -> (u32, u32) {
-        (1400, 160 + 48 * self.categories.len().max(1) as u32)
+        // Each bar tall enough for its label's text.
+        let per_row = 16 + 18 * self.series.len().max(1) as u32;
+        (1400, 160 + per_row * self.categories.len().max(1) as u32)
     }
 
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
@@ -48,7 +72,7 @@ impl Chart for HorizontalBars {
             .fold(0.0f64, f64::max)
             .max(1.0);
         let (unit, unit_name) = unit_of(max);
-        let right = max / unit * 1.45;
+        let right = max / unit * 1.6;
         let n = self.categories.len();
         let longest = self.categories.iter().map(|c| c.len()).max().unwrap_or(0) as u32;
         let mut chart = ChartBuilder::on(area)
@@ -72,6 +96,7 @@ impl Chart for HorizontalBars {
                     String::new()
                 }
             })
+            .x_label_formatter(&|x| format!("{x:.0}"))
             .x_desc(format!("{}, {unit_name}", self.x_desc))
             .label_style((FONT, 16))
             .axis_desc_style((FONT, 20))
@@ -102,7 +127,7 @@ impl Chart for HorizontalBars {
             chart
                 .draw_series(values.iter().enumerate().map(|(i, &v)| {
                     Text::new(
-                        format!("{:.0}", v / unit),
+                        self.label(s, i, unit),
                         (v / unit + right * 0.005, y0(i) + height * 0.45),
                         style.clone(),
                     )

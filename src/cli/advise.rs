@@ -5,7 +5,7 @@
 use super::args::refuse_outputs_over_inputs;
 use crate::advise::{
     advice_chart, advice_table, advise_stream, default_grid, notes, parse_grid, rebase,
-    verify_recommended, LiveCheck, LivePlan, ModelMachine, Setting, LINKED_BASELINE,
+    verify_recommended, LiveCheck, LivePlan, ModelMachine, Objective, Setting, LINKED_BASELINE,
 };
 use crate::charts::{render_png, render_svg};
 use crate::export::{Format, OutputFile};
@@ -29,6 +29,9 @@ pub struct AdviseArgs {
     /// other at jemalloc's default; decay above 0 ms needs a trace with times (else skipped).
     #[arg(long, value_name = "FILE")]
     pub grid: Option<PathBuf>,
+    /// What to rank the settings by and recommend for (every figure's change is shown).
+    #[arg(long, value_parser = super::choice::choice::<Objective>(), default_value_t = Objective::PeakResident)]
+    pub objective: Objective,
     /// The table format.
     #[arg(long, value_parser = super::choice::choice::<Format>(), default_value_t = Format::Md)]
     pub format: Format,
@@ -160,6 +163,7 @@ impl Plan {
                 exe: std::env::current_exe().context("the fragsim executable")?,
                 every: args.every,
                 debian_jemalloc: PathBuf::from(crate::validate::DEBIAN_JEMALLOC),
+                progress: super::progress::later_bar("advise: live check"),
             })
         };
         Ok(Plan {
@@ -197,22 +201,27 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
     // The models stream the trace, and so does the live check (the model beside the child,
     // which reads the file itself): memory follows the live objects, never the events.
     let open = super::trace::reopen(&plan.trace);
+    let trace = ProcessTrace::File {
+        path: &plan.trace,
+        time_scale: 1.0,
+    };
     let machine = ModelMachine {
         cpus: plan.cpus,
         clock,
         vaddr_bits: plan.vaddr_bits,
     };
-    let advice =
-        advise_stream(open, &plan.settings, machine).map_err(super::trace::stream_error)?;
-    let trace = ProcessTrace::File {
-        path: &plan.trace,
-        time_scale: 1.0,
-    };
+    let progress = super::progress::later_bar("advise: models");
+    progress.start("events", trace.calls()?);
+    let advice = advise_stream(open, &plan.settings, machine, &progress)
+        .map_err(super::trace::stream_error)?
+        .ranked_by(args.objective);
+    progress.finish();
     let live = verify_recommended(trace, &advice, plan.live.as_ref())?;
     let title = format!(
-        "advise {}: peak and mean active bytes, mean resident bytes, under {} settings (process model)",
+        "advise {}: {} settings ranked by {} bytes (process model)",
         plan.name,
-        advice.results.len()
+        advice.results.len(),
+        advice.objective.words()
     );
     let table = advice_table(&advice, &title, &live);
     let lines = notes(&advice, &live, &plan.baseline);

@@ -1,14 +1,14 @@
 //! The report's "Run-time options" section: `fragsim advise` on every committed trace (one
-//! thread or several): the default grid ranked by peak and mean active bytes, the chart, and the live
+//! thread or several): the default grid ranked by peak resident bytes, the chart, and the live
 //! check of the recommended settings ([`crate::advise`]).
 
 use super::{SectionOutput, Written};
 use crate::advise::{
     advice_chart, advice_table, advise_on_clock, default_grid, notes, verify_recommended, Advice,
-    LiveCheck, LivePlan, ModelMachine, LIMITS,
+    LiveCheck, LivePlan, ModelMachine, Objective, LIMITS,
 };
 use crate::charts::write_chart;
-use crate::export::{write_atomic, Csv, Markdown, Table, TableFormat};
+use crate::export::{write_atomic, Cell, Csv, Markdown, Table, TableFormat};
 use crate::process::DecayClock;
 use crate::trace::Record;
 use anyhow::{Context, Result};
@@ -58,43 +58,27 @@ fn call_records(path: &Path) -> Result<Vec<Record>> {
     Ok(records)
 }
 
-/// The ranking by peak, short: one row per setting, lowest peak first.
+/// The ranking by the objective, short: one row per setting, the best first, every figure's
+/// change against the defaults.
 fn ranking_table(advice: &Advice, live: &[LiveCheck], title: &str) -> Table {
-    let mut t = Table::new(
-        title,
-        &[
-            "rank_peak",
-            "setting",
-            "peak_active_bytes",
-            "vs_defaults",
-            "mean_active_bytes",
-            "mean_vs_defaults",
-            "rank_mean",
-            "mean_resident_bytes",
-            "rank_resident",
-            "live_check",
-        ],
-    );
+    let mut columns = vec!["rank", "setting"];
+    for o in Objective::ALL {
+        columns.extend([o.column(), o.change_column()]);
+    }
+    columns.push("live_check");
+    let mut t = Table::new(title, &columns);
     let mut order: Vec<usize> = (0..advice.results.len()).collect();
-    order.sort_by_key(|&i| advice.rank_peak[i]);
+    order.sort_by_key(|&i| advice.rank[i]);
     let base = advice.defaults();
     for i in order {
         let r = &advice.results[i];
-        t.push(vec![
-            (advice.rank_peak[i] as u64).into(),
-            r.setting.label().into(),
-            r.peak_active_bytes.into(),
-            crate::export::Cell::Float(
-                r.peak_active_bytes as f64 / base.peak_active_bytes.max(1) as f64,
-                4,
-            ),
-            crate::export::Cell::Float(r.mean_active_bytes, 0),
-            crate::export::Cell::Float(r.mean_active_bytes / base.mean_active_bytes.max(1.0), 4),
-            (advice.rank_mean[i] as u64).into(),
-            crate::export::Cell::Float(r.mean_resident_bytes, 0),
-            (advice.rank_resident[i] as u64).into(),
-            live.get(i).map_or("not-run", LiveCheck::word).into(),
-        ]);
+        let mut row: Vec<Cell> = vec![(advice.rank[i] as u64).into(), r.setting.label().into()];
+        for o in Objective::ALL {
+            row.push(Cell::Float(o.of(r), 0));
+            row.push(Cell::Float(o.change(r, base) * 100.0, 2));
+        }
+        row.push(live.get(i).map_or("not-run", LiveCheck::word).into());
+        t.push(row);
     }
     t
 }
@@ -120,10 +104,11 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
         exe: exe.to_path_buf(),
         every: Some(LIVE_EVERY),
         debian_jemalloc: PathBuf::from(crate::validate::DEBIAN_JEMALLOC),
+        progress: crate::progress::Progress::default(),
     });
     let mut files = Vec::new();
     let mut md = format!(
-        "Each committed trace replayed once through the process model under the default grid of run-time options (`fragsim advise TRACE --cpus {CPUS} --vaddr-bits {VADDR_BITS} --every {LIVE_EVERY}`, decay on a 4 ms coarse clock, seed 0; the metadata in resident bytes that of a jemalloc built for {VADDR_BITS}-bit virtual addresses, whatever the machine running the report), ranked by peak active bytes, with the mean resident bytes over the trace's time and their rank; the recommended settings checked live through the real jemalloc with that MALLOC_CONF at every {LIVE_EVERY} events. The full tables (the peak's decomposition, the exact MALLOC_CONF) are in the files listed above.\n"
+        "Each committed trace replayed once through the process model under the default grid of run-time options (`fragsim advise TRACE --cpus {CPUS} --vaddr-bits {VADDR_BITS} --every {LIVE_EVERY}`, decay on a 4 ms coarse clock, seed 0; the metadata in resident bytes that of a jemalloc built for {VADDR_BITS}-bit virtual addresses, whatever the machine running the report), ranked by peak resident bytes (advise's default objective), with every figure's change against the defaults; the recommended settings checked live through the real jemalloc with that MALLOC_CONF at every {LIVE_EVERY} events. The full tables (the peak's decomposition, the exact MALLOC_CONF) are in the files listed above.\n"
     );
     for path in traces {
         let records = call_records(path)?;
@@ -136,7 +121,7 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
         let stem = format!("advise-{name}");
         let table = advice_table(
             &advice,
-            &format!("advise {name}: peak and mean active bytes, mean resident bytes per setting"),
+            &format!("advise {name}: peak and mean resident and active bytes per setting"),
             &live,
         );
         files.extend(write_both(
@@ -154,13 +139,13 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
             files.push(Written::at(
                 dir,
                 &p,
-                format!("{name}: peak and mean active bytes, mean resident bytes per setting"),
+                format!("{name}: peak and mean resident and active bytes per setting"),
             ));
         }
         let ranking = ranking_table(
             &advice,
             &live,
-            &format!("{name}: settings by peak active bytes"),
+            &format!("{name}: settings by peak resident bytes"),
         );
         md.push_str(&format!("\n{}\n", Markdown.render(&ranking)?));
         for line in notes(&advice, &live, crate::advise::LINKED_BASELINE) {
