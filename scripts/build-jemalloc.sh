@@ -6,6 +6,8 @@
 #
 #   scripts/build-jemalloc.sh redis   # Redis 7's bundled jemalloc: --with-lg-quantum=3
 #                                     # --disable-cache-oblivious (redis deps/Makefile)
+#   scripts/build-jemalloc.sh page64k # 64 KiB pages on this 4 KiB-page kernel:
+#                                     # --with-lg-page=16 (arm64 server packages)
 #
 # Prints the library's path: target/jemalloc/NAME/libjemalloc.so.2 (kept: a second run only
 # prints it). About a minute on 2 cores. The build folder is removed on success, failure and
@@ -15,7 +17,8 @@ cd "$(dirname "$0")/.."
 name=${1:-redis}
 case "$name" in
   redis) flags=(--with-lg-quantum=3 --disable-cache-oblivious) ;;
-  *) echo "unknown build '$name' (known: redis)" >&2; exit 2 ;;
+  page64k) flags=(--with-lg-page=16) ;;
+  *) echo "unknown build '$name' (known: redis, page64k)" >&2; exit 2 ;;
 esac
 out=target/jemalloc/$name
 lib=$out/libjemalloc.so.2

@@ -35,7 +35,7 @@ pub use run::{
 };
 pub use setting_run::PeakParts;
 pub use table::{advice_chart, advice_table, notes, LIMITS, LINKED_BASELINE};
-pub use verify::{verify, verify_recommended, LiveCheck, LiveOutcome, LivePlan};
+pub use verify::{builds_beside, verify, verify_recommended, LiveCheck, LiveOutcome, LivePlan};
 
 use crate::process::{OptionError, ProcessOptions};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion, Preset};

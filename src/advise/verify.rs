@@ -58,9 +58,11 @@ impl LiveCheck {
     }
 }
 
-/// The jemalloc that runs `setting` live, or why none does here. `debian` is the path of
-/// Debian's 5.3.0 library.
-fn allocator_for(setting: &Setting, debian: &Path) -> Result<ProcessAllocator, String> {
+/// The jemalloc that runs `setting` live, or why none does here: the linked one, Debian's
+/// 5.3.0 library, or a deployed build's library as `scripts/build-jemalloc.sh NAME` leaves it
+/// (`builds/NAME/libjemalloc.so.2`).
+fn allocator_for(setting: &Setting, plan: &LivePlan) -> Result<ProcessAllocator, String> {
+    let debian = &plan.debian_jemalloc;
     let linked = crate::live::arena_replay::Api::linked()
         .config()
         .map_err(|e| e.to_string())?;
@@ -76,10 +78,28 @@ fn allocator_for(setting: &Setting, debian: &Path) -> Result<ProcessAllocator, S
             debian.display()
         ));
     }
+    let built = plan
+        .builds
+        .join(setting.preset.name())
+        .join("libjemalloc.so.2");
+    if built.is_file() {
+        return Ok(ProcessAllocator::System(built));
+    }
     Err(format!(
-        "no live jemalloc runs build '{}' here",
-        setting.preset_name()
+        "no live jemalloc runs build '{}' here: build it with scripts/build-jemalloc.sh {} (it looks in {})",
+        setting.preset_name(),
+        setting.preset.name(),
+        plan.builds.display()
     ))
+}
+
+/// Where `scripts/build-jemalloc.sh` leaves deployed builds for a fragsim built at `exe`:
+/// `target/jemalloc` beside `target/release/fragsim`.
+pub fn builds_beside(exe: &Path) -> PathBuf {
+    exe.parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("."))
+        .join("jemalloc")
 }
 
 /// How the live checks run.
@@ -92,6 +112,9 @@ pub struct LivePlan {
     pub every: Option<u64>,
     /// Debian's jemalloc 5.3.0 (`crate::validate::DEBIAN_JEMALLOC`).
     pub debian_jemalloc: PathBuf,
+    /// Where deployed builds' libraries are (`NAME/libjemalloc.so.2`, as
+    /// `scripts/build-jemalloc.sh` writes them under `target/jemalloc`).
+    pub builds: PathBuf,
     /// Told of each check's records as the model beside the child takes them.
     pub progress: Progress,
 }
@@ -111,7 +134,7 @@ pub fn verify<'a>(
             setting.exact_conf(cpus)
         )));
     }
-    let allocator = match allocator_for(setting, &plan.debian_jemalloc) {
+    let allocator = match allocator_for(setting, plan) {
         Ok(a) => a,
         Err(why) => return Ok(LiveCheck::NotRun(why)),
     };

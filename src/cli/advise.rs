@@ -159,8 +159,10 @@ impl Plan {
         let live = if args.no_live {
             None
         } else {
+            let exe = std::env::current_exe().context("the fragsim executable")?;
             Some(LivePlan {
-                exe: std::env::current_exe().context("the fragsim executable")?,
+                builds: crate::advise::builds_beside(&exe),
+                exe,
                 every: args.every,
                 debian_jemalloc: PathBuf::from(crate::validate::DEBIAN_JEMALLOC),
                 progress: super::progress::later_bar("advise: live check"),

@@ -398,7 +398,7 @@ pub fn live_clock_run(
     Ok(LiveClockRun {
         config: header.config,
         narenas: header.narenas,
-        residue: header.residue,
+        residue: header.residue.large,
         start_ns,
         metadata0: start_meta.resident0,
         metadata_fresh: start_meta.resident_fresh,

@@ -18,7 +18,9 @@ use super::arena_replay::parse_config;
 pub use super::baton::{run_process_child, serve_process_child, ProcessChildOptions};
 pub use super::process_trace::{ProcessRecords, ProcessTrace, TraceShape};
 use crate::engine::{self, RecordConsumer, RunError};
-use crate::process::{compare_snapshots, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot};
+use crate::process::{
+    compare_snapshots, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot, StartupResidue,
+};
 use crate::progress::Progress;
 use crate::sim::{BinStats, Comparison};
 use crate::sizeclass::AllocatorConfig;
@@ -198,6 +200,10 @@ fn compare_observed(
     let header = match read_header(&mut lines) {
         Ok(header) => header,
         Err(e) => {
+            // The child may be blocked writing snapshots nobody reads: close its output and
+            // stop it before reading its error output to the end.
+            drop(lines);
+            let _ = child.kill();
             let err = stderr_of(&mut child);
             let _ = child.wait();
             bail!("{e}: {}", err.trim());
@@ -277,10 +283,8 @@ fn stderr_of(child: &mut std::process::Child) -> String {
 pub(super) struct ChildHeader {
     pub config: AllocatorConfig,
     pub narenas: u32,
-    /// Large bytes start-up left live in arena 0 and in the huge arena (the model's
-    /// `replayer_start`).
-    pub residue: u64,
-    pub huge_residue: u64,
+    /// What start-up left live (the model's `replayer_start_with`).
+    pub residue: StartupResidue,
 }
 
 type Lines = std::io::Lines<BufReader<std::process::ChildStdout>>;
@@ -321,15 +325,20 @@ pub(super) fn parse_header(first: &str, second: &str, third: &str) -> Result<Chi
         [residue, small, huge] => (residue, small, huge),
         _ => bail!("bad child header '{third}'"),
     };
+    // One small region (one object: libstdc++'s pool) is modelled; more is not.
+    let classes = crate::sizeclass::SizeClasses::new(config).map_err(anyhow::Error::from)?;
     ensure!(
-        small == 0,
-        "the live child's start-up left {small} small bytes in arena 0 (not modelled)"
+        small == 0 || (small <= classes.small_maxclass() && classes.usable_size(small) == Some(small)),
+        "the live child's start-up left {small} small bytes in arena 0, not one small region (not modelled)"
     );
     Ok(ChildHeader {
         config,
         narenas,
-        residue,
-        huge_residue,
+        residue: StartupResidue {
+            large: residue,
+            small,
+            huge: huge_residue,
+        },
     })
 }
 
@@ -382,7 +391,7 @@ impl ProcessCompare {
             .next()
             .context("the live process child stopped before its meta line")??;
         model.set_metadata(super::baton_meta::parse_meta(&meta)?);
-        model.replayer_start_with(header.residue, header.huge_residue)?;
+        model.replayer_start_with(header.residue)?;
         Ok(ProcessCompare {
             model,
             lines,
@@ -450,7 +459,7 @@ impl ProcessCompare {
             comparison: self.comparison,
             peak_active_measured: self.peak_active_measured,
             peak_active_predicted: self.peak_active_predicted,
-            residue_bytes: header.residue,
+            residue_bytes: header.residue.in_arena0(),
             totals: Box::new(LiveTotals {
                 last_predicted: self.last.0,
                 last_measured: self.last.1,

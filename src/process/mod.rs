@@ -26,7 +26,7 @@ pub use generate::{
 };
 pub use model::{
     base_header_bytes, edata_bytes, machine_vaddr_bits, ArenaChoice, DecayClock, HeldBlock,
-    LiveObject, ManualArenas, Metadata, Process, ReentrantTally,
+    LiveObject, ManualArenas, Metadata, Process, ReentrantTally, StartupResidue,
 };
 pub use options::{
     check_cpus, machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions, MAX_CPUS,

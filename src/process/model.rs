@@ -93,6 +93,23 @@ struct Thread {
     dalloc_gc_last: u64,
 }
 
+/// What the live replayer's start-up left live before its first event (its `baseline` line):
+/// large bytes in arena 0, the usable size of one small region in arena 0, large bytes in the
+/// huge arena.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StartupResidue {
+    pub large: u64,
+    pub small: u64,
+    pub huge: u64,
+}
+
+impl StartupResidue {
+    /// The bytes left in arena 0.
+    pub fn in_arena0(&self) -> u64 {
+        self.large + self.small
+    }
+}
+
 /// A modelled process. See the module documentation of [`crate::process`].
 pub struct Process {
     config: AllocatorConfig,
@@ -226,25 +243,31 @@ impl Process {
     /// there (libstdc++'s emergency pool under a preloaded jemalloc: 72,704 bytes ->
     /// 81,920), then the main thread freed its cache and left arena 0, which purged it.
     pub fn replayer_start(&mut self, residue: u64) -> Result<(), ProcessError> {
-        self.replayer_start_with(residue, 0)
+        self.replayer_start_with(StartupResidue {
+            large: residue,
+            ..StartupResidue::default()
+        })
     }
 
-    /// [`Process::replayer_start`], start-up having also left `huge_residue` large bytes in
-    /// the huge arena (its blocks at or above a low `oversize_threshold`).
-    pub fn replayer_start_with(
-        &mut self,
-        residue: u64,
-        huge_residue: u64,
-    ) -> Result<(), ProcessError> {
+    /// [`Process::replayer_start`] with everything start-up left: large bytes in arena 0,
+    /// one small region there (the same pool on a build whose pages make 72,704 bytes a
+    /// small size: 64 KiB pages put it in the 80 KiB bin, above the cache's classes, so it
+    /// comes from the arena's bin), and large bytes in the huge arena (its blocks at or
+    /// above a low `oversize_threshold`).
+    pub fn replayer_start_with(&mut self, residue: StartupResidue) -> Result<(), ProcessError> {
         let block = if self.options.tcache {
             let bytes = self.cache_block_bytes();
             Some(self.arena_mut(0).place(0, bytes)?)
         } else {
             None
         };
-        if residue > 0 {
-            self.arena_mut(0).place(0, residue)?;
+        if residue.large > 0 {
+            self.arena_mut(0).place(0, residue.large)?;
         }
+        if residue.small > 0 {
+            self.arena_mut(0).place(0, residue.small)?;
+        }
+        let huge_residue = residue.huge;
         if let (Some(h), true) = (self.huge, huge_residue > 0) {
             if self.arenas[h as usize].is_none() {
                 self.arenas[h as usize] = Some(self.new_arena(h)?);

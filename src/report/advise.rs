@@ -104,6 +104,7 @@ pub fn write_section(dir: &Path, traces: &[PathBuf], exe: Option<&Path>) -> Resu
         exe: exe.to_path_buf(),
         every: Some(LIVE_EVERY),
         debian_jemalloc: PathBuf::from(crate::validate::DEBIAN_JEMALLOC),
+        builds: crate::advise::builds_beside(exe),
         progress: crate::progress::Progress::default(),
     });
     let mut files = Vec::new();

@@ -14,7 +14,7 @@ pub enum Preset {
     Quantum8,
     /// 16 KiB pages (`--with-lg-page=14`).
     Page16k,
-    /// 64 KiB pages (`--with-lg-page=16`).
+    /// 64 KiB pages (`--with-lg-page=16`), also on a 4 KiB-page kernel.
     Page64k,
     /// The jemalloc 5.3.1 that tikv-jemalloc-sys 0.7 bundles (`dev` is an alias).
     V5_3_1,
@@ -65,7 +65,9 @@ impl Preset {
             }
             Preset::Quantum8 => "8 B quantum (the build the seed's figures match)",
             Preset::Page16k => "16 KiB pages (--with-lg-page=14, e.g. Apple silicon)",
-            Preset::Page64k => "64 KiB pages",
+            Preset::Page64k => {
+                "jemalloc 5.3.0 with 64 KiB pages (--with-lg-page=16, as arm64 server packages build it; 5.3.1's aarch64 default), live-checked on a 4 KiB-page kernel with scripts/build-jemalloc.sh page64k"
+            }
             Preset::V5_3_1 => {
                 "jemalloc 5.3.1 as tikv-jemalloc-sys ships it: large requests rounded to pages"
             }
