@@ -35,7 +35,7 @@ fn the_largest_cpu_count_models_jemallocs_arena_cap() {
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "{}", stderr_of(&out));
     assert!(
-        text.contains("| automatic arenas (narenas) | 4094 |"),
+        text.contains("| automatic arenas (narenas) | 4,094 |"),
         "{text}"
     );
 }

@@ -468,7 +468,8 @@ fn arena_larger_than_memory_is_refused_and_the_model_is_closed_form() {
     // Ideal bytes by hand: 10^12 vectors of 1 B plus a 24-byte Vec header each.
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains("| general allocator | 25000000000000 |"),
+        // Markdown writes it for people: 25 x 10^12 / 2^40 = 22.74 TiB.
+        text.contains("| general allocator | 25,000,000,000,000 (22.74 TiB) |"),
         "{text}"
     );
 }

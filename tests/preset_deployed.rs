@@ -80,7 +80,7 @@ fn the_64k_page_preset_is_exact_live_and_advise_prices_it() {
     );
     assert!(process.contains("| values mismatched | 0 |"), "{process}");
     assert!(
-        process.contains("| snapshots compared | 62426 |"),
+        process.contains("| snapshots compared | 62,426 |"),
         "{process}"
     );
     // The price: advise's rows of both builds are `replay --process`'s own figures under
@@ -201,7 +201,7 @@ fn the_redis_preset_is_exact_against_the_library_redis_bundles() {
     assert!(process.contains("live redis (jemalloc 5.3.0)"), "{process}");
     assert!(process.contains("| values mismatched | 0 |"), "{process}");
     assert!(
-        process.contains("| snapshots compared | 62426 |"),
+        process.contains("| snapshots compared | 62,426 |"),
         "{process}"
     );
     // And the preset is not the release's defaults: the same trace differs under them.

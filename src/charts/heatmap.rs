@@ -1,6 +1,7 @@
 //! The after / before ratio over value size × table size, colours diverging around 1.0.
 
 use super::{plot_err, Chart, FONT};
+use crate::export::human::thousands;
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -41,19 +42,6 @@ fn label(v: &SegmentValue<usize>, names: &[u64], step: usize) -> String {
         }
         _ => String::new(),
     }
-}
-
-/// 10485760 -> "10,485,760".
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Most labels an axis of `cells` cells gets, one cell in `step` labelled.

@@ -16,10 +16,11 @@ mod validation;
 mod waste;
 mod whatif;
 
+pub use crate::export::human::thousands;
 pub use bars::GroupedBars;
 pub use class_loss::ClassLoss;
 pub use hbars::HorizontalBars;
-pub use heatmap::{thousands, RatioHeatmap};
+pub use heatmap::RatioHeatmap;
 pub use measured::MeasuredTimeline;
 pub use resident::{ResidentBand, ResidentPoint};
 pub use seed::{SeedChart, SeedSeries};

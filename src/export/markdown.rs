@@ -1,7 +1,9 @@
+use super::human::{self, ColumnKind};
 use super::{Cell, Table, TableFormat};
 use anyhow::Result;
 
-/// A GitHub-flavoured Markdown table under a heading; numbers are right-aligned.
+/// A GitHub-flavoured Markdown table under a heading; numbers are right-aligned and written
+/// for people ([`human`]: thousands separators, MiB beside bytes, fractions in percent).
 pub struct Markdown;
 
 impl TableFormat for Markdown {
@@ -25,8 +27,20 @@ impl TableFormat for Markdown {
             .map(|i| if numeric(i) { "---:" } else { "---" })
             .collect();
         out.push_str(&format!("|{}|\n", rule.join("|")));
+        // Numbers as people read them (`human`); CSV and JSON keep them raw.
+        let kinds: Vec<ColumnKind> = table.columns.iter().map(|c| ColumnKind::of(c)).collect();
+        // A table of named figures (`statistic | value`): each value's kind from its name.
+        let named = table.columns.len() == 2 && kinds[1] == ColumnKind::Plain;
         for row in &table.rows {
-            let cells: Vec<String> = row.iter().map(|c| c.text().replace('|', "\\|")).collect();
+            let kind_of = |i: usize| match (&row[0], named && i == 1) {
+                (Cell::Text(label), true) => ColumnKind::of_label(label),
+                _ => kinds[i],
+            };
+            let cells: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(|(i, c)| human::cell(kind_of(i), c).replace('|', "\\|"))
+                .collect();
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
         Ok(out)

@@ -3,6 +3,7 @@
 
 mod atomic;
 mod csv;
+pub mod human;
 mod json;
 mod manifest;
 mod markdown;
