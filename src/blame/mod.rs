@@ -25,7 +25,7 @@ mod charge;
 mod demangle;
 mod table;
 
-pub use table::{blame_table, folded_lines, BLAME_COLUMNS};
+pub use table::{blame_table, folded_lines, waste_profile, BLAME_COLUMNS, PROFILE_KINDS};
 
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{Process, ProcessError, ProcessOptions, ProcessSummary};

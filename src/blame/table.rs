@@ -2,6 +2,7 @@
 //! stacks (inferno's and Brendan Gregg's `frame;frame;frame value` lines, outermost first).
 
 use super::{Blame, Charge, Line};
+use crate::export::profile::StackProfile;
 use crate::export::{Cell, Table};
 
 /// The columns of [`blame_table`].
@@ -75,30 +76,75 @@ pub fn blame_table(blame: &Blame, top: usize, title: String) -> Table {
     t
 }
 
-/// One folded line per line with waste: its stack outermost first (a site's frames reversed;
-/// `class N` or the bracketed name for the others) and its waste bytes. The values add up to
-/// active minus requested bytes.
+/// A line's stack, outermost first: a site's frames reversed (demangled), else `site N`,
+/// `class N` or the bracketed name of the allocator's own lines.
+fn stack_of(blame: &Blame, key: Charge) -> Vec<String> {
+    match key {
+        Charge::Site(s) => match blame.sites.get(s) {
+            Some(frames) if !frames.is_empty() => frames
+                .iter()
+                .rev()
+                .map(|f| folded_frame(&super::demangle::function(f)))
+                .collect(),
+            _ => vec![format!("site {s}")],
+        },
+        _ => vec![blame.label(key)],
+    }
+}
+
+/// One folded line per line with waste: its stack outermost first ([`stack_of`]) and its
+/// waste bytes. The values add up to active minus requested bytes.
 pub fn folded_lines(blame: &Blame) -> Vec<String> {
     blame
         .lines
         .iter()
         .filter(|(_, l)| l.waste_bytes() > 0)
-        .map(|(key, l)| {
-            let stack = match key {
-                Charge::Site(s) => match blame.sites.get(*s) {
-                    Some(frames) if !frames.is_empty() => frames
-                        .iter()
-                        .rev()
-                        .map(|f| folded_frame(&super::demangle::function(f)))
-                        .collect::<Vec<_>>()
-                        .join(";"),
-                    _ => format!("site {s}"),
-                },
-                _ => blame.label(*key),
-            };
-            format!("{stack} {}", l.waste_bytes())
-        })
+        .map(|(key, l)| format!("{} {}", stack_of(blame, *key).join(";"), l.waste_bytes()))
         .collect()
+}
+
+/// The kinds of [`waste_profile`], in order: waste first (the one shown first), then the
+/// parts of the blame table's columns.
+pub const PROFILE_KINDS: [(&str, &str); 7] = [
+    ("waste", "bytes"),
+    ("requested", "bytes"),
+    ("rounding", "bytes"),
+    ("empty_regions", "bytes"),
+    ("pinned", "bytes"),
+    ("held", "bytes"),
+    ("objects", "count"),
+];
+
+/// Every line with bytes charged as a stack with its values of [`PROFILE_KINDS`] (for pprof
+/// and speedscope): the same figures as [`blame_table`]'s rows, every line kept.
+pub fn waste_profile(blame: &Blame, name: &str) -> StackProfile {
+    StackProfile {
+        name: name.to_string(),
+        kinds: PROFILE_KINDS
+            .iter()
+            .map(|&(k, u)| (k.to_string(), u.to_string()))
+            .collect(),
+        default_kind: 0,
+        stacks: blame
+            .lines
+            .iter()
+            .filter(|(_, l)| l.charged_bytes() > 0 || l.pinned_bytes > 0)
+            .map(|(key, l)| {
+                (
+                    stack_of(blame, *key),
+                    vec![
+                        l.waste_bytes(),
+                        l.requested_bytes,
+                        l.rounding_bytes,
+                        l.empty_region_bytes,
+                        l.pinned_bytes,
+                        l.held_bytes,
+                        l.objects,
+                    ],
+                )
+            })
+            .collect(),
+    }
 }
 
 /// Frames never hold `;` or line breaks (the trace refuses them); an empty one would merge

@@ -3,8 +3,9 @@
 //! and a flame graph of waste.
 
 use super::replay::ReplayArgs;
-use crate::blame::{blame_stream, blame_table, folded_lines, At, Blame, BlameSpec};
+use crate::blame::{blame_stream, blame_table, folded_lines, waste_profile, At, Blame, BlameSpec};
 use crate::charts::flame::flame_graph_svg;
+use crate::export::profile;
 use crate::export::OutputFile;
 use crate::process::{machine_cpus, ProcessOptions};
 use anyhow::{bail, Context, Result};
@@ -29,6 +30,14 @@ pub struct BlameFlags {
     /// frame first) for flame graph tools.
     #[arg(long, requires = "blame", value_name = "FILE")]
     pub folded: Option<PathBuf>,
+    /// With --blame: write a gzipped pprof profile (`go tool pprof FILE`): one sample type per
+    /// kind of bytes (waste, shown first; requested, rounding, empty_regions, pinned, held)
+    /// and objects, one sample per line of the blame.
+    #[arg(long, requires = "blame", value_name = "FILE")]
+    pub pprof: Option<PathBuf>,
+    /// With --blame: write the same profile in speedscope's JSON format (one profile per kind).
+    #[arg(long, requires = "blame", value_name = "FILE")]
+    pub speedscope: Option<PathBuf>,
     /// With --blame: write an SVG flame graph of waste bytes by stack.
     #[arg(long, requires = "blame", value_name = "FILE.svg")]
     pub flamegraph: Option<PathBuf>,
@@ -75,6 +84,12 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         .as_deref()
         .map(OutputFile::create)
         .transpose()?;
+    let mut pprof_out = flags.pprof.as_deref().map(OutputFile::create).transpose()?;
+    let mut speedscope_out = flags
+        .speedscope
+        .as_deref()
+        .map(OutputFile::create)
+        .transpose()?;
     let cpus = args.process.cpus.unwrap_or_else(machine_cpus);
     let spec = BlameSpec {
         config,
@@ -107,6 +122,23 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         out.write_all(&svg)
             .with_context(|| format!("--flamegraph '{}'", out.path().display()))?;
         out.commit()?;
+    }
+    if pprof_out.is_some() || speedscope_out.is_some() {
+        let profile = waste_profile(&b, &format!("{name}: bytes by stack at event {}", b.event));
+        for (out, bytes, flag) in [
+            (pprof_out.take(), profile::pprof(&profile)?, "--pprof"),
+            (
+                speedscope_out.take(),
+                profile::speedscope(&profile)?.into_bytes(),
+                "--speedscope",
+            ),
+        ] {
+            if let Some(mut out) = out {
+                out.write_all(&bytes)
+                    .with_context(|| format!("{flag} '{}'", out.path().display()))?;
+                out.commit()?;
+            }
+        }
     }
     args.output.emit(&blame_table(&b, top, title))?;
     Ok(0)

@@ -135,6 +135,8 @@ fn refuse_options(args: &ReplayArgs) -> Result<()> {
             ("--per-arena", args.process.per_arena.as_deref()),
             ("--folded", args.blame.folded.as_deref()),
             ("--flamegraph", args.blame.flamegraph.as_deref()),
+            ("--pprof", args.blame.pprof.as_deref()),
+            ("--speedscope", args.blame.speedscope.as_deref()),
             ("--chart", args.process.chart.as_deref()),
         ],
     )?;

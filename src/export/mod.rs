@@ -7,6 +7,7 @@ pub mod human;
 mod json;
 mod manifest;
 mod markdown;
+pub mod profile;
 mod record;
 mod staging;
 mod target;

@@ -112,15 +112,18 @@ pub fn program_stat(text: &str, name: &str) -> u64 {
         .unwrap()
 }
 
-/// A row of a Markdown summary table (`| final resident bytes | 995749888 |`), as a whole
-/// number.
+/// A row of a Markdown summary table (`| final resident bytes | 995,749,888 (949.62 MiB) |`:
+/// Markdown writes numbers for people), as a whole number.
 pub fn summary_row(text: &str, row: &str) -> u64 {
-    text.lines()
+    let cell = text
+        .lines()
         .find_map(|l| l.strip_prefix(&format!("| {row} | ")))
         .unwrap_or_else(|| panic!("no '{row}' in {text}"))
-        .trim_end_matches(" |")
+        .trim_end_matches(" |");
+    let exact = cell.split(" (").next().unwrap_or(cell).replace(',', "");
+    exact
         .parse::<f64>()
-        .unwrap() as u64
+        .unwrap_or_else(|e| panic!("'{cell}': {e}")) as u64
 }
 
 /// The arguments of `fragsim record --with valgrind -o TRACE -- PROGRAM...`.
