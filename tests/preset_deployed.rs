@@ -164,7 +164,7 @@ fn the_redis_preset_names_the_build_redis_bundles() {
     assert_eq!(c.version.as_str(), "5.3.0");
     assert_eq!(build_name(&c), "redis");
     // `5.3.0` names the release's own defaults (`default` stays, meaning the same).
-    assert_eq!(Preset::from_name("5.3.0").unwrap(), Preset::Default);
+    assert_eq!(Preset::from_name("5.3.0").unwrap(), Preset::V5_3_0);
     let help = common::run_ok(&["replay", "--help"]);
     assert!(
         help.contains("redis:") && help.contains("--disable-cache-oblivious"),
@@ -218,6 +218,6 @@ fn the_redis_preset_is_exact_against_the_library_redis_bundles() {
         .skip(1)
         .map(|l| l.split(',').collect())
         .collect();
-    assert_eq!((rows[0][0], rows[1][0]), ("default", "redis"), "{both}");
+    assert_eq!((rows[0][0], rows[1][0]), ("5.3.0", "redis"), "{both}");
     assert_ne!(rows[0][1..], rows[1][1..], "{both}");
 }

@@ -155,7 +155,7 @@ fn a_thread_whose_first_calls_are_frees_starts_at_its_128th_in_5_3_1_only() {
     }
     assert_eq!(v531[127], (2, large + 28_672, tcache + 64));
     assert_eq!(v531[128], (2, large + 28_672, tcache + 128));
-    let v530 = first_frees(Preset::Default);
+    let v530 = first_frees(Preset::V5_3_0);
     assert!(v530.iter().all(|&x| x == v530[0]), "{:?}", v530[128]);
     assert_eq!(v530[0].0, 1);
 }
@@ -221,7 +221,7 @@ fn the_clock_driven_gc_of_5_3_1_needs_the_trace_times() {
         },
     );
     assert_eq!(p.apply(&alloc), Err(ProcessError::ClockGc { event: 1 }));
-    let mut p = Process::new(Preset::Default.config(), ProcessOptions::default(), 2).unwrap();
+    let mut p = Process::new(Preset::V5_3_0.config(), ProcessOptions::default(), 2).unwrap();
     assert!(p.apply(&alloc).is_ok());
 }
 

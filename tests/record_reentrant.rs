@@ -19,7 +19,7 @@ const JEMALLOC_HEADER: &str = "/usr/include/jemalloc/jemalloc.h";
 /// block (malloc(54321)): allocated and active bytes, and the reentrant calls before it.
 fn model_at_marker(trace: &Path, conf: &str) -> (u64, u64, usize) {
     let options = ProcessOptions::parse(conf).unwrap();
-    let config = fragsim::sizeclass::Preset::Default.config();
+    let config = fragsim::sizeclass::Preset::V5_3_0.config();
     let mut model = Process::new(config, options, machine_cpus()).unwrap();
     let (mut marker, mut reentrant) = (None, 0);
     for record in fragsim::trace::open(trace).unwrap().records() {

@@ -174,7 +174,7 @@ fn model_at_marker(trace: &Path, conf: &str) -> (u64, u64) {
     use fragsim::process::{machine_cpus, Process, ProcessOptions};
     use fragsim::trace::{Call, Event, Record};
     let options = ProcessOptions::parse(conf).unwrap();
-    let config = fragsim::sizeclass::Preset::Default.config();
+    let config = fragsim::sizeclass::Preset::V5_3_0.config();
     let mut model = Process::new(config, options, machine_cpus()).unwrap();
     let mut marker = None;
     for record in fragsim::trace::open(trace).unwrap().records() {

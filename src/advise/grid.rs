@@ -74,7 +74,7 @@ pub fn default_grid() -> Vec<Setting> {
 /// The preset a grid line names: every `--preset` name, and `5.3.0` for `default`.
 pub fn preset_named(name: &str) -> Result<Preset, String> {
     if name == "5.3.0" {
-        return Ok(Preset::Default);
+        return Ok(Preset::V5_3_0);
     }
     Preset::from_name(name).map_err(|_| {
         format!(
@@ -147,7 +147,7 @@ pub fn rebase(
     let base = Preset::ALL.into_iter().find(|p| p.config() == config)?;
     let other = match config.version {
         crate::sizeclass::JemallocVersion::V5_3_0 => Preset::V5_3_1,
-        crate::sizeclass::JemallocVersion::V5_3_1 => Preset::Default,
+        crate::sizeclass::JemallocVersion::V5_3_1 => Preset::V5_3_0,
     };
     let conf: Vec<&str> = recorded
         .malloc_conf
@@ -163,7 +163,7 @@ pub fn rebase(
         .map(|s| {
             let preset = match s.preset {
                 Preset::V5_3_1 => base,
-                Preset::Default => other,
+                Preset::V5_3_0 => other,
                 p => p,
             };
             let mut r = Setting::new(&format!("{conf},{}", s.malloc_conf), preset).ok()?;

@@ -143,12 +143,9 @@ impl Setting {
         self.preset.config()
     }
 
-    /// The preset as the table shows it: `5.3.0` for `default`, else the preset's name.
+    /// The preset as the table shows it: its name.
     pub fn preset_name(&self) -> &'static str {
-        match self.preset {
-            Preset::Default => "5.3.0",
-            p => p.name(),
-        }
+        self.preset.name()
     }
 
     /// `5.3.1 tcache:false`, `5.3.0 defaults`.

@@ -69,7 +69,7 @@ fn allocator_for(setting: &Setting, plan: &LivePlan) -> Result<ProcessAllocator,
     if setting.config() == linked {
         return Ok(ProcessAllocator::Linked);
     }
-    if setting.preset == Preset::Default {
+    if setting.preset == Preset::V5_3_0 {
         if debian.is_file() {
             return Ok(ProcessAllocator::System(debian.to_path_buf()));
         }

@@ -105,7 +105,13 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         .trace
         .file_stem()
         .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-    let title = title(&name, at, &b, &config.label(), &note);
+    let title = title(
+        &name,
+        at,
+        &b,
+        &crate::sizeclass::build_title(&config),
+        &note,
+    );
     let folded = folded_lines(&b);
     if let Some(mut out) = folded_out.take() {
         let text: String = folded.iter().map(|l| format!("{l}\n")).collect();

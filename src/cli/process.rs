@@ -143,7 +143,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     let title = format!(
         "replay of {name}: {}, {}, {} arenas{}{note}",
         mode(threads),
-        config.label(),
+        crate::sizeclass::build_title(&config),
         first.narenas,
         decay_note(&model_options, flags)
     );

@@ -339,7 +339,7 @@ fn live_allocator_for(
     if build.config == other_rounding {
         return Ok(LiveAllocator::LinkedWith(build.config.large_page_rounding));
     }
-    if build.config == crate::sizeclass::Preset::Default.config() {
+    if build.config == crate::sizeclass::Preset::V5_3_0.config() {
         let lib = Path::new(crate::validate::DEBIAN_JEMALLOC);
         if lib.exists() {
             return Ok(LiveAllocator::System(lib.to_path_buf()));

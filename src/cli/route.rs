@@ -48,7 +48,7 @@ pub fn run(args: &ReplayArgs, rules: &str, options: &ProcessOptions, name: &str)
     })?;
     let title = format!(
         "routing what-if for {name}: {}, each rule's objects in a manual arena of their own ({}){note}",
-        config.label(),
+        crate::sizeclass::build_title(&config),
         match tcache {
             true => "MALLOCX_ARENA, the thread's cache kept",
             false => "MALLOCX_ARENA | MALLOCX_TCACHE_NONE",
@@ -192,7 +192,7 @@ pub fn advise_routes(args: &super::advise::AdviseArgs, k: usize) -> Result<i32> 
     let mut table = Table::new(
         format!(
             "advise --routes for {name}: sites routed to dedicated arenas (MALLOCX_ARENA | MALLOCX_TCACHE_NONE), {}, greedy over the {} sites with the most waste at the active peak",
-            config.label(),
+            crate::sizeclass::build_title(&config),
             found.candidates
         ),
         &[

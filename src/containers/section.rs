@@ -39,8 +39,8 @@ pub fn write_section(dir: &Path, classes: &SizeClasses) -> Result<ContainerSecti
         classes,
     )?;
     let suffix = format!(
-        "key {key}, value {value}, N = {SECTION_COUNT}, jemalloc {}",
-        classes.config().label()
+        "key {key}, value {value}, N = {SECTION_COUNT}, {}",
+        crate::sizeclass::build_title(classes.config())
     );
     let summary = comparison_table(format!("Containers at N: {suffix}"), &runs);
     let verdict = verdict_table(format!("Split vs unified verdict: {suffix}"), &runs);
@@ -103,8 +103,8 @@ pub fn write_charts(
     let per_element = LinesChart {
         name: "containers-bytes-per-element".into(),
         title: format!(
-            "Usable bytes per element while growing (key {key}, first element {element}), jemalloc {}",
-            classes.config().label()
+            "Usable bytes per element while growing (key {key}, first element {element}), {}",
+            crate::sizeclass::build_title(classes.config())
         ),
         x_label: "elements N (log scale)".into(),
         y_label: "usable bytes / element".into(),

@@ -202,7 +202,7 @@ impl SideRun {
         Ok(SideRun {
             model,
             side: ModelSide {
-                label: config.label(),
+                label: crate::sizeclass::build_name(&config),
                 kind: "one arena, no thread cache".into(),
                 points: vec![(0, 0, 0)],
                 peak_requested: 0,

@@ -88,7 +88,7 @@ mod tests {
     #[test]
     fn a_recorded_debian_jemalloc_is_the_5_3_0_preset_with_its_options() {
         let r = RecordedAllocator::parse(DEBIAN).unwrap();
-        assert_eq!(r.config, Some(crate::sizeclass::Preset::Default.config()));
+        assert_eq!(r.config, Some(crate::sizeclass::Preset::V5_3_0.config()));
         assert_eq!(
             r.malloc_conf,
             "narenas:3,tcache:true,tcache_max:32768,dirty_decay_ms:-1,muzzy_decay_ms:0,background_thread:false,max_background_threads:4,oversize_threshold:8388608,lg_tcache_nslots_mul:1"

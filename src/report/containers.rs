@@ -23,7 +23,7 @@ fn what(stem: &str) -> &'static str {
 }
 
 pub fn write_section(dir: &Path) -> Result<SectionOutput> {
-    let section = crate::containers::section::write_section(dir, &Preset::Default.classes())?;
+    let section = crate::containers::section::write_section(dir, &Preset::V5_3_0.classes())?;
     let files = section
         .files
         .iter()

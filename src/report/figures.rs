@@ -58,7 +58,7 @@ fn same_classes_above(a: &SizeClasses, b: &SizeClasses) -> u64 {
 pub fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
     let q8 = Preset::Quantum8.classes();
     let q8_quantum = bytes_label(q8.config().quantum());
-    let same_above = bytes_label(same_classes_above(&q8, &Preset::Default.classes()));
+    let same_above = bytes_label(same_classes_above(&q8, &Preset::V5_3_0.classes()));
     let top = sweeps
         .default
         .iter()
@@ -133,7 +133,7 @@ pub fn ratio_heatmap(rows: &[PhysicalRow], max_capacity: u64) -> RatioHeatmap {
 /// Chart 3: the sawtooth of three builds (64 KiB pages change the classes only where
 /// 5.3.1 rounds large requests to pages, so that is the page64k panel).
 pub fn waste_curve() -> WasteCurve {
-    let default = Preset::Default.classes();
+    let default = Preset::V5_3_0.classes();
     let q8 = Preset::Quantum8.classes();
     let page64k = page64k_dev();
     let (d, p) = (default.config(), page64k.config());
@@ -179,7 +179,7 @@ pub fn predicted_vs_measured(v: &Validation) -> PredictedVsMeasured {
             .collect()
     };
     PredictedVsMeasured {
-        subtitle: format!("live jemalloc {}", v.model.label()),
+        subtitle: format!("live {}", crate::sizeclass::build_title(&v.model)),
         usable: compare(|m| m.predicted_usable, |m| m.measured_usable),
         active: compare(|m| m.predicted_active, |m| m.measured_active),
     }

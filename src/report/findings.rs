@@ -104,7 +104,7 @@ pub fn seed_vs_physical_markdown(
         (Some(a), Some(b)) => row[a] == row[b],
         _ => false,
     });
-    let default = Preset::Default.classes();
+    let default = Preset::V5_3_0.classes();
     let (q_default, q_seed) = (default.config().quantum(), q8.config().quantum());
     // How closely the reproduction matches, over every printed row.
     let worst = seed

@@ -160,8 +160,8 @@ fn live(name: &str, records: &[Record], exe: &Path, table: &mut Table) -> Result
 fn section_tables(config: &AllocatorConfig) -> (Table, Table, Table) {
     let summary = Table::new(
         format!(
-            "the process model ({CONF}, thread caches on, decay off) beside the one-arena model (no thread cache), jemalloc {}",
-            config.label()
+            "the process model ({CONF}, thread caches on, decay off) beside the one-arena model (no thread cache), {}",
+            crate::sizeclass::build_title(config)
         ),
         &[
             "trace",

@@ -315,7 +315,7 @@ pub fn live_check(path: &Path, events: u64, options: &LiveOptions) -> Result<Liv
     let result = replay_compare(path, &options)
         .with_context(|| format!("live check of '{}'", path.display()))?;
     Ok(LiveCheck {
-        build: result.config.label(),
+        build: crate::sizeclass::build_name(&result.config),
         snapshots: result.comparison.snapshots,
         compared: result.comparison.values,
         mismatched: result.comparison.mismatched_values,

@@ -24,11 +24,11 @@ pub(super) fn write_section(dir: &Path, spec: &SweepSpec) -> Result<(Sweeps, Sec
         )?);
         Ok(rows)
     };
-    // The file stems predate the preset's name `5.3.1` (`dev` is its alias).
+    // Each file is named by its preset's name.
     let sweeps = Sweeps {
-        default: sweep(Preset::Default, "default")?,
-        quantum8: sweep(Preset::Quantum8, "quantum8")?,
-        v5_3_1: sweep(Preset::V5_3_1, "dev")?,
+        default: sweep(Preset::V5_3_0, Preset::V5_3_0.name())?,
+        quantum8: sweep(Preset::Quantum8, Preset::Quantum8.name())?,
+        v5_3_1: sweep(Preset::V5_3_1, Preset::V5_3_1.name())?,
     };
     Ok((sweeps, SectionOutput::files(written)))
 }

@@ -8,8 +8,8 @@ use serde::Serialize;
 /// configurations the report models all come from here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Preset {
-    /// jemalloc 5.3.0 on x86-64 with its defaults.
-    Default,
+    /// jemalloc 5.3.0 on x86-64 with its defaults (`default` is an alias).
+    V5_3_0,
     /// An 8-byte quantum (`--with-lg-quantum=3`).
     Quantum8,
     /// 16 KiB pages (`--with-lg-page=14`).
@@ -28,7 +28,7 @@ impl Preset {
     pub const LINKED: Preset = Preset::V5_3_1;
 
     pub const ALL: [Preset; 6] = [
-        Preset::Default,
+        Preset::V5_3_0,
         Preset::Quantum8,
         Preset::Page16k,
         Preset::Page64k,
@@ -39,7 +39,7 @@ impl Preset {
     /// The name `--preset` takes.
     pub fn name(self) -> &'static str {
         match self {
-            Preset::Default => "default",
+            Preset::V5_3_0 => "5.3.0",
             Preset::Quantum8 => "quantum8",
             Preset::Page16k => "page16k",
             Preset::Page64k => "page64k",
@@ -52,7 +52,7 @@ impl Preset {
     pub fn aliases(self) -> &'static [&'static str] {
         match self {
             Preset::V5_3_1 => &["dev"],
-            Preset::Default => &["5.3.0"],
+            Preset::V5_3_0 => &["default"],
             _ => &[],
         }
     }
@@ -60,8 +60,8 @@ impl Preset {
     /// One line on what the build is (the `--preset` help and the report's index).
     pub fn description(self) -> &'static str {
         match self {
-            Preset::Default => {
-                "jemalloc 5.3.0 defaults (`5.3.0` is an alias; Debian's libjemalloc2): 16 B quantum, 4 KiB pages, large size classes"
+            Preset::V5_3_0 => {
+                "jemalloc 5.3.0's defaults (Debian's libjemalloc2): 16 B quantum, 4 KiB pages, large size classes; `default` is an alias, from before 5.3.1 became the linked build"
             }
             Preset::Quantum8 => "8 B quantum (the build the seed's figures match)",
             Preset::Page16k => "16 KiB pages (--with-lg-page=14, e.g. Apple silicon)",
@@ -80,7 +80,7 @@ impl Preset {
     pub fn config(self) -> AllocatorConfig {
         let base = AllocatorConfig::default();
         match self {
-            Preset::Default => base,
+            Preset::V5_3_0 => base,
             Preset::Quantum8 => AllocatorConfig {
                 lg_quantum: 3,
                 ..base
@@ -123,7 +123,7 @@ impl Preset {
 }
 
 /// The one name of a build everywhere (titles, timeline `build` column, errors): the preset's
-/// name when the build is one (`default`, `5.3.1`), else its label (`q8-p4096-lpages-v5.3.1`).
+/// name when the build is one (`5.3.0`, `5.3.1`), else its label (`q8-p4096-lpages-v5.3.1`).
 pub fn build_name(config: &AllocatorConfig) -> String {
     Preset::ALL
         .into_iter()
@@ -132,7 +132,7 @@ pub fn build_name(config: &AllocatorConfig) -> String {
 }
 
 /// [`build_name`] with the jemalloc release, for titles: `jemalloc 5.3.1`,
-/// `default (jemalloc 5.3.0)`, `q8-p4096 (jemalloc 5.3.0)`.
+/// `redis (jemalloc 5.3.0)`, `q8-p4096 (jemalloc 5.3.0)`.
 pub fn build_title(config: &AllocatorConfig) -> String {
     let name = build_name(config);
     let version = config.version.as_str();

@@ -1,6 +1,6 @@
 //! The list of builds a what-if run compares, parsed and checked before any work starts.
 
-use crate::sizeclass::{AllocatorConfig, ConfigError};
+use crate::sizeclass::{AllocatorConfig, ConfigError, Preset};
 
 /// One build of a what-if run: the name the user gave it and its configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,12 +19,14 @@ impl Build {
 
     /// The build a name stands for: a preset, optionally followed by modifiers, each after a
     /// `+`: `nco` (no cache-oblivious padding page, `--disable-cache-oblivious`) and `lpages`
-    /// (large requests rounded to pages), e.g. `default+nco`.
+    /// (large requests rounded to pages), e.g. `5.3.0+nco`. The build is named by the
+    /// preset's own name (an alias such as `default` becomes `5.3.0`), one name per build.
     pub fn preset(name: &str) -> Result<Self, BuildListError> {
         let mut parts = name.split('+');
-        let preset = parts.next().unwrap_or_default();
-        let mut config = AllocatorConfig::preset(preset_alias(preset))
+        let preset = Preset::from_name(parts.next().unwrap_or_default())
             .map_err(|e| BuildListError::Preset(name.to_string(), e))?;
+        let mut config = preset.config();
+        let mut canonical = preset.name().to_string();
         for modifier in parts {
             match modifier {
                 "nco" => config.cache_oblivious = false,
@@ -36,15 +38,17 @@ impl Build {
                     ))
                 }
             }
+            canonical.push('+');
+            canonical.push_str(modifier);
         }
-        Ok(Build::new(name, config))
+        Ok(Build::new(canonical, config))
     }
 }
 
 /// Why a list of builds cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BuildListError {
-    #[error("empty list of builds (give e.g. --preset default,quantum8)")]
+    #[error("empty list of builds (give e.g. --preset 5.3.0,quantum8)")]
     Empty,
     #[error("empty build name in the list '{0}'")]
     EmptyEntry(String),
@@ -56,19 +60,10 @@ pub enum BuildListError {
     Modifier(String, String),
 }
 
-/// `5.3.1` names the jemalloc release tikv-jemalloc-sys ships, which the string presets call
-/// `dev` (until presets become an enum with that name).
-fn preset_alias(name: &str) -> &str {
-    match name {
-        "5.3.1" => "dev",
-        other => other,
-    }
-}
-
-/// Parses a comma-separated list of builds (`default,quantum8,page16k,page64k,5.3.1`, or with
-/// modifiers such as `default,default+nco`; see [`Build::preset`]).
-/// Every entry must be a known preset, non-empty and listed once (`dev` and `5.3.1` are the
-/// same build, so both together are a duplicate).
+/// Parses a comma-separated list of builds (`5.3.0,quantum8,page16k,page64k,5.3.1`, or with
+/// modifiers such as `5.3.0,5.3.0+nco`; see [`Build::preset`]).
+/// Every entry must be a known preset, non-empty and listed once (`default` and `5.3.0` are
+/// the same build, so both together are a duplicate).
 pub fn parse_builds(list: &str) -> Result<Vec<Build>, BuildListError> {
     if list.trim().is_empty() {
         return Err(BuildListError::Empty);

@@ -38,7 +38,7 @@ pub fn run_scenario(
     };
     Ok(BumpArenaResult {
         spec,
-        model: config.label(),
+        model: crate::sizeclass::build_name(&config),
         predictions,
         measurements,
         decay_ms,

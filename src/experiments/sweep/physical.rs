@@ -122,8 +122,8 @@ pub fn physical_sweep(
 pub fn physical_table(classes: &SizeClasses, rows: &[PhysicalRow]) -> Table {
     let mut table = Table::new(
         format!(
-            "F14 vector tables, split (before) vs unified (after), jemalloc {}",
-            classes.config().label()
+            "F14 vector tables, split (before) vs unified (after), {}",
+            crate::sizeclass::build_title(classes.config())
         ),
         &[
             "value_size",

@@ -89,8 +89,8 @@ pub fn seed_model_ratio(classes: &SizeClasses, value_size: u64) -> Option<f64> {
 pub fn seed_comparison_table(classes: &SizeClasses, seed: &[SeedRow]) -> Result<Table> {
     let mut table = Table::new(
         format!(
-            "Seed model D8485933 (jemalloc {}) beside the seed's printed table",
-            classes.config().label()
+            "Seed model D8485933 ({}) beside the seed's printed table",
+            crate::sizeclass::build_title(classes.config())
         ),
         &["value_size", "ratio", "seed_ratio", "difference"],
     );
