@@ -73,7 +73,7 @@ fn replay_models_the_jemalloc_the_program_ran_with() {
     // advise's defaults row is that allocator too (decay off), and 5.3.1 the other release.
     let advice = common::run_ok(&["advise", t, "--no-live"]);
     assert!(
-        advice.contains("the defaults are the recorded program's jemalloc 5.3.0 (default build) with its options (narenas:3,tcache:true,")
+        advice.contains("the defaults are the recorded program's jemalloc 5.3.0 with its options (narenas:3,tcache:true,")
             && advice.contains("and narenas 3."),
         "{advice}"
     );

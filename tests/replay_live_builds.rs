@@ -39,7 +39,7 @@ fn each_build_is_compared_with_its_own_live_jemalloc() {
     // 686 events compared one by one against each live allocator, nothing differing.
     assert_eq!(rows.len(), 2, "{stdout}");
     assert!(
-        rows[0].starts_with("default,default (jemalloc 5.3.0),686,686,"),
+        rows[0].starts_with("5.3.0,jemalloc 5.3.0,686,686,"),
         "{stdout}"
     );
     assert!(

@@ -97,7 +97,7 @@ fn check_hand_trace(run: fn(&Build, &[Event], Option<u64>) -> BuildReplay) {
     // active / allocated at the peak); shares of it: 884 / 49152 = 0.0180 rounding,
     // 45392 / 49152 = 0.9235 empty regions.
     assert!(rows[1]
-        .starts_with("default,323,24800,26880,49152,36864,0.3074,12.0723,0,1.0000,0.0180,0.9235,"));
+        .starts_with("5.3.0,323,24800,26880,49152,36864,0.3074,12.0723,0,1.0000,0.0180,0.9235,"));
     // 2888 / 2876 - 1 = 0.0042, 61440 / 2888 - 1 = 20.2742; +12288 bytes, 1.25x; shares
     // 12 / 61440 = 0.0002 and 58552 / 61440 = 0.9530.
     assert!(rows[2].starts_with(

@@ -63,7 +63,7 @@ fn replay_prints_one_row_per_build_with_the_hand_values() {
     assert_eq!(lines.len(), 3, "{csv}");
     // Hand values: see tests/whatif.rs.
     assert!(lines[1]
-        .starts_with("default,323,24800,26880,49152,36864,0.3074,12.0723,0,1.0000,0.0180,0.9235,"));
+        .starts_with("5.3.0,323,24800,26880,49152,36864,0.3074,12.0723,0,1.0000,0.0180,0.9235,"));
     assert!(lines[2].starts_with(
         "quantum8,323,24800,25280,61440,40960,0.0042,20.2742,12288,1.2500,0.0002,0.9530,"
     ));
@@ -125,7 +125,7 @@ fn timeline_and_charts_are_written_and_repeatable() {
         "build,event,live_objects,requested_bytes,allocated_bytes,active_bytes,mapped_bytes,slabs_created,slabs_released"
     );
     assert_eq!(lines.len(), 1 + 2 * 4);
-    assert!(lines[1].starts_with("default,100,"));
+    assert!(lines[1].starts_with("5.3.0,100,"));
     assert!(lines[8].starts_with("page64k,323,"));
 }
 

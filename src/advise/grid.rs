@@ -176,9 +176,13 @@ pub fn rebase(
         .split('-')
         .next()
         .unwrap_or(&recorded.version);
+    // The build named only where it is not the release's own (`redis`, `quantum8`).
+    let build = match base.name() == version {
+        true => String::new(),
+        false => format!(" ({} build)", base.name()),
+    };
     let about = format!(
-        "the recorded program's jemalloc {version} ({} build) with its options ({conf}), decay off",
-        base.name()
+        "the recorded program's jemalloc {version}{build} with its options ({conf}), decay off"
     );
     Some((rebased, about))
 }
