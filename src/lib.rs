@@ -31,6 +31,7 @@ pub mod sim;
 pub mod sizeclass;
 pub mod trace;
 pub mod validate;
+pub mod view;
 pub mod whatif;
 
 // No #[global_allocator] here: see `global` (binaries, tests and benchmarks that measure

@@ -92,7 +92,7 @@ fn stack_of(blame: &Blame, key: Charge) -> Vec<String> {
     }
 }
 
-/// One folded line per line with waste: its stack outermost first ([`stack_of`]) and its
+/// One folded line per line with waste: its stack outermost first (a site's frames reversed) and its
 /// waste bytes. The values add up to active minus requested bytes.
 pub fn folded_lines(blame: &Blame) -> Vec<String> {
     blame

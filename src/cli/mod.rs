@@ -24,6 +24,7 @@ mod route;
 mod table;
 mod trace;
 mod validate;
+mod view;
 mod whatif;
 
 use clap::{Parser, Subcommand};
@@ -82,6 +83,9 @@ enum Command {
     /// Which MALLOC_CONF would lower this trace's memory: the process model under a grid of
     /// run-time options, ranked, the recommended ones checked live.
     Advise(advise::AdviseArgs),
+    /// One self-contained HTML page to explore a trace in a browser: the timeline, the waste
+    /// flame graph at any moment (a slider), the waste by site and the size classes.
+    View(view::ViewArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
 }
@@ -128,6 +132,7 @@ pub fn main() -> i32 {
         Command::Trace(args) => trace::run(args),
         Command::Record(args) => record::run(args),
         Command::Advise(args) => advise::run(args),
+        Command::View(args) => view::run(args),
         Command::Completions(args) => completions::run(args),
     };
     result.unwrap_or_else(|err| output::exit_code(&err))

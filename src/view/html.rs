@@ -1,0 +1,236 @@
+//! The page: one HTML file with its styles, script, timeline and flame graphs inside (no
+//! network when it is viewed). The timeline is an inline SVG drawn here; each moment's flame
+//! graph is inferno's SVG (with its own zoom and search), loaded into a frame as a standalone
+//! SVG document so that its script runs; a slider picks the moment.
+
+use super::{Page, Point};
+use crate::charts::flame::flame_graph_svg;
+use crate::export::human::{self, ColumnKind};
+use crate::export::{Cell, Table};
+use anyhow::Result;
+
+/// What each kind of waste is, said on the page.
+const LEGEND: [(&str, &str); 6] = [
+    ("requested", "the bytes the program asked for"),
+    ("rounding", "a size class's bytes above the request"),
+    ("empty regions", "free regions of the slabs a site's objects hold (its share)"),
+    ("pinned", "slabs only that site's objects keep alive: what freeing them would give back (a second view of the same bytes)"),
+    ("held", "thread caches' objects, the caches' own blocks, large blocks' padding page"),
+    ("resident", "stats.resident: active pages, dirty pages not yet purged, and jemalloc's metadata"),
+];
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The page as HTML.
+pub fn render(page: &Page) -> Result<String> {
+    let mut flames = Vec::with_capacity(page.moments.len());
+    for m in &page.moments {
+        let title = format!(
+            "{}: waste by call site at event {} ({} active bytes)",
+            page.name,
+            m.event,
+            human::thousands(m.active_bytes)
+        );
+        let svg = match m.folded.is_empty() {
+            true => format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"600\" height=\"40\"><text x=\"10\" y=\"25\">{} : no waste at this moment</text></svg>", escape(&title)),
+            false => String::from_utf8(flame_graph_svg(&title, "bytes", &m.folded)?)?,
+        };
+        flames.push(svg);
+    }
+    // `</` inside the JSON would end its script element: `<\/` is the same JSON string.
+    let flames_json = serde_json::to_string(&flames)?.replace("</", "<\\/");
+    let moments_json = serde_json::to_string(
+        &page
+            .moments
+            .iter()
+            .map(|m| (m.event, m.active_bytes, m.waste_bytes))
+            .collect::<Vec<_>>(),
+    )?;
+    let peak_index = page
+        .moments
+        .iter()
+        .position(|m| m.event == page.peak_event)
+        .unwrap_or(0);
+    let mut out = String::new();
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    out.push_str(&format!(
+        "<title>fragsim view: {}</title><style>{STYLE}</style></head><body>\n",
+        escape(&page.name)
+    ));
+    out.push_str(&format!("<h1>{}</h1>\n", escape(&page.name)));
+    if let Some(c) = &page.command {
+        out.push_str(&format!("<p>Recorded: <code>{}</code></p>\n", escape(c)));
+    }
+    out.push_str(&format!(
+        "<p>Modelled: {}{} · {} events, {} threads · active peak {} at event {}</p>\n",
+        escape(&page.build),
+        escape(&page.about),
+        human::thousands(page.events),
+        page.threads,
+        escape(&human::bytes(page.peak_active_bytes)),
+        human::thousands(page.peak_event)
+    ));
+    out.push_str("<h2>Over the trace</h2>\n");
+    out.push_str(&timeline_svg(&page.timeline, page.events));
+    out.push_str(&format!(
+        "<h2>Waste by call site</h2>\n<p><input type=\"range\" id=\"moment\" min=\"0\" max=\"{}\" value=\"{peak_index}\" aria-label=\"moment\"> <span id=\"moment-label\"></span></p>\n<iframe id=\"flame\" title=\"waste flame graph\"></iframe>\n",
+        page.moments.len().saturating_sub(1)
+    ));
+    out.push_str("<h2>What the words mean</h2>\n<dl>");
+    for (term, meaning) in LEGEND {
+        out.push_str(&format!("<dt>{term}</dt><dd>{meaning}</dd>"));
+    }
+    out.push_str("</dl>\n");
+    out.push_str(&table_html(&page.blame));
+    out.push_str(&table_html(&page.classes));
+    out.push_str(&format!(
+        "<script type=\"application/json\" id=\"flames\">{flames_json}</script>\n<script>const MOMENTS = {moments_json};\n{SCRIPT}</script>\n</body></html>\n"
+    ));
+    Ok(out)
+}
+
+/// One figure of a timeline point.
+type Figure = fn(&Point) -> u64;
+
+/// Requested, allocated, active and resident bytes over the events, as polylines, with the
+/// moment's marker (moved by the script).
+fn timeline_svg(points: &[Point], events: u64) -> String {
+    let (w, h, left, bottom) = (1000.0, 260.0, 70.0, 30.0);
+    let max = points
+        .iter()
+        .map(|p| p.resident.max(p.active))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let x = |e: u64| left + (w - left - 10.0) * e as f64 / events.max(1) as f64;
+    let y = |v: u64| (h - bottom) - (h - bottom - 10.0) * v as f64 / max;
+    let mut svg = format!(
+        "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"100%\" data-events=\"{events}\" data-left=\"{left}\" data-width=\"{}\">",
+        w - left - 10.0
+    );
+    for k in 0..=4u64 {
+        let v = (max as u64) * k / 4;
+        svg.push_str(&format!(
+            "<line x1=\"{left}\" x2=\"{}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"grid\"/><text x=\"{}\" y=\"{:.1}\" class=\"axis\" text-anchor=\"end\">{:.1} MiB</text>",
+            w - 10.0,
+            y(v),
+            y(v),
+            left - 4.0,
+            y(v) + 4.0,
+            v as f64 / (1u64 << 20) as f64
+        ));
+    }
+    let series: [(&str, Figure); 4] = [
+        ("resident", |p| p.resident),
+        ("active", |p| p.active),
+        ("allocated", |p| p.allocated),
+        ("requested", |p| p.requested),
+    ];
+    for (i, (name, value)) in series.iter().enumerate() {
+        let path: Vec<String> = points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(p.event), y(value(p))))
+            .collect();
+        svg.push_str(&format!(
+            "<polyline class=\"s{i}\" fill=\"none\" points=\"{}\"><title>{name} bytes</title></polyline><text x=\"{}\" y=\"{}\" class=\"k{i} key\">{name}</text>",
+            path.join(" "),
+            left + 10.0 + 110.0 * i as f64,
+            h - 6.0
+        ));
+    }
+    svg.push_str(&format!(
+        "<line id=\"marker\" x1=\"{left}\" x2=\"{left}\" y1=\"10\" y2=\"{}\"/></svg>\n",
+        h - bottom
+    ));
+    svg
+}
+
+/// A table with its numbers written for people, each cell keeping its raw value for sorting
+/// (a click on a column's header sorts by it).
+fn table_html(table: &Table) -> String {
+    let kinds: Vec<ColumnKind> = table.columns.iter().map(|c| ColumnKind::of(c)).collect();
+    let mut out = format!(
+        "<h2>{}</h2>\n<table class=\"sortable\"><thead><tr>",
+        escape(&table.title)
+    );
+    for c in &table.columns {
+        out.push_str(&format!("<th>{}</th>", escape(c)));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in &table.rows {
+        out.push_str("<tr>");
+        for (cell, &kind) in row.iter().zip(&kinds) {
+            let raw = match cell {
+                Cell::Int(v) => v.to_string(),
+                Cell::Float(v, _) => v.to_string(),
+                _ => String::new(),
+            };
+            out.push_str(&format!(
+                "<td data-v=\"{}\">{}</td>",
+                escape(&raw),
+                escape(&human::cell(kind, cell))
+            ));
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>\n");
+    out
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em;max-width:1100px;color:#222}\
+code{background:#f3f3f3;padding:0 .3em}table{border-collapse:collapse;margin:.5em 0 1.5em}\
+th,td{border:1px solid #ccc;padding:.2em .5em;text-align:right}th{cursor:pointer;background:#f3f3f3}\
+td:first-child,td:nth-child(2){text-align:left}iframe{width:100%;height:480px;border:1px solid #ccc}\
+.grid{stroke:#e4e4e4}.axis{font-size:11px;fill:#555}.key{font-size:13px}\
+.s0{stroke:#7570b3}.s1{stroke:#d95f02}.s2{stroke:#1b9e77}.s3{stroke:#666}\
+.k0{fill:#7570b3}.k1{fill:#d95f02}.k2{fill:#1b9e77}.k3{fill:#666}polyline{stroke-width:1.5;fill:none}#marker{stroke:#000;stroke-dasharray:4 3}\
+dt{font-weight:bold}dd{margin:0 0 .4em 1.5em}#moment{width:60%}";
+
+/// The slider shows the moment's flame graph and moves the timeline's marker (`#moment=K` in
+/// the address opens at moment K); a click on a table's header sorts it. `document.body.dataset.drawn` says the page's script ran.
+const SCRIPT: &str = r#"
+const FLAMES = JSON.parse(document.getElementById('flames').textContent);
+const slider = document.getElementById('moment');
+const frame = document.getElementById('flame');
+const label = document.getElementById('moment-label');
+const timeline = document.getElementById('timeline');
+const marker = document.getElementById('marker');
+const fmt = n => n.toLocaleString('en-US');
+let url = null;
+function show(i) {
+  const [event, active, waste] = MOMENTS[i];
+  // A standalone SVG document, as inferno wrote it: its own script (zoom, search) runs.
+  if (url) URL.revokeObjectURL(url);
+  url = URL.createObjectURL(new Blob([FLAMES[i]], {type: 'image/svg+xml'}));
+  frame.src = url;
+  label.textContent = `event ${fmt(event)}: ${fmt(active)} active bytes, ${fmt(waste)} of them waste`;
+  const left = +timeline.dataset.left, width = +timeline.dataset.width;
+  const x = left + width * event / Math.max(1, +timeline.dataset.events);
+  marker.setAttribute('x1', x);
+  marker.setAttribute('x2', x);
+  document.body.dataset.moment = event;
+}
+slider.addEventListener('input', () => show(+slider.value));
+// `page.html#moment=K` opens at the K-th moment (a link to one moment).
+const asked = /moment=(\d+)/.exec(location.hash);
+if (asked && +asked[1] < MOMENTS.length) slider.value = asked[1];
+show(+slider.value);
+for (const table of document.querySelectorAll('table.sortable')) {
+  table.querySelectorAll('th').forEach((th, col) => th.addEventListener('click', () => {
+    const body = table.tBodies[0];
+    const rows = [...body.rows];
+    const key = r => r.cells[col].dataset.v;
+    const numeric = rows.every(r => key(r) !== '' && !isNaN(+key(r)));
+    const down = th.dataset.down !== '1';
+    th.dataset.down = down ? '1' : '0';
+    rows.sort((a, b) => (numeric ? +key(a) - +key(b) : key(a).localeCompare(key(b))) * (down ? -1 : 1));
+    rows.forEach(r => body.appendChild(r));
+  }));
+}
+document.body.dataset.drawn = FLAMES.length;
+"#;

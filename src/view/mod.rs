@@ -1,0 +1,257 @@
+//! `fragsim view`: one self-contained HTML page per trace ([`render`]). This module gathers what
+//! the page shows, as plain data: the process model's timeline, the waste by call site (a
+//! blame, as folded stacks) at evenly spaced moments and at the active peak, the blame table
+//! at the peak, and the size classes of the one-arena model. Nothing here draws.
+
+mod html;
+
+pub use html::render;
+
+use crate::blame::{blame_stream, blame_table, folded_lines, At, BlameError, BlameSpec};
+use crate::engine::{self, RecordConsumer, RunError};
+use crate::export::Table;
+use crate::process::{DecayClock, ProcessOptions, ProcessRows, ProcessRun};
+use crate::sizeclass::{build_title, AllocatorConfig};
+use crate::trace::{Record, TraceError};
+use crate::whatif::{class_table, replay_trace, Build, ReplayOptions};
+use std::path::Path;
+
+/// What the page is of and how the trace is modelled.
+#[derive(Clone, Debug)]
+pub struct ViewSpec {
+    pub config: AllocatorConfig,
+    pub options: ProcessOptions,
+    /// CPUs for the default `narenas`.
+    pub cpus: u32,
+    /// Moments the flame graph can be drawn at (evenly spaced; the active peak is added).
+    pub moments: usize,
+    /// Where the options came from, said on the page (`the recorded program's jemalloc ...`).
+    pub about: String,
+}
+
+/// One moment of the waste flame graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Moment {
+    /// The event (1-based, calls and thread exits, as `replay --process` counts them).
+    pub event: u64,
+    pub active_bytes: u64,
+    pub waste_bytes: u64,
+    /// `frame;frame bytes` lines of waste, outermost frame first.
+    pub folded: Vec<String>,
+}
+
+/// One point of the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Point {
+    pub event: u64,
+    pub requested: u64,
+    pub allocated: u64,
+    pub active: u64,
+    pub resident: u64,
+}
+
+/// Everything the page shows.
+#[derive(Clone, Debug)]
+pub struct Page {
+    pub name: String,
+    /// The recorded program's command line, if the trace has it.
+    pub command: Option<String>,
+    pub build: String,
+    pub about: String,
+    pub events: u64,
+    pub threads: u32,
+    pub peak_event: u64,
+    pub peak_active_bytes: u64,
+    pub timeline: Vec<Point>,
+    /// In event order; the peak's is among them.
+    pub moments: Vec<Moment>,
+    /// The blame at the active peak (the top sites and the allocator's own lines).
+    pub blame: Table,
+    /// The one-arena model's size classes at its active peak.
+    pub classes: Table,
+}
+
+/// Why a page cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    #[error(transparent)]
+    Trace(#[from] TraceError),
+    #[error(transparent)]
+    Blame(#[from] BlameError),
+    #[error("the process model: {0}")]
+    Model(String),
+    #[error("the trace has no calls: nothing to show")]
+    Empty,
+}
+
+fn open(path: &Path) -> impl Fn() -> Result<crate::trace::RecordStream, TraceError> + '_ {
+    move || crate::trace::open(path).map(crate::trace::OpenedTrace::records)
+}
+
+/// The process model's run, counting the trace's threads as it goes.
+struct CountedRun {
+    run: ProcessRun,
+    threads: u32,
+}
+
+impl RecordConsumer for CountedRun {
+    type Error = crate::process::ProcessError;
+
+    fn record(&mut self, record: &Record) -> Result<(), Self::Error> {
+        if let Record::Call(c) = record {
+            self.threads = self.threads.max(c.thread + 1);
+        }
+        self.run.record(record)
+    }
+}
+
+/// Reads the trace at `path` once for the timeline (the process model, a point every
+/// thousandth of the events), once per moment for its blame (two passes each), and once for
+/// the size classes.
+pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
+    let opened = crate::trace::open(path)?;
+    let command = opened
+        .meta
+        .as_ref()
+        .map(|m| m.command_line())
+        .filter(|c| !c.is_empty());
+    let name = path
+        .file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().to_string());
+    let (timeline, threads, peak_event, peak_active_bytes) = timeline(path, spec, &name)?;
+    let events = timeline.last().map_or(0, |p| p.event);
+    if events == 0 {
+        return Err(ViewError::Empty);
+    }
+    let mut at: Vec<u64> = (1..=spec.moments.max(1) as u64)
+        .map(|k| (events * k / spec.moments.max(1) as u64).max(1))
+        .collect();
+    at.push(peak_event.max(1));
+    at.sort_unstable();
+    at.dedup();
+    let mut moments = Vec::with_capacity(at.len());
+    let mut blame_at_peak = None;
+    for event in at {
+        let b = blame_at(path, spec, At::Event(event))?;
+        let total = b.total();
+        moments.push(Moment {
+            event,
+            active_bytes: b.active_bytes,
+            waste_bytes: total.waste_bytes(),
+            folded: folded_lines(&b),
+        });
+        if event == peak_event {
+            blame_at_peak = Some(b);
+        }
+    }
+    let blame = match blame_at_peak {
+        Some(b) => b,
+        None => blame_at(path, spec, At::Peak)?,
+    };
+    let blame = blame_table(
+        &blame,
+        20,
+        format!("waste by call site at the active peak, event {peak_event}"),
+    );
+    let classes = classes(path, spec)?;
+    Ok(Page {
+        name,
+        command,
+        build: build_title(&spec.config),
+        about: spec.about.clone(),
+        events,
+        threads,
+        peak_event,
+        peak_active_bytes,
+        timeline,
+        moments,
+        blame,
+        classes,
+    })
+}
+
+type Timeline = (Vec<Point>, u32, u64, u64);
+
+/// The process model's timeline (a point every thousandth of the events and after the
+/// last), the threads, and the active peak's event and bytes.
+fn timeline(path: &Path, spec: &ViewSpec, name: &str) -> Result<Timeline, ViewError> {
+    let header_events = crate::trace::open(path)?
+        .header
+        .as_ref()
+        .map_or(0, |h| h.events);
+    let every = crate::sim::arena_replay::default_every(header_events.max(1000));
+    let mut run = [CountedRun {
+        run: ProcessRun::new(
+            spec.config,
+            &spec.options,
+            spec.cpus,
+            DecayClock::default(),
+            every,
+            Some(ProcessRows::new(name)),
+        )
+        .map_err(|e| ViewError::Model(e.to_string()))?,
+        threads: 0,
+    }];
+    engine::run(open(path)()?, &mut run, &|_| {}).map_err(|e| match e {
+        RunError::Trace(e) => ViewError::Trace(e),
+        RunError::Consumer(e) => ViewError::Model(e.to_string()),
+    })?;
+    let [CountedRun { run, threads }] = run;
+    let result = run.finish();
+    let peak = &result.summary.at_active_peak;
+    let rows = result.rows.map(|r| r.timeline).unwrap_or_default();
+    let column = |name: &str| rows.columns.iter().position(|c| c == name);
+    let (e, rq, al, ac, rs) = (
+        column("event"),
+        column("requested_bytes"),
+        column("allocated_bytes"),
+        column("active_bytes"),
+        column("resident_bytes"),
+    );
+    let int = |row: &[crate::export::Cell], i: Option<usize>| match i.map(|i| &row[i]) {
+        Some(crate::export::Cell::Int(v)) => *v,
+        _ => 0,
+    };
+    let points = rows
+        .rows
+        .iter()
+        .map(|r| Point {
+            event: int(r, e),
+            requested: int(r, rq),
+            allocated: int(r, al),
+            active: int(r, ac),
+            resident: int(r, rs),
+        })
+        .collect();
+    Ok((
+        points,
+        threads,
+        peak.events,
+        result.summary.peak_active_bytes,
+    ))
+}
+
+fn blame_at(path: &Path, spec: &ViewSpec, at: At) -> Result<crate::blame::Blame, ViewError> {
+    let blame_spec = BlameSpec {
+        config: spec.config,
+        options: spec.options.clone(),
+        cpus: spec.cpus,
+        at,
+    };
+    blame_stream(open(path), &blame_spec).map_err(|e| match e {
+        RunError::Trace(e) => ViewError::Trace(e),
+        RunError::Consumer(e) => ViewError::Blame(e),
+    })
+}
+
+/// The one-arena model's size classes (no thread cache), most bytes lost at its peak first.
+fn classes(path: &Path, spec: &ViewSpec) -> Result<Table, ViewError> {
+    let build = Build::new(crate::sizeclass::build_name(&spec.config), spec.config);
+    let replays = replay_trace(path, &[build], ReplayOptions { every: None }, &|_| {})
+        .map_err(|e| ViewError::Model(e.to_string()))?;
+    Ok(class_table(
+        "size classes at the one-arena model's active peak (no thread cache)",
+        &replays[0],
+        None,
+    ))
+}
