@@ -507,3 +507,49 @@ fn pprof_and_speedscope_profiles_carry_the_blame() {
     assert_eq!(by_requested[0], "32776B");
     assert_eq!(by_requested.last().unwrap(), "over_ask");
 }
+
+/// Mappings (a recorded trace's `m` lines) are not events: `--at N` charges the model after
+/// the N-th call, as `replay --process` counts them. Before, each mapping counted, so `--at 1`
+/// on this trace stopped before its first call (0 bytes) and `--at 3` after its second.
+#[test]
+fn mappings_are_not_events_for_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("m.txt");
+    std::fs::write(
+        &trace,
+        "m 0x7f0000000000 8388608\na 0 16\nm 0x7f0000800000 8388608\na 1 5000\na 2 100\n",
+    )
+    .unwrap();
+    let charged = |at: &str| num(total(&blame(&trace, &["--at", at])), "charged_bytes");
+    // After the first call: its thread's cache block and one slab (as in
+    // `no_thread_cache_saves_the_cache_block_by_hand`, tests/advise.rs): 36,864 bytes.
+    assert_eq!(charged("1"), 36_864);
+    // After the last: what `replay --process` says the trace ends with.
+    assert_eq!(charged("3"), process_summary(&trace)["final_active_bytes"]);
+    assert_ne!(charged("2"), charged("3"));
+}
+
+/// The blames at several moments from one reading (`fragsim view`'s slider) are the blames
+/// at each moment read one by one.
+#[test]
+fn blames_at_several_moments_equal_one_blame_each() {
+    use fragsim::blame::{blame_moments, blame_stream, At, BlameSpec};
+    use fragsim::process::ProcessOptions;
+    use fragsim::sizeclass::Preset;
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces/cpp-threads-map.trace");
+    let open = || fragsim::trace::open(&trace).map(fragsim::trace::OpenedTrace::records);
+    let spec = |at| BlameSpec {
+        config: Preset::V5_3_1.config(),
+        options: ProcessOptions::parse("experimental_tcache_gc:false").unwrap(),
+        cpus: 2,
+        at,
+    };
+    let events = [1, 5_000, 42_126, 62_426];
+    let many = blame_moments(open, &spec(At::End), &events).unwrap();
+    assert_eq!(many.len(), events.len());
+    for (b, &e) in many.iter().zip(&events) {
+        let one = blame_stream(open, &spec(At::Event(e))).unwrap();
+        assert_eq!((b.event, b.active_bytes), (one.event, one.active_bytes));
+        assert_eq!(b.lines, one.lines, "event {e}");
+    }
+}

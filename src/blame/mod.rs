@@ -23,8 +23,10 @@
 
 mod charge;
 mod demangle;
+mod moments;
 mod table;
 
+pub use moments::blame_moments;
 pub use table::{blame_table, folded_lines, waste_profile, BLAME_COLUMNS, PROFILE_KINDS};
 
 use crate::engine::{self, RecordConsumer, RunError};
@@ -240,56 +242,70 @@ where
         At::Peak => first.peak.map_or(1, |s| s.at_active_peak.events.max(1)),
     };
     let by_class = sites.is_empty();
-    let mut run = [Holders {
-        model: Process::new(spec.config, spec.options.clone(), spec.cpus)
-            .map_err(|e| RunError::Consumer(e.into()))?,
-        site_of: Vec::new(),
-        seen: std::collections::BTreeSet::new(),
-    }];
-    // Read up to the target event, not beyond.
+    let mut run = [Holders::new(spec).map_err(RunError::Consumer)?];
+    // Read up to the target event, not beyond (sites and mappings are not events).
     let mut n = 0u64;
     let upto = open().map_err(RunError::Trace)?.take_while(move |r| {
         if n == target {
             return false;
         }
-        if !matches!(r, Ok(Record::Site { .. })) {
+        if !matches!(r, Ok(Record::Site { .. } | Record::Mapping { .. })) {
             n += 1;
         }
         true
     });
     engine::run(upto, &mut run, &|_| {})?;
-    let [Holders {
-        model,
-        site_of,
-        seen,
-    }] = run;
-    let key_of = |id: u32, usize: u64| {
-        if by_class {
-            Charge::Class(usize)
-        } else {
-            site_of
-                .get(id as usize)
-                .copied()
-                .flatten()
-                .map_or(Charge::NoSite, Charge::Site)
-        }
-    };
-    let mut lines = charge::charge(&model, key_of).map_err(RunError::Consumer)?;
-    // Sites that allocated and hold nothing now are lines too (0 bytes, listed last): a
-    // clean site is named, not lost.
-    for s in seen {
-        if !lines.iter().any(|(k, _)| *k == Charge::Site(s)) {
-            lines.push((Charge::Site(s), Line::default()));
-        }
+    let [holders] = run;
+    holders
+        .blame(target, events, &sites, by_class)
+        .map_err(RunError::Consumer)
+}
+
+impl Holders {
+    fn new(spec: &BlameSpec) -> Result<Holders, BlameError> {
+        Ok(Holders {
+            model: Process::new(spec.config, spec.options.clone(), spec.cpus)?,
+            site_of: Vec::new(),
+            seen: std::collections::BTreeSet::new(),
+        })
     }
-    Ok(Blame {
-        event: target,
-        events,
-        active_bytes: model.stats().active_bytes,
-        lines,
-        sites,
-        by_class,
-    })
+
+    /// The model's active memory now, charged line by line (the blame at `event`).
+    fn blame(
+        &self,
+        event: u64,
+        events: u64,
+        sites: &SiteTable,
+        by_class: bool,
+    ) -> Result<Blame, BlameError> {
+        let key_of = |id: u32, usize: u64| {
+            if by_class {
+                Charge::Class(usize)
+            } else {
+                self.site_of
+                    .get(id as usize)
+                    .copied()
+                    .flatten()
+                    .map_or(Charge::NoSite, Charge::Site)
+            }
+        };
+        let mut lines = charge::charge(&self.model, key_of)?;
+        // Sites that allocated and hold nothing now are lines too (0 bytes, listed last): a
+        // clean site is named, not lost.
+        for &s in &self.seen {
+            if !lines.iter().any(|(k, _)| *k == Charge::Site(s)) {
+                lines.push((Charge::Site(s), Line::default()));
+            }
+        }
+        Ok(Blame {
+            event,
+            events,
+            active_bytes: self.model.stats().active_bytes,
+            lines,
+            sites: sites.clone(),
+            by_class,
+        })
+    }
 }
 
 /// The process model with the call site of every live object and the sites seen so far.

@@ -7,7 +7,7 @@ mod html;
 
 pub use html::render;
 
-use crate::blame::{blame_stream, blame_table, folded_lines, At, BlameError, BlameSpec};
+use crate::blame::{blame_moments, blame_table, folded_lines, At, BlameError, BlameSpec};
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::export::Table;
 use crate::process::{DecayClock, ProcessOptions, ProcessRows, ProcessRun};
@@ -106,8 +106,8 @@ impl RecordConsumer for CountedRun {
 }
 
 /// Reads the trace at `path` once for the timeline (the process model, a point every
-/// thousandth of the events), once per moment for its blame (two passes each), and once for
-/// the size classes.
+/// thousandth of the events), twice for the blames at every moment, and once for the size
+/// classes.
 pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
     let opened = crate::trace::open(path)?;
     let command = opened
@@ -129,27 +129,26 @@ pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
     at.push(peak_event.max(1));
     at.sort_unstable();
     at.dedup();
-    let mut moments = Vec::with_capacity(at.len());
-    let mut blame_at_peak = None;
-    for event in at {
-        let b = blame_at(path, spec, At::Event(event))?;
-        let total = b.total();
-        moments.push(Moment {
-            event,
+    let blames =
+        blame_moments(open(path), &blame_spec(spec, At::End), &at).map_err(|e| match e {
+            RunError::Trace(e) => ViewError::Trace(e),
+            RunError::Consumer(e) => ViewError::Blame(e),
+        })?;
+    let moments = blames
+        .iter()
+        .map(|b| Moment {
+            event: b.event,
             active_bytes: b.active_bytes,
-            waste_bytes: total.waste_bytes(),
-            folded: folded_lines(&b),
-        });
-        if event == peak_event {
-            blame_at_peak = Some(b);
-        }
-    }
-    let blame = match blame_at_peak {
-        Some(b) => b,
-        None => blame_at(path, spec, At::Peak)?,
-    };
+            waste_bytes: b.total().waste_bytes(),
+            folded: folded_lines(b),
+        })
+        .collect();
+    let at_peak = blames
+        .iter()
+        .find(|b| b.event == peak_event.max(1))
+        .ok_or_else(|| ViewError::Model("no blame at the peak".into()))?;
     let blame = blame_table(
-        &blame,
+        at_peak,
         20,
         format!("waste by call site at the active peak, event {peak_event}"),
     );
@@ -231,17 +230,13 @@ fn timeline(path: &Path, spec: &ViewSpec, name: &str) -> Result<Timeline, ViewEr
     ))
 }
 
-fn blame_at(path: &Path, spec: &ViewSpec, at: At) -> Result<crate::blame::Blame, ViewError> {
-    let blame_spec = BlameSpec {
+fn blame_spec(spec: &ViewSpec, at: At) -> BlameSpec {
+    BlameSpec {
         config: spec.config,
         options: spec.options.clone(),
         cpus: spec.cpus,
         at,
-    };
-    blame_stream(open(path), &blame_spec).map_err(|e| match e {
-        RunError::Trace(e) => ViewError::Trace(e),
-        RunError::Consumer(e) => ViewError::Blame(e),
-    })
+    }
 }
 
 /// The one-arena model's size classes (no thread cache), most bytes lost at its peak first.
