@@ -151,3 +151,44 @@ fn bad_view_options_exit_2_naming_the_value() {
     assert_refused(&out, "the trace");
     assert!(!page.exists(), "nothing written");
 }
+
+/// `--with advise,builds` adds advise's table (the defaults row is `fragsim advise`'s, its
+/// figures the same) and every preset build's row.
+#[test]
+fn with_adds_the_advise_and_builds_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = committed("cpp-threads-map.trace");
+    let page = dir.path().join("page.html");
+    let out = run(&[
+        "view",
+        s(&trace),
+        "-o",
+        s(&page),
+        "--cpus",
+        "2",
+        "--with",
+        "advise,builds",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let advise = csv_rows(&run_ok(&[
+        "advise",
+        s(&trace),
+        "--cpus",
+        "2",
+        "--no-live",
+        "--format",
+        "csv",
+    ]));
+    let peak: u64 = advise[0]["peak_resident_bytes"].parse().unwrap();
+    assert!(
+        html.contains(&format!("<td data-v=\"{peak}\">")),
+        "the defaults' peak resident {peak}"
+    );
+    for build in ["5.3.0", "quantum8", "page16k", "page64k", "5.3.1", "redis"] {
+        assert!(
+            html.contains(&format!("<td data-v=\"\">{build}</td>")),
+            "{build}"
+        );
+    }
+}

@@ -5,7 +5,7 @@ use super::args::refuse_outputs_over_inputs;
 use crate::export::OutputFile;
 use crate::process::{machine_cpus, ProcessOptions, RecordedAllocator};
 use crate::sizeclass::{JemallocVersion, Preset};
-use crate::view::{gather, render, ViewSpec};
+use crate::view::{gather, render, Extra, ViewSpec};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;
@@ -31,6 +31,10 @@ pub struct ViewArgs {
     /// Moments the waste flame graph can be drawn at, evenly spaced (the active peak added).
     #[arg(long, default_value_t = 24, value_name = "N")]
     pub moments: usize,
+    /// More tables on the page: advise (the built-in grid of run-time options, no live
+    /// check), builds (every preset through the one-arena model).
+    #[arg(long, value_parser = super::choice::choice::<Extra>(), value_delimiter = ',')]
+    pub with: Vec<Extra>,
 }
 
 /// The build and options: as asked, else the recorded program's, else the linked build's.
@@ -77,6 +81,7 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
         cpus: args.cpus.unwrap_or_else(machine_cpus),
         moments: args.moments,
         about,
+        with: args.with.clone(),
     })
 }
 

@@ -88,6 +88,9 @@ pub fn render(page: &Page) -> Result<String> {
     out.push_str("</dl>\n");
     out.push_str(&table_html(&page.blame));
     out.push_str(&table_html(&page.classes));
+    for t in &page.extra {
+        out.push_str(&table_html(t));
+    }
     out.push_str(&format!(
         "<script type=\"application/json\" id=\"flames\">{flames_json}</script>\n<script>const MOMENTS = {moments_json};\n{SCRIPT}</script>\n</body></html>\n"
     ));

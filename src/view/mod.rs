@@ -13,7 +13,7 @@ use crate::export::Table;
 use crate::process::{DecayClock, ProcessOptions, ProcessRows, ProcessRun};
 use crate::sizeclass::{build_title, AllocatorConfig};
 use crate::trace::{Record, TraceError};
-use crate::whatif::{class_table, replay_trace, Build, ReplayOptions};
+use crate::whatif::{class_table, replay_trace, whatif_table, Build, ReplayOptions};
 use std::path::Path;
 
 /// What the page is of and how the trace is modelled.
@@ -27,6 +27,46 @@ pub struct ViewSpec {
     pub moments: usize,
     /// Where the options came from, said on the page (`the recorded program's jemalloc ...`).
     pub about: String,
+    /// More tables on the page.
+    pub with: Vec<Extra>,
+}
+
+/// A table a page can carry on request (`--with advise,builds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extra {
+    /// `fragsim advise`'s table: the built-in grid of run-time options through the process
+    /// model (no live check), ranked by peak resident bytes.
+    Advise,
+    /// Every preset build through the one-arena model (`replay --preset ...`).
+    Builds,
+}
+
+impl crate::choice::Choice for Extra {
+    fn all() -> &'static [Self] {
+        &[Extra::Advise, Extra::Builds]
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Extra::Advise => "advise",
+            Extra::Builds => "builds",
+        }
+    }
+
+    fn help(self) -> &'static str {
+        match self {
+            Extra::Advise => {
+                "advise's table: the built-in grid of run-time options, ranked (no live check)"
+            }
+            Extra::Builds => "every preset build through the one-arena model, side by side",
+        }
+    }
+}
+
+impl std::fmt::Display for Extra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(crate::choice::Choice::name(*self))
+    }
 }
 
 /// One moment of the waste flame graph.
@@ -69,6 +109,8 @@ pub struct Page {
     pub blame: Table,
     /// The one-arena model's size classes at its active peak.
     pub classes: Table,
+    /// The tables asked for with [`ViewSpec::with`], in that order.
+    pub extra: Vec<Table>,
 }
 
 /// Why a page cannot be made.
@@ -153,6 +195,11 @@ pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
         format!("waste by call site at the active peak, event {peak_event}"),
     );
     let classes = classes(path, spec)?;
+    let extra = spec
+        .with
+        .iter()
+        .map(|&e| extra(path, spec, e))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Page {
         name,
         command,
@@ -166,6 +213,7 @@ pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
         moments,
         blame,
         classes,
+        extra,
     })
 }
 
@@ -249,4 +297,40 @@ fn classes(path: &Path, spec: &ViewSpec) -> Result<Table, ViewError> {
         &replays[0],
         None,
     ))
+}
+
+/// One table asked for with `--with`.
+fn extra(path: &Path, spec: &ViewSpec, what: Extra) -> Result<Table, ViewError> {
+    match what {
+        Extra::Builds => {
+            let builds: Vec<Build> = crate::sizeclass::Preset::ALL
+                .iter()
+                .map(|p| Build::new(p.name(), p.config()))
+                .collect();
+            let replays = replay_trace(path, &builds, ReplayOptions { every: None }, &|_| {})
+                .map_err(|e| ViewError::Model(e.to_string()))?;
+            Ok(whatif_table(
+                "every preset build, one arena without thread cache (fragsim replay --preset ...)",
+                &replays,
+            ))
+        }
+        Extra::Advise => {
+            let machine = crate::advise::ModelMachine::with_cpus(spec.cpus);
+            let advice = crate::advise::advise_stream(
+                open(path),
+                &crate::advise::default_grid(),
+                machine,
+                &crate::progress::Progress::default(),
+            )
+            .map_err(|e| match e {
+                RunError::Trace(e) => ViewError::Trace(e),
+                RunError::Consumer(e) => ViewError::Model(e.to_string()),
+            })?;
+            Ok(crate::advise::advice_table(
+                &advice,
+                "run-time options through the process model, ranked by peak resident bytes (fragsim advise --no-live)",
+                &[],
+            ))
+        }
+    }
 }
