@@ -27,7 +27,7 @@ mod moments;
 mod table;
 
 pub use moments::blame_moments;
-pub use table::{blame_table, folded_lines, waste_profile, BLAME_COLUMNS, PROFILE_KINDS};
+pub use table::{blame_table, folded_lines, headline, waste_profile, BLAME_COLUMNS, PROFILE_KINDS};
 
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{Process, ProcessError, ProcessOptions, ProcessSummary};

@@ -156,3 +156,40 @@ fn folded_frame(frame: &str) -> String {
         frame.to_string()
     }
 }
+
+/// The answer first: active bytes, how much of them is waste and of which kind, and the line
+/// with the most waste (`1,376,256 active bytes, 394,968 of them waste (28.7%: rounding
+/// 104,220, empty regions 28,928, held 261,820); the most, 143,360, in [cache blocks]`).
+pub fn headline(blame: &Blame) -> String {
+    use crate::export::human::thousands;
+    let total = blame.total();
+    let waste = total.waste_bytes();
+    let share = match total.charged_bytes() {
+        0 => 0.0,
+        c => waste as f64 * 100.0 / c as f64,
+    };
+    let mut text = format!(
+        "{} active bytes, {} of them waste ({share:.1}%: rounding {}, empty regions {}, held {})",
+        thousands(blame.active_bytes),
+        thousands(waste),
+        thousands(total.rounding_bytes),
+        thousands(total.empty_region_bytes),
+        thousands(total.held_bytes),
+    );
+    let worst = blame
+        .lines
+        .iter()
+        .filter(|(_, l)| l.waste_bytes() > 0)
+        .max_by_key(|(_, l)| l.waste_bytes());
+    if let Some((key, line)) = worst {
+        let name = match blame.frames(*key) {
+            f if f.is_empty() => blame.label(*key),
+            f => format!("site {} ({})", blame.label(*key), f),
+        };
+        text.push_str(&format!(
+            "; the most, {}, in {name}",
+            thousands(line.waste_bytes())
+        ));
+    }
+    text
+}

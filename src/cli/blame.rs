@@ -162,7 +162,9 @@ fn title(name: &str, at: At, b: &Blame, build: &str, note: &str) -> String {
         "call site"
     };
     format!(
-        "{name}: active memory by {by} at {when}event {} of {}: {} active bytes, process model {build}{note}",
-        b.event, b.events, b.active_bytes
+        "{name}: active memory by {by} at {when}event {} of {}: {}. Process model {build}{note}",
+        b.event,
+        b.events,
+        crate::blame::headline(b)
     )
 }

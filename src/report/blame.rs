@@ -57,8 +57,10 @@ pub fn write_section(dir: &Path, traces: &Path) -> Result<SectionOutput> {
             "call site"
         };
         let title = format!(
-            "{name}: active memory by {by} at the active peak, event {} of {}: {} active bytes",
-            b.event, b.events, b.active_bytes
+            "{name}: active memory by {by} at the active peak, event {} of {}: {}",
+            b.event,
+            b.events,
+            crate::blame::headline(&b)
         );
         let table = blame_table(&b, TOP_SITES, title.clone());
         let stem = format!("blame-{name}");
