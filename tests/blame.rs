@@ -576,3 +576,31 @@ fn the_title_answers_first_how_much_is_waste_and_where() {
         "{title}"
     );
 }
+
+/// `replay --process` answers first too: its title gives the active peak, the requested
+/// bytes then and the waste split as jemalloc's statistics split it; on the committed C++
+/// trace the waste equals the blame's total waste at the same peak (two separate paths:
+/// allocated and active bytes against the blame's charged lines).
+#[test]
+fn the_process_summary_title_answers_first_with_the_blames_waste() {
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces/cpp-threads-map.trace");
+    let out = fragsim()
+        .args(["replay", s(&trace), "--process"])
+        .args(BUILD)
+        .output()
+        .unwrap();
+    let title = stdout_of(&out).lines().next().unwrap().to_string();
+    let rows = blame(&trace, &[]);
+    let t = total(&rows);
+    let thousands = |n: u64| fragsim::export::human::thousands(n);
+    let expected = format!(
+        "peak active {} bytes at event 42,126: requested {} (",
+        thousands(num(t, "charged_bytes")),
+        thousands(num(t, "requested_bytes"))
+    );
+    assert!(title.contains(&expected), "{expected} in {title}");
+    assert!(
+        title.contains(&format!("; waste {} (", thousands(num(t, "waste_bytes")))),
+        "{title}"
+    );
+}

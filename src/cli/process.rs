@@ -141,8 +141,9 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         }
     }
     let title = format!(
-        "replay of {name}: {}, {}, {} arenas{}{note}",
-        mode(threads),
+        "replay of {name}: {}. {}, {}, {} arenas{}{note}",
+        first.summary.headline(),
+        capitalized(&mode(threads)),
         crate::sizeclass::build_title(&config),
         first.narenas,
         decay_note(&model_options, flags)
@@ -532,4 +533,13 @@ pub fn run_child(args: ChildArgs) -> Result<i32> {
         time_scale: args.time_scale,
     })?;
     Ok(0)
+}
+
+/// `Process model, ...` after a sentence's end.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
