@@ -604,3 +604,40 @@ fn the_process_summary_title_answers_first_with_the_blames_waste() {
         "{title}"
     );
 }
+
+/// Issue 37 §3: a Markdown table shows each site's first frames of the program's own
+/// (`--depth`, 4 by default; allocator entry points, libc, libstdc++ and the loader left
+/// out), CSV the whole stack. The committed C++ trace's first site is `operator new` called
+/// from the worker lambda, under libstdc++'s and libc's thread start (its CSV row).
+#[test]
+fn markdown_tables_show_the_programs_own_frames() {
+    let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces/cpp-threads-map.trace");
+    let rows = blame(&trace, &[]);
+    assert!(
+        rows[0]["frames"].starts_with("operator new+0x1b;main::{lambda()#1}::operator() const+0xd3e;/usr/lib/x86_64-linux-gnu/libstdc++"),
+        "{}",
+        rows[0]["frames"]
+    );
+    let md = |depth: &str| {
+        let out = fragsim()
+            .args(["replay", s(&trace), "--blame", "--depth", depth])
+            .args(BUILD)
+            .output()
+            .unwrap();
+        stdout_of(&out)
+    };
+    assert!(
+        md("4").contains("| 8 | main::{lambda()#1}::operator() const+0xd3e | 6,004 |"),
+        "{}",
+        md("4")
+    );
+    // Site 5: two string frames, then the lambda; one frame of depth keeps the first.
+    let one = md("1");
+    let line = one.lines().find(|l| l.starts_with("| 5 |")).unwrap();
+    assert!(line.contains("_M_mutate+0x5d |"), "{line}");
+    let out = fragsim()
+        .args(["replay", s(&trace), "--blame", "--depth", "0"])
+        .output()
+        .unwrap();
+    assert_refused(&out, "--depth 0");
+}

@@ -32,6 +32,41 @@ pub fn function(frame: &Frame) -> String {
     }
 }
 
+/// The allocator's entry points and the system's libraries: frames a table of the program's
+/// sites leaves out.
+const ALLOCATOR_FUNCTIONS: [&str; 12] = [
+    "malloc",
+    "calloc",
+    "realloc",
+    "free",
+    "posix_memalign",
+    "aligned_alloc",
+    "memalign",
+    "valloc",
+    "operator new",
+    "operator new[]",
+    "strdup",
+    "strndup",
+];
+const SYSTEM_MODULES: [&str; 5] = [
+    "/libc.so",
+    "/libstdc++.so",
+    "/ld-linux",
+    "/libpthread",
+    "/libm.so",
+];
+
+/// An allocator entry point or a frame of libc, libstdc++ or the loader.
+pub fn is_runtime(frame: &Frame) -> bool {
+    match frame {
+        Frame::Location { module, .. } => SYSTEM_MODULES.iter().any(|m| module.contains(m)),
+        Frame::Symbol(_) => {
+            let f = function(frame);
+            ALLOCATOR_FUNCTIONS.contains(&f.as_str()) || f.starts_with("__libc_")
+        }
+    }
+}
+
 fn demangled(symbol: &str) -> String {
     if !symbol.starts_with("_Z") {
         return symbol.to_string();

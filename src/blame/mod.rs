@@ -27,12 +27,15 @@ mod moments;
 mod table;
 
 pub use moments::blame_moments;
-pub use table::{blame_table, folded_lines, headline, waste_profile, BLAME_COLUMNS, PROFILE_KINDS};
+pub use table::{
+    blame_table, blame_table_with, folded_lines, headline, waste_profile, BLAME_COLUMNS,
+    PROFILE_KINDS, TABLE_DEPTH,
+};
 
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{Process, ProcessError, ProcessOptions, ProcessSummary};
 use crate::sizeclass::AllocatorConfig;
-use crate::trace::{Event, Record, SiteId, SiteTable};
+use crate::trace::{Event, Frame, Record, SiteId, SiteTable};
 use serde::Serialize;
 
 /// The event at which memory is charged.
@@ -192,6 +195,29 @@ impl Blame {
     }
 
     /// A site's frames innermost first joined by `;` (empty for other lines).
+    /// A site's first `depth` frames that are the program's own (no allocator entry point, no
+    /// libc, libstdc++ or loader frame; all of them where none is), demangled: what a table
+    /// shows (`main::{lambda()#1}::operator() const+0xd3e`).
+    pub fn short_frames(&self, key: Charge, depth: usize) -> String {
+        let Charge::Site(s) = key else {
+            return String::new();
+        };
+        let Some(frames) = self.sites.get(s) else {
+            return String::new();
+        };
+        let own: Vec<&Frame> = frames.iter().filter(|f| !demangle::is_runtime(f)).collect();
+        let chosen: Vec<&Frame> = match own.is_empty() {
+            true => frames.iter().collect(),
+            false => own,
+        };
+        chosen
+            .into_iter()
+            .take(depth)
+            .map(demangle::readable)
+            .collect::<Vec<_>>()
+            .join(";")
+    }
+
     pub fn frames(&self, key: Charge) -> String {
         match key {
             Charge::Site(s) => self

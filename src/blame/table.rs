@@ -39,10 +39,24 @@ fn row(site: String, frames: String, l: &Line) -> Vec<Cell> {
 /// blocks, large padding; unattributed only when not zero), then `total`, whose charged
 /// bytes are the model's active bytes.
 pub fn blame_table(blame: &Blame, top: usize, title: String) -> Table {
+    blame_table_with(blame, top, title, None)
+}
+
+/// The frames a Markdown blame table shows per site (`replay --blame --depth`'s default).
+pub const TABLE_DEPTH: usize = 4;
+
+/// [`blame_table`] with each site's frames cut to its first `depth` of the program's own
+/// ([`Blame::short_frames`]) when given: Markdown and the terminal read that; CSV and JSON
+/// keep the whole stack.
+pub fn blame_table_with(blame: &Blame, top: usize, title: String, depth: Option<usize>) -> Table {
+    let frames = |key: Charge| match depth {
+        Some(d) => blame.short_frames(key, d),
+        None => blame.frames(key),
+    };
     let mut t = Table::new(title, &BLAME_COLUMNS);
     let code: Vec<&(Charge, Line)> = blame.lines.iter().filter(|(k, _)| k.is_code()).collect();
     for (key, line) in code.iter().take(top) {
-        t.push(row(blame.label(*key), blame.frames(*key), line));
+        t.push(row(blame.label(*key), frames(*key), line));
     }
     if code.len() > top {
         let mut rest = Line::default();

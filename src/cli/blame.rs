@@ -3,7 +3,9 @@
 //! and a flame graph of waste.
 
 use super::replay::ReplayArgs;
-use crate::blame::{blame_stream, blame_table, folded_lines, waste_profile, At, Blame, BlameSpec};
+use crate::blame::{
+    blame_stream, blame_table_with, folded_lines, waste_profile, At, Blame, BlameSpec,
+};
 use crate::charts::flame::flame_graph_svg;
 use crate::export::profile;
 use crate::export::OutputFile;
@@ -38,6 +40,11 @@ pub struct BlameFlags {
     /// With --blame: write the same profile in speedscope's JSON format (one profile per kind).
     #[arg(long, requires = "blame", value_name = "FILE")]
     pub speedscope: Option<PathBuf>,
+    /// With --blame: the frames a Markdown table shows per site, the first of the program's
+    /// own (allocator entry points, libc, libstdc++ and the loader left out); CSV and JSON
+    /// give the whole stack.
+    #[arg(long, requires = "blame", default_value_t = crate::blame::TABLE_DEPTH, value_name = "N")]
+    pub depth: usize,
     /// With --blame: write an SVG flame graph of waste bytes by stack.
     #[arg(long, requires = "blame", value_name = "FILE.svg")]
     pub flamegraph: Option<PathBuf>,
@@ -70,6 +77,9 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     let top = args.whatif.top.unwrap_or(20);
     if top == 0 {
         bail!("--top 0 shows nothing (give at least 1)");
+    }
+    if flags.depth == 0 {
+        bail!("--depth 0 shows no frame (give at least 1)");
     }
     let options = ProcessOptions::parse(&args.process.malloc_conf)?;
     let (config, options, note) = super::process::model_setup(args, &options)?;
@@ -146,7 +156,9 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
             }
         }
     }
-    args.output.emit(&blame_table(&b, top, title))?;
+    // Markdown reads short stacks; CSV and JSON keep every frame.
+    let depth = (args.output.format == crate::export::Format::Md).then_some(flags.depth);
+    args.output.emit(&blame_table_with(&b, top, title, depth))?;
     Ok(0)
 }
 

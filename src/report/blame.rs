@@ -2,7 +2,7 @@
 //! trace without sites), its folded stacks and a flame graph of waste.
 
 use super::{SectionOutput, Written};
-use crate::blame::{blame, blame_table, folded_lines, At, BlameSpec};
+use crate::blame::{blame, blame_table_with, folded_lines, At, BlameSpec};
 use crate::charts::flame::flame_graph_svg;
 use crate::export::{write_atomic, Format, Markdown, TableFormat};
 use crate::process::ProcessOptions;
@@ -62,9 +62,11 @@ pub fn write_section(dir: &Path, traces: &Path) -> Result<SectionOutput> {
             b.events,
             crate::blame::headline(&b)
         );
-        let table = blame_table(&b, TOP_SITES, title.clone());
         let stem = format!("blame-{name}");
         for format in [Format::Csv, Format::Md] {
+            // Markdown shows each site's first frames of its own, CSV the whole stack.
+            let depth = (format == Format::Md).then_some(crate::blame::TABLE_DEPTH);
+            let table = blame_table_with(&b, TOP_SITES, title.clone(), depth);
             let file = format!("{stem}.{}", format.extension());
             write_atomic(&dir.join(&file), format.render(&table)?.as_bytes())?;
             out.files.push(Written {
@@ -89,7 +91,12 @@ pub fn write_section(dir: &Path, traces: &Path) -> Result<SectionOutput> {
         write_atomic(&dir.join(&chart), &svg)?;
         md.push_str(&format!(
             "\n### {name}\n\n{}\n![{name}: flame graph of waste]({chart})\n\nFlame graph of waste bytes by stack ([folded]({file})).\n",
-            Markdown.render(&table)?
+            Markdown.render(&blame_table_with(
+                &b,
+                TOP_SITES,
+                title.clone(),
+                Some(crate::blame::TABLE_DEPTH)
+            ))?
         ));
     }
     out.markdown = md;
