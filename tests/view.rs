@@ -117,6 +117,12 @@ fn the_page_shows_the_models_figures_and_draws_in_a_browser() {
         "{}",
         &dom[..dom.len().min(400)]
     );
+    // The moment's flame graph loaded in its frame (the script timed it).
+    assert!(
+        dom.contains("data-draw-ms=\""),
+        "{}",
+        &dom[..dom.len().min(400)]
+    );
     // The slider moved to the first moment (`#moment=0`): 62,422 calls + 4 thread exits
     // = 62,426 events, the first of 24 even moments is event 62,426 / 24 = 2,601.
     let first = chromium(&["--dump-dom"], &format!("{url}#moment=0"), dir.path()).unwrap();

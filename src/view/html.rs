@@ -210,6 +210,9 @@ function show(i) {
   // A standalone SVG document, as inferno wrote it: its own script (zoom, search) runs.
   if (url) URL.revokeObjectURL(url);
   url = URL.createObjectURL(new Blob([FLAMES[i]], {type: 'image/svg+xml'}));
+  // How long the moment took to draw (the frame's document loaded), for whoever asks.
+  const started = performance.now();
+  frame.onload = () => { document.body.dataset.drawMs = Math.round(performance.now() - started); };
   frame.src = url;
   label.textContent = `event ${fmt(event)}: ${fmt(active)} active bytes, ${fmt(waste)} of them waste`;
   const left = +timeline.dataset.left, width = +timeline.dataset.width;
