@@ -38,6 +38,7 @@ fn chromium(args: &[&str], url: &str, home: &Path) -> Option<String> {
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            "--disable-dev-shm-usage",
             "--hide-scrollbars",
         ])
         .args(args)
