@@ -77,4 +77,22 @@ fn replay_models_the_jemalloc_the_program_ran_with() {
             && advice.contains("and narenas 3."),
         "{advice}"
     );
+    // `view --with advise` moves its grid onto that allocator as advise does: the page's
+    // advise table starts with the defaults row of 5.3.0 and its 3 arenas, and its title
+    // names the recorded build.
+    let page = dir.path().join("page.html");
+    common::run_ok(&["view", t, "-o", page.to_str().unwrap(), "--with", "advise"]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let table = &html[html.find("(fragsim advise --no-live)").unwrap()..];
+    assert!(
+        table.contains(
+            "<tbody><tr><td data-v=\"\"></td><td data-v=\"\">5.3.0</td><td data-v=\"3\">3</td>"
+        ),
+        "{}",
+        &table[..table.len().min(600)]
+    );
+    assert!(
+        html.contains("Modelled: jemalloc 5.3.0 (the recorded program"),
+        "the title"
+    );
 }

@@ -82,6 +82,7 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
         moments: args.moments,
         about,
         with: args.with.clone(),
+        recorded: recorded.map(|r| (r, args.cpus.is_none())),
     })
 }
 

@@ -29,6 +29,9 @@ pub struct ViewSpec {
     pub about: String,
     /// More tables on the page.
     pub with: Vec<Extra>,
+    /// The allocator the recording says its program ran (advise's grid is moved onto it, as
+    /// `fragsim advise` does), and whether its `narenas` stands (no `--cpus` given).
+    pub recorded: Option<(crate::process::RecordedAllocator, bool)>,
 }
 
 /// A table a page can carry on request (`--with advise,builds`).
@@ -316,9 +319,15 @@ fn extra(path: &Path, spec: &ViewSpec, what: Extra) -> Result<Table, ViewError> 
         }
         Extra::Advise => {
             let machine = crate::advise::ModelMachine::with_cpus(spec.cpus);
+            let grid = crate::advise::default_grid();
+            let grid = spec
+                .recorded
+                .as_ref()
+                .and_then(|(r, keep_narenas)| crate::advise::rebase(&grid, r, *keep_narenas))
+                .map_or(grid, |(rebased, _)| rebased);
             let advice = crate::advise::advise_stream(
                 open(path),
-                &crate::advise::default_grid(),
+                &grid,
                 machine,
                 &crate::progress::Progress::default(),
             )
