@@ -68,15 +68,20 @@ fn route_table(title: String, report: &RouteReport) -> Table {
             "rule_added",
             "objects_routed",
             "peak_active_bytes",
-            "peak_active_change",
+            "peak_active_change_bytes",
+            "peak_active_change_pct",
             "mean_active_bytes",
-            "mean_active_change",
+            "mean_active_change_bytes",
+            "mean_active_change_pct",
             "peak_resident_bytes",
-            "peak_resident_change",
+            "peak_resident_change_bytes",
+            "peak_resident_change_pct",
             "mean_resident_bytes",
-            "mean_resident_change",
+            "mean_resident_change_bytes",
+            "mean_resident_change_pct",
             "final_active_bytes",
-            "final_active_change",
+            "final_active_change_bytes",
+            "final_active_change_pct",
         ],
     );
     let base = &report.rows[0].summary;
@@ -102,7 +107,7 @@ fn route_table(title: String, report: &RouteReport) -> Table {
         ];
         for (v, base) in figures(&row.summary).into_iter().zip(b) {
             cells.push(Cell::Float(v, 0));
-            cells.push(Cell::Text(change(v, base)));
+            cells.extend(change(v, base));
         }
         table.push(cells);
     }
@@ -117,18 +122,18 @@ fn route_table(title: String, report: &RouteReport) -> Table {
         ];
         for (v, base) in figures(summary).into_iter().zip(b) {
             cells.push(Cell::Float(v, 0));
-            cells.push(Cell::Text(change(v, base)));
+            cells.extend(change(v, base));
         }
         table.push(cells);
     }
     table
 }
 
-/// `v` against `base`: bytes and percent (`-1,234 (-0.5%)`).
-fn change(v: f64, base: f64) -> String {
+/// `v` against `base`: the change in bytes and in percent (negative: saved), two numbers.
+fn change(v: f64, base: f64) -> [Cell; 2] {
     let d = v - base;
     let pct = if base > 0.0 { 100.0 * d / base } else { 0.0 };
-    format!("{:+.0} ({pct:+.2}%)", d)
+    [Cell::Float(d.round(), 0), Cell::Float(pct, 2)]
 }
 
 /// The trace routed by every rule, against the real allocator (every `--every` events).
@@ -200,27 +205,30 @@ pub fn advise_routes(args: &super::advise::AdviseArgs, k: usize) -> Result<i32> 
             "site_added",
             "frames",
             "peak_active_bytes",
-            "peak_active_change",
+            "peak_active_change_bytes",
+            "peak_active_change_pct",
             "mean_resident_bytes",
-            "mean_resident_change",
+            "mean_resident_change_bytes",
+            "mean_resident_change_pct",
             "score",
         ],
     );
     let base = &found.baseline;
     let mut push = |n: usize, rule: &str, frames: &str, s: &ProcessSummary| {
-        table.push(vec![
+        let mut row = vec![
             Cell::Int(n as u64),
             Cell::Text(rule.to_string()),
             Cell::Text(frames.to_string()),
             Cell::Int(s.peak_active_bytes),
-            Cell::Text(change(
-                s.peak_active_bytes as f64,
-                base.peak_active_bytes as f64,
-            )),
-            Cell::Float(s.mean_resident_bytes(), 0),
-            Cell::Text(change(s.mean_resident_bytes(), base.mean_resident_bytes())),
-            Cell::Float(crate::route::score(s, base), 4),
-        ]);
+        ];
+        row.extend(change(
+            s.peak_active_bytes as f64,
+            base.peak_active_bytes as f64,
+        ));
+        row.push(Cell::Float(s.mean_resident_bytes(), 0));
+        row.extend(change(s.mean_resident_bytes(), base.mean_resident_bytes()));
+        row.push(Cell::Float(crate::route::score(s, base), 4));
+        table.push(row);
     };
     push(0, "(baseline: none)", "", base);
     for (i, step) in found.steps.iter().enumerate() {
