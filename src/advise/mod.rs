@@ -143,11 +143,6 @@ impl Setting {
         self.preset.config()
     }
 
-    /// The preset as the table shows it: its name.
-    pub fn preset_name(&self) -> &'static str {
-        self.preset.name()
-    }
-
     /// `5.3.1 tcache:false`, `5.3.0 defaults`.
     pub fn label(&self) -> String {
         let conf = if self.malloc_conf.is_empty() {
@@ -155,7 +150,7 @@ impl Setting {
         } else {
             &self.malloc_conf
         };
-        format!("{} {conf}", self.preset_name())
+        format!("{} {conf}", self.preset.name())
     }
 
     /// The options with `narenas` made explicit for `cpus` (jemalloc's default, 4 x CPUs, as

@@ -65,7 +65,7 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
         };
         let mut row: Vec<Cell> = vec![
             r.setting.malloc_conf.clone().into(),
-            r.setting.preset_name().into(),
+            r.setting.preset.name().into(),
             u64::from(r.narenas).into(),
             (advice.rank[i] as u64).into(),
         ];

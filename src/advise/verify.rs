@@ -85,10 +85,9 @@ fn allocator_for(setting: &Setting, plan: &LivePlan) -> Result<ProcessAllocator,
     if built.is_file() {
         return Ok(ProcessAllocator::System(built));
     }
+    let name = setting.preset.name();
     Err(format!(
-        "no live jemalloc runs build '{}' here: build it with scripts/build-jemalloc.sh {} (it looks in {})",
-        setting.preset_name(),
-        setting.preset.name(),
+        "no live jemalloc runs build '{name}' here: build it with scripts/build-jemalloc.sh {name} (it looks in {})",
         plan.builds.display()
     ))
 }

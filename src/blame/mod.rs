@@ -283,7 +283,7 @@ where
     engine::run(upto, &mut run, &|_| {})?;
     let [holders] = run;
     holders
-        .blame(target, events, &sites, by_class)
+        .blame(target, events, sites, by_class)
         .map_err(RunError::Consumer)
 }
 
@@ -296,12 +296,13 @@ impl Holders {
         })
     }
 
-    /// The model's active memory now, charged line by line (the blame at `event`).
+    /// The model's active memory now, charged line by line (the blame at `event`, naming
+    /// its sites from `sites`).
     fn blame(
         &self,
         event: u64,
         events: u64,
-        sites: &SiteTable,
+        sites: SiteTable,
         by_class: bool,
     ) -> Result<Blame, BlameError> {
         let key_of = |id: u32, usize: u64| {
@@ -328,7 +329,7 @@ impl Holders {
             events,
             active_bytes: self.model.stats().active_bytes,
             lines,
-            sites: sites.clone(),
+            sites,
             by_class,
         })
     }

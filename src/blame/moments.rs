@@ -76,7 +76,7 @@ impl RecordConsumer for AtMoments {
         if self.targets[self.next] == self.n {
             let b = self
                 .holders
-                .blame(self.n, self.events, &self.sites, self.by_class)?;
+                .blame(self.n, self.events, self.sites.clone(), self.by_class)?;
             self.out.push(b);
             self.next += 1;
         }

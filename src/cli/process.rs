@@ -345,26 +345,54 @@ pub(super) fn model_setup(
     args: &ReplayArgs,
     options: &ProcessOptions,
 ) -> Result<(AllocatorConfig, ProcessOptions, String)> {
+    let explicit = args.allocator.explicit_config()?;
+    let (mut config, model_options, note, _) = setup_for(
+        &args.trace,
+        explicit,
+        &args.process.malloc_conf,
+        options,
+        args.process.cpus.is_some(),
+    )?;
+    if let Some(v) = args.disable_large_size_classes {
+        config.large_page_rounding = v;
+    }
+    Ok((config, model_options, note))
+}
+
+/// The build and options to model `trace` with: `explicit` if given, else the allocator the
+/// recording says its program ran (its options under `malloc_conf`, parsed as `options`;
+/// its `narenas` unless `cpus_given`), else the linked build; 5.3.1's deterministic cache
+/// GC unless asked for. Also what the title says of it, and the recorded allocator used.
+pub(super) fn setup_for(
+    trace: &Path,
+    explicit: Option<AllocatorConfig>,
+    malloc_conf: &str,
+    options: &ProcessOptions,
+    cpus_given: bool,
+) -> Result<(
+    AllocatorConfig,
+    ProcessOptions,
+    String,
+    Option<RecordedAllocator>,
+)> {
     let mut model_options = options.clone();
     let mut note = String::new();
-    let explicit = args.allocator.explicit_config()?;
     let recorded = match explicit {
         Some(_) => None,
-        None => crate::trace::open(&args.trace)?
+        None => crate::trace::open(trace)?
             .meta
             .and_then(|m| m.allocator)
             .and_then(|text| RecordedAllocator::parse(&text)),
     };
-    let mut config = match (explicit, &recorded) {
+    let config = match (explicit, &recorded) {
         (Some(c), _) => c,
         (None, Some(r)) => match r.config {
             Some(c) => {
-                let conf = match args.process.cpus {
-                    Some(_) => r.malloc_conf_without_narenas(),
-                    None => r.malloc_conf.clone(),
+                let conf = match cpus_given {
+                    true => r.malloc_conf_without_narenas(),
+                    false => r.malloc_conf.clone(),
                 };
-                model_options =
-                    ProcessOptions::parse(&format!("{conf},{}", args.process.malloc_conf))?;
+                model_options = ProcessOptions::parse(&format!("{conf},{malloc_conf}"))?;
                 note = format!(
                     " (the recorded program's jemalloc {}: {conf}; --preset or --malloc-conf to change)",
                     r.version.split('-').next().unwrap_or(&r.version)
@@ -381,16 +409,14 @@ pub(super) fn model_setup(
         },
         (None, None) => Api::linked().config()?,
     };
-    if let Some(v) = args.disable_large_size_classes {
-        config.large_page_rounding = v;
-    }
     if config.version == JemallocVersion::V5_3_1 && model_options.experimental_tcache_gc.is_none() {
         // Unless asked for, the deterministic GC; asked for, the clock-driven one runs on the
         // trace's times (process/model/gc.rs), as jemalloc's own default.
         model_options.experimental_tcache_gc = Some(false);
         note += " (5.3.1's deterministic cache GC, experimental_tcache_gc:false; give experimental_tcache_gc:true for its clock-driven default on the trace's times)";
     }
-    Ok((config, model_options, note))
+    let recorded = recorded.filter(|r| r.config.is_some());
+    Ok((config, model_options, note, recorded))
 }
 
 /// What every `--process --live` replay (with or without the trace's clock) runs: the live

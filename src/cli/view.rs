@@ -3,8 +3,8 @@
 
 use super::args::refuse_outputs_over_inputs;
 use crate::export::OutputFile;
-use crate::process::{machine_cpus, ProcessOptions, RecordedAllocator};
-use crate::sizeclass::{JemallocVersion, Preset};
+use crate::process::{machine_cpus, ProcessOptions};
+use crate::sizeclass::Preset;
 use crate::view::{gather, render, Extra, ViewSpec};
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -37,44 +37,20 @@ pub struct ViewArgs {
     pub with: Vec<Extra>,
 }
 
-/// The build and options: as asked, else the recorded program's, else the linked build's.
+/// The build and options as `replay --process` takes them: as asked, else the recorded
+/// program's (with --malloc-conf over its options), else the linked build's.
 fn spec(args: &ViewArgs) -> Result<ViewSpec> {
     if !(1..=200).contains(&args.moments) {
         bail!("--moments {}: give 1 to 200", args.moments);
     }
-    let recorded = match (args.preset, &args.malloc_conf) {
-        (None, None) => crate::trace::open(&args.trace)?
-            .meta
-            .and_then(|m| m.allocator)
-            .and_then(|text| RecordedAllocator::parse(&text))
-            .filter(|r| r.config.is_some()),
-        _ => None,
-    };
-    let (config, conf, about) = match &recorded {
-        Some(r) => (
-            r.config.expect("kept only with a build"),
-            match args.cpus {
-                Some(_) => r.malloc_conf_without_narenas(),
-                None => r.malloc_conf.clone(),
-            },
-            format!(
-                " (the recorded program's jemalloc, {}; --preset or --malloc-conf to change)",
-                r.malloc_conf
-            ),
-        ),
-        None => (
-            args.preset.unwrap_or(Preset::LINKED).config(),
-            args.malloc_conf.clone().unwrap_or_default(),
-            args.malloc_conf
-                .as_ref()
-                .map_or(String::new(), |c| format!(" with {c}")),
-        ),
-    };
-    let mut options = ProcessOptions::parse(&conf)?;
-    if config.version == JemallocVersion::V5_3_1 {
-        // The deterministic cache GC unless asked for, as `replay --process`.
-        options.experimental_tcache_gc.get_or_insert(false);
-    }
+    let malloc_conf = args.malloc_conf.as_deref().unwrap_or("");
+    let (config, options, about, recorded) = super::process::setup_for(
+        &args.trace,
+        args.preset.map(Preset::config),
+        malloc_conf,
+        &ProcessOptions::parse(malloc_conf)?,
+        args.cpus.is_some(),
+    )?;
     Ok(ViewSpec {
         config,
         options,

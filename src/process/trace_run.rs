@@ -3,7 +3,9 @@
 //! K records (calls and thread exits) and after the last. Several runs (seeds) are several
 //! consumers of one engine pass.
 
-use super::{DecayClock, Metadata, Process, ProcessError, ProcessOptions, ProcessSummary};
+use super::{
+    DecayClock, Metadata, Process, ProcessError, ProcessOptions, ProcessStats, ProcessSummary,
+};
 use crate::engine::RecordConsumer;
 use crate::export::{Cell, Table};
 use crate::sizeclass::AllocatorConfig;
@@ -137,6 +139,11 @@ impl ProcessRun {
             }
         }
         Ok(())
+    }
+
+    /// The model's statistics now.
+    pub fn stats(&self) -> &ProcessStats {
+        self.model.stats()
     }
 
     /// The result, once the engine has fed every record (the last rows added if not yet).

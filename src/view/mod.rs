@@ -10,7 +10,7 @@ pub use html::render;
 use crate::blame::{blame_moments, blame_table, folded_lines, At, BlameError, BlameSpec};
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::export::Table;
-use crate::process::{DecayClock, ProcessOptions, ProcessRows, ProcessRun};
+use crate::process::{DecayClock, ProcessOptions, ProcessRun};
 use crate::sizeclass::{build_title, AllocatorConfig};
 use crate::trace::{Record, TraceError};
 use crate::whatif::{class_table, replay_trace, whatif_table, Build, ReplayOptions};
@@ -133,20 +133,45 @@ fn open(path: &Path) -> impl Fn() -> Result<crate::trace::RecordStream, TraceErr
     move || crate::trace::open(path).map(crate::trace::OpenedTrace::records)
 }
 
-/// The process model's run, counting the trace's threads as it goes.
-struct CountedRun {
+/// The process model's run, counting the trace's threads and taking a timeline point every
+/// `every` events (calls, thread exits and controls; mappings are not events) and after
+/// the last.
+struct Sampler {
     run: ProcessRun,
+    every: u64,
+    events: u64,
     threads: u32,
+    points: Vec<Point>,
 }
 
-impl RecordConsumer for CountedRun {
+impl Sampler {
+    fn point(&self) -> Point {
+        let s = self.run.stats();
+        Point {
+            event: self.events,
+            requested: s.requested_bytes,
+            allocated: s.allocated_bytes,
+            active: s.active_bytes,
+            resident: s.resident_bytes,
+        }
+    }
+}
+
+impl RecordConsumer for Sampler {
     type Error = crate::process::ProcessError;
 
     fn record(&mut self, record: &Record) -> Result<(), Self::Error> {
-        if let Record::Call(c) = record {
-            self.threads = self.threads.max(c.thread + 1);
+        self.run.record(record)?;
+        match record {
+            Record::Mapping { .. } => return Ok(()),
+            Record::Call(c) => self.threads = self.threads.max(c.thread + 1),
+            _ => {}
         }
-        self.run.record(record)
+        self.events += 1;
+        if self.events.is_multiple_of(self.every) {
+            self.points.push(self.point());
+        }
+        Ok(())
     }
 }
 
@@ -163,7 +188,8 @@ pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
     let name = path
         .file_stem()
         .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-    let (timeline, threads, peak_event, peak_active_bytes) = timeline(path, spec, &name)?;
+    let header_events = opened.header.as_ref().map_or(0, |h| h.events);
+    let (timeline, threads, peak_event, peak_active_bytes) = timeline(path, spec, header_events)?;
     let events = timeline.last().map_or(0, |p| p.event);
     if events == 0 {
         return Err(ViewError::Empty);
@@ -222,62 +248,40 @@ pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
 
 type Timeline = (Vec<Point>, u32, u64, u64);
 
-/// The process model's timeline (a point every thousandth of the events and after the
-/// last), the threads, and the active peak's event and bytes.
-fn timeline(path: &Path, spec: &ViewSpec, name: &str) -> Result<Timeline, ViewError> {
-    let header_events = crate::trace::open(path)?
-        .header
-        .as_ref()
-        .map_or(0, |h| h.events);
-    let every = crate::sim::arena_replay::default_every(header_events.max(1000));
-    let mut run = [CountedRun {
-        run: ProcessRun::new(
-            spec.config,
-            &spec.options,
-            spec.cpus,
-            DecayClock::default(),
-            every,
-            Some(ProcessRows::new(name)),
-        )
-        .map_err(|e| ViewError::Model(e.to_string()))?,
+/// The process model's timeline (a point every thousandth of the `events` the header counts,
+/// and after the last), the threads, and the active peak's event and bytes.
+fn timeline(path: &Path, spec: &ViewSpec, events: u64) -> Result<Timeline, ViewError> {
+    let run = ProcessRun::new(
+        spec.config,
+        &spec.options,
+        spec.cpus,
+        DecayClock::default(),
+        1,
+        None,
+    )
+    .map_err(|e| ViewError::Model(e.to_string()))?;
+    let mut sampler = [Sampler {
+        run,
+        every: crate::sim::arena_replay::default_every(events.max(1000)),
+        events: 0,
         threads: 0,
+        points: Vec::new(),
     }];
-    engine::run(open(path)()?, &mut run, &|_| {}).map_err(|e| match e {
+    engine::run(open(path)()?, &mut sampler, &|_| {}).map_err(|e| match e {
         RunError::Trace(e) => ViewError::Trace(e),
         RunError::Consumer(e) => ViewError::Model(e.to_string()),
     })?;
-    let [CountedRun { run, threads }] = run;
-    let result = run.finish();
-    let peak = &result.summary.at_active_peak;
-    let rows = result.rows.map(|r| r.timeline).unwrap_or_default();
-    let column = |name: &str| rows.columns.iter().position(|c| c == name);
-    let (e, rq, al, ac, rs) = (
-        column("event"),
-        column("requested_bytes"),
-        column("allocated_bytes"),
-        column("active_bytes"),
-        column("resident_bytes"),
-    );
-    let int = |row: &[crate::export::Cell], i: Option<usize>| match i.map(|i| &row[i]) {
-        Some(crate::export::Cell::Int(v)) => *v,
-        _ => 0,
-    };
-    let points = rows
-        .rows
-        .iter()
-        .map(|r| Point {
-            event: int(r, e),
-            requested: int(r, rq),
-            allocated: int(r, al),
-            active: int(r, ac),
-            resident: int(r, rs),
-        })
-        .collect();
+    let [mut sampler] = sampler;
+    if !sampler.events.is_multiple_of(sampler.every) {
+        let last = sampler.point();
+        sampler.points.push(last);
+    }
+    let summary = sampler.run.finish().summary;
     Ok((
-        points,
-        threads,
-        peak.events,
-        result.summary.peak_active_bytes,
+        sampler.points,
+        sampler.threads,
+        summary.at_active_peak.events,
+        summary.peak_active_bytes,
     ))
 }
 
