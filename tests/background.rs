@@ -153,35 +153,53 @@ fn live_resident_with_background_threads_is_within_the_run_to_run_spread() {
             .collect();
     let o = ProcessOptions::parse("dirty_decay_ms:500,muzzy_decay_ms:0,background_thread:true")
         .unwrap();
-    let (_, c) = compare_on_clock(
-        std::path::Path::new(exe),
-        &ProcessAllocator::Linked,
-        &records,
-        &o,
-        33,
-        3,
-        0,
-    )
-    .unwrap();
-    assert!(c.checkpoints.len() > 100);
-    assert_eq!(c.active().max_error, 0.0, "active bytes are deterministic");
-    let r = c.resident();
-    // Within 3% of the live runs' mean, or, when the live runs themselves spread, within half
-    // their mean min-max spread; under 10% either way. (Here, in 1 run in 3 to 5 the real
-    // background threads purge on a schedule the model does not: mean error 6.8-7.7% of
-    // resident, 0.62-0.70 MB against a 1.9-2.1 MB mean spread, 189-204 of 205 checkpoints in
-    // the band; otherwise about 0.3%, 21 KB against a 5 KB spread.)
+    // The real background threads sleep on the wall clock, so one attempt can land on a
+    // schedule the model does not take (CI once: 173 of 205 checkpoints in the band, the
+    // mean within bounds). Up to three attempts; a model without background threads is 44%
+    // above the real resident and fails every one.
+    let mut failures = Vec::new();
+    for attempt in 1..=3 {
+        let (_, c) = compare_on_clock(
+            std::path::Path::new(exe),
+            &ProcessAllocator::Linked,
+            &records,
+            &o,
+            33,
+            3,
+            0,
+        )
+        .unwrap();
+        assert!(c.checkpoints.len() > 100);
+        assert_eq!(c.active().max_error, 0.0, "active bytes are deterministic");
+        match resident_within_spread(&c.resident()) {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("attempt {attempt}: {e}");
+                failures.push(e);
+            }
+        }
+    }
+    panic!("every attempt failed: {failures:#?}");
+}
+
+/// Within 3% of the live runs' mean, or, when the live runs themselves spread, within half
+/// their mean min-max spread; under 10% either way; and in the live runs' band at 85% of the
+/// checkpoints. (Here, in 1 run in 3 to 5 the real background threads purge on a schedule
+/// the model does not: mean error 6.8-7.7% of resident, 0.62-0.70 MB against a 1.9-2.1 MB
+/// mean spread, 189-204 of 205 checkpoints in the band; otherwise about 0.3%, 21 KB against
+/// a 5 KB spread.)
+fn resident_within_spread(r: &fragsim::live::decay_compare::ErrorSummary) -> Result<(), String> {
     let within_spread = r.mean_error <= r.mean_spread / 2.0;
-    assert!(
-        (r.mean_relative_error <= 0.03 || within_spread) && r.mean_relative_error <= 0.10,
-        "resident: {r:?}"
-    );
-    assert!(
-        r.within_band as f64 >= 0.85 * r.checkpoints as f64,
-        "resident in the band at {} of {}",
-        r.within_band,
-        r.checkpoints
-    );
+    if !((r.mean_relative_error <= 0.03 || within_spread) && r.mean_relative_error <= 0.10) {
+        return Err(format!("resident: {r:?}"));
+    }
+    if (r.within_band as f64) < 0.85 * r.checkpoints as f64 {
+        return Err(format!(
+            "resident in the band at {} of {}",
+            r.within_band, r.checkpoints
+        ));
+    }
+    Ok(())
 }
 
 /// h(x) = 6x^5 - 15x^4 + 10x^3, computed here, not read from the model's table.
