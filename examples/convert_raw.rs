@@ -1,15 +1,16 @@
 //! Converts a raw file the native recorder wrote (`fragsim record --keep-raw DIR`) into a
 //! trace and prints how long that took: the conversion alone, for profiling it.
-//! `cargo run --release --example convert_raw -- RAW OUT [--stacks] [--threads 1|2]`:
-//! `--threads 1` writes the trace on the converting thread, 2 (the default, as `fragsim
-//! record` does) on a second one. It prints the wall time and events per second, and each
-//! thread's CPU time per event: the converting thread's (decoding, the merge in order, the
-//! object ids: the part that runs in order) and the writing thread's.
+//! `cargo run --release --example convert_raw -- RAW OUT [--stacks] [--threads N]`:
+//! `--threads 1` writes the trace on the converting thread, 2 (the default) on a second one,
+//! 3 or more decode the threads' chunks on N - 2 more. It prints the wall time and events per
+//! second, and each thread's CPU time per event: the converting thread's (the merge in
+//! order and the object ids: the part that runs in order; and the decoding, without
+//! decoding threads), the decoding threads' (summed) and the writing thread's.
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [raw, out, rest @ ..] = args.as_slice() else {
-        eprintln!("usage: convert_raw RAW OUT [--stacks] [--threads 1|2]");
+        eprintln!("usage: convert_raw RAW OUT [--stacks] [--threads N]");
         std::process::exit(2);
     };
     let fields = fragsim::trace::Fields {
@@ -19,9 +20,9 @@ fn main() {
     };
     let threads = match rest.iter().position(|a| a == "--threads") {
         Some(i) => match rest.get(i + 1).map(|t| t.parse::<u32>()) {
-            Some(Ok(t @ 1..=2)) => t,
+            Some(Ok(t @ 1..=64)) => t,
             _ => {
-                eprintln!("--threads: 1 or 2");
+                eprintln!("--threads: 1 to 64");
                 std::process::exit(2);
             }
         },
@@ -33,11 +34,12 @@ fn main() {
             let secs = started.elapsed().as_secs_f64();
             let n = t.summary.events.max(1) as f64;
             println!(
-                "{} events in {secs:.3} s on {threads} thread(s): {:.2} M events/s, {:.1} ns/event wall; CPU {:.1} ns/event converting, {:.1} ns/event writing; {} bytes",
+                "{} events in {secs:.3} s on {threads} thread(s): {:.2} M events/s, {:.1} ns/event wall; CPU {:.1} ns/event converting, {:.1} ns/event decoding, {:.1} ns/event writing; {} bytes",
                 t.summary.events,
                 n / secs / 1e6,
                 secs * 1e9 / n,
                 t.convert_cpu_ns as f64 / n,
+                t.summary.decode_cpu_ns as f64 / n,
                 t.write_cpu_ns as f64 / n,
                 t.bytes
             );

@@ -753,3 +753,80 @@ fn cross_thread_frees_stay_in_order_with_every_order() {
         assert!(cross >= 40000, "{order:?}: {cross} cross-thread frees");
     }
 }
+
+/// Decoding threads beside the merge (`fragsim record` takes them on 4 cores or more, so
+/// none on a 2-core machine: forced here with `FRAGSIM_DECODERS`) change nothing: the trace
+/// converted while the 4-thread program ran, with 2 decoders, is the raw file's conversion
+/// on one thread, with stacks and without; converting the raw file on 3 or 4 threads (1 or
+/// 2 decoders) writes the bytes 2 threads write; a corrupt event is the same error.
+#[test]
+fn decoding_threads_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "threads_map.cpp", &[]);
+    for (i, flags) in [&[][..], &["--stacks"][..]].into_iter().enumerate() {
+        let sub = dir.path().join(format!("run{i}"));
+        std::fs::create_dir(&sub).unwrap();
+        let (trace, raw) = (sub.join("t.trace"), sub.join("raw"));
+        let out = Command::new(FRAGSIM)
+            .env("FRAGSIM_DECODERS", "2")
+            .args(["record", "-o"])
+            .arg(&trace)
+            .arg("--keep-raw")
+            .arg(&raw)
+            .args(flags)
+            .args(["--", exe.to_str().unwrap(), "30000"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let (records, summary) = only_process(&raw);
+        assert!(summary.events > 200_000, "{}", summary.events);
+        assert_eq!(records_of(&trace), records, "{flags:?}");
+        let file = &raw_files(&raw)[0].1;
+        let fields = fragsim::trace::Fields {
+            threads: true,
+            times: true,
+            sites: !flags.is_empty(),
+        };
+        let convert = |threads: u32| {
+            let out = sub.join(format!("on{threads}.trace"));
+            fragsim::record::convert_file_on(file, &out, fields, 0, threads).unwrap();
+            std::fs::read(out).unwrap()
+        };
+        let two = convert(2);
+        assert_eq!(convert(3), two, "{flags:?}: 1 decoder");
+        assert_eq!(convert(4), two, "{flags:?}: 2 decoders");
+    }
+    // An unknown event kind in the third chunk of events: the same error, at the same offset.
+    let file = &raw_files(&dir.path().join("run0/raw"))[0].1;
+    let mut bytes = std::fs::read(file).unwrap();
+    let (mut at, mut events_chunks) = (0, 0);
+    while events_chunks < 3 {
+        let kind = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap());
+        let len = u64::from_le_bytes(bytes[at + 16..at + 24].try_into().unwrap()) as usize;
+        if kind == 2 {
+            events_chunks += 1;
+            if events_chunks == 3 {
+                // The first event's kind bits (0x1f) set to 31, no kind.
+                bytes[at + 48] |= 0x1f;
+            }
+        }
+        at += 48 + len;
+    }
+    let bad = dir.path().join("bad.raw");
+    std::fs::write(&bad, &bytes).unwrap();
+    let fields = fragsim::trace::Fields {
+        threads: true,
+        times: true,
+        sites: false,
+    };
+    let error = |threads: u32| {
+        let out = dir.path().join(format!("bad{threads}.trace"));
+        let e = fragsim::record::convert_file_on(&bad, &out, fields, 0, threads).unwrap_err();
+        assert!(!out.exists(), "no half-written trace");
+        e.to_string()
+    };
+    let two = error(2);
+    assert!(two.contains("unknown event kind 31"), "{two}");
+    assert_eq!(error(3), two);
+    assert_eq!(error(4), two);
+}

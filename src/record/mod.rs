@@ -81,7 +81,7 @@ pub struct RecordedTrace {
 }
 
 /// This thread's CPU time so far.
-fn thread_cpu_ns() -> u64 {
+pub(crate) fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -232,7 +232,13 @@ pub fn record_native_with_progress(
         let command = rawdir::command_of(&noted, child_pid);
         traces.push(convert_into(&path, fields, child_pid, command, |sink| {
             let mut read = |bytes| progress(RecordProgress::Converted(bytes));
-            convert_with_progress(&process, &raw.display().to_string(), sink, &mut read)
+            convert_with_progress(
+                &process,
+                &raw.display().to_string(),
+                sink,
+                &mut read,
+                recording_decoders(),
+            )
         })?);
     }
     Ok(Recorded {
@@ -389,6 +395,25 @@ pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceErr
     Ok((records, summary))
 }
 
+/// Decoding threads a recording's conversion uses beside its converting and writing ones:
+/// `FRAGSIM_DECODERS` if set (0 to 16), else none on a machine of fewer than 4 cores (the
+/// program and those two have them all), else 2 (decoding is about a third of the
+/// converting thread's work, and a decoder decodes faster than the merge consumes).
+pub fn recording_decoders() -> usize {
+    if let Some(n) = std::env::var("FRAGSIM_DECODERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        return n.min(16);
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores >= 4 {
+        2
+    } else {
+        0
+    }
+}
+
 /// Converts the raw file `raw` of process `pid` into the trace `out`.
 pub fn convert_file(
     raw: &Path,
@@ -399,9 +424,9 @@ pub fn convert_file(
     convert_file_on(raw, out, fields, pid, 2)
 }
 
-/// [`convert_file`] on `threads` threads: 2 (a writing thread beside the converting one, as
-/// `fragsim record` converts) or 1 (both on this thread), to measure what the second one
-/// gives.
+/// [`convert_file`] on `threads` threads: 1 (converting and writing on this thread), 2 (a
+/// writing thread beside the converting one), 3 or more (and `threads - 2` decoding ones,
+/// [`convert::StreamConverter::with_decoders`]), to measure what each one gives.
 pub fn convert_file_on(
     raw: &Path,
     out: &Path,
@@ -410,7 +435,11 @@ pub fn convert_file_on(
     threads: u32,
 ) -> Result<RecordedTrace, RecordError> {
     let process = parse(raw)?;
-    let run = |sink: &mut convert::Sink<'_>| convert(&process, &raw.display().to_string(), sink);
+    let decoders = threads.saturating_sub(2) as usize;
+    let run = |sink: &mut convert::Sink<'_>| {
+        let file = raw.display().to_string();
+        convert_with_progress(&process, &file, sink, &mut |_| {}, decoders)
+    };
     match threads {
         1 => convert_inline(out, fields, pid, run),
         _ => convert_into(out, fields, pid, Vec::new(), run),

@@ -147,10 +147,14 @@ impl ImageMerge {
                 if !self.lane_of.contains_key(&tid) {
                     self.lane_of.insert(tid, self.lanes.len());
                     self.parked.push(self.lanes.len());
+                    let mut cursor = process.cursor(t, clock);
+                    if let Some(pool) = &c.pool {
+                        cursor.use_pool(std::sync::Arc::clone(pool), self.index, tid);
+                    }
                     self.lanes.push(Lane {
                         tid,
                         slot: t.slot,
-                        cursor: process.cursor(t, clock),
+                        cursor,
                         thread: None,
                         pending: None,
                         mapping: None,

@@ -8,7 +8,7 @@
 mod calls;
 mod merge;
 
-use super::raw::{FastMap, RawProcess, FLAG_NO_UNWINDER, FLAG_TSC};
+use super::raw::{DecodePool, FastMap, RawProcess, FLAG_NO_UNWINDER, FLAG_TSC};
 use super::symbols::Symbolizer;
 use crate::trace::{AddressImporter, Frame, IssueCounts, Record, SiteId, ThreadId, TraceError};
 use merge::ImageMerge;
@@ -39,6 +39,9 @@ pub struct ConvertSummary {
     pub released_by_exec: u64,
     /// From the first image's start to the last event.
     pub duration_ns: u64,
+    /// The decoding threads' CPU time (0: decoded on the converting thread).
+    #[serde(skip)]
+    pub decode_cpu_ns: u64,
     /// The last image ended without the recorder's `END` (killed, fatal signal).
     pub truncated: bool,
     pub signal: Option<u64>,
@@ -79,6 +82,8 @@ struct Converter<'a, 'p> {
     summary: ConvertSummary,
     /// Records not yet handed to the sink.
     records: Vec<Record>,
+    /// Decoding threads, if the threads' chunks are decoded beside the merge.
+    pool: Option<std::sync::Arc<DecodePool>>,
 }
 
 impl Converter<'_, '_> {
@@ -109,22 +114,24 @@ pub fn convert<'a>(
     file: &str,
     sink: &'a mut Sink<'a>,
 ) -> Result<ConvertSummary, TraceError> {
-    convert_with_progress(process, file, sink, &mut |_| {})
+    convert_with_progress(process, file, sink, &mut |_| {}, 0)
 }
 
 /// As [`convert`], telling `progress` how many more bytes of the file's events
-/// ([`RawProcess::event_bytes`] in all) were read, each time a chunk is read.
+/// ([`RawProcess::event_bytes`] in all) were read, each time a chunk is read; `decoders`:
+/// threads that decode beside the merge ([`StreamConverter::with_decoders`]).
 pub fn convert_with_progress<'a>(
     process: &RawProcess,
     file: &str,
     sink: &'a mut Sink<'a>,
     progress: &mut dyn FnMut(u64),
+    decoders: usize,
 ) -> Result<ConvertSummary, TraceError> {
     // Room for the live objects of a large recording from the start (about one object live
     // per 50 bytes of raw events, at most 4 M: a few percent of the time was the table
     // growing).
     let live = (process.event_bytes() / 50).min(1 << 22) as usize;
-    let mut stream = StreamConverter::new(file, sink, progress, live);
+    let mut stream = StreamConverter::new(file, sink, progress, live).with_decoders(decoders);
     stream.step(process, true)?;
     Ok(stream.finish(process))
 }
@@ -163,11 +170,24 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
                 symbolizer: Symbolizer::default(),
                 summary: ConvertSummary::default(),
                 records: Vec::with_capacity(SINK_BATCH),
+                pool: None,
             },
             merge: None,
             next_image: 0,
             inherited: None,
         }
+    }
+
+    /// Decodes the threads' chunks on `threads` threads beside the merge (0: on the
+    /// converting thread, as they are reached).
+    pub fn with_decoders(mut self, threads: usize) -> Self {
+        self.c.pool = (threads > 0).then(|| DecodePool::new(threads));
+        self
+    }
+
+    /// The decoding threads' CPU time so far (0 without them).
+    pub fn decode_cpu_ns(&self) -> u64 {
+        self.c.pool.as_ref().map_or(0, |p| p.cpu_ns())
     }
 
     /// Converts what `process` holds so far: every image but the last whole, the last one
@@ -222,7 +242,9 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
 
     /// The summary, once [`StreamConverter::step`] has converted the whole file.
     pub fn finish(self, process: &RawProcess) -> ConvertSummary {
+        let decode_cpu_ns = self.decode_cpu_ns();
         let mut c = self.c;
+        c.summary.decode_cpu_ns = decode_cpu_ns;
         c.summary.images = process.images.len();
         if let Some(last) = process.images.last() {
             c.summary.truncated = last.end.is_none();

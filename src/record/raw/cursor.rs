@@ -49,6 +49,7 @@ impl RawProcess {
             maps: 0,
             bytes_read: 0,
             last_key: 0,
+            pool: None,
         }
     }
 }
@@ -86,6 +87,8 @@ pub struct ThreadCursor {
     /// The key of the last keyed event decoded: a `MAP`/`UNMAP` event, which has none,
     /// takes it (it comes right after that event in the merge).
     last_key: u64,
+    /// Where its chunks are decoded, if not here.
+    pool: Option<super::pool::PoolLink>,
 }
 
 impl ThreadCursor {
@@ -93,6 +96,12 @@ impl ThreadCursor {
     #[inline(always)]
     pub fn current(&self) -> Option<&RawEvent> {
         self.events.get(self.next)
+    }
+
+    /// Has the thread's chunks (of image `image`, raw thread id `tid`) decoded by `pool`
+    /// ahead of need, instead of here as they are reached.
+    pub fn use_pool(&mut self, pool: std::sync::Arc<super::DecodePool>, image: usize, tid: u32) {
+        self.pool = Some(super::pool::PoolLink::new(pool, image, tid));
     }
 
     /// Past the current event.
@@ -116,6 +125,19 @@ impl ThreadCursor {
             }
             if let Some(e) = self.error.take() {
                 return Err(e);
+            }
+            if let Some(link) = &mut self.pool {
+                if !link.ask_ahead(process.file.as_ref(), thread, self.next_chunk, self.clock) {
+                    return Ok(false);
+                }
+                let chunk = link.take(self.next_chunk);
+                let done = self.adopt(chunk, stacks);
+                // Its successors decode while the merge walks it.
+                if let Some(link) = &mut self.pool {
+                    link.give_back(done);
+                    link.ask_ahead(process.file.as_ref(), thread, self.next_chunk, self.clock);
+                }
+                continue;
             }
             if self.decoded == self.buf.len() && !self.read_next_chunk(process, thread)? {
                 return Ok(false);
@@ -151,24 +173,90 @@ impl ThreadCursor {
         let mut events = std::mem::take(&mut self.events);
         events.clear();
         self.next = 0;
-        let mut at = self.decoded;
-        let mut stamp = self.stamp;
-        while at < self.buf.len() && events.len() < DECODE_BATCH {
-            match self.decode_event(at, &mut stamp, stacks, &mut events) {
-                Ok(bytes) => at += bytes,
-                Err(e) => {
-                    self.error = Some(e);
-                    at = self.buf.len();
-                    break;
-                }
-            }
-        }
+        let bytes = ChunkBytes {
+            buf: &self.buf,
+            base: self.base,
+            slot: self.slot,
+            maps: self.maps,
+            clock: self.clock,
+        };
+        let (at, error) = bytes.decode_run(
+            self.decoded,
+            &mut self.stamp,
+            self.last_key,
+            stacks,
+            &mut events,
+            DECODE_BATCH,
+        );
+        self.error = error;
         self.decoded = at;
-        self.stamp = stamp;
         if let Some(e) = events.last() {
             self.last_key = e.seq;
         }
         self.events = events;
+    }
+
+    /// Takes a chunk a decoder decoded whole as the thread's next one (its `STACK` events
+    /// into `stacks`); returns the event list it is done with.
+    fn adopt(&mut self, chunk: super::pool::DecodedChunk, stacks: &mut Stacks) -> Vec<RawEvent> {
+        let super::pool::DecodedChunk {
+            mut events,
+            stacks: defined,
+            error,
+            bytes,
+        } = chunk;
+        // A mapping or a call's flags first in its chunk has the thread's last key.
+        for e in events.iter_mut().take_while(|e| e.op.is_keyless()) {
+            e.seq = self.last_key;
+        }
+        stacks.extend(defined);
+        if let Some(e) = events.last() {
+            self.last_key = e.seq;
+        }
+        self.next = 0;
+        self.error = error;
+        self.buf.clear();
+        self.decoded = 0;
+        self.bytes_read += bytes;
+        self.next_chunk += 1;
+        std::mem::replace(&mut self.events, events)
+    }
+}
+
+/// One chunk's bytes and what decoding its events needs.
+pub(super) struct ChunkBytes<'b> {
+    pub(super) buf: &'b [u8],
+    /// Its file offset, for errors.
+    pub(super) base: usize,
+    pub(super) slot: u32,
+    /// The chunk's maps ([`RawImage::maps_for`]).
+    pub(super) maps: usize,
+    pub(super) clock: Clock,
+}
+
+impl ChunkBytes<'_> {
+    /// Decodes events from byte `at` onto `out` (a `STACK` event into `stacks`) until `limit`
+    /// of them, the end, or a corrupt event; returns where it stopped and the error, if one
+    /// stopped it. `stamp`: the chunk's last stamp so far; `last_key`: the key of the
+    /// thread's last event before `at` (a keyless event takes it).
+    pub(super) fn decode_run(
+        &self,
+        mut at: usize,
+        stamp: &mut Option<u64>,
+        last_key: u64,
+        stacks: &mut Stacks,
+        out: &mut Vec<RawEvent>,
+        limit: usize,
+    ) -> (usize, Option<CursorError>) {
+        let first = out.len();
+        while at < self.buf.len() && out.len() - first < limit {
+            let key = out[first..].last().map_or(last_key, |e| e.seq);
+            match self.decode_event(at, stamp, key, stacks, out) {
+                Ok(bytes) => at += bytes,
+                Err(e) => return (self.buf.len(), Some(e)),
+            }
+        }
+        (at, None)
     }
 
     /// Decodes the `STACK` event at byte `at` of `buf` into `stacks`; returns its length.
@@ -191,16 +279,18 @@ impl ThreadCursor {
     }
 
     /// Decodes the event at byte `at` of `buf` onto `out`; returns its length. `stamp`: the
-    /// chunk's last stamp (an event with `SAME_STAMP` has none of its own).
+    /// chunk's last stamp (an event with `SAME_STAMP` has none of its own); `last_key`: the
+    /// key of the event before (a keyless one takes it).
     #[inline(always)]
     fn decode_event(
         &self,
         at: usize,
         stamp: &mut Option<u64>,
+        last_key: u64,
         stacks: &mut Stacks,
         out: &mut Vec<RawEvent>,
     ) -> Result<usize, CursorError> {
-        let buf = &self.buf;
+        let buf = self.buf;
         let word = |i: usize| u64_at(buf, at + 8 * i);
         let corrupt = |what: String| CursorError::Corrupt(self.base + at, what);
         let left = (buf.len() - at) / 8;
@@ -271,18 +361,15 @@ impl ThreadCursor {
                 )
             }
             E_MAP => event(
-                out.last().map_or(self.last_key, |e| e.seq),
+                last_key,
                 RawOp::Map {
                     addr: b(0),
                     len: b(1),
                 },
             ),
-            E_FLAGS => event(
-                out.last().map_or(self.last_key, |e| e.seq),
-                RawOp::Flags { flags: b(0) as u32 },
-            ),
+            E_FLAGS => event(last_key, RawOp::Flags { flags: b(0) as u32 }),
             E_UNMAP => event(
-                out.last().map_or(self.last_key, |e| e.seq),
+                last_key,
                 RawOp::Unmap {
                     addr: b(0),
                     len: b(1),

@@ -9,9 +9,11 @@
 mod cursor;
 mod hash;
 mod index;
+mod pool;
 
 pub use cursor::{CursorError, ThreadCursor};
 pub use hash::{FastHasher, FastMap, Stacks};
+pub use pool::{DecodePool, CHUNKS_AHEAD};
 
 use crate::trace::TraceError;
 use std::collections::BTreeMap;
@@ -200,7 +202,7 @@ impl RawImage {
 /// the chunks written since the last call.
 #[derive(Debug, Default)]
 pub struct RawProcess {
-    file: Option<File>,
+    file: Option<std::sync::Arc<File>>,
     pub images: Vec<RawImage>,
     /// The file offset up to which chunks are indexed.
     at: usize,
@@ -242,7 +244,7 @@ impl RawProcess {
         };
         if self.file.is_none() {
             match File::open(path) {
-                Ok(f) => self.file = Some(f),
+                Ok(f) => self.file = Some(std::sync::Arc::new(f)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
                 Err(e) => return Err(io(e)),
             }
