@@ -756,31 +756,47 @@ fn cross_thread_frees_stay_in_order_with_every_order() {
 
 /// Decoding threads beside the merge (`fragsim record` takes them on 4 cores or more, so
 /// none on a 2-core machine: forced here with `FRAGSIM_DECODERS`) change nothing: the trace
-/// converted while the 4-thread program ran, with 2 decoders, is the raw file's conversion
-/// on one thread, with stacks and without; converting the raw file on 3 or 4 threads (1 or
-/// 2 decoders) writes the bytes 2 threads write; a corrupt event is the same error.
+/// converted while the program ran, with 2 decoders, is the raw file's conversion on one
+/// thread; converting the raw file on 3 or 4 threads (1 or 2 decoders) writes the bytes 2
+/// threads write; a corrupt event is the same error. On the 4-thread program, with stacks and
+/// without, and on one whose chunks start with a keyless event (a mapping) where jemalloc is
+/// installed.
 #[test]
 fn decoding_threads_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile(dir.path(), "threads_map.cpp", &[]);
-    for (i, flags) in [&[][..], &["--stacks"][..]].into_iter().enumerate() {
+    let churn = common::jemalloc_program(dir.path(), "mapping_churn", &[]);
+    let mut runs = vec![
+        (vec![exe.to_str().unwrap(), "30000"], &[][..], ""),
+        (vec![exe.to_str().unwrap(), "30000"], &["--stacks"][..], ""),
+    ];
+    if let Some(churn) = &churn {
+        let conf = "retain:false,dirty_decay_ms:0,muzzy_decay_ms:0";
+        runs.push((vec![churn.to_str().unwrap(), "60000"], &[][..], conf));
+    }
+    for (i, (command, flags, conf)) in runs.into_iter().enumerate() {
         let sub = dir.path().join(format!("run{i}"));
         std::fs::create_dir(&sub).unwrap();
         let (trace, raw) = (sub.join("t.trace"), sub.join("raw"));
         let out = Command::new(FRAGSIM)
             .env("FRAGSIM_DECODERS", "2")
+            .env("MALLOC_CONF", conf)
             .args(["record", "-o"])
             .arg(&trace)
             .arg("--keep-raw")
             .arg(&raw)
             .args(flags)
-            .args(["--", exe.to_str().unwrap(), "30000"])
+            .arg("--")
+            .args(&command)
             .output()
             .unwrap();
         assert!(out.status.success(), "{out:?}");
         let (records, summary) = only_process(&raw);
-        assert!(summary.events > 200_000, "{}", summary.events);
-        assert_eq!(records_of(&trace), records, "{flags:?}");
+        assert!(summary.events > 100_000, "{}", summary.events);
+        if !conf.is_empty() {
+            assert!(summary.mappings > 50_000, "{}", summary.mappings);
+        }
+        assert_eq!(records_of(&trace), records, "{command:?} {flags:?}");
         let file = &raw_files(&raw)[0].1;
         let fields = fragsim::trace::Fields {
             threads: true,
