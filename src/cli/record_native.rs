@@ -266,12 +266,36 @@ fn trace_notes(
             s.dropped_threads, s.late_calls, s.lost_bytes
         ));
     }
+    if let Some(hint) = unnamed_hint(&s.unnamed_frames) {
+        lines.push(hint);
+    }
     if s.no_unwinder {
         lines.push(
             "warning: --stacks: libunwind.so.8 could not be loaded (install libunwind8): no call stacks recorded".to_string(),
         );
     }
     lines
+}
+
+/// One line on the frames of stripped modules left unnamed: which modules (the three with
+/// the most), and where names come from.
+fn unnamed_hint(unnamed: &[(String, u64)]) -> Option<String> {
+    let total: u64 = unnamed.iter().map(|u| u.1).sum();
+    if total == 0 {
+        return None;
+    }
+    let mut modules: Vec<String> = unnamed
+        .iter()
+        .take(3)
+        .map(|(m, n)| format!("'{m}' {n}"))
+        .collect();
+    if unnamed.len() > 3 {
+        modules.push(format!("{} more", unnamed.len() - 3));
+    }
+    Some(format!(
+        "note: {total} stack frames have no function name, their modules being stripped ({}): install their debug symbols (Debian: the -dbgsym package, read from /usr/lib/debug/.build-id; or a .gnu_debuglink file beside the binary) or build with symbols, then record again",
+        modules.join(", ")
+    ))
 }
 
 /// On a terminal, a bar over the raw events converted once the program has exited (its own

@@ -74,11 +74,16 @@ struct Elf {
     segments: Vec<(u64, u64, u64)>,
     /// (address, size, name), sorted by address.
     functions: Vec<(u64, u64, String)>,
+    /// Neither a `.symtab` nor a separate debug file: only the exported functions are named.
+    stripped: bool,
 }
 
 impl Elf {
+    /// The module at `path`, its function symbols completed from a separate debug file
+    /// when it has no `.symtab` of its own (a stripped binary: Debian's packages ship theirs
+    /// in `-dbgsym` packages, found by build id, or beside the binary by `.gnu_debuglink`).
     fn read(path: &str) -> Option<Elf> {
-        use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+        use object::{Object, ObjectSegment};
         let data = std::fs::read(path).ok()?;
         let file = object::File::parse(&*data).ok()?;
         let segments = file
@@ -88,18 +93,23 @@ impl Elf {
                 (offset, s.address(), size)
             })
             .collect();
-        let mut functions: Vec<(u64, u64, String)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.address() > 0)
-            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
-            .filter(|(_, _, name)| !name.is_empty())
-            .collect();
+        let mut functions = functions_of(&file);
+        let mut stripped = file.section_by_name(".symtab").is_none();
+        if stripped {
+            let debug = debug_file(path, &file).and_then(|d| std::fs::read(d).ok());
+            if let Some(d) = debug.as_deref().filter(|d| same_build(&file, d)) {
+                if let Ok(d) = object::File::parse(d) {
+                    functions.extend(functions_of(&d));
+                    stripped = false;
+                }
+            }
+        }
         functions.sort();
         functions.dedup_by_key(|f| f.0);
         Some(Elf {
             segments,
             functions,
+            stripped,
         })
     }
 
@@ -119,11 +129,62 @@ impl Elf {
     }
 }
 
+/// (address, size, name) of a module's functions, from `.symtab` and `.dynsym`.
+fn functions_of(file: &object::File) -> Vec<(u64, u64, String)> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == SymbolKind::Text && s.size() > 0 && s.address() > 0)
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+        .filter(|(_, _, name)| !name.is_empty())
+        .collect()
+}
+
+/// Where the debugger looks for a module's separate debug file (gdb's order): by build id
+/// under `/usr/lib/debug/.build-id/`, then by `.gnu_debuglink`'s name beside the module, in
+/// its `.debug/` folder, and under `/usr/lib/debug/` + the module's folder.
+fn debug_file(path: &str, file: &object::File) -> Option<std::path::PathBuf> {
+    use object::Object;
+    use std::path::{Path, PathBuf};
+    let root = Path::new("/usr/lib/debug");
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Ok(Some(id)) = file.build_id() {
+        if id.len() > 1 {
+            let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+            candidates.push(root.join(format!(".build-id/{}/{}.debug", &hex[..2], &hex[2..])));
+        }
+    }
+    if let Ok(Some((name, _crc))) = file.gnu_debuglink() {
+        let name = String::from_utf8_lossy(name).into_owned();
+        let dir = Path::new(path).parent().unwrap_or(Path::new("/"));
+        candidates.push(dir.join(&name));
+        candidates.push(dir.join(".debug").join(&name));
+        candidates.push(root.join(dir.strip_prefix("/").unwrap_or(dir)).join(&name));
+    }
+    candidates
+        .into_iter()
+        .find(|c| c.is_file() && c != Path::new(path))
+}
+
+/// Whether `debug` is the debug file of `file`: the same build id where both have one.
+fn same_build(file: &object::File, debug: &[u8]) -> bool {
+    use object::Object;
+    let Ok(d) = object::File::parse(debug) else {
+        return false;
+    };
+    match (file.build_id(), d.build_id()) {
+        (Ok(Some(a)), Ok(Some(b))) => a == b,
+        _ => true,
+    }
+}
+
 /// Names frames by the function around them (`function+0xOFFSET`), reading each module's ELF file once (after the
 /// run: the files must still be there). A frame without a symbol stays `module+0xOFFSET`.
 #[derive(Default)]
 pub struct Symbolizer {
     modules: std::collections::HashMap<String, Option<Elf>>,
+    /// Frames of stripped modules left `module+0xOFFSET`, by module.
+    unnamed: std::collections::BTreeMap<String, u64>,
 }
 
 impl Symbolizer {
@@ -141,7 +202,20 @@ impl Symbolizer {
             Some((name, into)) if !name.contains(';') && !name.contains("+0x") => {
                 Frame::Symbol(format!("{name}+{into:#x}"))
             }
-            _ => frame,
+            _ => {
+                if elf.as_ref().is_some_and(|e| e.stripped) {
+                    *self.unnamed.entry(module.clone()).or_default() += 1;
+                }
+                frame
+            }
         }
+    }
+
+    /// The stripped modules (no symbols, no debug file found) some of whose frames have no
+    /// name, with how many (distinct frames), the most first.
+    pub fn unnamed(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self.unnamed.iter().map(|(m, n)| (m.clone(), *n)).collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
     }
 }

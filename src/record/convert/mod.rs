@@ -50,6 +50,9 @@ pub struct ConvertSummary {
     pub lost_bytes: u64,
     /// Stacks were asked for but libunwind could not be loaded.
     pub no_unwinder: bool,
+    /// Stripped modules (no symbols, no debug file found) whose frames stay
+    /// `module+0xOFFSET`, with how many distinct frames, the most first.
+    pub unnamed_frames: Vec<(String, u64)>,
     pub issues: IssueCounts,
 }
 
@@ -252,6 +255,7 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
             c.summary.allocator = last.allocator.clone();
         }
         c.summary.issues = c.importer.issues;
+        c.summary.unnamed_frames = c.symbolizer.unnamed();
         c.summary.duration_ns = c.last_ns;
         c.summary
     }
