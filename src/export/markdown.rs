@@ -43,6 +43,18 @@ impl TableFormat for Markdown {
                 .collect();
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
         }
+        // The terms it uses, defined under it (each output defines its own).
+        let texts = table.rows.iter().flatten().filter_map(|c| match c {
+            Cell::Text(t) => Some(t.as_str()),
+            _ => None,
+        });
+        let terms = super::glossary::terms_in(&table.columns, &table.title, texts);
+        if !terms.is_empty() {
+            out.push('\n');
+            for (term, definition) in terms {
+                out.push_str(&format!("- *{term}*: {definition}\n"));
+            }
+        }
         Ok(out)
     }
 }

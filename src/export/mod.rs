@@ -3,6 +3,7 @@
 
 mod atomic;
 mod csv;
+mod glossary;
 pub mod human;
 mod json;
 mod manifest;

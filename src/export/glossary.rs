@@ -1,0 +1,122 @@
+//! The terms fragsim's tables use that a reader may not know, each defined once here: a
+//! Markdown table ends with the definitions of those its columns, title or cells use
+//! ([`terms_in`]), so every output defines its terms where they first appear.
+
+/// (term, how it shows in a table, definition). A term shows in a column name or title
+/// word containing its key, or, for build labels, in a `q<N>-p<N>` word.
+const TERMS: &[(&str, Key, &str)] = &[
+    (
+        "rounding",
+        Key::Column("rounding"),
+        "usable minus requested bytes: what the size class adds to each request",
+    ),
+    (
+        "empty regions",
+        Key::Column("empty_region"),
+        "free regions of the slabs a line holds regions in (and the slabs' unused tails), shared among the holders of each slab's used regions",
+    ),
+    (
+        "held",
+        Key::Column("held_bytes"),
+        "usable bytes of objects kept in thread caches, the caches' own blocks, large blocks' padding pages",
+    ),
+    (
+        "pinned",
+        Key::Column("pinned"),
+        "bytes of the slabs whose used regions all belong to the line: what its frees would give back (a second view, not part of charged)",
+    ),
+    (
+        "charged",
+        Key::Column("charged"),
+        "the active bytes charged to the line: requested + rounding + empty regions + held; the lines add up to the model's active bytes",
+    ),
+    (
+        "waste",
+        Key::Column("waste"),
+        "charged minus requested bytes",
+    ),
+    (
+        "q16-p4096",
+        Key::BuildLabel,
+        "a build's label: quantum 16 bytes, page 4096 bytes; -g<N>: N classes per size doubling; -nco: no cache-oblivious padding page; -lpages: large sizes rounded to whole pages; -v5.3.1: that release's rules",
+    ),
+];
+
+#[derive(Clone, Copy)]
+enum Key {
+    /// A column whose name contains this.
+    Column(&'static str),
+    /// A `q<N>-p<N>` word in the title or a text cell.
+    BuildLabel,
+}
+
+/// Whether `text` holds a build label, `q<digits>-p<digits>`.
+fn has_build_label(text: &str) -> bool {
+    text.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | '`' | ':'))
+        .any(|word| {
+            let Some(rest) = word.strip_prefix('q') else {
+                return false;
+            };
+            let Some((q, p)) = rest.split_once("-p") else {
+                return false;
+            };
+            let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+            digits(q) && digits(p.split('-').next().unwrap_or(""))
+        })
+}
+
+/// The (term, definition) pairs of the terms a table with these `columns`, `title` and text
+/// cells uses, in [`TERMS`]' order.
+pub fn terms_in<'t>(
+    columns: &[String],
+    title: &str,
+    texts: impl Iterator<Item = &'t str>,
+) -> Vec<(&'static str, &'static str)> {
+    let mut label = has_build_label(title);
+    if !label {
+        label = texts.into_iter().any(has_build_label);
+    }
+    TERMS
+        .iter()
+        .filter(|(_, key, _)| match key {
+            Key::Column(k) => columns.iter().any(|c| c.contains(k)),
+            Key::BuildLabel => label,
+        })
+        .map(|&(term, _, definition)| (term, definition))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cols(c: &[&str]) -> Vec<String> {
+        c.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_blame_table_defines_its_columns_and_nothing_else() {
+        let c = cols(&[
+            "site",
+            "requested_bytes",
+            "rounding_bytes",
+            "pinned_bytes",
+            "held_bytes",
+            "charged_bytes",
+        ]);
+        let terms: Vec<&str> = terms_in(&c, "blame", std::iter::empty())
+            .iter()
+            .map(|t| t.0)
+            .collect();
+        assert_eq!(terms, ["rounding", "held", "pinned", "charged"]);
+    }
+
+    #[test]
+    fn build_labels_are_words_of_their_own_shape() {
+        assert!(has_build_label("model q16-p4096-lpages-v5.3.1 against"));
+        assert!(has_build_label("(q8-p65536)"));
+        assert!(!has_build_label("frequency-p4096"));
+        assert!(!has_build_label("q16-page"));
+        assert!(terms_in(&[], "jemalloc 5.3.1", ["q16-p4096"].into_iter()).len() == 1);
+    }
+}
