@@ -25,7 +25,7 @@ run_variant() {
   cargo_flags=("$@")
   echo "== variant $name (target folder $target)"
   env "${envs[@]}" CARGO_TARGET_DIR="$target" cargo build --release --quiet --bin fragsim "${cargo_flags[@]}"
-  env "${envs[@]}" "$target/release/fragsim" validate "${flags[@]}" --variant "$name" --out reports
+  env "${envs[@]}" "$target/release/fragsim" validate "${flags[@]}" --variant "$name" --out-dir reports
 }
 
 failed=()

@@ -292,7 +292,7 @@ fn container_trace_is_readable_and_matches_the_text_form() {
         "24",
         "--count",
         "500",
-        "--order",
+        "--key-order",
         "random",
         "--seed",
         "3",

@@ -36,7 +36,7 @@ pub struct AdviseArgs {
     #[arg(long, value_parser = super::choice::choice::<Format>(), default_value_t = Format::Md)]
     pub format: Format,
     /// Write the table to this file (atomically) instead of standard output.
-    #[arg(long)]
+    #[arg(short = 'o', long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// Draw peak and mean active bytes and mean resident bytes per setting into this file
     /// (.svg or .png).

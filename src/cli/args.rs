@@ -86,7 +86,7 @@ pub struct OutputArgs {
     #[arg(long, value_parser = super::choice::choice::<Format>(), default_value_t = Format::Md)]
     pub format: Format,
     /// Write to this file (atomically) instead of standard output.
-    #[arg(long)]
+    #[arg(short = 'o', long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
 

@@ -30,9 +30,14 @@ pub struct ElementArgs {
     #[arg(long)]
     pub value: Option<String>,
     /// Keys inserted in ascending order, or shuffled (with --seed).
-    #[arg(long, value_enum, default_value = "ascending")]
+    #[arg(
+        long = "key-order",
+        alias = "order",
+        value_enum,
+        default_value = "ascending"
+    )]
     pub order: OrderArg,
-    /// Seed of the shuffle for --order random.
+    /// Seed of the shuffle for --key-order random.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }

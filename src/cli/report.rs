@@ -14,7 +14,7 @@ pub struct ReportArgs {
     /// in]: new, empty, or a previous report (it holds a .fragsim-report manifest). The report
     /// is built beside it and replaces the files of the previous one when complete; every
     /// other file in it stays.
-    #[arg(long)]
+    #[arg(long = "out-dir", alias = "out", value_name = "DIR")]
     out: Option<PathBuf>,
     /// Validate the full physical table (tables up to 10·2^20 values) rather than a reduced one.
     #[arg(long)]
@@ -53,7 +53,7 @@ pub fn run(args: ReportArgs) -> Result<i32> {
             let here = std::env::current_dir()?;
             project_reports(&here).ok_or_else(|| {
                 anyhow::anyhow!(
-                    "no --out given and '{}' is not inside the fragsim project: pass --out FOLDER",
+                    "no --out-dir given and '{}' is not inside the fragsim project: pass --out-dir FOLDER",
                     here.display()
                 )
             })?

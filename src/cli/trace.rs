@@ -68,6 +68,9 @@ struct ImportArgs {
 #[derive(Args, Debug)]
 struct DumpArgs {
     trace: PathBuf,
+    /// Write the text form to this file (atomically) instead of standard output.
+    #[arg(short = 'o', long = "out", value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -262,7 +265,17 @@ pub(crate) fn import_note(name: &str, out: &Path, h: &TraceHeader, s: &ValgrindS
 }
 
 fn dump(a: DumpArgs) -> Result<i32> {
+    super::args::refuse_outputs_over_inputs(
+        &[("the trace", a.trace.as_path())],
+        &[("--out", a.out.as_deref())],
+    )?;
     let records = crate::trace::open(&a.trace)?.records();
+    if let Some(path) = &a.out {
+        let mut out = OutputFile::create(path)?;
+        write_text_records(std::io::BufWriter::new(&mut out), records)?;
+        out.commit()?;
+        return Ok(0);
+    }
     match write_text_records(std::io::stdout().lock(), records) {
         Ok(_) => Ok(0),
         // A closed pipe (`| head`): quietly, with 141 as the README promises.
