@@ -15,11 +15,13 @@
 //! arena's share subtracted.
 
 use super::arena_replay::parse_config;
-pub use super::baton::{run_process_child, serve_process_child, ProcessChildOptions};
+pub use super::baton::serve_process_child;
+pub use super::process_child::{run_process_child, ProcessChildOptions};
 pub use super::process_trace::{ProcessRecords, ProcessTrace, TraceShape};
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{
-    compare_snapshots, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot, StartupResidue,
+    compare_snapshots, ArenaSnapshot, DumpAt, Process, ProcessOptions, ProcessSnapshot,
+    StartupResidue, StatsView,
 };
 use crate::progress::Progress;
 use crate::sim::{BinStats, Comparison};
@@ -119,6 +121,19 @@ pub struct ProcessLiveComparison {
     /// The last comparison's totals and the largest resident difference (boxed: kept
     /// beside other outcomes).
     pub totals: Box<LiveTotals>,
+    /// The statistics dumps, when [`LiveRun::dump`] asked for them.
+    #[serde(skip)]
+    pub dumps: Option<Box<StatsDumps>>,
+}
+
+/// The model's statistics and the live jemalloc's own JSON dump (`malloc_stats_print` with
+/// opts `J`, as it printed it), at the same event. The live dump counts the replayer's own
+/// manual arena (its main thread's: in `stats`, `merged` and its own entry), which the
+/// model leaves out; both count the dump's buffer.
+#[derive(Clone, Debug)]
+pub struct StatsDumps {
+    pub model: StatsView,
+    pub live: String,
 }
 
 /// A live process comparison's totals.
@@ -146,7 +161,11 @@ pub fn compare_process_live<'a>(
     every: u64,
     keep: usize,
 ) -> Result<ProcessLiveComparison> {
-    let run = LiveRun { every, keep };
+    let run = LiveRun {
+        every,
+        keep,
+        dump: None,
+    };
     compare_process_live_with(exe, allocator, trace, options, run, &Progress::default())
 }
 
@@ -155,6 +174,8 @@ pub fn compare_process_live<'a>(
 pub struct LiveRun {
     pub every: u64,
     pub keep: usize,
+    /// When both sides dump their statistics (the model and jemalloc's `malloc_stats_print`).
+    pub dump: Option<DumpAt>,
 }
 
 /// [`compare_process_live`], telling `progress` of the records replayed (one step, "records").
@@ -178,7 +199,7 @@ fn compare_observed(
     allocator: &ProcessAllocator,
     trace: ProcessTrace<'_>,
     options: &ProcessOptions,
-    LiveRun { every, keep }: LiveRun,
+    run: LiveRun,
     progress: &Progress,
 ) -> Result<ProcessLiveComparison> {
     // The exact comparison runs the deterministic cache GC in the child and in the model;
@@ -192,7 +213,12 @@ fn compare_observed(
     let input = trace.child_args()?;
     let mut command = child_command(exe, allocator, options)?;
     without_aslr(&mut command);
-    command.args(["--every", &every.max(1).to_string()]);
+    command.args(["--every", &run.every.max(1).to_string()]);
+    match run.dump {
+        Some(DumpAt::Event(n)) => command.args(["--dump-at", &n.to_string()]),
+        Some(DumpAt::End) => command.args(["--dump-at", "end"]),
+        None => &mut command,
+    };
     input.add_to(&mut command);
     let mut child = spawn_piped(exe, &mut command)?;
     let stdout = child.stdout.take().context("child stdout")?;
@@ -209,13 +235,16 @@ fn compare_observed(
             bail!("{e}: {}", err.trim());
         }
     };
-    let mut run = [ProcessCompare::new(&header, options, lines, every, keep)?];
-    engine::run(records, &mut run, &|n| progress.advance(n)).map_err(|e| match e {
+    let mut compare = [ProcessCompare::new(&header, options, lines, run)?];
+    engine::run(records, &mut compare, &|n| progress.advance(n)).map_err(|e| match e {
         RunError::Trace(e) => anyhow::Error::from(e),
         RunError::Consumer(e) => e,
     })?;
-    let [mut run] = run;
+    let [mut run] = compare;
     run.finish()?;
+    if let (Some(DumpAt::Event(n)), None) = (run.dump, &run.dumps) {
+        bail!("--at {n}: the trace has {} events", run.records);
+    }
     let status = child.wait()?;
     if !status.success() {
         let err = stderr_of(&mut child);
@@ -356,6 +385,8 @@ struct ProcessCompare {
     peak_active_measured: u64,
     last: (ProcessSnapshot, ProcessSnapshot),
     worst_resident: (u64, u64),
+    dump: Option<DumpAt>,
+    dumps: Option<Box<StatsDumps>>,
 }
 
 impl RecordConsumer for ProcessCompare {
@@ -379,8 +410,7 @@ impl ProcessCompare {
         header: &ChildHeader,
         options: &ProcessOptions,
         lines: Lines,
-        every: u64,
-        keep: usize,
+        run: LiveRun,
     ) -> Result<Self> {
         let mut model_options = options.clone();
         model_options.narenas = Some(header.narenas);
@@ -395,8 +425,8 @@ impl ProcessCompare {
         Ok(ProcessCompare {
             model,
             lines,
-            every: every.max(1),
-            keep,
+            every: run.every.max(1),
+            keep: run.keep,
             records: 0,
             threads: 0,
             comparison: Comparison::default(),
@@ -404,12 +434,18 @@ impl ProcessCompare {
             peak_active_measured: 0,
             last: Default::default(),
             worst_resident: (0, 0),
+            dump: run.dump,
+            dumps: None,
         })
     }
 
     fn step(&mut self, record: &Record) -> Result<()> {
         self.model.apply(record)?;
         self.records += 1;
+        // The child dumps before its snapshot of the same event: the model too.
+        if self.dump == Some(DumpAt::Event(self.records)) {
+            self.dump_both()?;
+        }
         if self.records.is_multiple_of(self.every) {
             self.compare()?;
         }
@@ -441,11 +477,34 @@ impl ProcessCompare {
         Ok(())
     }
 
-    /// The comparison after the last record, if it fell between two.
+    /// The comparison after the last record, if it fell between two, then a dump at the end.
     fn finish(&mut self) -> Result<()> {
         if !self.records.is_multiple_of(self.every) {
             self.compare()?;
         }
+        if self.dump == Some(DumpAt::End) {
+            self.dump_both()?;
+        }
+        Ok(())
+    }
+
+    /// The model's dump (its buffer allocated and freed, as the child's) and the child's.
+    fn dump_both(&mut self) -> Result<()> {
+        let model = self.model.malloc_stats_print()?;
+        let line = self
+            .lines
+            .next()
+            .context("the live process child stopped before its statistics dump")??;
+        if let Some(err) = line.strip_prefix("error ") {
+            bail!("live process replay: {err}");
+        }
+        let live = line
+            .strip_prefix("j ")
+            .with_context(|| format!("bad statistics line from the child: '{line:.80}'"))?;
+        self.dumps = Some(Box::new(StatsDumps {
+            model,
+            live: live.to_string(),
+        }));
         Ok(())
     }
 
@@ -466,6 +525,7 @@ impl ProcessCompare {
                 worst_resident: self.worst_resident,
                 reentrant: self.model.reentrant_tally(),
             }),
+            dumps: self.dumps,
         }
     }
 }
