@@ -7,6 +7,7 @@
 use super::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
 use super::arena_replay::{mib, read_mib, Api};
 use super::baton_ops::{scan, ProcessWork, Window};
+use super::process_line::write_snapshot;
 use super::process_trace::ProcessTrace;
 use super::relay::Baton;
 use crate::process::{ArenaSnapshot, DumpAt, ProcessSnapshot};
@@ -239,37 +240,6 @@ impl Reader {
         }
         Ok(s)
     }
-}
-
-fn write_snapshot(out: &mut impl Write, s: &ProcessSnapshot) -> std::io::Result<()> {
-    write!(
-        out,
-        "s {} {} {} {} {} {} {}",
-        s.event,
-        s.allocated_bytes,
-        s.active_bytes,
-        s.metadata_bytes,
-        s.resident_bytes,
-        s.mapped_bytes,
-        s.arenas.len()
-    )?;
-    for a in &s.arenas {
-        write!(
-            out,
-            " {} {} {} {} {} {} {}",
-            a.index,
-            a.allocated_bytes,
-            a.active_bytes,
-            a.tcache_bytes,
-            a.mapped_bytes,
-            a.retained_bytes,
-            a.bins.len()
-        )?;
-        for b in &a.bins {
-            write!(out, " {} {} {}", b.curregs, b.curslabs, b.nonfull_slabs)?;
-        }
-    }
-    writeln!(out)
 }
 
 /// The child's side: replays `trace` on one pthread per trace thread and prints a header

@@ -17,80 +17,20 @@
 use super::arena_replay::parse_config;
 pub use super::baton::serve_process_child;
 pub use super::process_child::{run_process_child, ProcessChildOptions};
+pub(super) use super::process_line::parse_snapshot;
 pub use super::process_trace::{ProcessRecords, ProcessTrace, TraceShape};
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{
-    compare_snapshots, ArenaSnapshot, DumpAt, Process, ProcessOptions, ProcessSnapshot,
-    StartupResidue, StatsView,
+    compare_snapshots, DumpAt, Process, ProcessOptions, ProcessSnapshot, StartupResidue, StatsView,
 };
 use crate::progress::Progress;
-use crate::sim::{BinStats, Comparison};
+use crate::sim::Comparison;
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Record;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-/// A decimal `u64` as the child writes it (digits only): parsed off the bytes, as the parent
-/// reads a line per comparison with hundreds of numbers (`--every 1`).
-fn parse_number(t: &[u8]) -> Result<u64> {
-    let bad = || anyhow::anyhow!("bad number from the child");
-    if t.is_empty() {
-        return Err(bad());
-    }
-    t.iter().try_fold(0u64, |v, &b| {
-        let d = b.wrapping_sub(b'0');
-        if d > 9 {
-            return Err(bad());
-        }
-        v.checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(d)))
-            .ok_or_else(bad)
-    })
-}
-
-pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
-    if let Some(err) = line.strip_prefix("error ") {
-        bail!("live process replay: {err}");
-    }
-    let mut it = line
-        .strip_prefix("s ")
-        .with_context(|| format!("bad snapshot line from the child: '{line}'"))?
-        .as_bytes()
-        .split(|&b| b == b' ')
-        .map(parse_number);
-    let mut next = || it.next().context("short snapshot line")?;
-    let mut s = ProcessSnapshot {
-        event: next()?,
-        allocated_bytes: next()?,
-        active_bytes: next()?,
-        metadata_bytes: next()?,
-        resident_bytes: next()?,
-        mapped_bytes: next()?,
-        arenas: Vec::new(),
-    };
-    for _ in 0..next()? {
-        let mut a = ArenaSnapshot {
-            index: next()? as u32,
-            allocated_bytes: next()?,
-            active_bytes: next()?,
-            tcache_bytes: next()?,
-            mapped_bytes: next()?,
-            retained_bytes: next()?,
-            bins: Vec::new(),
-        };
-        for _ in 0..next()? {
-            a.bins.push(BinStats {
-                curregs: next()?,
-                curslabs: next()?,
-                nonfull_slabs: next()?,
-            });
-        }
-        s.arenas.push(a);
-    }
-    Ok(s)
-}
 
 /// Which jemalloc a live process replay drives.
 #[derive(Clone, Debug, PartialEq, Eq)]
