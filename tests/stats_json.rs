@@ -262,5 +262,9 @@ fn bad_stats_json_arguments_are_refused_in_one_line() {
     assert_refused(&out, "--at 'peak'");
     let out = run(&["replay", t, "--process", "--at", "10"]);
     assert_refused(&out, "--stats-json");
+    let out = run(&["replay", t, "--process", "--stats-json", "-"]);
+    assert_refused(&out, "standard output");
+    let out = run(&["replay", t, "--process", "--live", "--stats-json", "-"]);
+    assert_refused(&out, "two files");
     assert!(!file.exists());
 }

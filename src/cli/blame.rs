@@ -60,6 +60,7 @@ fn refuse_other_modes(args: &ReplayArgs) -> Result<()> {
         ("--by-class", args.whatif.by_class),
         ("--charts", args.whatif.charts.is_some()),
         ("--per-arena", args.process.per_arena.is_some()),
+        ("--stats-json", args.process.stats_json.is_some()),
         ("--measure", args.measure.wanted()),
     ];
     if let Some((flag, _)) = other.iter().find(|(_, given)| *given) {

@@ -44,6 +44,19 @@ pub fn check(args: &ReplayArgs) -> Result<()> {
         bail!("--stats-json does not apply to --honour-clock or --route");
     }
     check_output(path)?;
+    if super::args::is_stdout(path) {
+        if args.live {
+            bail!("--stats-json with --live writes two files: give it a file, not standard output");
+        }
+        if args
+            .output
+            .out
+            .as_deref()
+            .is_none_or(super::args::is_stdout)
+        {
+            bail!("--stats-json '{}' is standard output, where the summary goes: give the summary --out FILE or the dump a file", path.display());
+        }
+    }
     if args.live {
         let real = real_path(path);
         super::args::refuse_outputs_over_inputs(
