@@ -144,7 +144,11 @@ pub fn verify<'a>(
         &allocator,
         trace,
         &options,
-        LiveRun { every, keep: 5 },
+        LiveRun {
+            every,
+            keep: 5,
+            dump: None,
+        },
         &plan.progress,
     )
     .map_err(|e| AdviseError::Live {

@@ -25,8 +25,9 @@ pub struct BlameFlags {
     #[arg(long)]
     pub blame: bool,
     /// With --blame: `peak` (the first event of the active peak, the default), `end`, or an
-    /// event number from 1 (calls and thread exits, as --process counts them).
-    #[arg(long, requires = "blame", value_name = "peak|end|EVENT")]
+    /// event number from 1 (calls and thread exits, as --process counts them). With
+    /// --stats-json: `end` (the default) or an event number.
+    #[arg(long, value_name = "peak|end|EVENT")]
     pub at: Option<String>,
     /// With --blame: write folded stacks of waste bytes (`frame;frame value`, outermost
     /// frame first) for flame graph tools.
@@ -59,6 +60,7 @@ fn refuse_other_modes(args: &ReplayArgs) -> Result<()> {
         ("--by-class", args.whatif.by_class),
         ("--charts", args.whatif.charts.is_some()),
         ("--per-arena", args.process.per_arena.is_some()),
+        ("--stats-json", args.process.stats_json.is_some()),
         ("--measure", args.measure.wanted()),
     ];
     if let Some((flag, _)) = other.iter().find(|(_, given)| *given) {

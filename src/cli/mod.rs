@@ -21,6 +21,7 @@ mod record_native;
 mod replay;
 mod report;
 mod route;
+mod stats_json;
 mod table;
 mod trace;
 mod validate;
@@ -75,7 +76,7 @@ enum Command {
     MeasureChild(measure::MeasureChildArgs),
     /// Internal: the child process of a live process (baton) replay.
     #[command(name = "__process-live-child", hide = true)]
-    ProcessLiveChild(process::ChildArgs),
+    ProcessLiveChild(stats_json::ChildArgs),
     /// Allocation traces: import (valgrind, text), dump, stats.
     Trace(trace::TraceArgs),
     /// Run a program and record its allocations (threads, times, optionally call stacks).
@@ -109,7 +110,7 @@ pub fn main() -> i32 {
     // The process child starts no thread of its own (an interrupt handler's thread would
     // take an automatic arena before the trace's threads).
     if let Command::ProcessLiveChild(args) = cli.command {
-        return process::run_child(args).unwrap_or_else(|err| output::exit_code(&err));
+        return stats_json::run_child(args).unwrap_or_else(|err| output::exit_code(&err));
     }
     // Not in a measuring child: the handler's thread would start (stack, glibc arena) while
     // the child measures its baseline. The parent stops the child on interrupt.

@@ -4,12 +4,10 @@
 use super::replay::ReplayArgs;
 use crate::engine::{self, RunError};
 use crate::export::{write_atomic, Cell, Csv, Record as Fields, TableFormat};
-use crate::live::process::{
-    compare_process_live_with, LiveRun, ProcessAllocator, ProcessChildOptions, ProcessTrace,
-};
+use crate::live::process::{compare_process_live_with, LiveRun, ProcessAllocator, ProcessTrace};
 use crate::live::Api;
 use crate::process::{
-    machine_cpus, DecayClock, ProcessOptions, ProcessRows, ProcessRun, ProcessRunResult,
+    machine_cpus, DecayClock, DumpAt, ProcessOptions, ProcessRows, ProcessRun, ProcessRunResult,
     ProcessSummary, RecordedAllocator, ReentrantTally,
 };
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
@@ -74,6 +72,14 @@ pub struct ProcessFlags {
     /// With --route: routed calls keep the thread's cache (`MALLOCX_ARENA(a)` alone).
     #[arg(long, requires = "route")]
     pub route_tcache: bool,
+    /// With --process: write the model's statistics at the end (or --at EVENT) as jemalloc's
+    /// `malloc_stats_print(.., "J")` JSON: its keys and nesting, only what the model knows
+    /// (sizes, pages, bins, large extents, extent sets, bases; no operation counters, times,
+    /// mutexes or HPA: docs/process-model.md). Counts the dump's own 64 KiB buffer, as
+    /// jemalloc's does. With --live also the live jemalloc's own dump at the same event, in
+    /// FILE with the extension `real.json` (it also counts the replayer's own arena).
+    #[arg(long, requires = "process", value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
 }
 
 /// The records a process replay applies, streamed: sites dropped, times multiplied by
@@ -128,10 +134,15 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     // The model alone streams the trace (one counting pass, then one engine pass), so its
     // memory follows live objects, never the trace's length.
     let (last, threads) = count_records(&args.trace)?;
+    let dump = super::stats_json::dump_at(args)?;
+    super::stats_json::check_event(dump, last)?;
     let (config, model_options, note) = model_setup(args, &options)?;
     let records = stream_records(&args.trace, flags.time_scale)?;
-    let runs = model_runs(args, records, last, config, &model_options, &name)?;
+    let runs = model_runs(args, records, last, (config, dump), &model_options, &name)?;
     let first = &runs[0];
+    if let (Some(path), Some(view)) = (&flags.stats_json, &first.stats) {
+        super::stats_json::write_model(path, view)?;
+    }
     if let Some(rows) = &first.rows {
         if let Some(path) = &flags.per_arena {
             write_atomic(path, Csv.render(&rows.per_arena)?.as_bytes())?;
@@ -188,7 +199,7 @@ pub(super) fn model_runs(
     args: &ReplayArgs,
     records: impl Iterator<Item = Result<Record>>,
     last: u64,
-    config: AllocatorConfig,
+    (config, dump): (AllocatorConfig, Option<DumpAt>),
     options: &ProcessOptions,
     name: &str,
 ) -> Result<Vec<ProcessRunResult>> {
@@ -206,13 +217,21 @@ pub(super) fn model_runs(
                 start_ns: 0,
             };
             let rows = (k == 0 && want_rows).then(|| ProcessRows::new(name));
-            ProcessRun::new(config, options, cpus, clock, every, rows)
+            let run = ProcessRun::new(config, options, cpus, clock, every, rows)?;
+            // The first run (seed) dumps its statistics when asked.
+            Ok(match dump {
+                Some(DumpAt::Event(n)) if k == 0 => run.dump_at(n),
+                _ => run,
+            })
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, crate::process::ProcessError>>()?;
     engine::run(records, &mut runs, &|_| {}).map_err(|e| match e {
         RunError::Trace(e) => e,
         RunError::Consumer(e) => e.into(),
     })?;
+    if dump == Some(DumpAt::End) {
+        runs[0].dump_now()?;
+    }
     Ok(runs.into_iter().map(ProcessRun::finish).collect())
 }
 
@@ -466,9 +485,20 @@ pub(super) fn run_live(
         .every
         .unwrap_or_else(|| crate::live::arena_replay::default_live_every(shape.records));
     let threads = shape.threads;
+    let dump = super::stats_json::dump_at(args)?;
+    if let (Some(DumpAt::Event(_)), ProcessTrace::File { path, .. }) = (dump, trace) {
+        super::stats_json::check_event(dump, count_records(path)?.0)?;
+    }
     let bar = super::progress::later_bar("live replay");
-    let run = LiveRun { every, keep: 5 };
+    let run = LiveRun {
+        every,
+        keep: 5,
+        dump,
+    };
     let r = compare_process_live_with(&exe, &allocator, trace, &options, run, &bar)?;
+    if let (Some(path), Some(dumps)) = (&args.process.stats_json, &r.dumps) {
+        super::stats_json::write_both(path, dumps)?;
+    }
     let c = &r.comparison;
     let title = format!(
         "{name}: process model vs live {} ({} threads, {} arenas, baton replay), every {every} events",
@@ -533,32 +563,6 @@ pub(super) fn reentrant_fields(record: &mut Fields, r: &ReentrantTally) {
             )
             .field("first_held_event", "first such event", first);
     }
-}
-
-/// Hidden: the child side of a live process replay.
-#[derive(Args, Debug)]
-pub struct ChildArgs {
-    #[command(flatten)]
-    pub live: super::replay::LiveChildArgs,
-    /// Replay on the trace's clock (each call at its time from the first).
-    #[arg(long)]
-    pub on_clock: bool,
-    /// Multiply the trace's times by this factor (as the parent did).
-    #[arg(long, default_value_t = 1.0)]
-    pub time_scale: f64,
-    /// The trace (any form `trace::open` reads).
-    pub trace: PathBuf,
-}
-
-pub fn run_child(args: ChildArgs) -> Result<i32> {
-    crate::live::process::run_process_child(&ProcessChildOptions {
-        trace: args.trace,
-        every: args.live.every,
-        system: args.live.system,
-        on_clock: args.on_clock,
-        time_scale: args.time_scale,
-    })?;
-    Ok(0)
 }
 
 /// `Process model, ...` after a sentence's end.

@@ -127,6 +127,7 @@ fn refuse_options(args: &ReplayArgs) -> Result<()> {
             );
         }
     }
+    super::stats_json::check(args)?;
     super::args::refuse_outputs_over_inputs(
         &[("the trace", &args.trace)],
         &[
@@ -138,6 +139,7 @@ fn refuse_options(args: &ReplayArgs) -> Result<()> {
             ("--pprof", args.blame.pprof.as_deref()),
             ("--speedscope", args.blame.speedscope.as_deref()),
             ("--chart", args.process.chart.as_deref()),
+            ("--stats-json", args.process.stats_json.as_deref()),
         ],
     )?;
     Ok(())

@@ -158,7 +158,11 @@ fn run_live(
         .every
         .unwrap_or_else(|| crate::live::arena_replay::default_live_every(shape.records));
     let bar = super::progress::later_bar("live replay");
-    let run = LiveRun { every, keep: 5 };
+    let run = LiveRun {
+        every,
+        keep: 5,
+        dump: None,
+    };
     let r = compare_process_live_with(&exe, &allocator, trace, &options, run, &bar)?;
     let title = format!(
         "{name} routed by {} rule(s): process model vs live {} ({} threads, {} arenas), every {every} events",
@@ -244,6 +248,7 @@ pub fn advise_routes(args: &super::advise::AdviseArgs, k: usize) -> Result<i32> 
         let run = LiveRun {
             every: args.every.unwrap_or(1),
             keep: 5,
+            dump: None,
         };
         let allocator = crate::live::process::ProcessAllocator::Linked;
         let exe = std::env::current_exe()?;

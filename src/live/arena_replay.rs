@@ -292,7 +292,7 @@ impl Place {
 /// Where the measured statistics come from: a private arena of this process, or the snapshot
 /// lines of a child replaying the same trace.
 enum Measured {
-    InProcess(LiveArena),
+    InProcess(Box<LiveArena>),
     Child(ChildReplay),
 }
 
@@ -334,7 +334,7 @@ impl ArenaCompare {
         let (config, measured) = match place {
             Place::InProcess => (
                 Api::linked().config()?,
-                Measured::InProcess(LiveArena::new()?),
+                Measured::InProcess(Box::new(LiveArena::new()?)),
             ),
             Place::Child(how) => {
                 let exe = options.child_exe.as_deref().context(

@@ -7,14 +7,15 @@
 use super::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
 use super::arena_replay::{mib, read_mib, Api};
 use super::baton_ops::{scan, ProcessWork, Window};
+use super::process_line::write_snapshot;
 use super::process_trace::ProcessTrace;
 use super::relay::Baton;
-use crate::process::{ArenaSnapshot, ProcessSnapshot};
+use crate::process::{ArenaSnapshot, DumpAt, ProcessSnapshot};
 use crate::sim::BinStats;
 use crate::trace::{Record, TraceError};
 use anyhow::{ensure, Result};
 use std::ffi::c_void;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// Set by the constructor: the manual arena's index + 1 (0: not run), or a negative error.
@@ -241,37 +242,6 @@ impl Reader {
     }
 }
 
-fn write_snapshot(out: &mut impl Write, s: &ProcessSnapshot) -> std::io::Result<()> {
-    write!(
-        out,
-        "s {} {} {} {} {} {} {}",
-        s.event,
-        s.allocated_bytes,
-        s.active_bytes,
-        s.metadata_bytes,
-        s.resident_bytes,
-        s.mapped_bytes,
-        s.arenas.len()
-    )?;
-    for a in &s.arenas {
-        write!(
-            out,
-            " {} {} {} {} {} {} {}",
-            a.index,
-            a.allocated_bytes,
-            a.active_bytes,
-            a.tcache_bytes,
-            a.mapped_bytes,
-            a.retained_bytes,
-            a.bins.len()
-        )?;
-        for b in &a.bins {
-            write!(out, " {} {} {}", b.curregs, b.curslabs, b.nonfull_slabs)?;
-        }
-    }
-    writeln!(out)
-}
-
 /// The child's side: replays `trace` on one pthread per trace thread and prints a header
 /// (the build as JSON, then `narenas N`, then `baseline`) and a snapshot every `every` events.
 /// `on_clock`: each call waits for its time (from the first) and every snapshot line is
@@ -282,6 +252,7 @@ pub fn serve_process_child(
     every: u64,
     api: Api,
     on_clock: bool,
+    dump: Option<DumpAt>,
     out: &mut impl Write,
 ) -> Result<()> {
     let manual = MANUAL_ARENA.load(Ordering::SeqCst);
@@ -325,6 +296,7 @@ pub fn serve_process_child(
         reader: &reader,
         clock,
         capacity,
+        dump,
     };
     replay.run(&mut baton, &work, &mut window, records, out)
 }
@@ -383,6 +355,9 @@ struct Replay<'r> {
     clock: Option<super::decay::ClockReader>,
     /// Arena 0's base's record capacity before the first event (the `meta` line).
     capacity: Option<u64>,
+    /// When to print jemalloc's own statistics dump (a `j JSON` line, before the snapshot
+    /// of the same event).
+    dump: Option<DumpAt>,
 }
 
 impl Replay<'_> {
@@ -400,7 +375,14 @@ impl Replay<'_> {
         let every = self.every;
         let mut done = 0u64;
         loop {
-            let n = window.fill(work, &mut records, every - done % every)?;
+            let mut limit = every - done % every;
+            // A window never crosses the dump's event either.
+            if let Some(DumpAt::Event(at)) = self.dump {
+                if done < at {
+                    limit = limit.min(at - done);
+                }
+            }
+            let n = window.fill(work, &mut records, limit)?;
             if n == 0 {
                 break;
             }
@@ -421,6 +403,9 @@ impl Replay<'_> {
                 return Ok(());
             }
             done += n as u64;
+            if self.dump == Some(DumpAt::Event(done)) {
+                self.dump_line(out)?;
+            }
             if done.is_multiple_of(every) {
                 self.checkpoint(done, start, out)?;
             }
@@ -428,7 +413,16 @@ impl Replay<'_> {
         if !done.is_multiple_of(every) {
             self.checkpoint(done, start, out)?;
         }
+        if self.dump == Some(DumpAt::End) {
+            self.dump_line(out)?;
+        }
         out.flush()?;
+        Ok(())
+    }
+
+    /// jemalloc's own JSON statistics dump, as a `j JSON` line.
+    fn dump_line(&self, out: &mut impl Write) -> Result<()> {
+        writeln!(out, "j {}", self.reader.api.stats_print_json())?;
         Ok(())
     }
 
@@ -476,42 +470,4 @@ impl Replay<'_> {
         }
         Ok(())
     }
-}
-
-/// What the process child is asked for (`fragsim __process-live-child`'s arguments).
-#[derive(Clone, Debug)]
-pub struct ProcessChildOptions {
-    /// The trace it opens itself.
-    pub trace: std::path::PathBuf,
-    pub every: u64,
-    /// Drive the unprefixed jemalloc preloaded into the process, not the linked one.
-    pub system: bool,
-    /// Replay on the trace's clock (each call at its time from the first).
-    pub on_clock: bool,
-    /// Multiply the trace's times by this ([`crate::process::scale_times`]).
-    pub time_scale: f64,
-}
-
-/// Replays the trace, writes the child's output to stdout (buffered) and leaves at once:
-/// workers still parked are not woken (their caches would flush at exit, after the
-/// comparison).
-pub fn run_process_child(options: &ProcessChildOptions) -> Result<()> {
-    let trace = ProcessTrace::File {
-        path: &options.trace,
-        time_scale: options.time_scale,
-    };
-    let api = if options.system {
-        Api::system()?
-    } else {
-        Api::linked()
-    };
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let served = serve_process_child(trace, options.every, api, options.on_clock, &mut out);
-    if let Err(e) = served {
-        writeln!(out, "error {e:#}")?;
-    }
-    out.flush()?;
-    // SAFETY: _exit ends the process without running destructors (workers are parked).
-    unsafe { libc::_exit(0) }
 }

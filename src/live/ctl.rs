@@ -14,6 +14,9 @@ pub(crate) type RallocxFn = unsafe extern "C" fn(*mut c_void, usize, c_int) -> *
 pub(crate) type DallocxFn = unsafe extern "C" fn(*mut c_void, c_int);
 pub(crate) type MallctlFn =
     unsafe extern "C" fn(*const c_char, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
+/// `malloc_stats_print`'s write callback.
+type WriteCb = unsafe extern "C" fn(*mut c_void, *const c_char);
+pub(crate) type StatsPrintFn = unsafe extern "C" fn(Option<WriteCb>, *mut c_void, *const c_char);
 type NameToMibFn = unsafe extern "C" fn(*const c_char, *mut usize, *mut usize) -> c_int;
 type ByMibFn =
     unsafe extern "C" fn(*const usize, usize, *mut c_void, *mut usize, *mut c_void, usize) -> c_int;
@@ -28,6 +31,7 @@ pub struct Api {
     pub(crate) mallctl: MallctlFn,
     pub(crate) nametomib: NameToMibFn,
     pub(crate) bymib: ByMibFn,
+    pub(crate) stats_print: StatsPrintFn,
 }
 
 impl Api {
@@ -40,6 +44,7 @@ impl Api {
             mallctl: sys::mallctl,
             nametomib: sys::mallctlnametomib,
             bymib: sys::mallctlbymib,
+            stats_print: sys::malloc_stats_print,
         }
     }
 
@@ -66,6 +71,9 @@ impl Api {
                     "mallctlnametomib",
                 )?),
                 bymib: std::mem::transmute::<*mut c_void, ByMibFn>(sym("mallctlbymib")?),
+                stats_print: std::mem::transmute::<*mut c_void, StatsPrintFn>(sym(
+                    "malloc_stats_print",
+                )?),
             })
         }
     }
@@ -138,6 +146,28 @@ impl Api {
         Ok(unsafe { CStr::from_ptr(ptr) }
             .to_string_lossy()
             .into_owned())
+    }
+
+    /// jemalloc's own JSON dump of its statistics (`malloc_stats_print` with opts `J`), on
+    /// one line. The dump allocates its 64 KiB buffer in arena 0 (see
+    /// [`crate::process::STATS_PRINT_BUFFER`]); the text is collected in this thread's
+    /// arena.
+    pub fn stats_print_json(&self) -> String {
+        unsafe extern "C" fn append(out: *mut c_void, text: *const c_char) {
+            // SAFETY: `out` is the Vec below; jemalloc passes a NUL-terminated string.
+            unsafe { (*out.cast::<Vec<u8>>()).extend_from_slice(CStr::from_ptr(text).to_bytes()) }
+        }
+        let mut out: Vec<u8> = Vec::with_capacity(1 << 20);
+        // SAFETY: the callback only appends to `out`, which outlives the call.
+        unsafe {
+            (self.stats_print)(
+                Some(append),
+                (&mut out as *mut Vec<u8>).cast(),
+                c"J".as_ptr(),
+            )
+        };
+        // Its JSON has no newline inside a string: one line for the parent.
+        String::from_utf8_lossy(&out).replace('\n', " ")
     }
 
     /// Refreshes the statistics snapshot (`epoch`).

@@ -33,6 +33,8 @@ pub mod decay_band;
 pub mod decay_compare;
 mod live_arena;
 pub mod process;
+mod process_child;
+mod process_line;
 mod process_trace;
 pub mod relay;
 pub mod replayed_clock;

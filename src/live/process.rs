@@ -15,80 +15,22 @@
 //! arena's share subtracted.
 
 use super::arena_replay::parse_config;
-pub use super::baton::{run_process_child, serve_process_child, ProcessChildOptions};
+pub use super::baton::serve_process_child;
+pub use super::process_child::{run_process_child, ProcessChildOptions};
+pub(super) use super::process_line::parse_snapshot;
 pub use super::process_trace::{ProcessRecords, ProcessTrace, TraceShape};
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{
-    compare_snapshots, ArenaSnapshot, Process, ProcessOptions, ProcessSnapshot, StartupResidue,
+    compare_snapshots, DumpAt, Process, ProcessOptions, ProcessSnapshot, StartupResidue, StatsView,
 };
 use crate::progress::Progress;
-use crate::sim::{BinStats, Comparison};
+use crate::sim::Comparison;
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Record;
 use anyhow::{bail, ensure, Context, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-/// A decimal `u64` as the child writes it (digits only): parsed off the bytes, as the parent
-/// reads a line per comparison with hundreds of numbers (`--every 1`).
-fn parse_number(t: &[u8]) -> Result<u64> {
-    let bad = || anyhow::anyhow!("bad number from the child");
-    if t.is_empty() {
-        return Err(bad());
-    }
-    t.iter().try_fold(0u64, |v, &b| {
-        let d = b.wrapping_sub(b'0');
-        if d > 9 {
-            return Err(bad());
-        }
-        v.checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(d)))
-            .ok_or_else(bad)
-    })
-}
-
-pub(super) fn parse_snapshot(line: &str) -> Result<ProcessSnapshot> {
-    if let Some(err) = line.strip_prefix("error ") {
-        bail!("live process replay: {err}");
-    }
-    let mut it = line
-        .strip_prefix("s ")
-        .with_context(|| format!("bad snapshot line from the child: '{line}'"))?
-        .as_bytes()
-        .split(|&b| b == b' ')
-        .map(parse_number);
-    let mut next = || it.next().context("short snapshot line")?;
-    let mut s = ProcessSnapshot {
-        event: next()?,
-        allocated_bytes: next()?,
-        active_bytes: next()?,
-        metadata_bytes: next()?,
-        resident_bytes: next()?,
-        mapped_bytes: next()?,
-        arenas: Vec::new(),
-    };
-    for _ in 0..next()? {
-        let mut a = ArenaSnapshot {
-            index: next()? as u32,
-            allocated_bytes: next()?,
-            active_bytes: next()?,
-            tcache_bytes: next()?,
-            mapped_bytes: next()?,
-            retained_bytes: next()?,
-            bins: Vec::new(),
-        };
-        for _ in 0..next()? {
-            a.bins.push(BinStats {
-                curregs: next()?,
-                curslabs: next()?,
-                nonfull_slabs: next()?,
-            });
-        }
-        s.arenas.push(a);
-    }
-    Ok(s)
-}
 
 /// Which jemalloc a live process replay drives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,6 +61,19 @@ pub struct ProcessLiveComparison {
     /// The last comparison's totals and the largest resident difference (boxed: kept
     /// beside other outcomes).
     pub totals: Box<LiveTotals>,
+    /// The statistics dumps, when [`LiveRun::dump`] asked for them.
+    #[serde(skip)]
+    pub dumps: Option<Box<StatsDumps>>,
+}
+
+/// The model's statistics and the live jemalloc's own JSON dump (`malloc_stats_print` with
+/// opts `J`, as it printed it), at the same event. The live dump counts the replayer's own
+/// manual arena (its main thread's: in `stats`, `merged` and its own entry), which the
+/// model leaves out; both count the dump's buffer.
+#[derive(Clone, Debug)]
+pub struct StatsDumps {
+    pub model: StatsView,
+    pub live: String,
 }
 
 /// A live process comparison's totals.
@@ -146,7 +101,11 @@ pub fn compare_process_live<'a>(
     every: u64,
     keep: usize,
 ) -> Result<ProcessLiveComparison> {
-    let run = LiveRun { every, keep };
+    let run = LiveRun {
+        every,
+        keep,
+        dump: None,
+    };
     compare_process_live_with(exe, allocator, trace, options, run, &Progress::default())
 }
 
@@ -155,6 +114,8 @@ pub fn compare_process_live<'a>(
 pub struct LiveRun {
     pub every: u64,
     pub keep: usize,
+    /// When both sides dump their statistics (the model and jemalloc's `malloc_stats_print`).
+    pub dump: Option<DumpAt>,
 }
 
 /// [`compare_process_live`], telling `progress` of the records replayed (one step, "records").
@@ -178,7 +139,7 @@ fn compare_observed(
     allocator: &ProcessAllocator,
     trace: ProcessTrace<'_>,
     options: &ProcessOptions,
-    LiveRun { every, keep }: LiveRun,
+    run: LiveRun,
     progress: &Progress,
 ) -> Result<ProcessLiveComparison> {
     // The exact comparison runs the deterministic cache GC in the child and in the model;
@@ -192,7 +153,12 @@ fn compare_observed(
     let input = trace.child_args()?;
     let mut command = child_command(exe, allocator, options)?;
     without_aslr(&mut command);
-    command.args(["--every", &every.max(1).to_string()]);
+    command.args(["--every", &run.every.max(1).to_string()]);
+    match run.dump {
+        Some(DumpAt::Event(n)) => command.args(["--dump-at", &n.to_string()]),
+        Some(DumpAt::End) => command.args(["--dump-at", "end"]),
+        None => &mut command,
+    };
     input.add_to(&mut command);
     let mut child = spawn_piped(exe, &mut command)?;
     let stdout = child.stdout.take().context("child stdout")?;
@@ -209,13 +175,16 @@ fn compare_observed(
             bail!("{e}: {}", err.trim());
         }
     };
-    let mut run = [ProcessCompare::new(&header, options, lines, every, keep)?];
-    engine::run(records, &mut run, &|n| progress.advance(n)).map_err(|e| match e {
+    let mut compare = [ProcessCompare::new(&header, options, lines, run)?];
+    engine::run(records, &mut compare, &|n| progress.advance(n)).map_err(|e| match e {
         RunError::Trace(e) => anyhow::Error::from(e),
         RunError::Consumer(e) => e,
     })?;
-    let [mut run] = run;
+    let [mut run] = compare;
     run.finish()?;
+    if let (Some(DumpAt::Event(n)), None) = (run.dump, &run.dumps) {
+        bail!("--at {n}: the trace has {} events", run.records);
+    }
     let status = child.wait()?;
     if !status.success() {
         let err = stderr_of(&mut child);
@@ -356,6 +325,8 @@ struct ProcessCompare {
     peak_active_measured: u64,
     last: (ProcessSnapshot, ProcessSnapshot),
     worst_resident: (u64, u64),
+    dump: Option<DumpAt>,
+    dumps: Option<Box<StatsDumps>>,
 }
 
 impl RecordConsumer for ProcessCompare {
@@ -379,8 +350,7 @@ impl ProcessCompare {
         header: &ChildHeader,
         options: &ProcessOptions,
         lines: Lines,
-        every: u64,
-        keep: usize,
+        run: LiveRun,
     ) -> Result<Self> {
         let mut model_options = options.clone();
         model_options.narenas = Some(header.narenas);
@@ -395,8 +365,8 @@ impl ProcessCompare {
         Ok(ProcessCompare {
             model,
             lines,
-            every: every.max(1),
-            keep,
+            every: run.every.max(1),
+            keep: run.keep,
             records: 0,
             threads: 0,
             comparison: Comparison::default(),
@@ -404,12 +374,18 @@ impl ProcessCompare {
             peak_active_measured: 0,
             last: Default::default(),
             worst_resident: (0, 0),
+            dump: run.dump,
+            dumps: None,
         })
     }
 
     fn step(&mut self, record: &Record) -> Result<()> {
         self.model.apply(record)?;
         self.records += 1;
+        // The child dumps before its snapshot of the same event: the model too.
+        if self.dump == Some(DumpAt::Event(self.records)) {
+            self.dump_both()?;
+        }
         if self.records.is_multiple_of(self.every) {
             self.compare()?;
         }
@@ -441,11 +417,34 @@ impl ProcessCompare {
         Ok(())
     }
 
-    /// The comparison after the last record, if it fell between two.
+    /// The comparison after the last record, if it fell between two, then a dump at the end.
     fn finish(&mut self) -> Result<()> {
         if !self.records.is_multiple_of(self.every) {
             self.compare()?;
         }
+        if self.dump == Some(DumpAt::End) {
+            self.dump_both()?;
+        }
+        Ok(())
+    }
+
+    /// The model's dump (its buffer allocated and freed, as the child's) and the child's.
+    fn dump_both(&mut self) -> Result<()> {
+        let model = self.model.malloc_stats_print()?;
+        let line = self
+            .lines
+            .next()
+            .context("the live process child stopped before its statistics dump")??;
+        if let Some(err) = line.strip_prefix("error ") {
+            bail!("live process replay: {err}");
+        }
+        let live = line
+            .strip_prefix("j ")
+            .with_context(|| format!("bad statistics line from the child: '{line:.80}'"))?;
+        self.dumps = Some(Box::new(StatsDumps {
+            model,
+            live: live.to_string(),
+        }));
         Ok(())
     }
 
@@ -466,6 +465,7 @@ impl ProcessCompare {
                 worst_resident: self.worst_resident,
                 reentrant: self.model.reentrant_tally(),
             }),
+            dumps: self.dumps,
         }
     }
 }

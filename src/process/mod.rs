@@ -16,6 +16,7 @@ mod model;
 mod options;
 mod recorded;
 mod scripted;
+mod stats_json;
 mod tcache;
 pub mod timed;
 pub mod trace_run;
@@ -28,10 +29,12 @@ pub use model::{
     base_header_bytes, edata_bytes, machine_vaddr_bits, ArenaChoice, DecayClock, HeldBlock,
     LiveObject, ManualArenas, Metadata, Process, ReentrantTally, StartupResidue,
 };
+pub use model::{ArenaView, DumpAt, StatsView, STATS_PRINT_BUFFER};
 pub use options::{
     check_cpus, machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions, MAX_CPUS,
 };
 pub use recorded::RecordedAllocator;
+pub use stats_json::{stats_json, Json};
 pub use trace_run::{ProcessRows, ProcessRun, ProcessRunResult};
 
 use crate::sim::{ArenaModel, BinStats, SimError};

@@ -15,6 +15,7 @@ mod meta;
 mod metadata;
 pub use api::{ArenaChoice, ManualArenas};
 mod reentrant;
+mod stats_view;
 mod threads;
 mod view;
 use super::{ProcessError, ProcessOptions, ProcessSnapshot, ProcessStats};
@@ -25,6 +26,7 @@ pub use base::{edata_bytes, header_bytes as base_header_bytes};
 pub use decay::DecayClock;
 pub use metadata::{machine_vaddr_bits, Metadata};
 pub use reentrant::ReentrantTally;
+pub use stats_view::{ArenaView, DumpAt, StatsView, STATS_PRINT_BUFFER};
 pub use view::{HeldBlock, LiveObject};
 
 const NIL: u32 = u32::MAX;
@@ -151,6 +153,8 @@ pub struct Process {
     bg: Option<background::Background>,
     /// Reentrant calls, and the thread events they held back (`model/reentrant.rs`).
     reentrant: reentrant::ReentrantTally,
+    /// `malloc_stats_print`'s buffer while a dump runs (internal bytes of arena 0).
+    print_buffer: u64,
 }
 
 impl Process {
@@ -211,6 +215,7 @@ impl Process {
             clock_gc,
             bg,
             reentrant: Default::default(),
+            print_buffer: 0,
         })
     }
 
@@ -332,10 +337,11 @@ impl Process {
     fn internal_bytes(&self) -> u64 {
         let threads = self.threads.iter().flatten();
         let caches = threads.filter(|t| t.tcache.is_some()).count() as u64;
-        match caches {
+        let blocks = match caches {
             0 => 0,
             n => n * self.cache_block_bytes(),
-        }
+        };
+        blocks + self.print_buffer
     }
 
     /// Applies one record.

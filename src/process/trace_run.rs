@@ -5,6 +5,7 @@
 
 use super::{
     DecayClock, Metadata, Process, ProcessError, ProcessOptions, ProcessStats, ProcessSummary,
+    StatsView,
 };
 use crate::engine::RecordConsumer;
 use crate::export::{Cell, Table};
@@ -92,15 +93,21 @@ pub struct ProcessRun {
     rows: Option<ProcessRows>,
     every: u64,
     records: u64,
+    /// The event after which to dump the statistics ([`ProcessRun::dump_at`]), and the dump.
+    dump_at: Option<u64>,
+    dump: Option<StatsView>,
+    /// The rows after the last record are in (a dump at the end pushes them first).
+    tail_pushed: bool,
 }
 
-/// What a finished run gives: its summary, the rows if asked for, `narenas` and the thread
-/// cache block's size.
+/// What a finished run gives: its summary, the rows if asked for, `narenas`, the thread
+/// cache block's size, and the statistics dump if one was asked for and made.
 pub struct ProcessRunResult {
     pub summary: ProcessSummary,
     pub rows: Option<ProcessRows>,
     pub narenas: u32,
     pub cache_block_bytes: u64,
+    pub stats: Option<StatsView>,
 }
 
 impl ProcessRun {
@@ -122,7 +129,41 @@ impl ProcessRun {
             rows,
             every: every.max(1),
             records: 0,
+            dump_at: None,
+            dump: None,
+            tail_pushed: false,
         })
+    }
+
+    /// Dumps the statistics after record `event` (calls and thread exits, from 1), as a
+    /// call of `malloc_stats_print` would there ([`Process::malloc_stats_print`]: its buffer
+    /// stays in the model's state after); [`ProcessRun::dump_now`] for the end.
+    pub fn dump_at(mut self, event: u64) -> Self {
+        self.dump_at = Some(event);
+        self
+    }
+
+    /// Dumps the statistics now (after the last record: the end of the replay), the last
+    /// rows first (they show the state without the dump's buffer).
+    pub fn dump_now(&mut self) -> Result<(), ProcessError> {
+        self.push_last_rows();
+        self.dump = Some(self.model.malloc_stats_print()?);
+        Ok(())
+    }
+
+    /// The rows after the last record, if it fell between two and they are not in yet.
+    fn push_last_rows(&mut self) {
+        if !self.records.is_multiple_of(self.every) && !self.tail_pushed {
+            if let Some(rows) = &mut self.rows {
+                rows.push(self.records, &self.model);
+            }
+        }
+        self.tail_pushed = true;
+    }
+
+    /// Records applied so far (calls and thread exits).
+    pub fn records(&self) -> u64 {
+        self.records
     }
 
     fn step(&mut self, record: &Record) -> Result<(), ProcessError> {
@@ -138,6 +179,10 @@ impl ProcessRun {
                 rows.push(self.records, &self.model);
             }
         }
+        // After the rows: a row shows the event's state, the dump that state with its buffer.
+        if self.dump_at == Some(self.records) {
+            self.dump_now()?;
+        }
         Ok(())
     }
 
@@ -148,16 +193,13 @@ impl ProcessRun {
 
     /// The result, once the engine has fed every record (the last rows added if not yet).
     pub fn finish(mut self) -> ProcessRunResult {
-        if !self.records.is_multiple_of(self.every) {
-            if let Some(rows) = &mut self.rows {
-                rows.push(self.records, &self.model);
-            }
-        }
+        self.push_last_rows();
         ProcessRunResult {
             summary: self.summary,
             rows: self.rows,
             narenas: self.model.narenas(),
             cache_block_bytes: self.model.cache_block_bytes(),
+            stats: self.dump,
         }
     }
 }

@@ -16,7 +16,7 @@ mod realloc;
 mod view;
 pub use decay::Eagerness;
 pub(crate) use fill::SlabPlace;
-pub use view::ExtentView;
+pub use view::{ExtentTally, ExtentView};
 
 /// A bin's slabs: the current one and the non-full heap keyed by (serial number, address).
 /// Its statistics are in line: the fast paths then reach the bin's size and counts from

@@ -17,7 +17,7 @@ mod smoothstep;
 pub mod workload;
 
 pub(crate) use arena::SlabPlace;
-pub use arena::{ArenaModel, Eagerness, ExtentView, PageSets};
+pub use arena::{ArenaModel, Eagerness, ExtentTally, ExtentView, PageSets};
 pub use arena_replay::{summary_record, ArenaRun, ReplaySummary};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
 pub use workload::{random_trace, WorkloadSpec};

@@ -218,6 +218,11 @@ impl MetaState {
             .map_or(0, |b| b.mapped)
     }
 
+    /// Arena `i`'s base (`None` where it has none or the model is off).
+    pub fn base(&self, i: usize) -> Option<&Base> {
+        self.bases.get(i).and_then(Option::as_ref)
+    }
+
     /// The modelled radix tree's leaves (`None` without a tree model).
     pub fn leaves(&self) -> Option<usize> {
         self.space.as_ref().map(|s| s.leaves.len())

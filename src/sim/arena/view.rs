@@ -45,3 +45,33 @@ impl ArenaModel {
         })
     }
 }
+
+/// An arena's extents as jemalloc's statistics count them (`stats.arenas.<i>.lextents` and
+/// `.extents`): the usable size of every active large extent (cached large objects and
+/// internal blocks included), and the bytes of every extent in the dirty, muzzy and
+/// retained sets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExtentTally {
+    pub large: Vec<u64>,
+    pub dirty: Vec<u64>,
+    pub muzzy: Vec<u64>,
+    pub retained: Vec<u64>,
+}
+
+impl ArenaModel {
+    /// Every extent record in use, tallied as [`ExtentTally`] says (one pass over the
+    /// records: for a statistics dump, not the replay's loop).
+    pub fn extent_tally(&self) -> ExtentTally {
+        let mut t = ExtentTally::default();
+        for e in &self.pac.ext.v {
+            match e.state {
+                State::Active if !e.slab => t.large.push(e.size - self.large_pad),
+                State::Dirty => t.dirty.push(e.size),
+                State::Muzzy => t.muzzy.push(e.size),
+                State::Retained => t.retained.push(e.size),
+                State::Active | State::Unused => {}
+            }
+        }
+        t
+    }
+}
