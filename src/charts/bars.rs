@@ -1,7 +1,10 @@
 //! Grouped bars: one group per category (e.g. strategy), one bar per series (e.g. build and
 //! reset time).
 
-use super::{category_frame, draw_legend, legend_box, named_chart, palette, plot_err, Chart, FONT};
+use super::{
+    captioned, category_frame, category_mesh, draw_plot, named_chart, palette, plot_err, Chart,
+    Corner, Layout, Series, Shape, FONT,
+};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -19,10 +22,57 @@ pub struct GroupedBars {
     pub decimals: usize,
 }
 
+/// A series of [`GroupedBars`] with its index among them all.
+type Indexed<'a> = (usize, &'a (String, Vec<f64>));
+
+impl GroupedBars {
+    /// The series with a bar above zero somewhere (drawn), each with its index (which keeps
+    /// its colour whichever others are left out), and the names of the others (zero
+    /// everywhere: named in a note, since a bar of height zero shows nothing).
+    fn drawn(&self) -> (Vec<Indexed<'_>>, Vec<&str>) {
+        let (drawn, zero): (Vec<_>, Vec<_>) = (self.series.iter().enumerate())
+            .partition(|(_, (_, values))| values.iter().any(|&v| v != 0.0));
+        (
+            drawn,
+            zero.iter().map(|(_, (label, _))| label.as_str()).collect(),
+        )
+    }
+
+    /// The bars (each series in its colour, in the legend) and their value labels.
+    fn bars(&self, drawn: &[Indexed<'_>], top: f64) -> Vec<Series> {
+        let width = 0.7 / drawn.len().max(1) as f64;
+        let mut series = Vec::new();
+        for (s, &(index, (label, values))) in drawn.iter().enumerate() {
+            let color = palette::SERIES[index % palette::SERIES.len()];
+            let x0 = |i: usize| i as f64 + 0.15 + width * s as f64;
+            let bars = values.iter().enumerate();
+            let rects = bars
+                .clone()
+                .map(|(i, &v)| [(x0(i), 0.0), (x0(i) + width * 0.92, v)])
+                .collect();
+            series.push(Series::new(Some(label.clone()), color, Shape::Bars(rects)));
+            // Centred above each bar.
+            let texts = bars
+                .map(|(i, &v)| {
+                    let at = (x0(i) + width * 0.46, v + top * 0.01);
+                    (bar_label(v, self.decimals), at)
+                })
+                .collect();
+            let bottom = Pos::new(HPos::Center, VPos::Bottom);
+            series.push(Series::texts(texts, 16, bottom));
+        }
+        series
+    }
+}
+
 impl Chart for GroupedBars {
     named_chart!();
 
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        layout: &mut Layout,
+    ) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
@@ -33,44 +83,21 @@ impl Chart for GroupedBars {
             .fold(0.0f64, f64::max)
             .max(1e-9)
             * 1.5;
-        let n = self.categories.len();
-        let mut chart = category_frame(
-            area,
-            self.title(),
-            &self.categories,
-            n as f64,
-            top,
-            self.y_desc.clone(),
-        )?;
-        let k = self.series.len().max(1) as f64;
-        let width = 0.7 / k;
-        for (s, (label, values)) in self.series.iter().enumerate() {
-            let color = palette::SERIES[s % palette::SERIES.len()];
-            let x0 = |i: usize| i as f64 + 0.15 + width * s as f64;
-            chart
-                .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                    Rectangle::new([(x0(i), 0.0), (x0(i) + width * 0.92, v)], color.filled())
-                }))
-                .map_err(plot_err)?
-                .label(label.clone())
-                .legend(legend_box(color));
-            let decimals = self.decimals;
-            // Centred above each bar.
-            let style = (FONT, 16)
-                .into_font()
-                .into_text_style(area)
-                .pos(Pos::new(HPos::Center, VPos::Bottom));
-            chart
-                .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                    Text::new(
-                        bar_label(v, decimals),
-                        (x0(i) + width * 0.46, v + top * 0.01),
-                        style.clone(),
-                    )
-                }))
-                .map_err(plot_err)?;
+        let (drawn, zero) = self.drawn();
+        let mut area = captioned(area, &self.title(), 28, (20, 20, 20, 20))?;
+        if !zero.is_empty() {
+            let note = format!("0 everywhere, so no bars: {}", zero.join(", "));
+            area = area.titled(&note, (FONT, 18)).map_err(plot_err)?;
         }
-        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+        let n = self.categories.len();
+        draw_plot(
+            &area,
+            |a| category_frame(a, n as f64, top),
+            |chart| category_mesh(chart, &self.categories, &self.y_desc),
+            &self.bars(&drawn, top),
+            Some(Corner::UpperRight),
+            layout,
+        )
     }
 }
 

@@ -1,7 +1,10 @@
 //! Horizontal grouped bars: one row per category (e.g. a run-time setting, whose label may be
 //! long), one bar per series (e.g. peak and mean active bytes), values in bytes.
 
-use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
+use super::{
+    captioned, draw_plot, frame, named_chart, palette, plot_err, Chart, Corner, F64Chart, Layout,
+    Series, Shape, FONT,
+};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -61,7 +64,11 @@ impl Chart for HorizontalBars {
         (1400, 160 + per_row * self.categories.len().max(1) as u32)
     }
 
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        layout: &mut Layout,
+    ) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
@@ -75,65 +82,71 @@ impl Chart for HorizontalBars {
         let right = max / unit * 1.6;
         let n = self.categories.len();
         let longest = self.categories.iter().map(|c| c.len()).max().unwrap_or(0) as u32;
-        let mut chart = ChartBuilder::on(area)
-            .caption(self.title(), (FONT, 26))
-            .margin(20)
-            .x_label_area_size(50)
-            .y_label_area_size(40 + 10 * longest)
-            .build_cartesian_2d(0f64..right, 0f64..n.max(1) as f64)
-            .map_err(plot_err)?;
-        let categories = self.categories.clone();
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n * 2 + 1)
-            .y_label_formatter(&|y| {
-                // Row i (from the top) is centred on n - i - 0.5.
-                let i = (n as f64 - 0.5 - y).round();
-                if (n as f64 - 0.5 - y - i).abs() < 1e-6 && i >= 0.0 {
-                    categories.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .x_desc(format!("{}, {unit_name}", self.x_desc))
-            .label_style((FONT, 16))
-            .axis_desc_style((FONT, 20))
-            .draw()
-            .map_err(plot_err)?;
-        let k = self.series.len().max(1) as f64;
-        let height = 0.8 / k;
-        let style = (FONT, 14)
-            .into_font()
-            .into_text_style(area)
-            .pos(Pos::new(HPos::Left, VPos::Center));
+        let area = captioned(area, &self.title(), 26, (20, 20, 20, 20))?;
+        let categories = &self.categories;
+        let x_desc = format!("{}, {unit_name}", self.x_desc);
+        let mesh = |chart: &mut F64Chart<'_, DB>| {
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .y_labels(n * 2 + 1)
+                .y_label_formatter(&|y| {
+                    // Row i (from the top) is centred on n - i - 0.5.
+                    let i = (n as f64 - 0.5 - y).round();
+                    if (n as f64 - 0.5 - y - i).abs() < 1e-6 && i >= 0.0 {
+                        categories.get(i as usize).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                })
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .x_desc(&x_desc)
+                .label_style((FONT, 16))
+                .axis_desc_style((FONT, 20))
+                .draw()
+                .map_err(plot_err)
+        };
+        let build = frame(|a| {
+            ChartBuilder::on(a)
+                .x_label_area_size(50)
+                .y_label_area_size(40 + 10 * longest)
+                .build_cartesian_2d(0f64..right, 0f64..n.max(1) as f64)
+                .map_err(plot_err)
+        });
+        let series = self.bars(unit, right);
+        draw_plot(
+            &area,
+            build,
+            mesh,
+            &series,
+            Some(Corner::UpperRight),
+            layout,
+        )
+    }
+}
+
+impl HorizontalBars {
+    /// Each series' bars (in the legend) and their labels, in `unit`s on an axis to `right`.
+    fn bars(&self, unit: f64, right: f64) -> Vec<Series> {
+        let n = self.categories.len();
+        let height = 0.8 / self.series.len().max(1) as f64;
+        let mut series = Vec::new();
         for (s, (label, values)) in self.series.iter().enumerate() {
             let color = palette::SERIES[s % palette::SERIES.len()];
             // Series 0 on top within each row.
             let y0 = |i: usize| (n - 1 - i) as f64 + 0.9 - height * (s as f64 + 1.0);
-            chart
-                .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                    Rectangle::new(
-                        [(0.0, y0(i)), (v / unit, y0(i) + height * 0.9)],
-                        color.filled(),
-                    )
-                }))
-                .map_err(plot_err)?
-                .label(label.clone())
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
-                });
-            chart
-                .draw_series(values.iter().enumerate().map(|(i, &v)| {
-                    Text::new(
-                        self.label(s, i, unit),
-                        (v / unit + right * 0.005, y0(i) + height * 0.45),
-                        style.clone(),
-                    )
-                }))
-                .map_err(plot_err)?;
+            let rects = (values.iter().enumerate())
+                .map(|(i, &v)| [(0.0, y0(i)), (v / unit, y0(i) + height * 0.9)])
+                .collect();
+            series.push(Series::new(Some(label.clone()), color, Shape::Bars(rects)));
+            let texts = (values.iter().enumerate())
+                .map(|(i, &v)| {
+                    let at = (v / unit + right * 0.005, y0(i) + height * 0.45);
+                    (self.label(s, i, unit), at)
+                })
+                .collect();
+            series.push(Series::texts(texts, 14, Pos::new(HPos::Left, VPos::Center)));
         }
-        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+        series
     }
 }

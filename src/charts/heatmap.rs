@@ -1,6 +1,6 @@
 //! The after / before ratio over value size × table size, colours diverging around 1.0.
 
-use super::{plot_err, Chart, FONT};
+use super::{plot_err, Chart, Layout, FONT};
 use crate::export::human::thousands;
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -71,7 +71,11 @@ impl Chart for RatioHeatmap {
         (1400, 850)
     }
 
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        _layout: &mut Layout,
+    ) -> Result<()>
     where
         DB::ErrorType: 'static,
     {

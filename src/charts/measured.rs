@@ -2,7 +2,10 @@
 //! active bytes (dashed) and the requested bytes (thin, black) beside them.
 
 use super::timeline::byte_unit;
-use super::{draw_legend, events_frame, palette, plot_err, Chart, FONT};
+use super::{
+    captioned, draw_plot, events_frame, frame, palette, plot_err, Chart, Corner, F64Chart, Layout,
+    Series, Shape, EVENTS_MARGINS, FONT,
+};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -28,7 +31,11 @@ impl Chart for MeasuredTimeline {
         self.title.clone()
     }
 
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        layout: &mut Layout,
+    ) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
@@ -40,51 +47,56 @@ impl Chart for MeasuredTimeline {
         });
         let (unit, unit_name) = byte_unit(y_max as f64);
         let y = |v: i64| v as f64 / unit;
-        let mut chart = events_frame(area, self.title())
-            .build_cartesian_2d(0f64..x_max as f64, y(y_min) * 1.1..y(y_max) * 1.1)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("event")
-            .y_desc(format!("{unit_name} over the baseline"))
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .label_style((FONT, 18))
-            .axis_desc_style((FONT, 22))
-            .draw()
-            .map_err(plot_err)?;
-        let colors = &palette::LINES[..6];
-        for (i, (label, points)) in self.measured.iter().enumerate() {
-            let color = colors[i % colors.len()];
+        let series = self.series(unit);
+        let area = captioned(area, &self.title(), 28, EVENTS_MARGINS)?;
+        // What the baseline is: the charts' readers see no table beside them.
+        let y_desc = format!("{unit_name} resident over the baseline (at event 0)");
+        let mesh = |chart: &mut F64Chart<'_, DB>| {
             chart
-                .draw_series(LineSeries::new(
-                    points.iter().map(|&(x, v)| (x as f64, y(v))),
-                    color.stroke_width(2),
-                ))
-                .map_err(plot_err)?
-                .label(label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 20, y)], color.stroke_width(3))
-                });
-        }
-        let grey = palette::GREY;
-        chart
-            .draw_series(DashedLineSeries::new(
-                self.model.1.iter().map(|&(x, v)| (x as f64, y(v as i64))),
-                8,
-                5,
-                grey.stroke_width(3),
-            ))
-            .map_err(plot_err)?
-            .label(self.model.0.clone())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], grey.stroke_width(3)));
-        chart
-            .draw_series(LineSeries::new(
-                self.requested.iter().map(|&(x, v)| (x as f64, y(v as i64))),
-                BLACK.stroke_width(1),
-            ))
-            .map_err(plot_err)?
-            .label("requested")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK.stroke_width(1)));
-        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
+                .configure_mesh()
+                .x_desc("event")
+                .y_desc(&y_desc)
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .label_style((FONT, 18))
+                .axis_desc_style((FONT, 22))
+                .draw()
+                .map_err(plot_err)
+        };
+        let build = frame(|a| events_frame(a, 0f64..x_max as f64, y(y_min) * 1.1..y(y_max) * 1.1));
+        draw_plot(&area, build, mesh, &series, Some(Corner::UpperLeft), layout)
+    }
+}
+
+impl MeasuredTimeline {
+    /// One line per allocator, the model's (dashed, grey) and the requested bytes (thin,
+    /// black), in `unit`s.
+    fn series(&self, unit: f64) -> Vec<Series> {
+        let y = |v: i64| v as f64 / unit;
+        let colors = &palette::LINES[..6];
+        let mut series: Vec<Series> = (self.measured.iter().enumerate())
+            .map(|(i, (label, points))| {
+                let points = points.iter().map(|&(x, v)| (x as f64, y(v)));
+                Series::line(label.clone(), colors[i % colors.len()], points.collect())
+            })
+            .collect();
+        let model = self.model.1.iter().map(|&(x, v)| (x as f64, y(v as i64)));
+        let dashed = Shape::Line {
+            points: model.collect(),
+            width: 3,
+            dashed: true,
+        };
+        series.push(Series::new(
+            Some(self.model.0.clone()),
+            palette::GREY,
+            dashed,
+        ));
+        let requested = self.requested.iter().map(|&(x, v)| (x as f64, y(v as i64)));
+        let thin = Shape::Line {
+            points: requested.collect(),
+            width: 1,
+            dashed: false,
+        };
+        series.push(Series::new(Some("requested".into()), BLACK, thin));
+        series
     }
 }

@@ -8,9 +8,12 @@ pub mod containers;
 pub mod flame;
 mod hbars;
 mod heatmap;
+pub mod layout;
+mod legend;
 mod measured;
 mod resident;
 mod seed;
+mod series;
 mod timeline;
 mod validation;
 mod waste;
@@ -21,9 +24,12 @@ pub use bars::GroupedBars;
 pub use class_loss::ClassLoss;
 pub use hbars::HorizontalBars;
 pub use heatmap::RatioHeatmap;
+pub use layout::{collect_layouts, Layout, PixelRect, PlotLayout, SeriesMarks};
+pub(crate) use legend::{draw_plot, frame, Corner};
 pub use measured::MeasuredTimeline;
 pub use resident::{ResidentBand, ResidentPoint};
 pub use seed::{SeedChart, SeedSeries};
+pub(crate) use series::{F64Chart, Series, Shape};
 pub use timeline::BytesTimeline;
 pub use validation::{Comparison, PredictedVsMeasured};
 pub use waste::WasteCurve;
@@ -72,7 +78,12 @@ pub trait Chart {
     fn size(&self) -> (u32, u32) {
         (1200, 750)
     }
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    /// Draws the chart on `area`, recording its plots' legends and series in `layout`.
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        layout: &mut Layout,
+    ) -> Result<()>
     where
         DB::ErrorType: 'static;
 }
@@ -82,29 +93,21 @@ pub(crate) fn plot_err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow!("drawing failed: {e:?}")
 }
 
-/// Draws the legend of `chart`'s labelled series in one house style.
-pub(crate) fn draw_legend<'a, DB, CT>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    position: SeriesLabelPosition,
-) -> Result<()>
+/// `area` less `margins` (top, bottom, left, right) with `title` drawn on top, as plotters'
+/// chart caption: the plot goes on what is returned (built without a caption, the frame
+/// draws nothing until its mesh, so [`legend::draw_plot`] can try it twice).
+pub(crate) fn captioned<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    size: u32,
+    (top, bottom, left, right): (u32, u32, u32, u32),
+) -> Result<DrawingArea<DB, Shift>>
 where
-    DB: DrawingBackend + 'a,
     DB::ErrorType: 'static,
-    CT: CoordTranslate,
 {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .label_font((FONT, 18))
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .draw()
+    area.margin(top, bottom, left, right)
+        .titled(title, (FONT, size))
         .map_err(plot_err)
-}
-
-/// The legend mark of a filled series: a small box in `color`.
-pub(crate) fn legend_box(color: RGBColor) -> impl Fn((i32, i32)) -> Rectangle<(i32, i32)> {
-    move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
 }
 
 /// The label of category axis position `x`: category `i` at `i + 0.5`, nothing elsewhere
@@ -119,33 +122,32 @@ pub(crate) fn category_label(categories: &[String], x: f64) -> String {
 }
 
 /// The frame of the bar charts with one slot per category along x (grouped and stacked
-/// bars): caption, margins, `0..x_end` by `0..top`, the categories' names under their slots,
-/// no vertical grid lines, `y_desc` on the value axis.
-pub(crate) fn category_frame<'a, DB>(
-    area: &'a DrawingArea<DB, Shift>,
-    title: String,
-    categories: &[String],
+/// bars): `0..x_end` by `0..top`, on an area already captioned.
+pub(crate) fn category_frame<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
     x_end: f64,
     top: f64,
-    y_desc: String,
-) -> Result<
-    ChartContext<
-        'a,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
->
+) -> Result<F64Chart<'_, DB>>
 where
-    DB: DrawingBackend,
     DB::ErrorType: 'static,
 {
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, (FONT, 28))
-        .margin(20)
+    ChartBuilder::on(area)
         .x_label_area_size(50)
         .y_label_area_size(110)
         .build_cartesian_2d(0f64..x_end, 0f64..top)
-        .map_err(plot_err)?;
+        .map_err(plot_err)
+}
+
+/// The mesh of [`category_frame`]: the categories' names under their slots, no vertical
+/// grid lines, `y_desc` on the value axis.
+pub(crate) fn category_mesh<DB: DrawingBackend>(
+    chart: &mut F64Chart<'_, DB>,
+    categories: &[String],
+    y_desc: &str,
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -155,65 +157,75 @@ where
         .label_style((FONT, 18))
         .axis_desc_style((FONT, 22))
         .draw()
-        .map_err(plot_err)?;
-    Ok(chart)
+        .map_err(plot_err)
 }
 
-/// The frame of the line charts over events: caption, margins, label areas.
-pub(crate) fn events_frame<'a, 'b, DB: DrawingBackend>(
-    area: &'a DrawingArea<DB, Shift>,
-    title: String,
-) -> ChartBuilder<'a, 'b, DB> {
-    let mut builder = ChartBuilder::on(area);
-    builder
-        .caption(title, (FONT, 28))
-        .margin(20)
-        .margin_right(40)
+/// The margins (top, bottom, left, right) of the line charts over events or time.
+pub(crate) const EVENTS_MARGINS: (u32, u32, u32, u32) = (20, 20, 20, 40);
+
+/// The frame of the line charts over events or time: `x` by `y`, label areas for the axes.
+pub(crate) fn events_frame<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+) -> Result<F64Chart<'_, DB>>
+where
+    DB::ErrorType: 'static,
+{
+    ChartBuilder::on(area)
         .x_label_area_size(55)
-        .y_label_area_size(90);
-    builder
+        .y_label_area_size(90)
+        .build_cartesian_2d(x, y)
+        .map_err(plot_err)
 }
 
 /// Stacked bars of bytes: for each part (bottom first), one rectangle per stack from the
 /// stack's running total to that plus the part's value, in `unit`s; `corners(i, from, to)`
 /// places stack `i`'s rectangle (horizontal or vertical bars). Part `p` takes colour
-/// `SERIES[(p + first_color) % 5]`, with a legend box.
-pub(crate) fn draw_stacked<DB: DrawingBackend>(
-    chart: &mut ChartContext<
-        '_,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
+/// `SERIES[(p + first_color) % 5]`. A part that is zero in every stack draws nothing, so it
+/// stays out of the legend.
+pub(crate) fn stacked_series(
     parts: &[(String, Vec<u64>)],
     n: usize,
     unit: f64,
     first_color: usize,
     corners: impl Fn(usize, f64, f64) -> [(f64, f64); 2],
-) -> Result<()>
-where
-    DB::ErrorType: 'static,
-{
+) -> Vec<Series> {
     let mut base = vec![0u64; n];
+    let mut series = Vec::new();
     for (p, (label, values)) in parts.iter().enumerate() {
         let color = palette::SERIES[(p + first_color) % palette::SERIES.len()];
         let bars: Vec<_> = (0..n)
-            .map(|i| {
+            .filter_map(|i| {
                 let v = values.get(i).copied().unwrap_or(0);
                 let (from, to) = (base[i], base[i] + v);
                 base[i] = to;
-                Rectangle::new(
-                    corners(i, from as f64 / unit, to as f64 / unit),
-                    color.filled(),
-                )
+                (v > 0).then(|| corners(i, from as f64 / unit, to as f64 / unit))
             })
             .collect();
-        chart
-            .draw_series(bars)
-            .map_err(plot_err)?
-            .label(label.clone())
-            .legend(legend_box(color));
+        if !bars.is_empty() {
+            series.push(Series::new(Some(label.clone()), color, Shape::Bars(bars)));
+        }
     }
-    Ok(())
+    series
+}
+
+/// Draws `chart` on `area` and returns where its legend and series went.
+fn draw_chart<C: Chart, DB: DrawingBackend>(
+    chart: &C,
+    area: &DrawingArea<DB, Shift>,
+) -> Result<Layout>
+where
+    DB::ErrorType: 'static,
+{
+    let mut layout = Layout {
+        name: chart.name().to_string(),
+        plots: Vec::new(),
+    };
+    area.fill(&WHITE).map_err(plot_err)?;
+    chart.draw(area, &mut layout)?;
+    area.present().map_err(plot_err)?;
+    Ok(layout)
 }
 
 /// Renders `chart` as an SVG document.
@@ -222,24 +234,29 @@ pub fn render_svg<C: Chart>(chart: &C) -> Result<String> {
     let mut svg = String::new();
     {
         let area = SVGBackend::with_string(&mut svg, chart.size()).into_drawing_area();
-        area.fill(&WHITE).map_err(plot_err)?;
-        chart.draw(&area)?;
-        area.present().map_err(plot_err)?;
+        draw_chart(chart, &area)?;
     }
     Ok(svg)
 }
 
 /// Renders `chart` as PNG bytes.
 pub fn render_png<C: Chart>(chart: &C) -> Result<Vec<u8>> {
+    Ok(png_and_layout(chart)?.0)
+}
+
+/// Where `chart` puts its legend and series (drawn into memory and thrown away).
+pub fn layout_of<C: Chart>(chart: &C) -> Result<Layout> {
+    Ok(png_and_layout(chart)?.1)
+}
+
+fn png_and_layout<C: Chart>(chart: &C) -> Result<(Vec<u8>, Layout)> {
     register_font();
     let (w, h) = chart.size();
     let mut rgb = vec![0u8; (w * h * 3) as usize];
-    {
+    let layout = {
         let area = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        area.fill(&WHITE).map_err(plot_err)?;
-        chart.draw(&area)?;
-        area.present().map_err(plot_err)?;
-    }
+        draw_chart(chart, &area)?
+    };
     let mut png_bytes = Vec::new();
     {
         let mut encoder = png::Encoder::new(&mut png_bytes, w, h);
@@ -251,14 +268,16 @@ pub fn render_png<C: Chart>(chart: &C) -> Result<Vec<u8>> {
         let mut writer = encoder.write_header().context("encoding PNG")?;
         writer.write_image_data(&rgb).context("encoding PNG")?;
     }
-    Ok(png_bytes)
+    Ok((png_bytes, layout))
 }
 
 /// Writes `dir/<name>.png` and `dir/<name>.svg` (each atomically); returns both paths.
+/// The chart's layout goes to [`collect_layouts`] when it runs.
 pub fn write_chart<C: Chart>(chart: &C, dir: &Path) -> Result<Vec<PathBuf>> {
     let png_path = dir.join(format!("{}.png", chart.name()));
     let svg_path = dir.join(format!("{}.svg", chart.name()));
-    let png_bytes = render_png(chart)?;
+    let (png_bytes, layout) = png_and_layout(chart)?;
+    layout::collected(layout);
     let svg = render_svg(chart)?;
     write_atomic(&png_path, &png_bytes)?;
     write_atomic(&svg_path, svg.as_bytes())?;

@@ -2,7 +2,10 @@
 //! bytes beneath (the part decay cannot touch).
 
 use super::timeline::byte_unit;
-use super::{draw_legend, named_chart, palette, plot_err, Chart, FONT};
+use super::{
+    captioned, draw_plot, events_frame, frame, named_chart, palette, plot_err, Chart, Corner,
+    F64Chart, Layout, Series, Shape, EVENTS_MARGINS, FONT,
+};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -30,7 +33,11 @@ pub struct ResidentBand {
 impl Chart for ResidentBand {
     named_chart!();
 
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        layout: &mut Layout,
+    ) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
@@ -41,65 +48,48 @@ impl Chart for ResidentBand {
             .map(|p| p.model_resident.max(p.live_max).max(p.active))
             .fold(1.0f64, f64::max);
         let (unit, unit_name) = byte_unit(y_max);
-        let mut chart = ChartBuilder::on(area)
-            .caption(self.title(), (FONT, 26))
-            .margin(20)
-            .margin_right(40)
-            .x_label_area_size(55)
-            .y_label_area_size(90)
-            .build_cartesian_2d(0f64..x_max, 0f64..y_max * 1.1 / unit)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("time (ms, the trace's clock)")
-            .y_desc(unit_name)
-            .label_style((FONT, 18))
-            .axis_desc_style((FONT, 22))
-            .draw()
-            .map_err(plot_err)?;
-        // The band: the live maxima forward, the minima back.
-        let band: Vec<(f64, f64)> = self
-            .points
-            .iter()
-            .map(|p| (p.time_ms, p.live_max / unit))
-            .chain(
-                self.points
-                    .iter()
-                    .rev()
-                    .map(|p| (p.time_ms, p.live_min / unit)),
-            )
-            .collect();
-        let band_color = palette::ORANGE.mix(0.35);
-        chart
-            .draw_series(std::iter::once(Polygon::new(band, band_color.filled())))
-            .map_err(plot_err)?
-            .label(self.labels[1].clone())
-            .legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 20, y + 6)], band_color.filled())
-            });
-        let lines = [
-            (0, palette::BLUE, self.labels[0].clone()),
-            (2, palette::GREY, self.labels[2].clone()),
+        let at = |y: fn(&ResidentPoint) -> f64| -> Vec<(f64, f64)> {
+            self.points
+                .iter()
+                .map(|p| (p.time_ms, y(p) / unit))
+                .collect()
+        };
+        let band = Shape::Band {
+            upper: at(|p| p.live_max),
+            lower: at(|p| p.live_min),
+        };
+        let series = [
+            Series::new(
+                Some(self.labels[1].clone()),
+                palette::ORANGE.mix(0.35),
+                band,
+            ),
+            Series::line(
+                self.labels[0].clone(),
+                palette::BLUE,
+                at(|p| p.model_resident),
+            ),
+            Series::line(self.labels[2].clone(), palette::GREY, at(|p| p.active)),
         ];
-        for (which, color, label) in lines {
+        let area = captioned(area, &self.title(), 26, EVENTS_MARGINS)?;
+        let mesh = |chart: &mut F64Chart<'_, DB>| {
             chart
-                .draw_series(LineSeries::new(
-                    self.points.iter().map(|p| {
-                        let y = if which == 0 {
-                            p.model_resident
-                        } else {
-                            p.active
-                        };
-                        (p.time_ms, y / unit)
-                    }),
-                    color.stroke_width(2),
-                ))
-                .map_err(plot_err)?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 20, y)], color.stroke_width(3))
-                });
-        }
-        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+                .configure_mesh()
+                .x_desc("time (ms, the trace's clock)")
+                .y_desc(unit_name)
+                .label_style((FONT, 18))
+                .axis_desc_style((FONT, 22))
+                .draw()
+                .map_err(plot_err)
+        };
+        let build = frame(|a| events_frame(a, 0f64..x_max, 0f64..y_max * 1.1 / unit));
+        draw_plot(
+            &area,
+            build,
+            mesh,
+            &series,
+            Some(Corner::UpperRight),
+            layout,
+        )
     }
 }

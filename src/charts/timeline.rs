@@ -1,7 +1,10 @@
 //! Bytes against event index: one line per statistic (e.g. requested, allocated, active bytes
 //! of one replay).
 
-use super::{draw_legend, events_frame, named_chart, palette, plot_err, Chart, FONT};
+use super::{
+    captioned, draw_plot, events_frame, named_chart, palette, plot_err, Chart, Corner, F64Chart,
+    Layout, Series, EVENTS_MARGINS, FONT,
+};
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -49,38 +52,44 @@ pub struct BytesTimeline {
 impl Chart for BytesTimeline {
     named_chart!();
 
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        layout: &mut Layout,
+    ) -> Result<()>
     where
         DB::ErrorType: 'static,
     {
         let points = self.series.iter().flat_map(|(_, p)| p.iter());
         let (x_max, y_max) = points.fold((1u64, 1u64), |(x, y), &(px, py)| (x.max(px), y.max(py)));
         let (unit, unit_name) = byte_unit(y_max as f64);
-        let mut chart = events_frame(area, self.title())
-            .build_cartesian_2d(0f64..x_max as f64, 0f64..y_max as f64 * 1.1 / unit)
-            .map_err(plot_err)?;
-        chart
-            .configure_mesh()
-            .x_desc("event")
-            .y_desc(unit_name)
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .label_style((FONT, 18))
-            .axis_desc_style((FONT, 22))
-            .draw()
-            .map_err(plot_err)?;
-        for (i, (label, points)) in self.series.iter().enumerate() {
-            let color = palette::SERIES[i % palette::SERIES.len()];
+        let series: Vec<Series> = (self.series.iter().enumerate())
+            .map(|(i, (label, points))| {
+                let color = palette::SERIES[i % palette::SERIES.len()];
+                let points = points.iter().map(|&(x, y)| (x as f64, y as f64 / unit));
+                Series::line(label.clone(), color, points.collect())
+            })
+            .collect();
+        let area = captioned(area, &self.title(), 28, EVENTS_MARGINS)?;
+        let y_top = y_max as f64 * 1.1 / unit;
+        let mesh = |chart: &mut F64Chart<'_, DB>| {
             chart
-                .draw_series(LineSeries::new(
-                    points.iter().map(|&(x, y)| (x as f64, y as f64 / unit)),
-                    color.stroke_width(2),
-                ))
-                .map_err(plot_err)?
-                .label(label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 20, y)], color.stroke_width(3))
-                });
-        }
-        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
+                .configure_mesh()
+                .x_desc("event")
+                .y_desc(unit_name)
+                .x_label_formatter(&|x| format!("{x:.0}"))
+                .label_style((FONT, 18))
+                .axis_desc_style((FONT, 22))
+                .draw()
+                .map_err(plot_err)
+        };
+        draw_plot(
+            &area,
+            |a| events_frame(a, 0f64..x_max as f64, 0f64..y_top),
+            mesh,
+            &series,
+            Some(Corner::UpperLeft),
+            layout,
+        )
     }
 }

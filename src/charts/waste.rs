@@ -1,7 +1,7 @@
 //! Internal fragmentation (usable / requested − 1) against request size: the sawtooth of the
 //! size classes, for several builds.
 
-use super::{palette, plot_err, Chart, FONT};
+use super::{palette, plot_err, Chart, Layout, FONT};
 use crate::sizeclass::SizeClasses;
 use anyhow::Result;
 use plotters::coord::Shift;
@@ -55,7 +55,11 @@ impl Chart for WasteCurve {
     }
 
     /// One panel per build, stacked: the sawtooths overlap too much to share one frame.
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<()>
+    fn draw<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        _layout: &mut Layout,
+    ) -> Result<()>
     where
         DB::ErrorType: 'static,
     {

@@ -76,13 +76,8 @@ pub fn run(args: ReportArgs) -> Result<i32> {
     options.bump_arena_progress = super::progress::later_bar("bump-arena");
     options.bump_arena.vectors = args.arena_vectors;
     options.bump_arena_runs = args.arena_runs;
-    options.fragsim_exe = std::env::current_exe().ok();
-    // The validation replays random traces through the model and the live jemalloc too.
-    options.validate.replay_exe = options.fragsim_exe.clone();
-    // The programs' live checks replay in a child: its statistics refresh merges two arenas,
-    // not every arena the report's threads touched.
-    if let (Some(programs), Some(exe)) = (options.programs.as_mut(), &options.fragsim_exe) {
-        programs.live = Some(crate::live::arena_replay::LiveOptions::isolated(exe));
+    if let Ok(exe) = std::env::current_exe() {
+        options.run_children(exe);
     }
     // Checked before any file is written.
     check_fits_in_memory(&options.bump_arena)?;

@@ -98,12 +98,14 @@ pub fn write_charts(
         .collect();
     let element = runs
         .first()
-        .map(|r| r.element.to_string())
+        .map(|r| format!("{} B elements", r.element.size))
         .unwrap_or_default();
+    // "8 B keys aligned to 8", not "key 8:8": the chart stands alone in the report.
+    let keys = format!("{} B keys aligned to {}", key.size, key.align);
     let per_element = LinesChart {
         name: "containers-bytes-per-element".into(),
         title: format!(
-            "Usable bytes per element while growing (key {key}, first element {element}), {}",
+            "Usable bytes per element while growing ({keys}, {element}), {}",
             crate::sizeclass::build_title(classes.config())
         ),
         x_label: "elements N (log scale)".into(),
@@ -112,6 +114,8 @@ pub fn write_charts(
         lines,
         reference_y: None,
         y_range: None,
+        // Eight sawtooths cross each other at every doubling: one panel each.
+        panels: true,
     };
     let ratio_lines = split_ratio_by_value_size(key, &CHART_VALUE_SIZES, count, classes)?
         .into_iter()
@@ -123,7 +127,9 @@ pub fn write_charts(
     let ratio = LinesChart {
         name: "containers-split-ratio-by-value-size".into(),
         title: format!(
-            "One allocation over two (usable bytes), mean over growth to {count}, key {key}"
+            "One allocation over two: usable bytes (geometric mean, growth to {}, {} B keys)",
+            crate::export::human::thousands(count),
+            key.size
         ),
         x_label: "value size in bytes (log scale)".into(),
         y_label: "unified / split usable bytes".into(),
@@ -131,6 +137,7 @@ pub fn write_charts(
         lines: ratio_lines,
         reference_y: Some(1.0),
         y_range: None,
+        panels: false,
     };
     let mut files = write_chart(&per_element, dir)?;
     files.extend(write_chart(&ratio, dir)?);

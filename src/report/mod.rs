@@ -102,6 +102,20 @@ impl ReportOptions {
     }
 }
 
+impl ReportOptions {
+    /// Runs the measured parts in children of `exe` (the fragsim executable), as `fragsim
+    /// report` does: the bump-arena timing and the other allocators, the validation's live
+    /// replays, and the programs' live checks (in a child, its statistics refresh merges
+    /// two arenas, not every arena the report's threads touched).
+    pub fn run_children(&mut self, exe: PathBuf) {
+        if let Some(programs) = self.programs.as_mut() {
+            programs.live = Some(crate::live::arena_replay::LiveOptions::isolated(&exe));
+        }
+        self.validate.replay_exe = Some(exe.clone());
+        self.fragsim_exe = Some(exe);
+    }
+}
+
 /// One entry of the index: a file (relative to the report folder) and what it shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Written {

@@ -226,8 +226,9 @@ pub fn faults_chart(summaries: &[Summary], name: &str) -> GroupedBars {
         .collect();
     GroupedBars {
         name: name.to_string(),
-        title: "Page faults of a warm build + reset (fewest over runs 2..)".into(),
-        y_desc: "thousands of page faults".into(),
+        title: "Page faults of a warm build + reset (fewest over each process's later builds)"
+            .into(),
+        y_desc: "thousands of page faults (rounded down)".into(),
         categories: strategies.iter().map(|t| t.key().to_string()).collect(),
         series,
         decimals: 0,
@@ -237,7 +238,7 @@ pub fn faults_chart(summaries: &[Summary], name: &str) -> GroupedBars {
 /// Warm build + reset time per strategy and setting (for the uncommitted folder).
 pub fn time_chart(summaries: &[Summary], name: &str) -> GroupedBars {
     let mut chart = faults_chart(summaries, name);
-    chart.title = "Warm build + reset time (median of runs 2..)".into();
+    chart.title = "Warm build + reset time (median of each process's later builds)".into();
     chart.y_desc = "milliseconds".into();
     chart.decimals = 0;
     for (label, values) in &mut chart.series {

@@ -155,7 +155,10 @@ pub fn timing_table(summaries: &[Summary], with_times: bool) -> Table {
         "warm_faults_max",
         "warm_runs",
     ]);
-    let mut table = Table::new("build + reset, cold (run 1) and warm (runs 2..)", &columns);
+    let mut table = Table::new(
+        "build + reset, cold (a process's first build) and warm (its later builds)",
+        &columns,
+    );
     for s in summaries {
         let mut row: Vec<Cell> = vec![s.setting.key().into(), s.strategy.key().into()];
         if with_times {
