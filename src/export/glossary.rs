@@ -86,6 +86,54 @@ pub fn terms_in<'t>(
         .collect()
 }
 
+/// The line a table's definition of `term` takes under it.
+fn definition_line(term: &str, definition: &str) -> String {
+    format!("- *{term}*: {definition}")
+}
+
+/// The definitions [`terms_in`] gives, as the lines a Markdown table ends with.
+pub fn definition_lines(terms: &[(&str, &str)]) -> String {
+    terms
+        .iter()
+        .map(|(t, d)| definition_line(t, d) + "\n")
+        .collect()
+}
+
+/// A document of several tables with each term defined once, under the first table that
+/// uses it: later tables' definitions of the same terms left out (a block of them all
+/// left out takes its blank line with it).
+pub fn define_once(doc: &str) -> String {
+    let known: std::collections::HashSet<String> = TERMS
+        .iter()
+        .map(|(t, _, d)| definition_line(t, d))
+        .collect();
+    let lines: Vec<&str> = doc.split_inclusive('\n').collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut keep = vec![true; lines.len()];
+    let mut i = 0;
+    while i < lines.len() {
+        let is_def = |l: &str| known.contains(l.trim_end_matches('\n'));
+        if !is_def(lines[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < lines.len() && is_def(lines[i]) {
+            keep[i] = seen.insert(lines[i].trim_end_matches('\n'));
+            i += 1;
+        }
+        if !keep[start..i].iter().any(|&k| k) && start > 0 && lines[start - 1] == "\n" {
+            keep[start - 1] = false;
+        }
+    }
+    lines
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(l, _)| *l)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +157,30 @@ mod tests {
             .map(|t| t.0)
             .collect();
         assert_eq!(terms, ["rounding", "held", "pinned", "charged"]);
+    }
+
+    #[test]
+    fn a_document_defines_each_term_once() {
+        let c = cols(&["rounding_bytes", "held_bytes"]);
+        let table = |title: &str| {
+            let terms = terms_in(&c, title, std::iter::empty());
+            format!("### {title}\n\n| a |\n\n{}", definition_lines(&terms))
+        };
+        let only_rounding = definition_lines(&terms_in(
+            &cols(&["rounding_bytes"]),
+            "",
+            std::iter::empty(),
+        ));
+        let doc = format!(
+            "{}\n{}\ntext\n\n| b |\n\n{only_rounding}",
+            table("one"),
+            table("two")
+        );
+        let once = define_once(&doc);
+        assert_eq!(once.matches("- *rounding*").count(), 1, "{once}");
+        assert_eq!(once.matches("- *held*").count(), 1, "{once}");
+        assert!(once.ends_with("| b |\n"), "{once:?}");
+        assert!(once.contains("### two\n\n| a |\n\ntext"), "{once:?}");
     }
 
     #[test]

@@ -51,9 +51,7 @@ impl TableFormat for Markdown {
         let terms = super::glossary::terms_in(&table.columns, &table.title, texts);
         if !terms.is_empty() {
             out.push('\n');
-            for (term, definition) in terms {
-                out.push_str(&format!("- *{term}*: {definition}\n"));
-            }
+            out.push_str(&super::glossary::definition_lines(&terms));
         }
         Ok(out)
     }

@@ -4,6 +4,7 @@
 mod atomic;
 mod csv;
 mod glossary;
+pub use glossary::define_once;
 pub mod human;
 mod json;
 mod manifest;

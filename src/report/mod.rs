@@ -255,7 +255,10 @@ pub fn write_report(
     });
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
     let (index, steps) = plan.run(dir, workers, on_step)?;
-    write_atomic(&dir.join("README.md"), index_markdown(&index).as_bytes())?;
+    write_atomic(
+        &dir.join("README.md"),
+        crate::export::define_once(&index_markdown(&index)).as_bytes(),
+    )?;
     let validation = validation.context("the validation lane did not run")?;
     Ok(ReportSummary {
         steps,

@@ -232,7 +232,10 @@ pub fn write_programs_section(dir: &Path, programs: &[ProgramReplays]) -> Result
         section.files.extend(files);
         section.markdown.push_str(&md);
     }
-    write_atomic(&dir.join("programs.md"), section.markdown.as_bytes())?;
+    write_atomic(
+        &dir.join("programs.md"),
+        crate::export::define_once(&section.markdown).as_bytes(),
+    )?;
     section.files.push(Written {
         file: "programs.md".into(),
         what: "real programs: every trace's what-if table, top classes, charts and live check"
