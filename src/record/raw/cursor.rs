@@ -261,7 +261,7 @@ impl ChunkBytes<'_> {
 
     /// Decodes the `STACK` event at byte `at` of `buf` into `stacks`; returns its length.
     fn decode_stack(&self, at: usize, stacks: &mut Stacks) -> Result<usize, CursorError> {
-        let word = |i: usize| u64_at(&self.buf, at + 8 * i);
+        let word = |i: usize| u64_at(self.buf, at + 8 * i);
         let (head, left) = (word(0), (self.buf.len() - at) / 8);
         let n = (head >> 8) as usize;
         if 2usize.saturating_add(n) > left {

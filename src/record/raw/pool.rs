@@ -26,7 +26,7 @@ pub(super) const KEY_UNKNOWN: u64 = u64::MAX;
 pub(super) struct DecodedChunk {
     pub(super) events: Vec<RawEvent>,
     /// Its `STACK` events' definitions.
-    pub(super) stacks: Vec<((u32, u32), (usize, Vec<u64>))>,
+    pub(super) stacks: Stacks,
     /// What stopped its decoding, after `events`.
     pub(super) error: Option<CursorError>,
     /// Its payload's size.
@@ -138,7 +138,7 @@ fn work(shared: &Shared) {
         }))
         .unwrap_or_else(|_| DecodedChunk {
             events: Vec::new(),
-            stacks: Vec::new(),
+            stacks: Stacks::default(),
             error: Some(CursorError::Corrupt(
                 job.chunk.start,
                 "the chunk's decoder failed".into(),
@@ -166,7 +166,7 @@ fn decode(job: &Job, buf: &mut Vec<u8>, mut events: Vec<RawEvent>) -> DecodedChu
     if let Err(e) = job.file.read_exact_at(buf, c.start as u64) {
         return DecodedChunk {
             events: Vec::new(),
-            stacks: Vec::new(),
+            stacks: Stacks::default(),
             error: Some(CursorError::Io(e)),
             bytes,
         };
@@ -191,7 +191,7 @@ fn decode(job: &Job, buf: &mut Vec<u8>, mut events: Vec<RawEvent>) -> DecodedChu
     );
     DecodedChunk {
         events,
-        stacks: stacks.into_iter().collect(),
+        stacks,
         error,
         bytes,
     }
