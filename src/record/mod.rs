@@ -518,7 +518,9 @@ fn convert_into(
     let summary = std::thread::scope(|scope| {
         let (to_writer, inbox) = std::sync::mpsc::sync_channel::<ToWriter>(BATCHES_IN_FLIGHT);
         let (give_back, returned) = std::sync::mpsc::channel::<Vec<Record>>();
-        let writer = scope.spawn(move || -> Result<u64, TraceError> {
+        let writer = std::thread::Builder::new()
+            .name("fragsim-write".into())
+            .spawn_scoped(scope, move || -> Result<u64, TraceError> {
             let started = thread_cpu_ns();
             let mut sink = sink;
             for message in inbox {
@@ -542,6 +544,11 @@ fn convert_into(
             }
             Ok(thread_cpu_ns() - started)
         });
+        // Without a thread for the writer, nothing can be written.
+        let writer = writer.map_err(|source| TraceError::Output {
+            path: out.to_path_buf(),
+            source,
+        })?;
         let writer_gone = || TraceError::Output {
             path: out.to_path_buf(),
             source: std::io::Error::other("the trace writer stopped"),
