@@ -93,7 +93,7 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// Writes a summary: named fields (one JSON object, one CSV row), a table of sentences in
     /// Markdown.
-    pub fn emit_record(&self, record: &crate::export::Record) -> Result<()> {
+    pub fn emit_summary(&self, record: &crate::export::Summary) -> Result<()> {
         self.emit(&record.table_for(self.format))
     }
 

@@ -66,6 +66,6 @@ pub fn run_live_clock(
             crate::export::Cell::Text(note),
         );
     }
-    args.output.emit_record(&record)?;
+    args.output.emit_summary(&record)?;
     Ok(0)
 }

@@ -3,7 +3,7 @@
 
 use super::replay::ReplayArgs;
 use crate::engine::{self, RunError};
-use crate::export::{write_atomic, Cell, Csv, Record as Fields, TableFormat};
+use crate::export::{write_atomic, Cell, Csv, Summary, TableFormat};
 use crate::live::process::{compare_process_live_with, LiveRun, ProcessAllocator, ProcessTrace};
 use crate::live::Api;
 use crate::process::{
@@ -163,7 +163,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     if let Some(note) = model_options.background_note() {
         record.field("background_threads", "background threads", Cell::Text(note));
     }
-    args.output.emit_record(&record)?;
+    args.output.emit_summary(&record)?;
     Ok(0)
 }
 
@@ -237,12 +237,12 @@ pub(super) fn model_runs(
 
 /// The summary: the first run's figures as named fields, resident memory over every run's
 /// seed.
-fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fields {
+fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Summary {
     let first = &runs[0];
     let summary = &first.summary;
     let p = &summary.at_active_peak;
     let f = &summary.final_stats;
-    let mut r = Fields::new(title);
+    let mut r = Summary::new(title);
     r.field("events", "events", summary.final_stats.events)
         .field("threads", "threads", u64::from(threads))
         .field(
@@ -311,7 +311,7 @@ fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Fie
 }
 
 /// Resident memory: the one run's, or the mean and range over the seeds' runs.
-fn resident_fields(r: &mut Fields, runs: &[ProcessRunResult]) {
+fn resident_fields(r: &mut Summary, runs: &[ProcessRunResult]) {
     let spread = |f: &dyn Fn(&ProcessSummary) -> f64| -> (f64, f64, f64) {
         let v: Vec<f64> = runs.iter().map(|r| f(&r.summary)).collect();
         let mean = v.iter().sum::<f64>() / v.len() as f64;
@@ -545,7 +545,7 @@ pub(super) fn run_live(
 /// How the live child replayed the trace's reentrant calls, when it has any: with `mallocx`
 /// flags, exact unless a cache GC fell due at one of them (the program's allocator holds it
 /// back to the thread's next call, the child's fires it at once).
-pub(super) fn reentrant_fields(record: &mut Fields, r: &ReentrantTally) {
+pub(super) fn reentrant_fields(record: &mut Summary, r: &ReentrantTally) {
     if r.calls == 0 {
         return;
     }

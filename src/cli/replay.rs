@@ -205,7 +205,7 @@ fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
         &format!("replay of {name} on the model of {}", build_title(&config)),
         &build,
     );
-    args.output.emit_record(&record)?;
+    args.output.emit_summary(&record)?;
     Ok(0)
 }
 
@@ -284,10 +284,10 @@ pub(super) fn emit_comparison(
 /// first mismatches printed when it is not exact.
 pub(super) fn emit_comparison_record(
     output: &OutputArgs,
-    record: &crate::export::Record,
+    record: &crate::export::Summary,
     c: &crate::sim::Comparison,
 ) -> Result<i32> {
-    output.emit_record(record)?;
+    output.emit_summary(record)?;
     if c.is_exact() {
         Ok(0)
     } else {
@@ -303,8 +303,8 @@ pub(super) fn comparison_record(
     title: String,
     events: u64,
     c: &crate::sim::Comparison,
-) -> crate::export::Record {
-    let mut r = crate::export::Record::new(title);
+) -> crate::export::Summary {
+    let mut r = crate::export::Summary::new(title);
     r.field("events", "events", events)
         .field("snapshots_compared", "snapshots compared", c.snapshots)
         .field("values_compared", "values compared", c.values)

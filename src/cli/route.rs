@@ -173,7 +173,7 @@ fn run_live(
     );
     let mut record = super::replay::comparison_record(title, r.events, &r.comparison);
     super::process::reentrant_fields(&mut record, &r.totals.reentrant);
-    args.output.emit_record(&record)?;
+    args.output.emit_summary(&record)?;
     Ok(if r.comparison.is_exact() { 0 } else { 1 })
 }
 

@@ -10,7 +10,7 @@ mod json;
 mod manifest;
 mod markdown;
 pub mod profile;
-mod record;
+mod summary;
 mod staging;
 mod target;
 
@@ -20,7 +20,7 @@ pub use self::atomic::{write_atomic, WriteError};
 pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::markdown::Markdown;
-pub use self::record::Record;
+pub use self::summary::Summary;
 pub use self::staging::{create_folder, StagedDir};
 pub use self::target::{check_output, same_file, OutputFile};
 

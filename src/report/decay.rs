@@ -7,7 +7,7 @@
 
 use super::{write_table, SectionOutput, Written};
 use crate::charts::{write_chart, ResidentBand, ResidentPoint};
-use crate::export::{write_atomic, Cell, Csv, Record as Fields, Table, TableFormat};
+use crate::export::{write_atomic, Cell, Csv, Summary, Table, TableFormat};
 use crate::live::decay_band::RecordedBand;
 use crate::live::decay_compare::{compare_with_band, ClockComparison, ErrorSummary};
 use crate::process::ProcessOptions;
@@ -166,7 +166,7 @@ fn percent(x: f64) -> Cell {
 }
 
 /// One statistic's error against the real runs: `key` names the fields, `what` describes them.
-fn error_fields(r: &mut Fields, key: &str, what: &str, e: &ErrorSummary) {
+fn error_fields(r: &mut Summary, key: &str, what: &str, e: &ErrorSummary) {
     let pairs = [
         (
             "mean_error_mib",
@@ -209,8 +209,8 @@ fn error_fields(r: &mut Fields, key: &str, what: &str, e: &ErrorSummary) {
     }
 }
 
-pub fn error_record(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) -> Fields {
-    let mut r = Fields::new(format!(
+pub fn error_record(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) -> Summary {
+    let mut r = Summary::new(format!(
         "{name}: decay model vs live jemalloc {} on the trace's clock, dirty_decay_ms:{} muzzy_decay_ms:{}, {} runs, every {every} events",
         c.version, o.dirty_decay_ms, o.muzzy_decay_ms, c.runs
     ));

@@ -3,7 +3,7 @@
 
 use super::{ArenaModel, ArenaStats, SimError};
 use crate::engine::Consumer;
-use crate::export::{Cell, Record};
+use crate::export::{Cell, Summary};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Call;
 use serde::Serialize;
@@ -146,15 +146,15 @@ impl<F: FnMut(&ArenaStats) + Send> Consumer for ArenaRun<F> {
 
 /// The three peaks every replay summary shows (the one-arena and the process model's), as
 /// named fields.
-pub fn peak_fields(r: &mut Record, requested: u64, allocated: u64, active: u64) -> &mut Record {
+pub fn peak_fields(r: &mut Summary, requested: u64, allocated: u64, active: u64) -> &mut Summary {
     r.field("peak_requested_bytes", "peak requested bytes", requested)
         .field("peak_allocated_bytes", "peak allocated bytes", allocated)
         .field("peak_active_bytes", "peak active bytes", active)
 }
 
 /// The summary as named fields (`build` is the build's name, as `--preset` takes it).
-pub fn summary_record(summary: &ReplaySummary, title: &str, build: &str) -> Record {
-    let mut r = Record::new(title);
+pub fn summary_record(summary: &ReplaySummary, title: &str, build: &str) -> Summary {
+    let mut r = Summary::new(title);
     let f = &summary.final_stats;
     let p = &summary.at_active_peak;
     r.field("build", "build", build)

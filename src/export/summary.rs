@@ -7,15 +7,15 @@ use super::{Cell, Format, Table};
 
 /// Named fields, each with the sentence a reader sees in Markdown.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Record {
+pub struct Summary {
     pub title: String,
     /// (name, description, value): names are snake_case, unique.
     pub fields: Vec<(String, String, Cell)>,
 }
 
-impl Record {
+impl Summary {
     pub fn new(title: impl Into<String>) -> Self {
-        Record {
+        Summary {
             title: title.into(),
             fields: Vec::new(),
         }
@@ -57,7 +57,7 @@ impl Record {
         table
     }
 
-    /// The table `format` writes: [`Record::tall`] for Markdown, [`Record::wide`] otherwise.
+    /// The table `format` writes: [`Summary::tall`] for Markdown, [`Summary::wide`] otherwise.
     pub fn table_for(&self, format: Format) -> Table {
         match format {
             Format::Md => self.tall(),
