@@ -244,7 +244,7 @@ const ARENA_COLOURS: [&str; 10] = [
 /// points) and its key in rows from `top`, all in a group the checkbox shows.
 fn arenas_svg(arenas: &[ArenaCurve], points: &[Point], f: &Frame, top: f64) -> String {
     let step = points.len().div_ceil(ARENA_POINTS).max(1);
-    let keep = |i: usize| i % step == 0 || i + 1 == points.len();
+    let keep = |i: usize| i.is_multiple_of(step) || i + 1 == points.len();
     let mut svg = String::from("<g id=\"arena-curves\" display=\"none\">");
     for (k, a) in arenas.iter().enumerate() {
         let colour = ARENA_COLOURS[k % ARENA_COLOURS.len()];
