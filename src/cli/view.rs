@@ -6,7 +6,7 @@ use crate::export::OutputFile;
 use crate::live::decay_band::RecordedBand;
 use crate::process::{machine_cpus, ProcessOptions};
 use crate::sizeclass::Preset;
-use crate::view::{gather, render, Extra, ViewError, ViewSpec};
+use crate::view::{gather, render, Band, Extra, ViewError, ViewSpec};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;
@@ -57,7 +57,7 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
     // Like with like: the band's decay options unless others are asked for.
     let malloc_conf = match (&args.malloc_conf, &band) {
         (Some(conf), _) => conf.as_str(),
-        (None, Some(b)) => b.header.malloc_conf.as_str(),
+        (None, Some(b)) => b.malloc_conf.as_str(),
         (None, None) => "",
     };
     let (config, options, mut about, recorded) = super::process::setup_for(
@@ -70,11 +70,11 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
     if let Some(b) = &band {
         about.push_str(&format!(
             " · on the band's clock: times x{}, decay seed {}{}",
-            b.header.time_scale,
-            b.header.seed,
+            b.time_scale,
+            b.seed,
             match &args.malloc_conf {
                 Some(_) => String::new(),
-                None => format!(", its malloc_conf {}", b.header.malloc_conf),
+                None => format!(", its malloc_conf {}", b.malloc_conf),
             }
         ));
     }
@@ -90,11 +90,27 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
     })
 }
 
-/// A band file, read and parsed.
-fn read_band(path: &Path) -> Result<RecordedBand> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("--band '{}'", path.display()))?;
-    RecordedBand::parse(&text).with_context(|| format!("--band '{}'", path.display()))
+/// A band file, read and parsed: the resident band and how it was measured.
+fn read_band(path: &Path) -> Result<Band> {
+    let at = || format!("--band '{}'", path.display());
+    let text = std::fs::read_to_string(path).with_context(at)?;
+    let r = RecordedBand::parse(&text).with_context(at)?;
+    let h = r.header;
+    Ok(Band {
+        runs: r.band.runs.len(),
+        trace: h.trace,
+        malloc_conf: h.malloc_conf,
+        time_scale: h.time_scale,
+        seed: h.seed,
+        clock_resolution_ns: h.clock_resolution_ns,
+        config: r.band.config,
+        points: r
+            .band
+            .points
+            .iter()
+            .map(|p| (p.event, p.resident.min, p.resident.max))
+            .collect(),
+    })
 }
 
 pub fn run(args: ViewArgs) -> Result<i32> {

@@ -3,7 +3,7 @@
 //! graph is inferno's SVG (with its own zoom and search), loaded into a frame as a standalone
 //! SVG document so that its script runs; a slider picks the moment.
 
-use super::{ArenaCurve, BandView, Page, Point, Section};
+use super::{ArenaCurve, Band, Page, Point, Section};
 use crate::charts::flame::flame_graph_svg;
 use crate::export::human::{self, ColumnKind};
 use crate::export::{Cell, Table};
@@ -214,7 +214,7 @@ fn timeline_svg(page: &Page) -> String {
 
 /// The real allocator's resident, min to max over its runs, as a filled area, and its key
 /// on the second row under the plot.
-fn band_svg(band: &BandView, f: &Frame) -> String {
+fn band_svg(band: &Band, f: &Frame) -> String {
     let upper = band.points.iter().map(|p| (p.0, p.2));
     let lower = band.points.iter().rev().map(|p| (p.0, p.1));
     let outline: Vec<String> = upper

@@ -7,14 +7,13 @@ mod band;
 mod extra;
 mod html;
 
-pub use band::BandView;
+pub use band::Band;
 pub use extra::{Extra, Section, ROUTES};
 pub use html::render;
 
 use crate::blame::{blame_moments, blame_table, folded_lines, At, BlameError, BlameSpec};
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::export::Table;
-use crate::live::decay_band::RecordedBand;
 use crate::process::{DecayClock, ProcessOptions, ProcessRun};
 use crate::sizeclass::{build_title, AllocatorConfig};
 use crate::trace::{Record, TraceError};
@@ -36,7 +35,7 @@ pub struct ViewSpec {
     pub with: Vec<Extra>,
     /// The real allocator's resident band to draw on the timeline (its time scale and decay
     /// clock then apply to the model's runs).
-    pub band: Option<RecordedBand>,
+    pub band: Option<Band>,
     /// The allocator the recording says its program ran (advise's grid is moved onto it, as
     /// `fragsim advise` does), and whether its `narenas` stands (no `--cpus` given).
     pub recorded: Option<(crate::process::RecordedAllocator, bool)>,
@@ -66,7 +65,7 @@ pub struct Point {
 impl ViewSpec {
     /// The factor the trace's times are multiplied by: the band's, else 1.
     fn time_scale(&self) -> f64 {
-        self.band.as_ref().map_or(1.0, |b| b.header.time_scale)
+        self.band.as_ref().map_or(1.0, |b| b.time_scale)
     }
 
     /// The decay model's clock: the band's seed and clock resolution, else the default.
@@ -74,8 +73,8 @@ impl ViewSpec {
         self.band
             .as_ref()
             .map_or_else(DecayClock::default, |b| DecayClock {
-                seed: b.header.seed,
-                resolution_ns: b.header.clock_resolution_ns,
+                seed: b.seed,
+                resolution_ns: b.clock_resolution_ns,
                 start_ns: 0,
             })
     }
@@ -104,7 +103,7 @@ pub struct Page {
     /// Each arena the model used, in index order, sampled with the timeline.
     pub arenas: Vec<ArenaCurve>,
     /// The real allocator's resident band, if given.
-    pub band: Option<BandView>,
+    pub band: Option<Band>,
     /// In event order; the peak's is among them.
     pub moments: Vec<Moment>,
     /// The blame at the active peak (the top sites and the allocator's own lines).
@@ -213,11 +212,9 @@ pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
     if events == 0 {
         return Err(ViewError::Empty);
     }
-    let band = spec
-        .band
-        .as_ref()
-        .map(|b| BandView::of(b, events))
-        .transpose()?;
+    if let Some(b) = &spec.band {
+        b.check(events)?;
+    }
     let (moments, blame) = moments(path, spec, events, t.peak_event)?;
     let classes = classes(path, spec)?;
     let extra = spec
@@ -236,7 +233,7 @@ pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
         peak_active_bytes: t.peak_active_bytes,
         timeline: t.points,
         arenas: t.arenas,
-        band,
+        band: spec.band.clone(),
         moments,
         blame,
         classes,
