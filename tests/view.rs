@@ -108,6 +108,12 @@ fn the_page_shows_the_models_figures_and_draws_in_a_browser() {
     assert!(html.contains(&moment), "{moment}");
     // 24 evenly spaced moments and the peak.
     assert!(html.matches("<svg").count() >= 25);
+    // One curve per arena the model used: the arenas of `replay --process --per-arena`'s
+    // rows (the same options, sampled at the same K events).
+    let arenas = arenas_used(&trace, dir.path());
+    assert!(arenas > 1, "a multi-threaded trace uses several arenas");
+    assert_eq!(html.matches("<polyline class=\"arena\"").count(), arenas);
+    assert!(html.contains(&format!("({arenas} arenas the model used)")));
     let url = format!("file://{}", page.display());
     let Some(dom) = chromium(&["--dump-dom"], &url, dir.path()) else {
         return;
@@ -132,19 +138,66 @@ fn the_page_shows_the_models_figures_and_draws_in_a_browser() {
         "{}",
         &first[..first.len().min(400)]
     );
-    let shot = dir.path().join("page.png");
+    // Hidden by default; `#arenas` ticks the box and shows every arena's curve.
+    assert!(
+        dom.contains("data-arenas=\"0\""),
+        "{}",
+        &dom[..dom.len().min(400)]
+    );
+    let shown = chromium(&["--dump-dom"], &format!("{url}#arenas"), dir.path()).unwrap();
+    assert!(
+        shown.contains(&format!("data-arenas=\"{arenas}\"")),
+        "{}",
+        &shown[..shown.len().min(400)]
+    );
+    screenshot(
+        &format!("{url}#arenas"),
+        &dir.path().join("page.png"),
+        dir.path(),
+    );
+}
+
+/// A screenshot of the page at `url` in `shot` (kept where FRAGSIM_VIEW_SHOTS names a
+/// folder, to look at), checked to have drawn something.
+fn screenshot(url: &str, shot: &Path, home: &Path) {
     chromium(
         &[
             "--window-size=1200,1500",
             &format!("--screenshot={}", shot.display()),
         ],
-        &url,
-        dir.path(),
+        url,
+        home,
     );
     assert!(
-        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        std::fs::metadata(shot).unwrap().len() > 10_000,
         "a drawn page"
     );
+    if let Ok(keep) = std::env::var("FRAGSIM_VIEW_SHOTS") {
+        std::fs::copy(shot, Path::new(&keep).join(shot.file_name().unwrap())).unwrap();
+    }
+}
+
+/// The arenas `replay --process --per-arena` has rows for (as `view` models the trace).
+fn arenas_used(trace: &Path, dir: &Path) -> usize {
+    let csv = dir.join("per-arena.csv");
+    run_ok(&[
+        "replay",
+        s(trace),
+        "--process",
+        "--cpus",
+        "2",
+        "--preset",
+        "5.3.1",
+        "--per-arena",
+        s(&csv),
+        "--format",
+        "csv",
+    ]);
+    let rows = csv_rows(&std::fs::read_to_string(&csv).unwrap());
+    let mut arenas: Vec<&str> = rows.iter().map(|r| r["arena"].as_str()).collect();
+    arenas.sort_unstable();
+    arenas.dedup();
+    arenas.len()
 }
 
 #[test]
@@ -156,6 +209,17 @@ fn bad_view_options_exit_2_naming_the_value() {
     assert_refused(&out, "--moments 0");
     let out = run(&["view", s(&trace), "-o", s(&trace)]);
     assert_refused(&out, "the trace");
+    // A band measured on another trace: data/decay/idle.csv is of data/traces/decay/idle.trace
+    // (its last checkpoint, event 6,762), not of cpp-threads-map (62,426 events).
+    let band = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/decay/idle.csv");
+    let other = committed("cpp-threads-map.trace");
+    let out = run(&["view", s(&other), "-o", s(&page), "--band", s(&band)]);
+    assert_refused(&out, "--band");
+    assert!(
+        stderr_of(&out).contains("6762 events"),
+        "{}",
+        stderr_of(&out)
+    );
     assert!(!page.exists(), "nothing written");
 }
 
@@ -198,4 +262,130 @@ fn with_adds_the_advise_and_builds_tables() {
             "{build}"
         );
     }
+}
+
+/// `--band FILE` draws the real allocator's resident band, min to max over its runs, beside
+/// the model's resident line. The band is measured here, short: cpp-threads-map (81 ms on
+/// its clock) twice on the trace's clock.
+#[test]
+fn a_band_draws_the_real_allocators_resident_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = committed("cpp-threads-map.trace");
+    let band = dir.path().join("band.csv");
+    run_ok(&[
+        "replay",
+        s(&trace),
+        "--process",
+        "--malloc-conf",
+        "dirty_decay_ms:100,muzzy_decay_ms:0",
+        "--live",
+        "--honour-clock",
+        "--runs",
+        "2",
+        "--save-band",
+        s(&band),
+        "--format",
+        "csv",
+    ]);
+    let page = dir.path().join("band.html");
+    let out = run(&[
+        "view",
+        s(&trace),
+        "-o",
+        s(&page),
+        "--cpus",
+        "2",
+        "--band",
+        s(&band),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<polygon id=\"band\""), "the band is drawn");
+    assert!(
+        html.contains("min to max over 2 timed live runs (malloc_conf dirty_decay_ms:100,muzzy_decay_ms:0, time scale 1)"),
+        "the legend says what the band is"
+    );
+    // The model ran with the band's options (said on the page).
+    assert!(html.contains("its malloc_conf dirty_decay_ms:100,muzzy_decay_ms:0"));
+    let url = format!("file://{}", page.display());
+    let Some(dom) = chromium(&["--dump-dom"], &url, dir.path()) else {
+        return;
+    };
+    assert!(
+        dom.contains("data-drawn=\"25\""),
+        "{}",
+        &dom[..dom.len().min(400)]
+    );
+    screenshot(
+        &format!("{url}#arenas"),
+        &dir.path().join("band.png"),
+        dir.path(),
+    );
+}
+
+/// The cells of the first body row of the table under the heading starting `heading`: each
+/// cell's raw value (`data-v`) and its text.
+fn first_row(html: &str, heading: &str) -> Vec<(String, String)> {
+    let table = &html[html.find(heading).expect(heading)..];
+    let body = &table[table.find("<tbody><tr>").unwrap() + 11..];
+    let row = &body[..body.find("</tr>").unwrap()];
+    row.split("<td data-v=\"")
+        .skip(1)
+        .map(|cell| {
+            let (raw, rest) = cell.split_once("\">").unwrap();
+            (raw.to_string(), rest.trim_end_matches("</td>").to_string())
+        })
+        .collect()
+}
+
+/// `--with routes` adds `advise --routes 5 --no-live`'s table, its first row the same as
+/// the CLI's; a trace without call sites gets a sentence saying routing needs them.
+#[test]
+fn with_routes_adds_the_routing_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = committed("cpp-threads-map.trace");
+    let page = dir.path().join("page.html");
+    let args = ["--cpus", "2", "--with", "routes"];
+    let out = run(&[&["view", s(&trace), "-o", s(&page)][..], &args[..]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let text = run_ok(&[
+        "advise",
+        s(&trace),
+        "--routes",
+        "5",
+        "--no-live",
+        "--cpus",
+        "2",
+        "--format",
+        "csv",
+    ]);
+    // The table, without the sentence after it (nothing to route here).
+    let text = text.split("\n\n").next().unwrap();
+    let cli = &csv_rows(text)[0];
+    let columns = text.lines().next().unwrap().split(',');
+    let row = first_row(&html, "<h2>advise --routes for cpp-threads-map");
+    for (column, (raw, shown)) in columns.zip(&row) {
+        let want = &cli[column];
+        match (raw.parse::<f64>(), want.parse::<f64>()) {
+            // Floats: the CLI's rounding of the raw value.
+            (Ok(v), Ok(w)) => {
+                let places = want.split('.').nth(1).map_or(0, str::len) as i32;
+                let scale = 10f64.powi(places);
+                assert_eq!((v * scale).round() / scale, w, "{column}");
+            }
+            _ => assert_eq!(shown.replace("&quot;", "\""), *want, "{column}"),
+        }
+    }
+    assert_eq!(row.len(), cli.len());
+    let bare = committed("python-threads.trace");
+    let out = run(&[&["view", s(&bare), "-o", s(&page)][..], &args[..]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(
+            "Routing needs call sites, and this trace has none: record it with --stacks."
+        ),
+        "python-threads.trace has no sites"
+    );
 }

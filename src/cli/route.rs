@@ -8,7 +8,7 @@ use crate::engine::RunError;
 use crate::export::{Cell, Table};
 use crate::live::process::{compare_process_live_with, LiveRun, ProcessTrace};
 use crate::process::{machine_cpus, DecayClock, ProcessOptions, ProcessSummary};
-use crate::route::{evaluate, parse_routes, route_all, sites_of, RouteReport};
+use crate::route::{change_cells, evaluate, parse_routes, route_all, sites_of, RouteReport};
 use anyhow::Result;
 
 pub fn run(args: &ReplayArgs, rules: &str, options: &ProcessOptions, name: &str) -> Result<i32> {
@@ -107,7 +107,7 @@ fn route_table(title: String, report: &RouteReport) -> Table {
         ];
         for (v, base) in figures(&row.summary).into_iter().zip(b) {
             cells.push(Cell::Float(v, 0));
-            cells.extend(change(v, base));
+            cells.extend(change_cells(v, base));
         }
         table.push(cells);
     }
@@ -122,18 +122,11 @@ fn route_table(title: String, report: &RouteReport) -> Table {
         ];
         for (v, base) in figures(summary).into_iter().zip(b) {
             cells.push(Cell::Float(v, 0));
-            cells.extend(change(v, base));
+            cells.extend(change_cells(v, base));
         }
         table.push(cells);
     }
     table
-}
-
-/// `v` against `base`: the change in bytes and in percent (negative: saved), two numbers.
-fn change(v: f64, base: f64) -> [Cell; 2] {
-    let d = v - base;
-    let pct = if base > 0.0 { 100.0 * d / base } else { 0.0 };
-    [Cell::Float(d.round(), 0), Cell::Float(pct, 2)]
 }
 
 /// The trace routed by every rule, against the real allocator (every `--every` events).
@@ -184,60 +177,15 @@ pub fn advise_routes(args: &super::advise::AdviseArgs, k: usize) -> Result<i32> 
     if k == 0 {
         anyhow::bail!("--routes 0: give at least one site to search for");
     }
-    let config = crate::sizeclass::Preset::LINKED.config();
     let options = ProcessOptions::parse("")?;
     let cpus = args.cpus.unwrap_or_else(machine_cpus);
-    let clock = DecayClock {
-        seed: args.seed,
-        resolution_ns: crate::process::machine_coarse_clock_ns(),
-        start_ns: 0,
-    };
     let open = super::trace::reopen(&args.trace);
-    let found = crate::route::search_routes(&open, k, false, config, &options, cpus, clock)?;
+    let (found, config) = crate::route::advise_routes(&open, k, cpus, args.seed)?;
     let name = args
         .trace
         .file_stem()
         .map_or("trace".into(), |s| s.to_string_lossy().to_string());
-    let mut table = Table::new(
-        format!(
-            "advise --routes for {name}: sites routed to dedicated arenas (MALLOCX_ARENA | MALLOCX_TCACHE_NONE), {}, greedy over the {} sites with the most waste at the active peak",
-            crate::sizeclass::build_title(&config),
-            found.candidates
-        ),
-        &[
-            "sites",
-            "site_added",
-            "frames",
-            "peak_active_bytes",
-            "peak_active_change_bytes",
-            "peak_active_change_pct",
-            "mean_resident_bytes",
-            "mean_resident_change_bytes",
-            "mean_resident_change_pct",
-            "score",
-        ],
-    );
-    let base = &found.baseline;
-    let mut push = |n: usize, rule: &str, frames: &str, s: &ProcessSummary| {
-        let mut row = vec![
-            Cell::Int(n as u64),
-            Cell::Text(rule.to_string()),
-            Cell::Text(frames.to_string()),
-            Cell::Int(s.peak_active_bytes),
-        ];
-        row.extend(change(
-            s.peak_active_bytes as f64,
-            base.peak_active_bytes as f64,
-        ));
-        row.push(Cell::Float(s.mean_resident_bytes(), 0));
-        row.extend(change(s.mean_resident_bytes(), base.mean_resident_bytes()));
-        row.push(Cell::Float(crate::route::score(s, base), 4));
-        table.push(row);
-    };
-    push(0, "(baseline: none)", "", base);
-    for (i, step) in found.steps.iter().enumerate() {
-        push(i + 1, &step.rule.text, &step.frames, &step.summary);
-    }
+    let table = crate::route::routes_table(&found, &name, &config);
     let mut text = args.format.render(&table)?;
     if found.steps.is_empty() {
         text.push_str("\nno site's routing lowers the score: nothing to route\n");

@@ -3,13 +3,14 @@
 
 use super::args::refuse_outputs_over_inputs;
 use crate::export::OutputFile;
+use crate::live::decay_band::RecordedBand;
 use crate::process::{machine_cpus, ProcessOptions};
 use crate::sizeclass::Preset;
-use crate::view::{gather, render, Extra, ViewSpec};
+use crate::view::{gather, render, Band, Extra, ViewError, ViewSpec};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct ViewArgs {
@@ -31,10 +32,16 @@ pub struct ViewArgs {
     /// Moments the waste flame graph can be drawn at, evenly spaced (the active peak added).
     #[arg(long, default_value_t = 24, value_name = "N")]
     pub moments: usize,
-    /// More tables on the page: advise (the built-in grid of run-time options, no live
-    /// check), builds (every preset through the one-arena model).
+    /// More sections on the page: advise (the built-in grid of run-time options, no live
+    /// check), routes (`advise --routes 5 --no-live`: call sites to route to dedicated arenas;
+    /// needs a trace with sites), builds (every preset through the one-arena model).
     #[arg(long, value_parser = super::choice::choice::<Extra>(), value_delimiter = ',')]
     pub with: Vec<Extra>,
+    /// The real allocator's resident band to draw on the timeline: a file of `replay TRACE
+    /// --process --live --honour-clock --runs N --save-band FILE` on this trace. The model then
+    /// runs with the band's time scale and decay clock, and its --malloc-conf unless given.
+    #[arg(long, value_name = "FILE")]
+    pub band: Option<PathBuf>,
 }
 
 /// The build and options as `replay --process` takes them: as asked, else the recorded
@@ -43,14 +50,34 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
     if !(1..=200).contains(&args.moments) {
         bail!("--moments {}: give 1 to 200", args.moments);
     }
-    let malloc_conf = args.malloc_conf.as_deref().unwrap_or("");
-    let (config, options, about, recorded) = super::process::setup_for(
+    let band = match &args.band {
+        Some(path) => Some(read_band(path)?),
+        None => None,
+    };
+    // Like with like: the band's decay options unless others are asked for.
+    let malloc_conf = match (&args.malloc_conf, &band) {
+        (Some(conf), _) => conf.as_str(),
+        (None, Some(b)) => b.malloc_conf.as_str(),
+        (None, None) => "",
+    };
+    let (config, options, mut about, recorded) = super::process::setup_for(
         &args.trace,
         args.preset.map(Preset::config),
         malloc_conf,
         &ProcessOptions::parse(malloc_conf)?,
         args.cpus.is_some(),
     )?;
+    if let Some(b) = &band {
+        about.push_str(&format!(
+            " · on the band's clock: times x{}, decay seed {}{}",
+            b.time_scale,
+            b.seed,
+            match &args.malloc_conf {
+                Some(_) => String::new(),
+                None => format!(", its malloc_conf {}", b.malloc_conf),
+            }
+        ));
+    }
     Ok(ViewSpec {
         config,
         options,
@@ -58,15 +85,46 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
         moments: args.moments,
         about,
         with: args.with.clone(),
+        band,
         recorded: recorded.map(|r| (r, args.cpus.is_none())),
     })
 }
 
+/// A band file, read and parsed: the resident band and how it was measured.
+fn read_band(path: &Path) -> Result<Band> {
+    let at = || format!("--band '{}'", path.display());
+    let text = std::fs::read_to_string(path).with_context(at)?;
+    let r = RecordedBand::parse(&text).with_context(at)?;
+    let h = r.header;
+    Ok(Band {
+        runs: r.band.runs.len(),
+        trace: h.trace,
+        malloc_conf: h.malloc_conf,
+        time_scale: h.time_scale,
+        seed: h.seed,
+        clock_resolution_ns: h.clock_resolution_ns,
+        config: r.band.config,
+        points: r
+            .band
+            .points
+            .iter()
+            .map(|p| (p.event, p.resident.min, p.resident.max))
+            .collect(),
+    })
+}
+
 pub fn run(args: ViewArgs) -> Result<i32> {
-    refuse_outputs_over_inputs(&[("the trace", &args.trace)], &[("--out", Some(&args.out))])?;
+    let mut inputs = vec![("the trace", args.trace.as_path())];
+    inputs.extend(args.band.as_deref().map(|b| ("--band", b)));
+    refuse_outputs_over_inputs(&inputs, &[("--out", Some(&args.out))])?;
     let spec = spec(&args)?;
     let mut out = OutputFile::create(&args.out).context("--out")?;
-    let page = gather(&args.trace, &spec)?;
+    let page = gather(&args.trace, &spec).map_err(|e| match (&e, &args.band) {
+        (ViewError::Band(_), Some(path)) => {
+            anyhow::Error::new(e).context(format!("--band '{}'", path.display()))
+        }
+        _ => e.into(),
+    })?;
     let html = render(&page)?;
     out.write_all(html.as_bytes())
         .with_context(|| format!("--out '{}'", out.path().display()))?;

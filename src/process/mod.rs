@@ -160,25 +160,25 @@ pub fn replay_records<E>(
     records: impl Iterator<Item = Result<crate::trace::Record, E>>,
     factor: f64,
 ) -> impl Iterator<Item = Result<crate::trace::Record, E>> {
-    use crate::trace::Record;
+    scaled_records(records, factor).filter(|r| !matches!(r, Ok(crate::trace::Record::Site { .. })))
+}
+
+/// A trace's records, streamed, with their times multiplied by `factor` from the first timed
+/// record on (sites kept: [`replay_records`] drops them).
+pub fn scaled_records<E>(
+    records: impl Iterator<Item = Result<crate::trace::Record, E>>,
+    factor: f64,
+) -> impl Iterator<Item = Result<crate::trace::Record, E>> {
     let mut t0 = None;
-    let mut scale = move |t: &mut Option<u64>| {
-        if let Some(v) = t {
+    records.map(move |r| {
+        let mut r = r?;
+        if let Some(Some(v)) = r.time_ns_mut() {
             let first = *t0.get_or_insert(*v);
             if factor != 1.0 {
                 *v = first + (v.saturating_sub(first) as f64 * factor).round() as u64;
             }
         }
-    };
-    records.filter_map(move |r| match r {
-        Ok(Record::Site { .. }) => None,
-        Ok(mut r) => {
-            if let Some(t) = r.time_ns_mut() {
-                scale(t);
-            }
-            Some(Ok(r))
-        }
-        Err(e) => Some(Err(e)),
+        Ok(r)
     })
 }
 

@@ -191,6 +191,11 @@ impl ProcessRun {
         self.model.stats()
     }
 
+    /// Each arena in use now, as `--per-arena`'s rows show it.
+    pub fn arenas(&self) -> Vec<super::ArenaSnapshot> {
+        self.model.snapshot().arenas
+    }
+
     /// The result, once the engine has fed every record (the last rows added if not yet).
     pub fn finish(mut self) -> ProcessRunResult {
         self.push_last_rows();

@@ -14,9 +14,11 @@
 
 mod rules;
 mod search;
+mod table;
 
 pub use rules::{parse_routes, RouteError, RouteRule, Selector};
 pub use search::{score, search_routes, RouteSearch, RouteStep, SearchError, CANDIDATES};
+pub use table::{advise_routes, change_cells, routes_table};
 
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{DecayClock, ProcessError, ProcessOptions, ProcessRun, ProcessSummary};

@@ -3,8 +3,12 @@
 //! blame, as folded stacks) at evenly spaced moments and at the active peak, the blame table
 //! at the peak, and the size classes of the one-arena model. Nothing here draws.
 
+mod band;
+mod extra;
 mod html;
 
+pub use band::Band;
+pub use extra::{Extra, Section, ROUTES};
 pub use html::render;
 
 use crate::blame::{blame_moments, blame_table, folded_lines, At, BlameError, BlameSpec};
@@ -13,7 +17,7 @@ use crate::export::Table;
 use crate::process::{DecayClock, ProcessOptions, ProcessRun};
 use crate::sizeclass::{build_title, AllocatorConfig};
 use crate::trace::{Record, TraceError};
-use crate::whatif::{class_table, replay_trace, whatif_table, Build, ReplayOptions};
+use crate::whatif::{class_table, replay_trace, Build, ReplayOptions};
 use std::path::Path;
 
 /// What the page is of and how the trace is modelled.
@@ -27,49 +31,14 @@ pub struct ViewSpec {
     pub moments: usize,
     /// Where the options came from, said on the page (`the recorded program's jemalloc ...`).
     pub about: String,
-    /// More tables on the page.
+    /// More sections on the page.
     pub with: Vec<Extra>,
+    /// The real allocator's resident band to draw on the timeline (its time scale and decay
+    /// clock then apply to the model's runs).
+    pub band: Option<Band>,
     /// The allocator the recording says its program ran (advise's grid is moved onto it, as
     /// `fragsim advise` does), and whether its `narenas` stands (no `--cpus` given).
     pub recorded: Option<(crate::process::RecordedAllocator, bool)>,
-}
-
-/// A table a page can carry on request (`--with advise,builds`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Extra {
-    /// `fragsim advise`'s table: the built-in grid of run-time options through the process
-    /// model (no live check), ranked by peak resident bytes.
-    Advise,
-    /// Every preset build through the one-arena model (`replay --preset ...`).
-    Builds,
-}
-
-impl crate::choice::Choice for Extra {
-    fn all() -> &'static [Self] {
-        &[Extra::Advise, Extra::Builds]
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Extra::Advise => "advise",
-            Extra::Builds => "builds",
-        }
-    }
-
-    fn help(self) -> &'static str {
-        match self {
-            Extra::Advise => {
-                "advise's table: the built-in grid of run-time options, ranked (no live check)"
-            }
-            Extra::Builds => "every preset build through the one-arena model, side by side",
-        }
-    }
-}
-
-impl std::fmt::Display for Extra {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(crate::choice::Choice::name(*self))
-    }
 }
 
 /// One moment of the waste flame graph.
@@ -93,6 +62,31 @@ pub struct Point {
     pub resident: u64,
 }
 
+impl ViewSpec {
+    /// The factor the trace's times are multiplied by: the band's, else 1.
+    fn time_scale(&self) -> f64 {
+        self.band.as_ref().map_or(1.0, |b| b.time_scale)
+    }
+
+    /// The decay model's clock: the band's seed and clock resolution, else the default.
+    fn clock(&self) -> DecayClock {
+        self.band
+            .as_ref()
+            .map_or_else(DecayClock::default, |b| DecayClock {
+                seed: b.seed,
+                resolution_ns: b.clock_resolution_ns,
+                start_ns: 0,
+            })
+    }
+}
+
+/// One arena's active bytes at every timeline point (0 where the arena was not in use).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArenaCurve {
+    pub index: u32,
+    pub active: Vec<u64>,
+}
+
 /// Everything the page shows.
 #[derive(Clone, Debug)]
 pub struct Page {
@@ -106,14 +100,18 @@ pub struct Page {
     pub peak_event: u64,
     pub peak_active_bytes: u64,
     pub timeline: Vec<Point>,
+    /// Each arena the model used, in index order, sampled with the timeline.
+    pub arenas: Vec<ArenaCurve>,
+    /// The real allocator's resident band, if given.
+    pub band: Option<Band>,
     /// In event order; the peak's is among them.
     pub moments: Vec<Moment>,
     /// The blame at the active peak (the top sites and the allocator's own lines).
     pub blame: Table,
     /// The one-arena model's size classes at its active peak.
     pub classes: Table,
-    /// The tables asked for with [`ViewSpec::with`], in that order.
-    pub extra: Vec<Table>,
+    /// The sections asked for with [`ViewSpec::with`], in that order.
+    pub extra: Vec<Section>,
 }
 
 /// Why a page cannot be made.
@@ -125,12 +123,22 @@ pub enum ViewError {
     Blame(#[from] BlameError),
     #[error("the process model: {0}")]
     Model(String),
+    #[error("the band was {0}")]
+    Band(String),
     #[error("the trace has no calls: nothing to show")]
     Empty,
 }
 
-fn open(path: &Path) -> impl Fn() -> Result<crate::trace::RecordStream, TraceError> + '_ {
-    move || crate::trace::open(path).map(crate::trace::OpenedTrace::records)
+/// The trace's records afresh on every call, their times multiplied by `factor`.
+fn open(
+    path: &Path,
+    factor: f64,
+) -> impl Fn() -> Result<Box<dyn Iterator<Item = Result<Record, TraceError>>>, TraceError> + '_ {
+    move || {
+        let records = crate::trace::open(path)?.records();
+        Ok(Box::new(crate::process::scaled_records(records, factor))
+            as Box<dyn Iterator<Item = _>>)
+    }
 }
 
 /// The process model's run, counting the trace's threads and taking a timeline point every
@@ -142,9 +150,19 @@ struct Sampler {
     events: u64,
     threads: u32,
     points: Vec<Point>,
+    /// Each point's arenas in use: (index, active bytes).
+    arenas: Vec<Vec<(u32, u64)>>,
 }
 
 impl Sampler {
+    fn sample(&mut self) {
+        let point = self.point();
+        self.points.push(point);
+        let arenas = self.run.arenas();
+        self.arenas
+            .push(arenas.iter().map(|a| (a.index, a.active_bytes)).collect());
+    }
+
     fn point(&self) -> Point {
         let s = self.run.stats();
         Point {
@@ -169,15 +187,15 @@ impl RecordConsumer for Sampler {
         }
         self.events += 1;
         if self.events.is_multiple_of(self.every) {
-            self.points.push(self.point());
+            self.sample();
         }
         Ok(())
     }
 }
 
 /// Reads the trace at `path` once for the timeline (the process model, a point every
-/// thousandth of the events), twice for the blames at every moment, and once for the size
-/// classes.
+/// thousandth of the events, each arena's too), twice for the blames at every moment, and
+/// once for the size classes; then once or more per section asked for.
 pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
     let opened = crate::trace::open(path)?;
     let command = opened
@@ -189,22 +207,63 @@ pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
         .file_stem()
         .map_or("trace".into(), |s| s.to_string_lossy().to_string());
     let header_events = opened.header.as_ref().map_or(0, |h| h.events);
-    let (timeline, threads, peak_event, peak_active_bytes) = timeline(path, spec, header_events)?;
-    let events = timeline.last().map_or(0, |p| p.event);
+    let t = timeline(path, spec, header_events)?;
+    let events = t.points.last().map_or(0, |p| p.event);
     if events == 0 {
         return Err(ViewError::Empty);
     }
+    if let Some(b) = &spec.band {
+        b.check(events)?;
+    }
+    let (moments, blame) = moments(path, spec, events, t.peak_event)?;
+    let classes = classes(path, spec)?;
+    let extra = spec
+        .with
+        .iter()
+        .map(|&e| extra::extra(path, spec, e, &name))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page {
+        name,
+        command,
+        build: build_title(&spec.config),
+        about: spec.about.clone(),
+        events,
+        threads: t.threads,
+        peak_event: t.peak_event,
+        peak_active_bytes: t.peak_active_bytes,
+        timeline: t.points,
+        arenas: t.arenas,
+        band: spec.band.clone(),
+        moments,
+        blame,
+        classes,
+        extra,
+    })
+}
+
+/// The waste by call site at `spec.moments` evenly spaced events and the active peak, and
+/// the blame table at the peak.
+fn moments(
+    path: &Path,
+    spec: &ViewSpec,
+    events: u64,
+    peak_event: u64,
+) -> Result<(Vec<Moment>, Table), ViewError> {
     let mut at: Vec<u64> = (1..=spec.moments.max(1) as u64)
         .map(|k| (events * k / spec.moments.max(1) as u64).max(1))
         .collect();
     at.push(peak_event.max(1));
     at.sort_unstable();
     at.dedup();
-    let blames =
-        blame_moments(open(path), &blame_spec(spec, At::End), &at).map_err(|e| match e {
-            RunError::Trace(e) => ViewError::Trace(e),
-            RunError::Consumer(e) => ViewError::Blame(e),
-        })?;
+    let blames = blame_moments(
+        open(path, spec.time_scale()),
+        &blame_spec(spec, At::End),
+        &at,
+    )
+    .map_err(|e| match e {
+        RunError::Trace(e) => ViewError::Trace(e),
+        RunError::Consumer(e) => ViewError::Blame(e),
+    })?;
     let moments = blames
         .iter()
         .map(|b| Moment {
@@ -223,66 +282,64 @@ pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
         20,
         format!("waste by call site at the active peak, event {peak_event}"),
     );
-    let classes = classes(path, spec)?;
-    let extra = spec
-        .with
-        .iter()
-        .map(|&e| extra(path, spec, e))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page {
-        name,
-        command,
-        build: build_title(&spec.config),
-        about: spec.about.clone(),
-        events,
-        threads,
-        peak_event,
-        peak_active_bytes,
-        timeline,
-        moments,
-        blame,
-        classes,
-        extra,
-    })
+    Ok((moments, blame))
 }
 
-type Timeline = (Vec<Point>, u32, u64, u64);
+/// The process model's run over the trace, sampled.
+struct Timeline {
+    points: Vec<Point>,
+    arenas: Vec<ArenaCurve>,
+    threads: u32,
+    peak_event: u64,
+    peak_active_bytes: u64,
+}
 
 /// The process model's timeline (a point every thousandth of the `events` the header counts,
-/// and after the last), the threads, and the active peak's event and bytes.
+/// and after the last) and each arena's, the threads, and the active peak's event and bytes.
 fn timeline(path: &Path, spec: &ViewSpec, events: u64) -> Result<Timeline, ViewError> {
-    let run = ProcessRun::new(
-        spec.config,
-        &spec.options,
-        spec.cpus,
-        DecayClock::default(),
-        1,
-        None,
-    )
-    .map_err(|e| ViewError::Model(e.to_string()))?;
+    let run = ProcessRun::new(spec.config, &spec.options, spec.cpus, spec.clock(), 1, None)
+        .map_err(|e| ViewError::Model(e.to_string()))?;
     let mut sampler = [Sampler {
         run,
         every: crate::sim::arena_replay::default_every(events.max(1000)),
         events: 0,
         threads: 0,
         points: Vec::new(),
+        arenas: Vec::new(),
     }];
-    engine::run(open(path)()?, &mut sampler, &|_| {}).map_err(|e| match e {
+    engine::run(open(path, spec.time_scale())()?, &mut sampler, &|_| {}).map_err(|e| match e {
         RunError::Trace(e) => ViewError::Trace(e),
         RunError::Consumer(e) => ViewError::Model(e.to_string()),
     })?;
     let [mut sampler] = sampler;
     if !sampler.events.is_multiple_of(sampler.every) {
-        let last = sampler.point();
-        sampler.points.push(last);
+        sampler.sample();
     }
     let summary = sampler.run.finish().summary;
-    Ok((
-        sampler.points,
-        sampler.threads,
-        summary.at_active_peak.events,
-        summary.peak_active_bytes,
-    ))
+    Ok(Timeline {
+        arenas: arena_curves(&sampler.arenas),
+        points: sampler.points,
+        threads: sampler.threads,
+        peak_event: summary.at_active_peak.events,
+        peak_active_bytes: summary.peak_active_bytes,
+    })
+}
+
+/// Each arena in use at any point, its active bytes at every point.
+fn arena_curves(at: &[Vec<(u32, u64)>]) -> Vec<ArenaCurve> {
+    let mut indices: Vec<u32> = at.iter().flatten().map(|&(i, _)| i).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    indices
+        .into_iter()
+        .map(|index| ArenaCurve {
+            index,
+            active: at
+                .iter()
+                .map(|p| p.iter().find(|&&(i, _)| i == index).map_or(0, |&(_, v)| v))
+                .collect(),
+        })
+        .collect()
 }
 
 fn blame_spec(spec: &ViewSpec, at: At) -> BlameSpec {
@@ -304,46 +361,4 @@ fn classes(path: &Path, spec: &ViewSpec) -> Result<Table, ViewError> {
         &replays[0],
         None,
     ))
-}
-
-/// One table asked for with `--with`.
-fn extra(path: &Path, spec: &ViewSpec, what: Extra) -> Result<Table, ViewError> {
-    match what {
-        Extra::Builds => {
-            let builds: Vec<Build> = crate::sizeclass::Preset::ALL
-                .iter()
-                .map(|p| Build::new(p.name(), p.config()))
-                .collect();
-            let replays = replay_trace(path, &builds, ReplayOptions { every: None }, &|_| {})
-                .map_err(|e| ViewError::Model(e.to_string()))?;
-            Ok(whatif_table(
-                "every preset build, one arena without thread cache (fragsim replay --preset ...)",
-                &replays,
-            ))
-        }
-        Extra::Advise => {
-            let machine = crate::advise::ModelMachine::with_cpus(spec.cpus);
-            let grid = crate::advise::default_grid();
-            let grid = spec
-                .recorded
-                .as_ref()
-                .and_then(|(r, keep_narenas)| crate::advise::rebase(&grid, r, *keep_narenas))
-                .map_or(grid, |(rebased, _)| rebased);
-            let advice = crate::advise::advise_stream(
-                open(path),
-                &grid,
-                machine,
-                &crate::progress::Progress::default(),
-            )
-            .map_err(|e| match e {
-                RunError::Trace(e) => ViewError::Trace(e),
-                RunError::Consumer(e) => ViewError::Model(e.to_string()),
-            })?;
-            Ok(crate::advise::advice_table(
-                &advice,
-                "run-time options through the process model, ranked by peak resident bytes (fragsim advise --no-live)",
-                &[],
-            ))
-        }
-    }
 }
