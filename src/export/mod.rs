@@ -10,8 +10,8 @@ mod json;
 mod manifest;
 mod markdown;
 pub mod profile;
-mod summary;
 mod staging;
+mod summary;
 mod target;
 
 use anyhow::Result;
@@ -20,8 +20,8 @@ pub use self::atomic::{write_atomic, WriteError};
 pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::markdown::Markdown;
-pub use self::summary::Summary;
 pub use self::staging::{create_folder, StagedDir};
+pub use self::summary::Summary;
 pub use self::target::{check_output, same_file, OutputFile};
 
 /// One value of a table.

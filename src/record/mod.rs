@@ -521,29 +521,29 @@ fn convert_into(
         let writer = std::thread::Builder::new()
             .name("fragsim-write".into())
             .spawn_scoped(scope, move || -> Result<u64, TraceError> {
-            let started = thread_cpu_ns();
-            let mut sink = sink;
-            for message in inbox {
-                match message {
-                    ToWriter::Records(mut batch) => {
-                        for (i, r) in batch.iter().enumerate() {
-                            if let Some(ahead) = batch.get(i + PREFETCH_AHEAD) {
-                                prefetch(ahead);
+                let started = thread_cpu_ns();
+                let mut sink = sink;
+                for message in inbox {
+                    match message {
+                        ToWriter::Records(mut batch) => {
+                            for (i, r) in batch.iter().enumerate() {
+                                if let Some(ahead) = batch.get(i + PREFETCH_AHEAD) {
+                                    prefetch(ahead);
+                                }
+                                sink.write_record(r)?;
                             }
-                            sink.write_record(r)?;
+                            batch.clear();
+                            // The converter may have finished already: nothing to give back to.
+                            let _ = give_back.send(batch);
                         }
-                        batch.clear();
-                        // The converter may have finished already: nothing to give back to.
-                        let _ = give_back.send(batch);
-                    }
-                    ToWriter::Finish(ending, allocator) => {
-                        sink.finish(ending, allocator.as_deref())?;
-                        return Ok(thread_cpu_ns() - started);
+                        ToWriter::Finish(ending, allocator) => {
+                            sink.finish(ending, allocator.as_deref())?;
+                            return Ok(thread_cpu_ns() - started);
+                        }
                     }
                 }
-            }
-            Ok(thread_cpu_ns() - started)
-        });
+                Ok(thread_cpu_ns() - started)
+            });
         // Without a thread for the writer, nothing can be written.
         let writer = writer.map_err(|source| TraceError::Output {
             path: out.to_path_buf(),

@@ -180,14 +180,17 @@ impl ThreadCursor {
             maps: self.maps,
             clock: self.clock,
         };
+        // A local copy: through `self` it went to memory at every event.
+        let mut stamp = self.stamp;
         let (at, error) = bytes.decode_run(
             self.decoded,
-            &mut self.stamp,
+            &mut stamp,
             self.last_key,
             stacks,
             &mut events,
             DECODE_BATCH,
         );
+        self.stamp = stamp;
         self.error = error;
         self.decoded = at;
         if let Some(e) = events.last() {
@@ -239,6 +242,7 @@ impl ChunkBytes<'_> {
     /// of them, the end, or a corrupt event; returns where it stopped and the error, if one
     /// stopped it. `stamp`: the chunk's last stamp so far; `last_key`: the key of the
     /// thread's last event before `at` (a keyless event takes it).
+    #[inline]
     pub(super) fn decode_run(
         &self,
         mut at: usize,
@@ -249,9 +253,9 @@ impl ChunkBytes<'_> {
         limit: usize,
     ) -> (usize, Option<CursorError>) {
         let first = out.len();
-        while at < self.buf.len() && out.len() - first < limit {
-            let key = out[first..].last().map_or(last_key, |e| e.seq);
-            match self.decode_event(at, stamp, key, stacks, out) {
+        let end = first.saturating_add(limit);
+        while at < self.buf.len() && out.len() < end {
+            match self.decode_event(at, stamp, (first, last_key), stacks, out) {
                 Ok(bytes) => at += bytes,
                 Err(e) => return (self.buf.len(), Some(e)),
             }
@@ -279,18 +283,23 @@ impl ChunkBytes<'_> {
     }
 
     /// Decodes the event at byte `at` of `buf` onto `out`; returns its length. `stamp`: the
-    /// chunk's last stamp (an event with `SAME_STAMP` has none of its own); `last_key`: the
-    /// key of the event before (a keyless one takes it).
+    /// chunk's last stamp (an event with `SAME_STAMP` has none of its own); a keyless event
+    /// takes the key of the last event of `out` past `first`, else `last_key`.
     #[inline(always)]
     fn decode_event(
         &self,
         at: usize,
         stamp: &mut Option<u64>,
-        last_key: u64,
+        (first, last_key): (usize, u64),
         stacks: &mut Stacks,
         out: &mut Vec<RawEvent>,
     ) -> Result<usize, CursorError> {
         let buf = self.buf;
+        // Read only for a keyless event: the last decoded in this run, else `last_key`.
+        let key_before = |out: &Vec<RawEvent>| match out.len() > first {
+            true => out[out.len() - 1].seq,
+            false => last_key,
+        };
         let word = |i: usize| u64_at(buf, at + 8 * i);
         let corrupt = |what: String| CursorError::Corrupt(self.base + at, what);
         let left = (buf.len() - at) / 8;
@@ -361,15 +370,15 @@ impl ChunkBytes<'_> {
                 )
             }
             E_MAP => event(
-                last_key,
+                key_before(out),
                 RawOp::Map {
                     addr: b(0),
                     len: b(1),
                 },
             ),
-            E_FLAGS => event(last_key, RawOp::Flags { flags: b(0) as u32 }),
+            E_FLAGS => event(key_before(out), RawOp::Flags { flags: b(0) as u32 }),
             E_UNMAP => event(
-                last_key,
+                key_before(out),
                 RawOp::Unmap {
                     addr: b(0),
                     len: b(1),
