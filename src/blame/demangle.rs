@@ -48,18 +48,11 @@ const ALLOCATOR_FUNCTIONS: [&str; 12] = [
     "strdup",
     "strndup",
 ];
-const SYSTEM_MODULES: [&str; 5] = [
-    "/libc.so",
-    "/libstdc++.so",
-    "/ld-linux",
-    "/libpthread",
-    "/libm.so",
-];
 
 /// An allocator entry point or a frame of libc, libstdc++ or the loader.
 pub fn is_runtime(frame: &Frame) -> bool {
     match frame {
-        Frame::Location { module, .. } => SYSTEM_MODULES.iter().any(|m| module.contains(m)),
+        Frame::Location { module, .. } => crate::trace::is_system_module(module),
         Frame::Symbol(_) => {
             let f = function(frame);
             ALLOCATOR_FUNCTIONS.contains(&f.as_str()) || f.starts_with("__libc_")

@@ -95,7 +95,9 @@ impl Elf {
             .collect();
         let mut functions = functions_of(&file);
         let mut stripped = file.section_by_name(".symtab").is_none();
-        if stripped {
+        // Not the system's runtime: its frames are left out of shortened stacks by module,
+        // and its names would differ between machines with and without its debug package.
+        if stripped && !crate::trace::is_system_module(path) {
             let debug = debug_file(path, &file).and_then(|d| std::fs::read(d).ok());
             if let Some(d) = debug.as_deref().filter(|d| same_build(&file, d)) {
                 if let Ok(d) = object::File::parse(d) {
@@ -183,7 +185,8 @@ fn same_build(file: &object::File, debug: &[u8]) -> bool {
 #[derive(Default)]
 pub struct Symbolizer {
     modules: std::collections::HashMap<String, Option<Elf>>,
-    /// Frames of stripped modules left `module+0xOFFSET`, by module.
+    /// Frames of stripped modules (not the system's runtime) left `module+0xOFFSET`, by
+    /// module.
     unnamed: std::collections::BTreeMap<String, u64>,
 }
 
@@ -203,7 +206,10 @@ impl Symbolizer {
                 Frame::Symbol(format!("{name}+{into:#x}"))
             }
             _ => {
-                if elf.as_ref().is_some_and(|e| e.stripped) {
+                // The runtime's unnamed frames are not the program's: no hint for them.
+                if elf.as_ref().is_some_and(|e| e.stripped)
+                    && !crate::trace::is_system_module(module)
+                {
                     *self.unnamed.entry(module.clone()).or_default() += 1;
                 }
                 frame

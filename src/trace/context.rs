@@ -33,6 +33,21 @@ pub enum Frame {
     Symbol(String),
 }
 
+/// Parts of the path of the system's C and C++ runtime and loader (libc, libstdc++, the
+/// loader, libpthread, libm): the runtime's frames, which shortened stacks leave out.
+const SYSTEM_MODULES: [&str; 5] = [
+    "/libc.so",
+    "/libstdc++.so",
+    "/ld-linux",
+    "/libpthread",
+    "/libm.so",
+];
+
+/// Whether the module at `path` is the system's runtime ([`SYSTEM_MODULES`]).
+pub fn is_system_module(path: &str) -> bool {
+    SYSTEM_MODULES.iter().any(|m| path.contains(m))
+}
+
 impl fmt::Display for Frame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

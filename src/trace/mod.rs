@@ -45,7 +45,9 @@ mod writer;
 
 pub use addr::{AddressImporter, AddressIssue, EventOut, IdsExhausted, IssueCounts};
 pub use batch::{Batch, Between, BetweenRecord};
-pub use context::{Call, Control, Frame, Record, SiteId, SiteTable, ThreadId, ALL_ARENAS};
+pub use context::{
+    is_system_module, Call, Control, Frame, Record, SiteId, SiteTable, ThreadId, ALL_ARENAS,
+};
 pub use error::TraceError;
 pub use flow::Fields;
 pub use format::TraceHeader;
