@@ -43,7 +43,8 @@ const SYSTEM_MODULES: [&str; 5] = [
     "/libm.so",
 ];
 
-/// Whether the module at `path` is the system's runtime ([`SYSTEM_MODULES`]).
+/// Whether the module at `path` is the system's runtime (libc, libstdc++, the loader,
+/// libpthread, libm).
 pub fn is_system_module(path: &str) -> bool {
     SYSTEM_MODULES.iter().any(|m| path.contains(m))
 }
