@@ -51,8 +51,9 @@ pub struct ProcessFlags {
     /// With --honour-clock: a PNG chart of resident over time (model, live band, active).
     #[arg(long, requires = "honour_clock")]
     pub chart: Option<PathBuf>,
-    /// With --honour-clock: keep the live runs' band and each run's start-up as data (the
-    /// CSV `fragsim report` compares the model with again: data/decay/, issue 25).
+    /// With --honour-clock: keep the live runs' band and each run's start-up as data (a CSV
+    /// that `fragsim view --band` draws, and `fragsim report` compares the model with again:
+    /// the report's are in data/decay/).
     #[arg(long, requires = "honour_clock")]
     pub save_band: Option<PathBuf>,
     /// With --process or --blame: CPUs for the default `narenas` (4 x CPUs); default: this machine's.
