@@ -6,6 +6,11 @@
 /// word containing its key, or, for build labels, in a `q<N>-p<N>` word.
 const TERMS: &[(&str, Key, &str)] = &[
     (
+        "requested",
+        Key::Nowhere,
+        "the bytes the program asked for",
+    ),
+    (
         "rounding",
         Key::Column("rounding"),
         "usable minus requested bytes: what the size class adds to each request",
@@ -36,6 +41,11 @@ const TERMS: &[(&str, Key, &str)] = &[
         "charged minus requested bytes",
     ),
     (
+        "resident",
+        Key::Nowhere,
+        "stats.resident: active pages, dirty pages not yet purged, and jemalloc's metadata",
+    ),
+    (
         "q16-p4096",
         Key::BuildLabel,
         "a build's label: quantum 16 bytes, page 4096 bytes; -g<N>: N classes per size doubling; -nco: no cache-oblivious padding page; -lpages: large sizes rounded to whole pages; -v5.3.1: that release's rules",
@@ -48,6 +58,9 @@ enum Key {
     Column(&'static str),
     /// A `q<N>-p<N>` word in the title or a text cell.
     BuildLabel,
+    /// A term of tables everyone reads the same way: defined only where asked for by name
+    /// ([`definitions_of`]: the page's legend).
+    Nowhere,
 }
 
 /// Whether `text` holds a build label, `q<digits>-p<digits>`.
@@ -81,7 +94,17 @@ pub fn terms_in<'t>(
         .filter(|(_, key, _)| match key {
             Key::Column(k) => columns.iter().any(|c| c.contains(k)),
             Key::BuildLabel => label,
+            Key::Nowhere => false,
         })
+        .map(|&(term, _, definition)| (term, definition))
+        .collect()
+}
+
+/// The definitions of `terms`, by name, in that order (a name not defined here is left out).
+pub fn definitions_of(terms: &[&str]) -> Vec<(&'static str, &'static str)> {
+    terms
+        .iter()
+        .filter_map(|t| TERMS.iter().find(|(term, _, _)| term == t))
         .map(|&(term, _, definition)| (term, definition))
         .collect()
 }
@@ -181,6 +204,18 @@ mod tests {
         assert_eq!(once.matches("- *held*").count(), 1, "{once}");
         assert!(once.ends_with("| b |\n"), "{once:?}");
         assert!(once.contains("### two\n\n| a |\n\ntext"), "{once:?}");
+    }
+
+    #[test]
+    fn terms_by_name_only_where_asked_for() {
+        let named = definitions_of(&["requested", "held", "no such term"]);
+        assert_eq!(
+            named.iter().map(|t| t.0).collect::<Vec<_>>(),
+            ["requested", "held"]
+        );
+        // `requested` is in every table: never defined under one.
+        let c = cols(&["requested_bytes"]);
+        assert!(terms_in(&c, "", std::iter::empty()).is_empty());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 mod atomic;
 mod csv;
 mod glossary;
-pub use glossary::define_once;
+pub use glossary::{define_once, definitions_of};
 pub mod human;
 mod json;
 mod manifest;

@@ -9,14 +9,15 @@ use crate::export::human::{self, ColumnKind};
 use crate::export::{Cell, Table};
 use anyhow::Result;
 
-/// What each kind of waste is, said on the page.
-const LEGEND: [(&str, &str); 6] = [
-    ("requested", "the bytes the program asked for"),
-    ("rounding", "a size class's bytes above the request"),
-    ("empty regions", "free regions of the slabs a site's objects hold (its share)"),
-    ("pinned", "slabs only that site's objects keep alive: what freeing them would give back (a second view of the same bytes)"),
-    ("held", "thread caches' objects, the caches' own blocks, large blocks' padding page"),
-    ("resident", "stats.resident: active pages, dirty pages not yet purged, and jemalloc's metadata"),
+/// The terms the page's legend defines (their definitions are the tables' own,
+/// `export::definitions_of`).
+const LEGEND: [&str; 6] = [
+    "requested",
+    "rounding",
+    "empty regions",
+    "pinned",
+    "held",
+    "resident",
 ];
 
 fn escape(text: &str) -> String {
@@ -83,7 +84,7 @@ pub fn render(page: &Page) -> Result<String> {
         page.moments.len().saturating_sub(1)
     ));
     out.push_str("<h2>What the words mean</h2>\n<dl>");
-    for (term, meaning) in LEGEND {
+    for (term, meaning) in crate::export::definitions_of(&LEGEND) {
         out.push_str(&format!("<dt>{term}</dt><dd>{meaning}</dd>"));
     }
     out.push_str("</dl>\n");
