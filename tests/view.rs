@@ -389,3 +389,42 @@ fn with_routes_adds_the_routing_table() {
         "python-threads.trace has no sites"
     );
 }
+
+/// Beside a band, the model as `fragsim report` compares it with the band (one run per live
+/// run, each from that run's start-up as measured): on the committed cpp-threads-map band its
+/// line is drawn and its mean error is the report's own figure for that band
+/// (reports/decay-summary.md, `resident_mean_error_mib`, written by another path: the
+/// report's decay section).
+#[test]
+fn the_band_comes_with_the_model_the_report_compares_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = dir.path().join("band.html");
+    run_ok(&[
+        "view",
+        s(&committed("cpp-threads-map.trace")),
+        "-o",
+        s(&page),
+        "--cpus",
+        "2",
+        "--band",
+        s(&root.join("data/decay/cpp-threads-map.csv")),
+    ]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("<polyline id=\"band-model\""),
+        "the model's line"
+    );
+    let summary = std::fs::read_to_string(root.join("reports/decay-summary.md")).unwrap();
+    let row = summary
+        .lines()
+        .find(|l| l.starts_with("| cpp-threads-map |"))
+        .expect("the report's row");
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    // | band | dirty | muzzy | time_scale | runs | checkpoints | resident_mean_error_mib | ...
+    let error = cells[7];
+    assert!(
+        html.contains(&format!("mean of 5 (mean error {error} MiB)")),
+        "the report's {error} MiB"
+    );
+}

@@ -51,7 +51,7 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
         bail!("--moments {}: give 1 to 200", args.moments);
     }
     let band = match &args.band {
-        Some(path) => Some(read_band(path)?),
+        Some(path) => Some(read_band(path, &args.trace, args.malloc_conf.as_deref())?),
         None => None,
     };
     // Like with like: the band's decay options unless others are asked for.
@@ -90,13 +90,18 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
     })
 }
 
-/// A band file, read and parsed: the resident band and how it was measured.
-fn read_band(path: &Path) -> Result<Band> {
+/// A band file, read and parsed: the resident band and how it was measured, and the model
+/// against it as `fragsim report` compares them (`malloc_conf`: the options to model, the
+/// band's unless given), on `trace`, the page's.
+fn read_band(path: &Path, trace: &Path, malloc_conf: Option<&str>) -> Result<Band> {
     let at = || format!("--band '{}'", path.display());
     let text = std::fs::read_to_string(path).with_context(at)?;
     let r = RecordedBand::parse(&text).with_context(at)?;
+    let (model, model_mean_error) = band_model(&r, trace, malloc_conf).with_context(at)?;
     let h = r.header;
     Ok(Band {
+        model,
+        model_mean_error,
         runs: r.band.runs.len(),
         trace: h.trace,
         malloc_conf: h.malloc_conf,
@@ -111,6 +116,55 @@ fn read_band(path: &Path) -> Result<Band> {
             .map(|p| (p.event, p.resident.min, p.resident.max))
             .collect(),
     })
+}
+
+/// The model's mean resident at the band's checkpoints, each run from its live run's
+/// start-up (`live::decay_compare::compare_with_band`, as the report's decay section), and
+/// its mean error; nothing where the band's clock cannot be modelled apart (background
+/// threads, 5.3.1's clock-driven GC) or the trace is not the band's (refused by the page).
+fn band_model(
+    r: &RecordedBand,
+    trace: &Path,
+    malloc_conf: Option<&str>,
+) -> Result<(Vec<(u64, f64)>, f64)> {
+    let h = &r.header;
+    let options = ProcessOptions::parse(malloc_conf.unwrap_or(&h.malloc_conf))?;
+    if crate::live::decay_compare::replayed_clock_for(r.band.config.version, &options) {
+        return Ok((Vec::new(), 0.0));
+    }
+    let mut records: Vec<crate::trace::Record> = crate::trace::open(trace)?
+        .records()
+        .filter(|r| !matches!(r, Ok(crate::trace::Record::Site { .. })))
+        .collect::<Result<_, _>>()?;
+    let events = records
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                crate::trace::Record::Call(_) | crate::trace::Record::ThreadExit { .. }
+            )
+        })
+        .count() as u64;
+    if r.band.points.last().map(|p| p.event) != Some(events) {
+        // Not this trace's band: the page refuses it, naming both.
+        return Ok((Vec::new(), 0.0));
+    }
+    if h.time_scale != 1.0 {
+        crate::process::scale_times(&mut records, h.time_scale);
+    }
+    let c = crate::live::decay_compare::compare_with_band(
+        &r.band,
+        &records,
+        &options,
+        h.seed,
+        h.clock_resolution_ns,
+    )?;
+    let line = c
+        .checkpoints
+        .iter()
+        .map(|p| (p.event, p.model_resident))
+        .collect();
+    Ok((line, c.resident().mean_error))
 }
 
 pub fn run(args: ViewArgs) -> Result<i32> {

@@ -21,6 +21,12 @@ pub struct Band {
     pub config: AllocatorConfig,
     /// Resident bytes at each checkpoint: (event, min, max) over the runs.
     pub points: Vec<(u64, f64, f64)>,
+    /// The model's resident bytes at each checkpoint as `fragsim report` compares it with the
+    /// band: one run per live run, each from that run's start-up as measured (the replaying
+    /// child's own memory), the mean of them; and its mean error against the runs' mean.
+    /// Empty where the band's clock cannot be modelled apart from its live runs.
+    pub model: Vec<(u64, f64)>,
+    pub model_mean_error: f64,
 }
 
 impl Band {
@@ -35,6 +41,15 @@ impl Band {
             )));
         }
         Ok(())
+    }
+
+    /// The model line's legend: what it is and how far from the runs' mean.
+    pub fn model_legend(&self) -> String {
+        format!(
+            "model from each live run's start-up, mean of {} (mean error {:.3} MiB)",
+            self.runs,
+            self.model_mean_error / (1u64 << 20) as f64
+        )
     }
 
     /// The legend's words: the real allocator's run-to-run band and how it was measured.

@@ -144,10 +144,14 @@ impl Frame {
 /// until the checkbox shows them), and the moment's marker (moved by the script).
 fn timeline_svg(page: &Page) -> String {
     let points = &page.timeline;
-    let band_max = page
-        .band
-        .as_ref()
-        .map_or(0.0, |b| b.points.iter().map(|p| p.2).fold(0.0, f64::max));
+    let band_max = page.band.as_ref().map_or(0.0, |b| {
+        let model = b.model.iter().map(|p| p.1);
+        b.points
+            .iter()
+            .map(|p| p.2)
+            .chain(model)
+            .fold(0.0, f64::max)
+    });
     let max = points
         .iter()
         .map(|p| p.resident.max(p.active))
@@ -161,7 +165,10 @@ fn timeline_svg(page: &Page) -> String {
         max: max.max(band_max),
         events: page.events,
     };
-    let key_rows = 1 + usize::from(page.band.is_some());
+    let key_rows = 1 + page
+        .band
+        .as_ref()
+        .map_or(0, |b| 1 + usize::from(!b.model.is_empty()));
     let arena_rows = page.arenas.len().div_ceil(ARENA_KEYS_PER_ROW);
     let h = f.bottom + 20.0 * key_rows as f64 + 10.0;
     let full = h + 20.0 * arena_rows as f64;
@@ -223,14 +230,34 @@ fn band_svg(band: &Band, f: &Frame) -> String {
         .map(|(e, v)| format!("{:.1},{:.1}", f.x(e), f.y(v)))
         .collect();
     let legend = escape(&band.legend());
-    format!(
+    let mut svg = format!(
         "<polygon id=\"band\" class=\"band\" points=\"{}\"><title>{legend}</title></polygon><rect x=\"{}\" y=\"{}\" width=\"24\" height=\"10\" class=\"band\"/><text x=\"{}\" y=\"{}\" class=\"key bandkey\">{legend}</text>",
         outline.join(" "),
         f.left + 10.0,
         f.bottom + 35.0,
         f.left + 40.0,
         f.bottom + 44.0
-    )
+    );
+    if !band.model.is_empty() {
+        // The model as the report compares it with the band, under the band's key.
+        let line: Vec<String> = band
+            .model
+            .iter()
+            .map(|&(e, v)| format!("{:.1},{:.1}", f.x(e), f.y(v)))
+            .collect();
+        let legend = escape(&band.model_legend());
+        svg.push_str(&format!(
+            "<polyline id=\"band-model\" class=\"bandmodel\" points=\"{}\"><title>{legend}</title></polyline><line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" class=\"bandmodel\"/><text x=\"{}\" y=\"{}\" class=\"key\">{legend}</text>",
+            line.join(" "),
+            f.left + 10.0,
+            f.bottom + 55.0,
+            f.left + 34.0,
+            f.bottom + 55.0,
+            f.left + 40.0,
+            f.bottom + 59.0
+        ));
+    }
+    svg
 }
 
 /// Arena keys on one row.
@@ -308,7 +335,7 @@ td:first-child,td:nth-child(2){text-align:left}iframe{width:100%;height:480px;bo
 .grid{stroke:#e4e4e4}.axis{font-size:11px;fill:#555}.key{font-size:13px}\
 .s0{stroke:#7570b3}.s1{stroke:#d95f02}.s2{stroke:#1b9e77}.s3{stroke:#666}\
 .k0{fill:#7570b3}.k1{fill:#d95f02}.k2{fill:#1b9e77}.k3{fill:#666}polyline{stroke-width:1.5;fill:none}\
-.band{fill:#7570b3;fill-opacity:.25;stroke:none}.arena{stroke-width:1;stroke-dasharray:5 2}.note{font-style:italic}#marker{stroke:#000;stroke-dasharray:4 3}\
+.band{fill:#7570b3;fill-opacity:.25;stroke:none}.bandmodel{fill:none;stroke:#3f3a8c;stroke-width:1.5;stroke-dasharray:2 2}.arena{stroke-width:1;stroke-dasharray:5 2}.note{font-style:italic}#marker{stroke:#000;stroke-dasharray:4 3}\
 dt{font-weight:bold}dd{margin:0 0 .4em 1.5em}#moment{width:60%}";
 
 /// The slider shows the moment's flame graph and moves the timeline's marker (`#moment=K` in
