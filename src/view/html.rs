@@ -170,7 +170,7 @@ fn timeline_svg(page: &Page) -> String {
         .as_ref()
         .map_or(0, |b| 1 + usize::from(!b.model.is_empty()));
     let arena_rows = page.arenas.len().div_ceil(ARENA_KEYS_PER_ROW);
-    let h = f.bottom + 20.0 * key_rows as f64 + 10.0;
+    let h = f.bottom + AXIS + 20.0 * key_rows as f64 + 10.0;
     let full = h + 20.0 * arena_rows as f64;
     let mut svg = format!(
         "<svg id=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {h}\" width=\"100%\" data-events=\"{}\" data-left=\"{}\" data-width=\"{}\" data-h=\"{h}\" data-h-arenas=\"{full}\">",
@@ -191,6 +191,7 @@ fn timeline_svg(page: &Page) -> String {
             v as f64 / (1u64 << 20) as f64
         ));
     }
+    svg.push_str(&events_axis(&f));
     if let Some(band) = &page.band {
         svg.push_str(&band_svg(band, &f));
     }
@@ -209,7 +210,7 @@ fn timeline_svg(page: &Page) -> String {
             "<polyline class=\"s{i}\" fill=\"none\" points=\"{}\"><title>{name} bytes (the model)</title></polyline><text x=\"{}\" y=\"{}\" class=\"k{i} key\">{name}</text>",
             path.join(" "),
             f.left + 10.0 + 110.0 * i as f64,
-            f.bottom + 24.0
+            f.bottom + AXIS + 24.0
         ));
     }
     svg.push_str(&arenas_svg(&page.arenas, points, &f, h));
@@ -218,6 +219,29 @@ fn timeline_svg(page: &Page) -> String {
         f.left, f.left, f.bottom
     ));
     svg
+}
+
+/// The strip under the plot that the events axis' labels take.
+const AXIS: f64 = 16.0;
+
+/// The events axis: the event numbers at the start, each quarter and the end.
+fn events_axis(f: &Frame) -> String {
+    (0..=4u64)
+        .map(|k| {
+            let e = f.events * k / 4;
+            let anchor = match k {
+                0 => "start",
+                4 => "end",
+                _ => "middle",
+            };
+            format!(
+                "<text x=\"{:.1}\" y=\"{}\" class=\"axis\" text-anchor=\"{anchor}\">{}</text>",
+                f.x(e),
+                f.bottom + 13.0,
+                crate::export::human::thousands(e)
+            )
+        })
+        .collect()
 }
 
 /// The real allocator's resident, min to max over its runs, as a filled area, and its key
@@ -234,9 +258,9 @@ fn band_svg(band: &Band, f: &Frame) -> String {
         "<polygon id=\"band\" class=\"band\" points=\"{}\"><title>{legend}</title></polygon><rect x=\"{}\" y=\"{}\" width=\"24\" height=\"10\" class=\"band\"/><text x=\"{}\" y=\"{}\" class=\"key bandkey\">{legend}</text>",
         outline.join(" "),
         f.left + 10.0,
-        f.bottom + 35.0,
+        f.bottom + AXIS + 35.0,
         f.left + 40.0,
-        f.bottom + 44.0
+        f.bottom + AXIS + 44.0
     );
     if !band.model.is_empty() {
         // The model as the report compares it with the band, under the band's key.
@@ -250,11 +274,11 @@ fn band_svg(band: &Band, f: &Frame) -> String {
             "<polyline id=\"band-model\" class=\"bandmodel\" points=\"{}\"><title>{legend}</title></polyline><line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" class=\"bandmodel\"/><text x=\"{}\" y=\"{}\" class=\"key\">{legend}</text>",
             line.join(" "),
             f.left + 10.0,
-            f.bottom + 55.0,
+            f.bottom + AXIS + 55.0,
             f.left + 34.0,
-            f.bottom + 55.0,
+            f.bottom + AXIS + 55.0,
             f.left + 40.0,
-            f.bottom + 59.0
+            f.bottom + AXIS + 59.0
         ));
     }
     svg
