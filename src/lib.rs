@@ -1,10 +1,17 @@
-//! fragsim: what a data-structure layout really costs under jemalloc's size classes, and
-//! what changes when its arrays are allocated together or apart.
+//! fragsim: how much memory a data structure, or a whole program, really costs under
+//! jemalloc (size-class rounding, partly empty slabs, thread caches, pages), which code and
+//! which setting cause the waste, and what changes with another layout, build or allocator.
 //!
-//! The pipeline reads in the module names: [`sizeclass`] -> [`layout`] -> [`experiments`]
-//! (the sweeps, the seed's model, the bump-arena scenario) -> [`report`], written through
-//! [`export`] (tables) and [`charts`]. [`live`] binds the running jemalloc; [`validate`]
-//! checks the model against it. Only [`cli`] prints.
+//! A program's allocations become a trace ([`record`] preloads the recorder; [`trace`]
+//! reads, writes and imports traces). [`engine`] feeds one reading of a trace to models:
+//! one arena ([`sim`], any build of [`sizeclass`]; several builds at once in [`whatif`]),
+//! the whole process ([`process`]: thread caches, arenas, threads, decay), and the analyses
+//! built on them ([`blame`]: waste by call site; [`route`]: dedicated arenas;
+//! [`advise`]: run-time settings ranked). [`live`] replays the same trace through the
+//! real jemalloc and compares; [`measure`] runs other allocators. Layouts without a trace
+//! go [`layout`] -> [`containers`] / [`experiments`]. Results leave through [`export`]
+//! (tables, profiles), [`charts`], [`view`] (one HTML page) and [`report`]. Only [`cli`]
+//! prints. ARCHITECTURE.md is the map, with the import rules `tests/architecture.rs` keeps.
 
 pub mod advise;
 pub mod blame;
