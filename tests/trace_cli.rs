@@ -236,3 +236,43 @@ fn record_runs_a_program_under_valgrind() {
     );
     assert!(!missing.exists());
 }
+
+/// `trace dump -o FILE` writes what `trace dump` prints (hand-written trace, its canonical
+/// text); into a FIFO it writes through the node (read back), never replacing it; a file
+/// that is the trace itself is refused before anything is written.
+#[test]
+fn dump_to_a_file_a_fifo_and_never_over_its_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("hand.txt");
+    let trace = dir.path().join("hand.trace");
+    std::fs::write(&text, HAND).unwrap();
+    import_text(&text, &trace);
+    let canonical: String = HAND.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    let out = dir.path().join("dump.txt");
+    run_ok(&["trace", "dump", s(&trace), "-o", s(&out)]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), canonical);
+
+    let fifo = dir.path().join("fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    run_ok(&["trace", "dump", s(&trace), "--out", s(&fifo)]);
+    assert_eq!(reader.join().unwrap(), canonical);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+
+    let before = std::fs::read(&trace).unwrap();
+    let refused = run(&["trace", "dump", s(&trace), "-o", s(&trace)]);
+    assert_refused_naming(&refused, &["--out", "would destroy it"]);
+    assert_eq!(
+        std::fs::read(&trace).unwrap(),
+        before,
+        "the trace untouched"
+    );
+}
