@@ -13,14 +13,22 @@ use std::path::PathBuf;
 
 const HAND: &str = "# a hand-written trace\na 0 100\na 1 50\nr 0 300\nf 1\na 1 8 64\na 2 0\nf 0\n";
 
+/// [`HAND`] imported into `dir`, and its canonical text (the comment dropped).
+fn hand_trace(dir: &std::path::Path) -> (PathBuf, String) {
+    let text = dir.join("hand.txt");
+    let trace = dir.join("hand.trace");
+    std::fs::write(&text, HAND).unwrap();
+    import_text(&text, &trace);
+    (
+        trace,
+        HAND.lines().skip(1).map(|l| format!("{l}\n")).collect(),
+    )
+}
+
 #[test]
 fn text_import_dump_is_identity_and_stats_are_hand_computed() {
     let dir = tempfile::tempdir().unwrap();
-    let text = dir.path().join("hand.txt");
-    let trace = dir.path().join("hand.trace");
-    std::fs::write(&text, HAND).unwrap();
-    import_text(&text, &trace);
-    let canonical: String = HAND.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    let (trace, canonical) = hand_trace(dir.path());
     assert_eq!(dump(&trace), canonical);
 
     // By hand: requested bytes 100, 150, 350 (realloc), 300, 308, 308, 8; live 1, 2, 2, 1, 2,
@@ -243,11 +251,7 @@ fn record_runs_a_program_under_valgrind() {
 #[test]
 fn dump_to_a_file_a_fifo_and_never_over_its_input() {
     let dir = tempfile::tempdir().unwrap();
-    let text = dir.path().join("hand.txt");
-    let trace = dir.path().join("hand.trace");
-    std::fs::write(&text, HAND).unwrap();
-    import_text(&text, &trace);
-    let canonical: String = HAND.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    let (trace, canonical) = hand_trace(dir.path());
     let out = dir.path().join("dump.txt");
     run_ok(&["trace", "dump", s(&trace), "-o", s(&out)]);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), canonical);

@@ -97,14 +97,13 @@ fn read_band(path: &Path, trace: &Path, malloc_conf: Option<&str>) -> Result<Ban
     let at = || format!("--band '{}'", path.display());
     let text = std::fs::read_to_string(path).with_context(at)?;
     let r = RecordedBand::parse(&text).with_context(at)?;
-    let (model, model_mean_error) = band_model(&r, trace, malloc_conf).with_context(at)?;
-    let h = r.header;
-    Ok(Band {
-        model,
-        model_mean_error,
+    let h = &r.header;
+    let mut band = Band {
+        model: Vec::new(),
+        model_mean_error: 0.0,
         runs: r.band.runs.len(),
-        trace: h.trace,
-        malloc_conf: h.malloc_conf,
+        trace: h.trace.clone(),
+        malloc_conf: h.malloc_conf.clone(),
         time_scale: h.time_scale,
         seed: h.seed,
         clock_resolution_ns: h.clock_resolution_ns,
@@ -115,42 +114,37 @@ fn read_band(path: &Path, trace: &Path, malloc_conf: Option<&str>) -> Result<Ban
             .iter()
             .map(|p| (p.event, p.resident.min, p.resident.max))
             .collect(),
-    })
+    };
+    band_model(&mut band, &r, trace, malloc_conf).with_context(at)?;
+    Ok(band)
 }
 
 /// The model's mean resident at the band's checkpoints, each run from its live run's
 /// start-up (`live::decay_compare::compare_with_band`, as the report's decay section), and
-/// its mean error; nothing where the band's clock cannot be modelled apart (background
-/// threads, 5.3.1's clock-driven GC) or the trace is not the band's (refused by the page).
+/// its mean error, into `band`; nothing where the band's clock cannot be modelled apart
+/// (background threads, 5.3.1's clock-driven GC) or the trace is not the band's (the page
+/// refuses it, naming both).
 fn band_model(
+    band: &mut Band,
     r: &RecordedBand,
     trace: &Path,
     malloc_conf: Option<&str>,
-) -> Result<(Vec<(u64, f64)>, f64)> {
+) -> Result<()> {
+    use crate::trace::Record;
     let h = &r.header;
     let options = ProcessOptions::parse(malloc_conf.unwrap_or(&h.malloc_conf))?;
     if crate::live::decay_compare::replayed_clock_for(r.band.config.version, &options) {
-        return Ok((Vec::new(), 0.0));
+        return Ok(());
     }
-    let mut records: Vec<crate::trace::Record> = crate::trace::open(trace)?
-        .records()
-        .filter(|r| !matches!(r, Ok(crate::trace::Record::Site { .. })))
-        .collect::<Result<_, _>>()?;
+    let records: Vec<Record> =
+        crate::process::replay_records(crate::trace::open(trace)?.records(), h.time_scale)
+            .collect::<Result<_, _>>()?;
     let events = records
         .iter()
-        .filter(|r| {
-            matches!(
-                r,
-                crate::trace::Record::Call(_) | crate::trace::Record::ThreadExit { .. }
-            )
-        })
+        .filter(|r| matches!(r, Record::Call(_) | Record::ThreadExit { .. }))
         .count() as u64;
-    if r.band.points.last().map(|p| p.event) != Some(events) {
-        // Not this trace's band: the page refuses it, naming both.
-        return Ok((Vec::new(), 0.0));
-    }
-    if h.time_scale != 1.0 {
-        crate::process::scale_times(&mut records, h.time_scale);
+    if band.check(events).is_err() {
+        return Ok(());
     }
     let c = crate::live::decay_compare::compare_with_band(
         &r.band,
@@ -159,12 +153,13 @@ fn band_model(
         h.seed,
         h.clock_resolution_ns,
     )?;
-    let line = c
+    band.model = c
         .checkpoints
         .iter()
         .map(|p| (p.event, p.model_resident))
         .collect();
-    Ok((line, c.resident().mean_error))
+    band.model_mean_error = c.resident().mean_error;
+    Ok(())
 }
 
 pub fn run(args: ViewArgs) -> Result<i32> {

@@ -99,11 +99,10 @@ impl Elf {
         // and its names would differ between machines with and without its debug package.
         if stripped && !crate::trace::is_system_module(path) {
             let debug = debug_file(path, &file).and_then(|d| std::fs::read(d).ok());
-            if let Some(d) = debug.as_deref().filter(|d| same_build(&file, d)) {
-                if let Ok(d) = object::File::parse(d) {
-                    functions.extend(functions_of(&d));
-                    stripped = false;
-                }
+            let parsed = debug.as_deref().and_then(|d| object::File::parse(d).ok());
+            if let Some(d) = parsed.filter(|d| same_build(&file, d)) {
+                functions.extend(functions_of(&d));
+                stripped = false;
             }
         }
         functions.sort();
@@ -169,12 +168,9 @@ fn debug_file(path: &str, file: &object::File) -> Option<std::path::PathBuf> {
 }
 
 /// Whether `debug` is the debug file of `file`: the same build id where both have one.
-fn same_build(file: &object::File, debug: &[u8]) -> bool {
+fn same_build(file: &object::File, debug: &object::File) -> bool {
     use object::Object;
-    let Ok(d) = object::File::parse(debug) else {
-        return false;
-    };
-    match (file.build_id(), d.build_id()) {
+    match (file.build_id(), debug.build_id()) {
         (Ok(Some(a)), Ok(Some(b))) => a == b,
         _ => true,
     }

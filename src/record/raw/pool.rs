@@ -33,6 +33,18 @@ pub(super) struct DecodedChunk {
     pub(super) bytes: u64,
 }
 
+impl DecodedChunk {
+    /// A chunk none of whose events could be decoded.
+    fn failed(error: CursorError, bytes: u64) -> DecodedChunk {
+        DecodedChunk {
+            events: Vec::new(),
+            stacks: Stacks::default(),
+            error: Some(error),
+            bytes,
+        }
+    }
+}
+
 /// (image, raw thread id, chunk index in the thread).
 type Key = (usize, u32, usize);
 
@@ -136,14 +148,9 @@ fn work(shared: &Shared) {
         let chunk = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             decode(&job, &mut buf, spare.unwrap_or_default())
         }))
-        .unwrap_or_else(|_| DecodedChunk {
-            events: Vec::new(),
-            stacks: Stacks::default(),
-            error: Some(CursorError::Corrupt(
-                job.chunk.start,
-                "the chunk's decoder failed".into(),
-            )),
-            bytes: 0,
+        .unwrap_or_else(|_| {
+            let failed = "the chunk's decoder failed".into();
+            DecodedChunk::failed(CursorError::Corrupt(job.chunk.start, failed), 0)
         });
         shared
             .cpu_ns
@@ -164,12 +171,7 @@ fn decode(job: &Job, buf: &mut Vec<u8>, mut events: Vec<RawEvent>) -> DecodedChu
     buf.resize(c.end - c.start, 0);
     let bytes = buf.len() as u64;
     if let Err(e) = job.file.read_exact_at(buf, c.start as u64) {
-        return DecodedChunk {
-            events: Vec::new(),
-            stacks: Stacks::default(),
-            error: Some(CursorError::Io(e)),
-            bytes,
-        };
+        return DecodedChunk::failed(CursorError::Io(e), bytes);
     }
     let chunk = ChunkBytes {
         buf,
