@@ -21,8 +21,9 @@ enum Kind {
 }
 
 /// What is read: the build (`arenas.*`, 5.3.1's large rounding) and the options a replay
-/// models; `background_thread` is the current setting (a server turns it on at run time).
-const READ: [(&str, Kind); 14] = [
+/// models; `opt.background_thread` the setting at start, `background_thread` the current one
+/// (a server turns it on at run time: the write is recorded as a control).
+const READ: [(&str, Kind); 15] = [
     ("arenas.quantum\0", Kind::Size),
     ("arenas.page\0", Kind::Size),
     ("opt.cache_oblivious\0", Kind::Bool),
@@ -32,6 +33,7 @@ const READ: [(&str, Kind); 14] = [
     ("opt.tcache_max\0", Kind::Size),
     ("opt.dirty_decay_ms\0", Kind::Ssize),
     ("opt.muzzy_decay_ms\0", Kind::Ssize),
+    ("opt.background_thread\0", Kind::Bool),
     ("background_thread\0", Kind::Bool),
     ("opt.max_background_threads\0", Kind::Size),
     ("opt.oversize_threshold\0", Kind::Size),

@@ -8,12 +8,17 @@ use libc::{c_char, c_int, c_void, size_t};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Which control a name is: `thread.tcache.flush` (0), `arena.<i>.purge` (1, i),
-/// `arena.<i>.decay` (2, i), `thread.arena` (3), `thread.tcache.enabled` (4).
+/// `arena.<i>.decay` (2, i), `thread.arena` (3), `thread.tcache.enabled` (4),
+/// `tcache.create` (5), `tcache.flush` (6), `tcache.destroy` (7), `background_thread` (8).
 fn name_code(name: &[u8]) -> Option<(u64, u64)> {
     match name {
         b"thread.tcache.flush" => return Some((0, 0)),
         b"thread.arena" => return Some((3, 0)),
         b"thread.tcache.enabled" => return Some((4, 0)),
+        b"tcache.create" => return Some((CREATE, 0)),
+        b"tcache.flush" => return Some((6, 0)),
+        b"tcache.destroy" => return Some((7, 0)),
+        b"background_thread" => return Some((8, 0)),
         _ => {}
     }
     let rest = name.strip_prefix(b"arena.")?;
@@ -32,16 +37,27 @@ fn name_code(name: &[u8]) -> Option<(u64, u64)> {
     }
 }
 
+/// `tcache.create`: its argument, the cache's index, is what the call gives back in `old`.
+const CREATE: u64 = 5;
+
 /// The code and argument of control `code` (its name's argument `arg`) written with `new`:
-/// `thread.arena` takes an unsigned, `thread.tcache.enabled` a bool; a read of either is no
-/// control.
-unsafe fn with_value(code: u64, arg: u64, new: *mut c_void, new_len: size_t) -> Option<(u64, u64)> {
+/// `thread.arena`, `tcache.flush` and `tcache.destroy` take an unsigned,
+/// `thread.tcache.enabled` and `background_thread` a bool (a read of any is no control);
+/// `tcache.create` gives an unsigned (read after the call).
+unsafe fn with_value(
+    code: u64,
+    arg: u64,
+    old_len: *mut size_t,
+    new: *mut c_void,
+    new_len: size_t,
+) -> Option<(u64, u64)> {
+    let unsigned = !new.is_null() && new_len == std::mem::size_of::<u32>();
+    let boolean = !new.is_null() && new_len == 1;
     match code {
-        3 if !new.is_null() && new_len == std::mem::size_of::<u32>() => {
-            Some((3, u64::from(*(new as *const u32))))
-        }
-        4 if !new.is_null() && new_len == 1 => Some((4, u64::from(*(new as *const u8) != 0))),
-        3 | 4 => None,
+        3 | 6 | 7 if unsigned => Some((code, u64::from(*(new as *const u32)))),
+        4 | 8 if boolean => Some((code, u64::from(*(new as *const u8) != 0))),
+        CREATE if !old_len.is_null() && *old_len == std::mem::size_of::<u32>() => Some((CREATE, 0)),
+        3..=8 => None,
         _ => Some((code, arg)),
     }
 }
@@ -49,6 +65,7 @@ unsafe fn with_value(code: u64, arg: u64, new: *mut c_void, new_len: size_t) -> 
 /// The control a `mallctl` call makes, if any.
 pub unsafe fn control_of(
     name: *const c_char,
+    old_len: *mut size_t,
     new: *mut c_void,
     new_len: size_t,
 ) -> Option<(u64, u64)> {
@@ -56,7 +73,7 @@ pub unsafe fn control_of(
         return None;
     }
     let (code, arg) = name_code(std::ffi::CStr::from_ptr(name).to_bytes())?;
-    with_value(code, arg, new, new_len)
+    with_value(code, arg, old_len, new, new_len)
 }
 
 /// MIBs of control names the program looked up: per entry, `code + 1` (0: free) with the
@@ -74,7 +91,7 @@ pub unsafe fn remember(name: *const c_char, mib: *const size_t, mib_len: *const 
         return;
     };
     let len = *mib_len;
-    if !(2..=3).contains(&len) {
+    if !(1..=3).contains(&len) {
         return;
     }
     let head = (code + 1) | (len as u64) << 8;
@@ -97,10 +114,11 @@ pub unsafe fn remember(name: *const c_char, mib: *const size_t, mib_len: *const 
 pub unsafe fn control_of_mib(
     mib: *const size_t,
     mib_len: size_t,
+    old_len: *mut size_t,
     new: *mut c_void,
     new_len: size_t,
 ) -> Option<(u64, u64)> {
-    if mib.is_null() || !(2..=3).contains(&mib_len) {
+    if mib.is_null() || !(1..=3).contains(&mib_len) {
         return None;
     }
     let at = |k: usize| if k < mib_len { *mib.add(k) as u64 } else { 0 };
@@ -117,22 +135,40 @@ pub unsafe fn control_of_mib(
         let same =
             (0..3).all(|k| (arena_op && k == 1) || entry[1 + k].load(Ordering::Relaxed) == at(k));
         if same {
-            return with_value(code, if arena_op { at(1) } else { 0 }, new, new_len);
+            return with_value(
+                code,
+                if arena_op { at(1) } else { 0 },
+                old_len,
+                new,
+                new_len,
+            );
         }
     }
     None
 }
 
 /// Runs the real `mallctl`/`mallctlbymib` (calls made inside it are reentrant); a `control`
-/// that succeeds is recorded, its order key taken before the real call.
-pub unsafe fn run(control: Option<(u64, u64)>, real: impl FnOnce() -> c_int) -> c_int {
+/// that succeeds is recorded, its order key taken before the real call (`tcache.create`'s
+/// index read from `old` after it).
+pub unsafe fn run(
+    control: Option<(u64, u64)>,
+    old: *mut c_void,
+    real: impl FnOnce() -> c_int,
+) -> c_int {
     let (Some((code, arg)), Some(ctx)) = (control, control.and_then(|_| enter())) else {
         return in_allocator(real);
     };
     let (seq, stamp) = ctx.seq_stamped();
     let r = ctx.real(real);
     if r == 0 {
-        ctx.push(&[E_CTL | ctx.mark | seq << 8, stamp, code, arg]);
+        let arg = match code {
+            CREATE if !old.is_null() => u64::from(*(old as *const u32)),
+            CREATE => u64::MAX,
+            _ => arg,
+        };
+        if arg != u64::MAX {
+            ctx.push(&[E_CTL | ctx.mark | seq << 8, stamp, code, arg]);
+        }
     }
     r
 }

@@ -374,7 +374,8 @@ pub unsafe extern "C" fn mallctl(
             new_len
         )
     };
-    crate::ctl::run(crate::ctl::control_of(name, new, new_len), real)
+    let control = crate::ctl::control_of(name, old_len, new, new_len);
+    crate::ctl::run(control, old, real)
 }
 
 /// `mallctlbymib`, as [`mallctl`] (a control by a MIB `mallctlnametomib` gave).
@@ -409,7 +410,8 @@ pub unsafe extern "C" fn mallctlbymib(
             new_len
         )
     };
-    crate::ctl::run(crate::ctl::control_of_mib(mib, mib_len, new, new_len), real)
+    let control = crate::ctl::control_of_mib(mib, mib_len, old_len, new, new_len);
+    crate::ctl::run(control, old, real)
 }
 
 /// `mmap`: recorded (`MAP`) when the program's allocator makes it inside one of its calls

@@ -28,6 +28,8 @@ const OP_CONTROL: u64 = 4;
 const CTL_ALL: u64 = 1;
 /// The control names an arena the trace has not used: jemalloc finds none, nothing happens.
 const CTL_NONE: u64 = 2;
+/// Explicit caches a replay can make (`tcache.create`; jemalloc's `MALLOCX_TCACHE_MAX` + 1).
+const MAX_EXPLICIT: usize = 4094;
 
 /// One call as a worker runs it.
 #[derive(Clone, Copy)]
@@ -39,6 +41,8 @@ struct Op {
     /// `MALLOCX_LG_ALIGN`: log2 of the alignment (0: none), in bits 0-5; then the call's own
     /// `MALLOCX_` choices ([`api_bits`]).
     flags: u32,
+    /// `MALLOCX_TCACHE(c)`: the trace's explicit cache `c` + 1 (0: none).
+    cache: u32,
 }
 
 /// Bit 6: `MALLOCX_TCACHE_NONE`; bit 7: the arena in bits 8-23 is the trace's `k`-th manual
@@ -101,6 +105,16 @@ fn control_op(
         },
         Control::BindArena { arena } => (0, arena_bits(arena, manual.choose(arena, narenas))?),
         Control::CacheEnabled { on } => (u64::from(on), 0),
+        Control::CacheCreate { cache }
+        | Control::CacheFlush { cache }
+        | Control::CacheDestroy { cache } => {
+            ensure!(
+                (cache as usize) < MAX_EXPLICIT,
+                "explicit cache {cache}: jemalloc makes at most {MAX_EXPLICIT}"
+            );
+            (u64::from(cache), 0)
+        }
+        Control::BackgroundThreads { on } => (u64::from(on), 0),
     };
     Ok((code as u32, size, bits))
 }
@@ -129,12 +143,26 @@ impl OpMaker {
     /// The op of the next record (a site has none: the stream drops them).
     fn op(&mut self, r: &Record) -> Result<Option<Op>> {
         let n = self.records + 1;
+        let cache = match r {
+            Record::Call(c) if !c.reentrant => match c.explicit_cache() {
+                Some(k) => {
+                    ensure!(
+                        (k as usize) < MAX_EXPLICIT,
+                        "event {n}: explicit cache {k}: jemalloc makes at most {MAX_EXPLICIT}"
+                    );
+                    k + 1
+                }
+                None => 0,
+            },
+            _ => 0,
+        };
         let op = |kind, thread, id, size, flags| Op {
             kind,
             thread,
             id,
             size,
             flags,
+            cache,
         };
         let op = match r {
             Record::Site { .. } | Record::Mapping { .. } => return Ok(None),
@@ -220,11 +248,13 @@ pub(super) fn scan(records: impl Iterator<Item = Result<Record, TraceError>>) ->
 /// hand-over (release, then acquire) orders those writes before the calls that read them.
 pub(super) struct ProcessWork {
     api: Api,
-    ops: Vec<[AtomicU64; 2]>,
+    ops: Vec<[AtomicU64; 3]>,
     ptrs: Vec<AtomicU64>,
     /// The child's index of the trace's `k`-th manual arena (0: not made yet). Ops run one
     /// at a time (the baton), so a plain load and store suffice.
     manual: Vec<AtomicU32>,
+    /// The child's index + 1 of the trace's explicit cache `c` (0: none made).
+    explicit: Vec<AtomicU32>,
     /// The MIBs of the `mallctl` writes a trace can hold (looked up before the workers start:
     /// a worker's call must not allocate).
     ctl: ControlMibs,
@@ -238,6 +268,9 @@ struct ControlMibs {
     decay: Vec<usize>,
     bind: Vec<usize>,
     enabled: Vec<usize>,
+    create: Vec<usize>,
+    cache_flush: Vec<usize>,
+    cache_destroy: Vec<usize>,
 }
 
 impl ProcessWork {
@@ -249,15 +282,19 @@ impl ProcessWork {
             decay: mib(&api, "arena.0.decay")?,
             bind: mib(&api, "thread.arena")?,
             enabled: mib(&api, "thread.tcache.enabled")?,
+            create: mib(&api, "tcache.create")?,
+            cache_flush: mib(&api, "tcache.flush")?,
+            cache_destroy: mib(&api, "tcache.destroy")?,
         };
         Ok(ProcessWork {
             api,
             ctl,
             ops: (0..WINDOW)
-                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)])
                 .collect(),
             ptrs: (0..ids).map(|_| AtomicU64::new(0)).collect(),
             manual: (0..MAX_MANUAL).map(|_| AtomicU32::new(0)).collect(),
+            explicit: (0..MAX_EXPLICIT).map(|_| AtomicU32::new(0)).collect(),
         })
     }
 
@@ -361,6 +398,41 @@ impl ProcessWork {
                 let len = std::mem::size_of::<u32>();
                 by_mib(&self.ctl.bind, (&mut a as *mut u32).cast(), len)
             }
+            5 => {
+                let (mut made, mut len) = (0u32, std::mem::size_of::<u32>());
+                // SAFETY: tcache.create writes an unsigned.
+                let ok = unsafe {
+                    (self.api.bymib)(
+                        self.ctl.create.as_ptr(),
+                        self.ctl.create.len(),
+                        (&mut made as *mut u32).cast(),
+                        &mut len,
+                        std::ptr::null_mut(),
+                        0,
+                    ) == 0
+                };
+                if ok {
+                    self.explicit[size as usize].store(made + 1, Ordering::Relaxed);
+                }
+                ok
+            }
+            6 | 7 => {
+                let slot = &self.explicit[size as usize];
+                let Some(mut c) = slot.load(Ordering::Relaxed).checked_sub(1) else {
+                    return false;
+                };
+                let mib = if code == 6 {
+                    &self.ctl.cache_flush
+                } else {
+                    slot.store(0, Ordering::Relaxed);
+                    &self.ctl.cache_destroy
+                };
+                by_mib(mib, (&mut c as *mut u32).cast(), std::mem::size_of::<u32>())
+            }
+            // `background_thread`: left out. The child's own threads would allocate (glibc's
+            // `pthread_create`) beside the recorded calls made inside that write, which the
+            // child replays; the model applies it.
+            8 => true,
             _ => {
                 let mut on = size == 1;
                 let len = std::mem::size_of::<bool>();
@@ -372,10 +444,11 @@ impl ProcessWork {
 
 impl Work for ProcessWork {
     fn run(&self, i: usize) -> bool {
-        let [size, packed] = &self.ops[i];
-        let (size, packed) = (
+        let [size, packed, cache] = &self.ops[i];
+        let (size, packed, cache) = (
             size.load(Ordering::Relaxed) as usize,
             packed.load(Ordering::Relaxed),
+            cache.load(Ordering::Relaxed) as usize,
         );
         let (id, kind, bits) = (
             packed as u32 as usize,
@@ -388,9 +461,16 @@ impl Work for ProcessWork {
             self.control(id as u32, size as u64, bits);
             return true;
         }
-        let Some(flags) = self.mallocx_flags(bits) else {
+        let Some(mut flags) = self.mallocx_flags(bits) else {
             return false;
         };
+        if cache > 0 {
+            // MALLOCX_TCACHE(c) = (c + 2) << 8, with the child's index of the trace's cache.
+            match self.explicit[cache - 1].load(Ordering::Relaxed) {
+                0 => return false,
+                made => flags |= ((made + 1) << 8) as i32,
+            }
+        }
         let slot = &self.ptrs[id];
         // SAFETY: pointers in `ptrs` came from this jemalloc and are live (every call was
         // checked against the live objects before it reached the window).
@@ -469,10 +549,11 @@ impl Window {
                 "event {}: the trace changed since the child scanned it",
                 self.maker.records
             );
-            let [size, packed] = &work.ops[self.steps.len()];
+            let [size, packed, cache] = &work.ops[self.steps.len()];
             size.store(op.size, Ordering::Relaxed);
             let p = u64::from(op.id) | op.kind << 32 | u64::from(op.flags) << 40;
             packed.store(p, Ordering::Relaxed);
+            cache.store(u64::from(op.cache), Ordering::Relaxed);
             self.steps.push(Step {
                 thread: op.thread as usize,
                 exit,

@@ -54,6 +54,8 @@ pub enum ProcessError {
     NoClock { event: u64 },
     #[error("event {event}: the trace has no times, and jemalloc 5.3.1's default cache GC runs on a 10 ms clock (record with times, or give experimental_tcache_gc:false)")]
     ClockGc { event: u64 },
+    #[error("event {event}: explicit thread cache {cache} is used before tcache.create made it, or after tcache.destroy")]
+    UnknownExplicitCache { event: u64, cache: u32 },
 }
 
 /// Process-wide running totals, up to date after every record.
@@ -196,7 +198,19 @@ fn snapshot_of(
         ..ProcessSnapshot::default()
     };
     for (i, a) in arenas.iter().enumerate() {
-        let Some(a) = a else { continue };
+        let Some(a) = a else {
+            // An arena only an internal binding made holds nothing but the explicit caches
+            // associated with it.
+            if tcache.get(i).is_some_and(|&b| b > 0) {
+                s.arenas.push(ArenaSnapshot {
+                    index: i as u32,
+                    tcache_bytes: tcache[i],
+                    mapped_bytes: base_mapped(i),
+                    ..ArenaSnapshot::default()
+                });
+            }
+            continue;
+        };
         s.allocated_bytes += a.stats().allocated_bytes;
         s.active_bytes += a.stats().active_bytes;
         let sets = a.page_sets();

@@ -10,6 +10,7 @@ mod base;
 mod cache;
 mod control;
 mod decay;
+mod explicit;
 mod gc;
 mod meta;
 mod metadata;
@@ -155,6 +156,8 @@ pub struct Process {
     reentrant: reentrant::ReentrantTally,
     /// `malloc_stats_print`'s buffer while a dump runs (internal bytes of arena 0).
     print_buffer: u64,
+    /// Caches made with `tcache.create` (`model/explicit.rs`).
+    explicit: explicit::ExplicitCaches,
 }
 
 impl Process {
@@ -216,6 +219,7 @@ impl Process {
             bg,
             reentrant: Default::default(),
             print_buffer: 0,
+            explicit: Default::default(),
         })
     }
 
@@ -332,7 +336,7 @@ impl Process {
         super::snapshot_of(&self.stats, &self.arenas, &self.tcache_bytes, base_mapped)
     }
 
-    /// `internal`: the live threads' cache blocks (`tsd_tcache_data_init` allocates them in
+    /// `internal`: the live threads' cache blocks and the explicit caches' (both allocated in
     /// arena 0 as internal: in `stats.metadata` as well as in `stats.allocated`).
     fn internal_bytes(&self) -> u64 {
         let threads = self.threads.iter().flatten();
@@ -341,7 +345,11 @@ impl Process {
             0 => 0,
             n => n * self.cache_block_bytes(),
         };
-        blocks + self.print_buffer
+        let explicit = match self.explicit.made() {
+            0 => 0,
+            n => n * self.explicit_block_bytes(),
+        };
+        blocks + explicit + self.print_buffer
     }
 
     /// Applies one record.
@@ -386,6 +394,10 @@ impl Process {
                     && self.stays_minimal(t)
                 {
                     self.minimal_free(n, t, call.event)?;
+                } else if call.reentrant && !self.started(t) {
+                    // A thread whose every call is reentrant: jemalloc's own (a background
+                    // thread starting its siblings), on internal state that never starts.
+                    self.internal_call(n, t, call.event)?;
                 } else {
                     self.ensure_thread(t)?;
                     // A call made inside another allocator call: arena 0, no cache; one

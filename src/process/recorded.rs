@@ -18,7 +18,9 @@ pub struct RecordedAllocator {
     pub malloc_conf: String,
 }
 
-/// Options carried over, as `MALLOC_CONF` keys, by the line that holds them.
+/// Options carried over, as `MALLOC_CONF` keys, by the line that holds them. Background
+/// threads: the setting at start (`opt.background_thread`; a write at run time is in the
+/// trace as a control), else, from recorders before it, the setting at the end.
 const OPTIONS: [(&str, &str); 9] = [
     ("opt.narenas", "narenas"),
     ("opt.tcache", "tcache"),
@@ -57,7 +59,13 @@ impl RecordedAllocator {
         })();
         let malloc_conf = OPTIONS
             .iter()
-            .filter_map(|(line, key)| value(line).map(|v| format!("{key}:{v}")))
+            .filter_map(|(line, key)| {
+                let v = match *line {
+                    "background_thread" => value("opt.background_thread").or(value(line)),
+                    _ => value(line),
+                };
+                v.map(|v| format!("{key}:{v}"))
+            })
             .collect::<Vec<_>>()
             .join(",");
         Some(RecordedAllocator {

@@ -121,10 +121,18 @@ impl Call {
         }
     }
 
-    /// `MALLOCX_TCACHE_NONE`: the call bypasses the thread cache. (`MALLOCX_TCACHE(t)`, an
-    /// explicit cache made with `tcache.create`, is taken for the thread's own.)
+    /// `MALLOCX_TCACHE_NONE`: the call bypasses the thread cache.
     pub fn tcache_off(&self) -> bool {
         (self.mallocx_flags >> 8) & 0xfff == 1
+    }
+
+    /// `MALLOCX_TCACHE(c)`: the call goes through explicit cache `c` (made with
+    /// `tcache.create`, see [`Control::CacheCreate`]) instead of the thread's own.
+    pub fn explicit_cache(&self) -> Option<u32> {
+        match (self.mallocx_flags >> 8) & 0xfff {
+            0 | 1 => None,
+            c => Some(c - 2),
+        }
     }
 }
 
@@ -147,6 +155,15 @@ pub enum Control {
     /// `thread.tcache.enabled` written: the thread's cache made (`true`) or flushed and
     /// destroyed (`false`).
     CacheEnabled { on: bool },
+    /// `tcache.create` gave explicit cache `cache` (its block from arena 0, associated with
+    /// the thread's internal arena).
+    CacheCreate { cache: u32 },
+    /// `tcache.flush` of explicit cache `cache`: destroyed now, made again at its next use.
+    CacheFlush { cache: u32 },
+    /// `tcache.destroy` of explicit cache `cache`: destroyed, its index free for reuse.
+    CacheDestroy { cache: u32 },
+    /// `background_thread` written: jemalloc's background purging threads started or stopped.
+    BackgroundThreads { on: bool },
 }
 
 impl Control {
@@ -158,6 +175,10 @@ impl Control {
             Control::Decay { arena } => (2, arena.into()),
             Control::BindArena { arena } => (3, arena.into()),
             Control::CacheEnabled { on } => (4, on.into()),
+            Control::CacheCreate { cache } => (5, cache.into()),
+            Control::CacheFlush { cache } => (6, cache.into()),
+            Control::CacheDestroy { cache } => (7, cache.into()),
+            Control::BackgroundThreads { on } => (8, on.into()),
         }
     }
 
@@ -170,12 +191,16 @@ impl Control {
             2 => Control::Decay { arena: arena? },
             3 => Control::BindArena { arena: arena? },
             4 if arg <= 1 => Control::CacheEnabled { on: arg == 1 },
+            5 => Control::CacheCreate { cache: arena? },
+            6 => Control::CacheFlush { cache: arena? },
+            7 => Control::CacheDestroy { cache: arena? },
+            8 if arg <= 1 => Control::BackgroundThreads { on: arg == 1 },
             _ => return None,
         })
     }
 
     /// The text form's words after `c`: `flush`, `purge I`, `decay I`, `arena I` (`all` for
-    /// [`ALL_ARENAS`]), `tcache on|off`.
+    /// [`ALL_ARENAS`]), `tcache on|off`, `cache create|flush|destroy C`, `background on|off`.
     pub fn words(self) -> String {
         let arena = |a: u32| match a {
             ALL_ARENAS => "all".to_string(),
@@ -188,6 +213,11 @@ impl Control {
             Control::BindArena { arena: a } => format!("arena {a}"),
             Control::CacheEnabled { on: true } => "tcache on".into(),
             Control::CacheEnabled { on: false } => "tcache off".into(),
+            Control::CacheCreate { cache } => format!("cache create {cache}"),
+            Control::CacheFlush { cache } => format!("cache flush {cache}"),
+            Control::CacheDestroy { cache } => format!("cache destroy {cache}"),
+            Control::BackgroundThreads { on: true } => "background on".into(),
+            Control::BackgroundThreads { on: false } => "background off".into(),
         }
     }
 
@@ -209,8 +239,21 @@ impl Control {
             },
             ["tcache", "on"] => Ok(Control::CacheEnabled { on: true }),
             ["tcache", "off"] => Ok(Control::CacheEnabled { on: false }),
+            ["cache", op, c] => {
+                let cache = c
+                    .parse::<u32>()
+                    .map_err(|_| format!("cache '{c}' is not a number"))?;
+                match *op {
+                    "create" => Ok(Control::CacheCreate { cache }),
+                    "flush" => Ok(Control::CacheFlush { cache }),
+                    "destroy" => Ok(Control::CacheDestroy { cache }),
+                    _ => Err(format!("'c cache {op}' is not 'create', 'flush' or 'destroy'")),
+                }
+            }
+            ["background", "on"] => Ok(Control::BackgroundThreads { on: true }),
+            ["background", "off"] => Ok(Control::BackgroundThreads { on: false }),
             _ => Err(format!(
-                "control '{}' is not 'flush', 'purge I', 'decay I', 'arena I' or 'tcache on|off'",
+                "control '{}' is not 'flush', 'purge I', 'decay I', 'arena I', 'tcache on|off', 'cache create|flush|destroy C' or 'background on|off'",
                 words.join(" ")
             )),
         }

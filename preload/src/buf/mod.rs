@@ -165,6 +165,7 @@ pub unsafe fn enter() -> Option<Ctx> {
             }
             t.buf.set(b);
             libc::pthread_setspecific(KEY.load(Ordering::Acquire), b as *const c_void);
+            t.internal.set(is_allocator_thread());
         }
         t.busy.set(true);
         // Before any order key is taken (the counter's `fetch_add`, or with TSC keys the
@@ -173,6 +174,8 @@ pub unsafe fn enter() -> Option<Ctx> {
         let (mark, inside_recorded) = if t.in_alloc.get() > 0 {
             let inside = (*b).in_call.load(Ordering::Relaxed) == 1;
             (crate::wire::REENTRANT, inside)
+        } else if t.internal.get() {
+            (crate::wire::REENTRANT, false)
         } else {
             (0, false)
         };
@@ -352,6 +355,13 @@ pub fn resume_owners() {
 }
 
 /// A buffer for the calling thread: one an exited thread left, else a new one.
+/// Whether this thread is jemalloc's background thread (`background_thread_entry` names it
+/// `jemalloc_bg_thd` before its first call): one `prctl` per thread, at its first call.
+unsafe fn is_allocator_thread() -> bool {
+    let mut name = [0u8; 16];
+    libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr()) == 0 && name.starts_with(b"jemalloc_bg_thd")
+}
+
 unsafe fn new_thread_buf() -> *mut Buf {
     let tid = NEXT_TID.fetch_add(1, Ordering::Relaxed);
     if tid > 0 {

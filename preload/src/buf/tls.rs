@@ -26,6 +26,9 @@ pub struct Tls {
     /// Inside `flush_locked`, writing a chunk: a fatal signal's handler on this thread must
     /// not write the same buffer again (its events would be in the file twice).
     pub flushing: Cell<bool>,
+    /// jemalloc's own thread (its background thread, by name): every call it makes is
+    /// reentrant (jemalloc runs it on internal state, `tsd_internal_fetch`).
+    pub internal: Cell<bool>,
 }
 
 /// The handle: `TLS.with(|t| ...)`, as with `thread_local!`.
@@ -79,6 +82,7 @@ impl Key {
                     exited: Cell::new(false),
                     in_alloc: Cell::new(0),
                     flushing: Cell::new(false),
+                    internal: Cell::new(false),
                 }
             };
         }

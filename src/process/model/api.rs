@@ -12,8 +12,11 @@
 //!   the model's `narenas` is taken for the recorded program's manual arenas, numbered by
 //!   first use ([`ManualArenas`]; a program that names an automatic arena above the replay's
 //!   `narenas` is misread so);
-//! - `MALLOCX_TCACHE(t)`, a cache made with `tcache.create`, is taken for the thread's own,
-//!   and a realloc's flags are not modelled (it is served as `realloc`): approximations.
+//! - `MALLOCX_TCACHE(c)`: explicit cache `c` (`tcache.create`) serves the call in place of the
+//!   thread's own ([`super::explicit`]);
+//! - a realloc (`rallocx`, `xallocx`) with flags moves as `arena_ralloc` does with them: a
+//!   large block that cannot stay is placed in the named arena, a fresh allocation goes
+//!   through the named cache (or none), and the old block is freed through it.
 //!
 //! `thread.arena` names arenas the same way (`model/control.rs`).
 
@@ -69,24 +72,60 @@ impl Process {
             Some(a) => Some(self.manual_arena(a)?),
             None => None,
         };
+        let explicit = call.explicit_cache();
+        let cache = !call.tcache_off();
         match call.event {
             Event::Alloc { id, size, align } => {
                 if self.live(id).is_some() {
                     return Err(SimError::AllocOfLiveId { event: n, id }.into());
                 }
                 let usize = self.arena(0).usable(n, size, align)?;
-                let cache = !call.tcache_off();
-                let placed = self.alloc_in(n, t, Ask { size, usize, align }, named, cache)?;
+                let ask = Ask { size, usize, align };
+                let placed = match explicit {
+                    Some(c) => self.with_explicit(t, c, |p| p.alloc_in(n, t, ask, named, true))?,
+                    None => self.alloc_in(n, t, ask, named, cache)?,
+                };
                 self.set(id, Object::placed(placed, usize, size, align));
                 self.stats.live_objects += 1;
                 self.stats.requested_bytes += size;
                 self.alloc_event(t, usize);
             }
-            Event::Free { id } if call.tcache_off() => {
+            Event::Free { id } if !cache => {
                 let obj = self.free_to_arena(n, t, id)?;
                 self.dalloc_event(t, obj.usize);
             }
-            _ => return Ok(false),
+            Event::Free { id } => {
+                let Some(c) = explicit else {
+                    return Ok(false);
+                };
+                let obj = self
+                    .live(id)
+                    .ok_or(SimError::FreeOfDeadId { event: n, id })?;
+                self.objects[id as usize] = super::DEAD;
+                self.with_explicit(t, c, |p| {
+                    p.free(t, obj);
+                    Ok(())
+                })?;
+                self.stats.live_objects -= 1;
+                self.stats.requested_bytes -= obj.request;
+                self.dalloc_event(t, obj.usize);
+            }
+            Event::Realloc { id, size } => {
+                let obj = self
+                    .live(id)
+                    .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
+                let usize = self.arena(0).usable(n, size, obj.align)?;
+                let placed = match explicit {
+                    Some(c) => {
+                        self.with_explicit(t, c, |p| p.realloc_in(n, t, obj, usize, named, true))?
+                    }
+                    None => self.realloc_in(n, t, obj, usize, named, cache)?,
+                };
+                self.set(id, Object::placed(placed, usize, size, obj.align));
+                self.stats.requested_bytes = self.stats.requested_bytes - obj.request + size;
+                self.alloc_event(t, usize);
+                self.dalloc_event(t, obj.usize);
+            }
         }
         self.refresh_totals();
         Ok(true)

@@ -63,6 +63,28 @@ impl Background {
         }
     }
 
+    /// Threads started at run time (`background_threads_enable`) at `now_ns`: each with an
+    /// arena of its group (`has_arena`) runs a first pass at once.
+    fn started(
+        max: u32,
+        seen: Vec<u64>,
+        now_ns: u64,
+        has_arena: impl Fn(usize, usize) -> bool,
+    ) -> Background {
+        let mut bg = Background::new(max, seen.len());
+        bg.seen = seen;
+        for k in 0..bg.max {
+            if has_arena(k, bg.max) {
+                bg.threads[k] = BgThread {
+                    wake_at: Some(now_ns),
+                    wakeup_time: Some(0),
+                    npages_to_purge_new: 0,
+                };
+            }
+        }
+        bg
+    }
+
     /// Wakes thread `k` now (`pthread_cond_signal`): it runs a pass when the current call
     /// ends.
     fn signal(&mut self, k: usize, now_ns: u64) {
@@ -88,6 +110,30 @@ impl Process {
     /// Whether background threads are modelled.
     pub(super) fn background_on(&self) -> bool {
         self.bg.is_some()
+    }
+
+    /// `background_thread` written at run time: the threads start (thread 0 always; each
+    /// with an arena of its group passes at once) or stop. Writing the current value changes
+    /// nothing.
+    pub(super) fn set_background(&mut self, on: bool) {
+        if on == self.bg.is_some() {
+            return;
+        }
+        if !on {
+            self.bg = None;
+            return;
+        }
+        let seen = self
+            .arenas
+            .iter()
+            .map(|a| a.as_ref().map_or(0, |a| a.deferred_work()))
+            .collect();
+        let arenas = &self.arenas;
+        let has_arena = |k: usize, max: usize| {
+            k == 0 || (k..arenas.len()).step_by(max).any(|i| arenas[i].is_some())
+        };
+        let max = self.options.max_background_threads;
+        self.bg = Some(Background::started(max, seen, self.clock.now_ns, has_arena));
     }
 
     /// Background passes run so far (`stats.background_thread.num_runs`; 0 when off).

@@ -130,6 +130,21 @@ impl Process {
         obj: Object,
         usize: u64,
     ) -> Result<(u32, u32), ProcessError> {
+        self.realloc_in(n, t, obj, usize, None, true)
+    }
+
+    /// [`Process::realloc`] with `rallocx`'s flags: a move goes to arena `named` when one is
+    /// named, and through the thread's cache only when `cache` (else the fresh allocation
+    /// and the old block's free bypass it).
+    pub(super) fn realloc_in(
+        &mut self,
+        n: u64,
+        t: usize,
+        obj: Object,
+        usize: u64,
+        named: Option<u32>,
+        cache: bool,
+    ) -> Result<(u32, u32), ProcessError> {
         let large_min = self.small_max + 1;
         let old_small = obj.usize <= self.small_max;
         if old_small && usize <= self.small_max && self.bin_of(usize) == self.bin_of(obj.usize) {
@@ -141,24 +156,29 @@ impl Process {
                 self.tick(t, obj.arena, 1);
                 return Ok((obj.arena, obj.extent));
             }
-            let arena = self.arena_for(t, usize)?;
+            let arena = match named {
+                Some(a) => a,
+                None => self.arena_for(t, usize)?,
+            };
             let extent = self.arena_mut(arena).place(n, usize)?;
             self.tick(t, arena, 1);
             (arena, extent)
         } else {
             // arena_ralloc_move_helper asks for the usable size.
             let align = obj.align;
-            self.alloc(
-                n,
-                t,
-                Ask {
-                    size: usize,
-                    usize,
-                    align,
-                },
-            )?
+            let ask = Ask {
+                size: usize,
+                usize,
+                align,
+            };
+            self.alloc_in(n, t, ask, named, cache)?
         };
-        self.free(t, obj);
+        if cache {
+            self.free(t, obj);
+        } else {
+            self.arena_mut(obj.arena).remove(obj.extent);
+            self.tick(t, obj.arena, 1);
+        }
         Ok(new)
     }
 

@@ -13,6 +13,10 @@
 //! - `thread.tcache.enabled` (`tcache_enabled_set`): on, a cache is made as at a thread's
 //!   start (whatever `opt.tcache`); off, it is destroyed as at its exit (`tcache_destroy`),
 //!   the thread staying bound to its arena.
+//! - `tcache.create`, `tcache.flush`, `tcache.destroy`: explicit caches ([`super::explicit`]).
+//! - `background_thread` (`background_threads_enable` / `_disable`): the background threads
+//!   start, each with an arena of its group doing a first pass at once (its wake-up time
+//!   starts at 0, not indefinite), or stop ([`super::background`]).
 
 use super::api::ArenaChoice;
 use super::Process;
@@ -71,6 +75,10 @@ impl Process {
                     self.destroy_cache(t);
                 }
             }
+            Control::CacheCreate { cache } => self.create_explicit(t, cache)?,
+            Control::CacheFlush { cache } => self.end_explicit(t, cache, false),
+            Control::CacheDestroy { cache } => self.end_explicit(t, cache, true),
+            Control::BackgroundThreads { on } => self.set_background(on),
         }
         self.refresh_totals();
         Ok(())

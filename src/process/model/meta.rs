@@ -235,8 +235,13 @@ impl MetaState {
 
     /// `arenas.create`'s control block for a new manual arena, carved from arena 0's base.
     pub fn ctl_arena(&mut self, bytes: u64) {
+        self.base0_alloc(bytes, 16);
+    }
+
+    /// `base_alloc(b0, bytes, align)`: metadata of the process as a whole (`tcaches`).
+    pub fn base0_alloc(&mut self, bytes: u64, align: u64) {
         if let (Some(c), Some(Some(b0))) = (self.classes.as_ref(), self.bases.get_mut(0)) {
-            b0.alloc(bytes, 16, c);
+            b0.alloc(bytes, align, c);
         }
     }
 

@@ -83,4 +83,40 @@ impl Process {
         self.refresh_totals();
         Ok(true)
     }
+
+    /// `event` on thread `t`, which has not started and whose calls are all reentrant
+    /// (jemalloc's background thread: `tsd_internal_fetch`, reentrant for good): arena 0 and
+    /// no cache, as [`Process::reentrant_call`], without starting the thread (a realloc
+    /// moves within arena 0).
+    pub(super) fn internal_call(
+        &mut self,
+        n: u64,
+        t: usize,
+        event: Event,
+    ) -> Result<(), ProcessError> {
+        let (id, size, align) = match event {
+            Event::Alloc { id, size, align } => {
+                if self.live(id).is_some() {
+                    return Err(SimError::AllocOfLiveId { event: n, id }.into());
+                }
+                (id, size, align)
+            }
+            Event::Free { id } => {
+                self.free_to_arena(n, t, id)?;
+                self.reentrant.calls += 1;
+                self.refresh_totals();
+                return Ok(());
+            }
+            Event::Realloc { id, size } => (id, size, self.free_to_arena(n, t, id)?.align),
+        };
+        let usize = self.arena(0).usable(n, size, align)?;
+        let extent = self.arena_mut(0).place(n, usize)?;
+        self.tick(t, 0, 1);
+        self.set(id, Object::placed((0, extent), usize, size, align));
+        self.stats.live_objects += 1;
+        self.stats.requested_bytes += size;
+        self.reentrant.calls += 1;
+        self.refresh_totals();
+        Ok(())
+    }
 }

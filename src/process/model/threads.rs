@@ -79,7 +79,11 @@ impl Process {
         self.arena_mut(block.arena).remove(block.extent);
         self.tick(t, block.arena, 1);
         self.decay_check(0);
-        if self.nthreads[arena as usize] == 0 && !self.background_on() {
+        // An explicit cache's arena may be one only an internal binding made: idle, nothing
+        // to purge (the model keeps no arena for it).
+        let idle = self.arenas[arena as usize].is_none();
+        if idle {
+        } else if self.nthreads[arena as usize] == 0 && !self.background_on() {
             self.arena_mut(arena).purge_all();
         } else {
             self.decay_check(arena);
