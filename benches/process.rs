@@ -6,7 +6,7 @@
 //! `live-start`, a one-record trace).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use fragsim::live::arena_replay::Api;
+use fragsim::live::Api;
 use fragsim::process::{threaded_trace, to_text, Process, ProcessOptions, ThreadedSpec};
 use std::hint::black_box;
 use std::process::Command;

@@ -2,7 +2,8 @@
 //! (no statistics read on either side: the cost of applying events).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use fragsim::live::arena_replay::{Api, LiveArena};
+use fragsim::check::arena_replay::LiveArena;
+use fragsim::live::Api;
 use fragsim::sim::{random_trace, ArenaModel, WorkloadSpec};
 use std::hint::black_box;
 

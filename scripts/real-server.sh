@@ -42,9 +42,9 @@ case $DECAY in
   *) echo "real-server: DECAY must be on or off, not '$DECAY'" >&2; exit 2 ;;
 esac
 case $BG in yes|no) ;; *) echo "real-server: BG must be yes or no, not '$BG'" >&2; exit 2 ;; esac
-# The server turns its background thread on by mallctl; the model is told by its options.
+# The server turns its background thread on by mallctl: the recording holds that write
+# (`c background on`), and the model starts the threads there.
 model_conf=$conf
-[ "$BG" = yes ] && model_conf=$conf,background_thread:true
 
 norand=()
 [ "${NO_ASLR:-0}" = 1 ] && setarch "$(uname -m)" -R true 2>/dev/null && norand=(setarch "$(uname -m)" -R)
@@ -60,7 +60,8 @@ redis-cli -s "$sock" shutdown nosave >/dev/null 2>&1 || true
 wait "$server_pid" || true
 server_pid=
 
-# The marker events: the first allocation (or realloc) of at least each marker's size.
+# The marker events: the first allocation (or realloc) of at least each marker's size
+# (events count calls, exits and mallctl writes, `c` lines, as the model does).
 "$fragsim" trace dump "$out/redis.trace" > "$out/redis.txt"
 python3 - "$out" <<'EOF'
 import csv, sys
@@ -71,7 +72,7 @@ found, event, k = {}, 0, 0
 with open(f"{out}/redis.txt") as f:
     for line in f:
         op = line[:1]
-        if op in "afrx":
+        if op in "afrxc":
             event += 1
         if op in "ar" and k < len(marks):
             size = int(line.split()[2])

@@ -16,6 +16,7 @@
 pub mod advise;
 pub mod blame;
 pub mod charts;
+pub mod check;
 pub mod choice;
 pub mod cleanup;
 pub mod cli;

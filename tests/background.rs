@@ -139,8 +139,8 @@ static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn live_resident_with_background_threads_is_within_the_run_to_run_spread() {
     let _one_at_a_time = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    use fragsim::live::decay_compare::compare_on_clock;
-    use fragsim::live::process::ProcessAllocator;
+    use fragsim::check::decay_compare::compare_on_clock;
+    use fragsim::check::process::ProcessAllocator;
     let exe = env!("CARGO_BIN_EXE_fragsim");
     let records: Vec<Record> =
         fragsim::trace::open(std::path::Path::new("data/traces/decay/idle.trace"))
@@ -188,7 +188,7 @@ fn live_resident_with_background_threads_is_within_the_run_to_run_spread() {
 /// the model does not: mean error 6.8-7.7% of resident, 0.62-0.70 MB against a 1.9-2.1 MB
 /// mean spread, 189-204 of 205 checkpoints in the band; otherwise about 0.3%, 21 KB against
 /// a 5 KB spread.)
-fn resident_within_spread(r: &fragsim::live::decay_compare::ErrorSummary) -> Result<(), String> {
+fn resident_within_spread(r: &fragsim::check::decay_compare::ErrorSummary) -> Result<(), String> {
     let within_spread = r.mean_error <= r.mean_spread / 2.0;
     if !((r.mean_relative_error <= 0.03 || within_spread) && r.mean_relative_error <= 0.10) {
         return Err(format!("resident: {r:?}"));

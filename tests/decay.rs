@@ -2,8 +2,8 @@
 //! whole extents purged oldest first, muzzy decay's two destinations, the process model's
 //! settings 0 and -1, the options, and a short live check.
 
-use fragsim::live::decay_compare::compare_on_clock;
-use fragsim::live::process::ProcessAllocator;
+use fragsim::check::decay_compare::compare_on_clock;
+use fragsim::check::process::ProcessAllocator;
 use fragsim::process::timed::{timed_trace, TimedShape, TimedSpec};
 use fragsim::process::{threaded_trace, ProcessError, ProcessOptions, ThreadedSpec};
 use fragsim::process::{DecayClock, Process};

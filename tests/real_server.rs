@@ -93,9 +93,10 @@ fn redis_statistics_match_the_process_model_at_every_reading() {
 }
 
 /// The server's background thread on (`jemalloc-bg-thread yes`, Redis's default): the server
-/// turns it on by `mallctl`, and glibc's `pthread_create` allocates the thread's TLS from
-/// inside that call; jemalloc serves it from arena 0 without the cache, and so does the model
-/// for a call the recorder marks reentrant (before: 12,288 bytes of active off, one slab).
+/// turns it on by `mallctl`, which the recording holds (`c background on`: the model is not
+/// told by its options), and glibc's `pthread_create` allocates the thread's TLS from inside
+/// that call; jemalloc serves it from arena 0 without the cache, and so does the model for a
+/// call the recorder marks reentrant (before: 12,288 bytes of active off, one slab).
 #[test]
 fn redis_with_its_background_thread_matches_too() {
     let conf = [

@@ -436,7 +436,7 @@ fn mappings_and_mallocx_flags_round_trip() {
 /// refused naming its line.
 #[test]
 fn controls_round_trip() {
-    let text = "T 1\na 0 24\nc flush\nt 1\nT 5\nc purge all\nc purge 3\nc decay 4096\nc decay 7\nc arena 12\nc tcache off\nc tcache on\nT 9\nf 0\n";
+    let text = "T 1\na 0 24\nc flush\nt 1\nT 5\nc purge all\nc purge 3\nc decay 4096\nc decay 7\nc arena 12\nc tcache off\nc tcache on\nc cache create 3\nc cache flush 3\nc cache destroy 3\nc background on\nc background off\nT 9\nf 0\n";
     let records = records_of(text);
     let controls: Vec<Control> = records
         .iter()
@@ -456,6 +456,11 @@ fn controls_round_trip() {
             Control::BindArena { arena: 12 },
             Control::CacheEnabled { on: false },
             Control::CacheEnabled { on: true },
+            Control::CacheCreate { cache: 3 },
+            Control::CacheFlush { cache: 3 },
+            Control::CacheDestroy { cache: 3 },
+            Control::BackgroundThreads { on: true },
+            Control::BackgroundThreads { on: false },
         ]
     );
     assert_eq!(text_of(&records), text.replace("decay 4096", "decay all"));
@@ -474,6 +479,10 @@ fn controls_round_trip() {
         "c reset\n",
         "c tcache\n",
         "c tcache 1\n",
+        "c cache create\n",
+        "c cache make 1\n",
+        "c cache flush x\n",
+        "c background yes\n",
         "e\nc flush\n",
         "j 0x100\nc flush\n",
     ] {

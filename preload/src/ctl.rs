@@ -148,8 +148,9 @@ pub unsafe fn control_of_mib(
 }
 
 /// Runs the real `mallctl`/`mallctlbymib` (calls made inside it are reentrant); a `control`
-/// that succeeds is recorded, its order key taken before the real call (`tcache.create`'s
-/// index read from `old` after it).
+/// that succeeds is recorded, its order key taken after the real call: the calls made inside
+/// it (glibc allocating as `background_thread` starts a thread) have taken theirs by then,
+/// and a thread's keys must grow (`tcache.create`'s index is read from `old`).
 pub unsafe fn run(
     control: Option<(u64, u64)>,
     old: *mut c_void,
@@ -158,9 +159,9 @@ pub unsafe fn run(
     let (Some((code, arg)), Some(ctx)) = (control, control.and_then(|_| enter())) else {
         return in_allocator(real);
     };
-    let (seq, stamp) = ctx.seq_stamped();
     let r = ctx.real(real);
     if r == 0 {
+        let (seq, stamp) = ctx.seq_stamped();
         let arg = match code {
             CREATE if !old.is_null() => u64::from(*(old as *const u32)),
             CREATE => u64::MAX,

@@ -1,6 +1,6 @@
 //! The live check of a recommended setting: the same records through the real jemalloc with
 //! that `MALLOC_CONF`, one thread per trace thread in a baton child
-//! ([`crate::live::process::compare_process_live`], as `replay --process --live`), compared
+//! ([`crate::check::process::compare_process_live`], as `replay --process --live`), compared
 //! with the model every K events. 5.3.1 settings run on the linked jemalloc, 5.3.0 settings
 //! on Debian's `libjemalloc2` preloaded (as `--system-jemalloc`); other builds have no live
 //! jemalloc here and are not run. Settings whose decay runs on the clock are not exact (jemalloc
@@ -8,7 +8,7 @@
 //! `approximate`, with the command that compares their resident memory live.
 
 use super::{Advice, AdviseError, Setting};
-use crate::live::process::{
+use crate::check::process::{
     compare_process_live_with, LiveRun, ProcessAllocator, ProcessLiveComparison, ProcessTrace,
 };
 use crate::progress::Progress;
@@ -63,7 +63,7 @@ impl LiveCheck {
 /// (`builds/NAME/libjemalloc.so.2`).
 fn allocator_for(setting: &Setting, plan: &LivePlan) -> Result<ProcessAllocator, String> {
     let debian = &plan.debian_jemalloc;
-    let linked = crate::live::arena_replay::Api::linked()
+    let linked = crate::live::Api::linked()
         .config()
         .map_err(|e| e.to_string())?;
     if setting.config() == linked {
@@ -176,7 +176,7 @@ pub fn verify_recommended<'a>(
     let spaced = plan.map(|p| LivePlan {
         every: Some(
             p.every
-                .unwrap_or_else(|| crate::live::arena_replay::default_live_every(advice.events)),
+                .unwrap_or_else(|| crate::check::arena_replay::default_live_every(advice.events)),
         ),
         ..p.clone()
     });

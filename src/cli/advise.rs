@@ -8,8 +8,8 @@ use crate::advise::{
     verify_recommended, LiveCheck, LivePlan, ModelMachine, Objective, Setting, LINKED_BASELINE,
 };
 use crate::charts::{render_png, render_svg};
+use crate::check::process::ProcessTrace;
 use crate::export::{Format, OutputFile};
-use crate::live::process::ProcessTrace;
 use crate::process::{
     machine_coarse_clock_ns, machine_cpus, machine_vaddr_bits, DecayClock, RecordedAllocator,
 };

@@ -76,7 +76,7 @@ impl AllocatorArgs {
 
 /// The build of the jemalloc this binary links: every command's default build.
 pub fn linked_config() -> Result<AllocatorConfig> {
-    crate::live::arena_replay::Api::linked().config()
+    crate::live::Api::linked().config()
 }
 
 /// Where and how to write a table.

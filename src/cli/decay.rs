@@ -1,13 +1,13 @@
 //! `fragsim replay TRACE --process --live --honour-clock --runs N`: the decay model against
-//! N live replays on the trace's clock (`crate::live::decay_compare`): the error table, the
+//! N live replays on the trace's clock (`crate::check::decay_compare`): the error table, the
 //! checkpoints (`--timeline`) and the chart of resident over time (`--chart`).
 
 use super::replay::ReplayArgs;
 use crate::charts::render_png;
+use crate::check::decay_band::{machine_description, BandHeader, RecordedBand};
+use crate::check::decay_compare::compare_on_clock;
+use crate::check::process::ProcessTrace;
 use crate::export::{write_atomic, Csv, TableFormat};
-use crate::live::decay_band::{machine_description, BandHeader, RecordedBand};
-use crate::live::decay_compare::compare_on_clock;
-use crate::live::process::ProcessTrace;
 use crate::process::{machine_coarse_clock_ns, ProcessOptions};
 use crate::report::decay::{chart_of, checkpoint_table, error_record};
 use anyhow::Result;

@@ -2,9 +2,9 @@
 //! huge arenas, threads), and with `--live` the baton replay in a child beside it.
 
 use super::replay::ReplayArgs;
+use crate::check::process::{compare_process_live_with, LiveRun, ProcessAllocator, ProcessTrace};
 use crate::engine::{self, RunError};
 use crate::export::{write_atomic, Cell, Csv, Summary, TableFormat};
-use crate::live::process::{compare_process_live_with, LiveRun, ProcessAllocator, ProcessTrace};
 use crate::live::Api;
 use crate::process::{
     machine_cpus, DecayClock, DumpAt, ProcessOptions, ProcessRows, ProcessRun, ProcessRunResult,
@@ -484,7 +484,7 @@ pub(super) fn run_live(
     let shape = trace.shape()?;
     let every = args
         .every
-        .unwrap_or_else(|| crate::live::arena_replay::default_live_every(shape.records));
+        .unwrap_or_else(|| crate::check::arena_replay::default_live_every(shape.records));
     let threads = shape.threads;
     let dump = super::stats_json::dump_at(args)?;
     if let (Some(DumpAt::Event(_)), ProcessTrace::File { path, .. }) = (dump, trace) {

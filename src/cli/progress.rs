@@ -4,7 +4,7 @@
 //! instead: a short run prints nothing extra, a long one is never silent.
 
 use crate::charts::thousands;
-use crate::live::arena_replay::{replay_compare_with, ArenaTrace, LiveComparison, LiveOptions};
+use crate::check::arena_replay::{replay_compare_with, ArenaTrace, LiveComparison, LiveOptions};
 use crate::progress::{Progress, ProgressObserver};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};

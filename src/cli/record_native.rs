@@ -123,7 +123,7 @@ fn summary_line(t: &RecordedTrace, elapsed: Option<std::time::Duration>) -> Stri
     }
     if s.controls > 0 {
         line.push_str(&format!(
-            "; {} mallctl writes (cache flushes, purges, arena moves)",
+            "; {} mallctl writes (cache flushes, caches made and ended, purges, arena moves, background threads)",
             s.controls
         ));
     }

@@ -2,11 +2,11 @@
 
 use super::progress::replay_compare;
 use super::{AllocatorArgs, OutputArgs};
-use crate::engine::{self, RunError};
-use crate::export::{write_atomic, Csv, Table, TableFormat};
-use crate::live::arena_replay::{
+use crate::check::arena_replay::{
     compare_builds, default_live_every, serve_child, LiveAllocator, LiveOptions,
 };
+use crate::engine::{self, RunError};
+use crate::export::{write_atomic, Csv, Table, TableFormat};
 use crate::live::Api;
 use crate::sim::arena_replay::{default_every, timeline_row};
 use crate::sim::{summary_record, ArenaRun};

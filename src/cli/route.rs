@@ -4,9 +4,9 @@
 
 use super::process::{live_setup, model_setup, LiveSetup};
 use super::replay::ReplayArgs;
+use crate::check::process::{compare_process_live_with, LiveRun, ProcessTrace};
 use crate::engine::RunError;
 use crate::export::{Cell, Table};
-use crate::live::process::{compare_process_live_with, LiveRun, ProcessTrace};
 use crate::process::{machine_cpus, DecayClock, ProcessOptions, ProcessSummary};
 use crate::route::{change_cells, evaluate, parse_routes, route_all, sites_of, RouteReport};
 use anyhow::Result;
@@ -149,7 +149,7 @@ fn run_live(
     let shape = trace.shape()?;
     let every = args
         .every
-        .unwrap_or_else(|| crate::live::arena_replay::default_live_every(shape.records));
+        .unwrap_or_else(|| crate::check::arena_replay::default_live_every(shape.records));
     let bar = super::progress::later_bar("live replay");
     let run = LiveRun {
         every,
@@ -198,7 +198,7 @@ pub fn advise_routes(args: &super::advise::AdviseArgs, k: usize) -> Result<i32> 
             keep: 5,
             dump: None,
         };
-        let allocator = crate::live::process::ProcessAllocator::Linked;
+        let allocator = crate::check::process::ProcessAllocator::Linked;
         let exe = std::env::current_exe()?;
         let mut live_options = options.clone();
         live_options.narenas = Some(crate::process::ProcessOptions::default().narenas_for(cpus));

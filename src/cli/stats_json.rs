@@ -4,8 +4,8 @@
 //! Also the live child's arguments, which carry when it dumps.
 
 use super::replay::ReplayArgs;
+use crate::check::process::{ProcessChildOptions, StatsDumps};
 use crate::export::{check_output, write_atomic};
-use crate::live::process::{ProcessChildOptions, StatsDumps};
 use crate::process::{stats_json, DumpAt, StatsView};
 use anyhow::{bail, Result};
 use clap::Args;
@@ -116,7 +116,7 @@ pub fn run_child(args: ChildArgs) -> Result<i32> {
         Some("end") => Some(DumpAt::End),
         Some(n) => Some(DumpAt::Event(n.parse()?)),
     };
-    crate::live::process::run_process_child(&ProcessChildOptions {
+    crate::check::process::run_process_child(&ProcessChildOptions {
         trace: args.trace,
         every: args.live.every,
         system: args.live.system,

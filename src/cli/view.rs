@@ -2,8 +2,8 @@
 //! browser ([`crate::view`]).
 
 use super::args::refuse_outputs_over_inputs;
+use crate::check::decay_band::RecordedBand;
 use crate::export::OutputFile;
-use crate::live::decay_band::RecordedBand;
 use crate::process::{machine_cpus, ProcessOptions};
 use crate::sizeclass::Preset;
 use crate::view::{gather, render, Band, Extra, ViewError, ViewSpec};
@@ -133,7 +133,7 @@ fn band_model(
     use crate::trace::Record;
     let h = &r.header;
     let options = ProcessOptions::parse(malloc_conf.unwrap_or(&h.malloc_conf))?;
-    if crate::live::decay_compare::replayed_clock_for(r.band.config.version, &options) {
+    if crate::check::decay_compare::replayed_clock_for(r.band.config.version, &options) {
         return Ok(());
     }
     let records: Vec<Record> =
@@ -146,7 +146,7 @@ fn band_model(
     if band.check(events).is_err() {
         return Ok(());
     }
-    let c = crate::live::decay_compare::compare_with_band(
+    let c = crate::check::decay_compare::compare_with_band(
         &r.band,
         &records,
         &options,

@@ -8,7 +8,7 @@ use anyhow::Result;
 /// The MIB of the per-arena statistic `name`, written with arena 0, for arena `i`: the
 /// first `0` component of the name is the arena's index (`arena.<i>.…`,
 /// `stats.arenas.<i>.…`; a later `0`, as the bin's in `stats.arenas.0.bins.0.…`, stays).
-pub(super) fn arena_mib(api: &Api, name: &str, i: usize) -> Result<Vec<usize>> {
+pub(crate) fn arena_mib(api: &Api, name: &str, i: usize) -> Result<Vec<usize>> {
     let mut m = mib(api, name)?;
     if let Some(pos) = name.split('.').position(|c| c == "0") {
         m[pos] = i;
@@ -19,7 +19,7 @@ pub(super) fn arena_mib(api: &Api, name: &str, i: usize) -> Result<Vec<usize>> {
 /// The MIBs of `names` (as [`arena_mib`] takes them) for arena `i`, in order. The array is
 /// filled in place: the only allocations are the MIBs themselves, as when each is looked up
 /// alone (the child calls this before its first event, where allocations are measured).
-pub(super) fn arena_mibs_of<const N: usize>(
+pub(crate) fn arena_mibs_of<const N: usize>(
     api: &Api,
     i: usize,
     names: [&str; N],
@@ -42,7 +42,7 @@ pub(super) fn arena_mibs_of<const N: usize>(
 
 /// Reads the `bool` at `m` (`arena.<i>.initialized`); an arena whose read fails is not
 /// initialised.
-pub(super) fn read_bool_mib(api: &Api, m: &[usize]) -> bool {
+pub(crate) fn read_bool_mib(api: &Api, m: &[usize]) -> bool {
     let mut v = false;
     let mut len = 1usize;
     // SAFETY: arena.<i>.initialized is a bool.

@@ -2,7 +2,7 @@
 //! call run on its own thread strictly in the trace's global order. The caller's thread
 //! hands a run of consecutive calls of one thread to that thread's worker and sleeps on a
 //! futex until it is done, so exactly one worker runs at a time and every call happens after
-//! the one before it. Shared by the process model's live child (`live/baton.rs`) and the
+//! the one before it. Shared by the process model's live child (`check/baton.rs`) and the
 //! measuring child of other allocators ([`crate::measure::child`]); what a call does is the
 //! caller's ([`Work`]).
 //!

@@ -7,7 +7,7 @@
 //!
 //! Under jemalloc the parent sets `FRAGSIM_PROCESS_CHILD`, so the main thread (the replayer
 //! and sampler, no trace thread) runs on a manual arena without a cache from before `main`
-//! ([`crate::live::manual_arena`]): the automatic arenas and their threads are the trace's
+//! ([`crate::check::manual_arena`]): the automatic arenas and their threads are the trace's
 //! alone, as in the process model.
 
 use super::events::{Mapping, ALLOC, EVENT_BYTES, FREE, HEADER_BYTES, REALLOC};
@@ -327,7 +327,7 @@ pub fn replay(
 /// Under jemalloc: its build (as the process child prints it) and the large bytes start-up
 /// left live in arena 0 (the process model starts from them), read before the baseline.
 fn jemalloc_build(allocator: Allocator) -> Result<Option<(String, u64)>, MeasureError> {
-    use crate::live::arena_replay::Api;
+    use crate::live::Api;
     let api = match allocator {
         Allocator::Jemalloc531 => Api::linked(),
         Allocator::Jemalloc => {
@@ -335,7 +335,7 @@ fn jemalloc_build(allocator: Allocator) -> Result<Option<(String, u64)>, Measure
         }
         _ => return Ok(None),
     };
-    if crate::live::manual_arena().is_none() {
+    if crate::check::manual_arena().is_none() {
         return Err(MeasureError::child_input(
             "the replayer's main thread was not moved to a manual arena (FRAGSIM_PROCESS_CHILD unset?)",
         ));

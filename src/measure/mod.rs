@@ -129,7 +129,7 @@ pub struct ChildReport {
     pub replay_ns: u64,
     /// Replay threads (one per trace thread).
     pub threads: u64,
-    /// Under jemalloc: its build, as JSON (`crate::live::arena_replay::parse_config` reads it).
+    /// Under jemalloc: its build, as JSON (`crate::check::arena_replay::parse_config` reads it).
     pub jemalloc_config: Option<String>,
     /// Under jemalloc: large bytes start-up left live in arena 0 before the baseline.
     pub jemalloc_arena0_large: Option<u64>,

@@ -184,11 +184,9 @@ struct SideRun {
 
 impl SideRun {
     fn new(shape: &Shape, every: u64) -> Result<SideRun, MeasureError> {
-        let config = crate::live::arena_replay::Api::linked()
-            .config()
-            .map_err(|e| {
-                MeasureError::child_input(&format!("the linked jemalloc's build: {e:#}"))
-            })?;
+        let config = crate::live::Api::linked().config().map_err(|e| {
+            MeasureError::child_input(&format!("the linked jemalloc's build: {e:#}"))
+        })?;
         let model = if shape.threaded {
             let options = ProcessOptions {
                 experimental_tcache_gc: (config.version == JemallocVersion::V5_3_1)
@@ -394,7 +392,7 @@ fn run_child(
         None => command.env_remove("LD_PRELOAD"),
     };
     // Under jemalloc the replayer's main thread leaves the automatic arenas before `main`
-    // (the process child's start-up constructor, `crate::live::baton`).
+    // (the process child's start-up constructor, `crate::check::baton`).
     match allocator {
         Allocator::Jemalloc => command.env("FRAGSIM_PROCESS_CHILD", "system"),
         Allocator::Jemalloc531 => command.env("FRAGSIM_PROCESS_CHILD", "linked"),
@@ -461,7 +459,7 @@ fn to_run(
     drop_unkept_figures(&mut report);
     let jemalloc = match (&report.jemalloc_config, report.jemalloc_arena0_large) {
         (Some(json), Some(arena0_large)) => Some(JemallocBuild {
-            config: crate::live::arena_replay::parse_config(json)
+            config: crate::check::arena_replay::parse_config(json)
                 .map_err(|e| fail(&format!("its build: {e:#}")))?,
             arena0_large,
         }),

@@ -5,7 +5,7 @@
 //!
 //! Exact where jemalloc is deterministic (`shared/design/jemalloc-process.md`): decay off,
 //! jemalloc 5.3.0, or 5.3.1 with `experimental_tcache_gc:false`; the trace's calls in their
-//! recorded global order; there time stamps are ignored. `crate::live::process` replays the
+//! recorded global order; there time stamps are ignored. `crate::check::process` replays the
 //! same records through the real allocator, one thread per trace thread, to prove it.
 //! Decay above 0 ms and 5.3.1's default cache GC (`experimental_tcache_gc`, `model/gc.rs`)
 //! run on the trace's times, approximately.

@@ -247,7 +247,7 @@ impl Process {
             .unwrap_or(0)
     }
 
-    /// The live replayer's start (`crate::live::process`): its main thread's first call
+    /// The live replayer's start (`crate::check::process`): its main thread's first call
     /// allocated a cache block in arena 0, start-up code left `residue` large bytes live
     /// there (libstdc++'s emergency pool under a preloaded jemalloc: 72,704 bytes ->
     /// 81,920), then the main thread freed its cache and left arena 0, which purged it.

@@ -109,7 +109,7 @@ impl ReportOptions {
     /// two arenas, not every arena the report's threads touched).
     pub fn run_children(&mut self, exe: PathBuf) {
         if let Some(programs) = self.programs.as_mut() {
-            programs.live = Some(crate::live::arena_replay::LiveOptions::isolated(&exe));
+            programs.live = Some(crate::check::arena_replay::LiveOptions::isolated(&exe));
         }
         self.validate.replay_exe = Some(exe.clone());
         self.fragsim_exe = Some(exe);

@@ -1,16 +1,16 @@
 //! The report's "Whole process" section: every committed trace (one thread or several)
 //! through the process model (thread caches, automatic arenas, the huge arena) beside the
 //! one-arena model, per arena at the process's active peak, and the live check of the
-//! process model (the baton replay through the real jemalloc, [`crate::live::process`])
+//! process model (the baton replay through the real jemalloc, [`crate::check::process`])
 //! with its counts, per trace and jemalloc version.
 //! Everything here is deterministic (models, and jemalloc's statistics with decay off), so
 //! the files are committed; the options are fixed (8 automatic arenas, what 4 x 2 CPUs gives)
 //! so that another machine writes the same files.
 
 use super::{write_table, SectionOutput};
+use crate::check::process::{compare_process_live, ProcessAllocator};
 use crate::export::{Cell, Table};
-use crate::live::arena_replay::Api;
-use crate::live::process::{compare_process_live, ProcessAllocator};
+use crate::live::Api;
 use crate::process::{Process, ProcessOptions};
 use crate::sim::ArenaModel;
 use crate::sizeclass::AllocatorConfig;

@@ -3,8 +3,8 @@
 
 use super::Written;
 use crate::charts::write_chart;
+use crate::check::arena_replay::{replay_compare, LiveOptions};
 use crate::export::{write_atomic, Markdown, Table, TableFormat};
-use crate::live::arena_replay::{replay_compare, LiveOptions};
 use crate::whatif::{
     chart_every, class_table, figures, parse_builds, replay_trace, trace_events, whatif_table,
     Build, BuildReplay, ReplayOptions, REPORT_BUILDS,

@@ -17,8 +17,8 @@ pub use process::{process_specs, process_validation, ProcessCheck, TraceShape};
 pub use tables::{process_validation_table, replay_validation_table};
 pub use text::{validation_markdown, validation_table};
 
+use crate::check::arena_replay::{replay_validation, ReplayCheck};
 use crate::experiments::sweep::{SizeRange, SweepSpec};
-use crate::live::arena_replay::{replay_validation, ReplayCheck};
 use crate::live::LiveBuild;
 use crate::sizeclass::{AllocatorConfig, SizeClasses};
 use anyhow::Result;

@@ -2,11 +2,11 @@
 //! other threads, more threads than arenas, allocations of 8 MiB and more for the huge
 //! arena, thread exits, threads whose first calls are frees, large blocks through realloc)
 //! replayed through the process model and, one real thread per trace thread in trace order
-//! (the baton, [`crate::live::process`]), through the live jemalloc, every statistic
+//! (the baton, [`crate::check::process`]), through the live jemalloc, every statistic
 //! compared after every event. Decay is off and 5.3.1 runs with
 //! `experimental_tcache_gc:false`: the configurations where jemalloc is deterministic.
 
-use crate::live::process::{compare_process_live, ProcessAllocator};
+use crate::check::process::{compare_process_live, ProcessAllocator};
 use crate::process::{threaded_trace, ProcessOptions, ThreadedSpec, TraceKind};
 use crate::sim::Comparison;
 use crate::trace::{Event, Record};

@@ -4,8 +4,8 @@
 //! comparison found at the end.
 
 use super::ProcessCheck;
+use crate::check::arena_replay::ReplayCheck;
 use crate::export::{Cell, Table};
-use crate::live::arena_replay::ReplayCheck;
 use crate::sim::Comparison;
 
 /// A table of checks: `allocator` and `seed`, then the `columns` that describe each check,

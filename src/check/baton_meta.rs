@@ -5,8 +5,9 @@
 //! `stats.metadata_rtree`; `-` on 5.3.0), and where the trace's mappings go (the lowest
 //! worker stack) and start-up's heap lies (see `process/model/meta.rs`).
 
-use super::arena_mibs::arena_mib;
-use super::arena_replay::{read_mib, Api, MallctlFn};
+use crate::live::arena_mibs::arena_mib;
+use crate::live::ctl::{read_mib, MallctlFn};
+use crate::live::Api;
 use crate::process::Metadata;
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -131,7 +132,7 @@ pub(super) fn write_meta(
     let resident = read("stats.arenas.0.resident")? - pages * page;
     let muzzy = read("stats.arenas.0.pmuzzy")?;
     let mapped = read("stats.arenas.0.mapped")? - (pages + muzzy) * page;
-    let rtree = super::arena_replay::mib(api, "stats.metadata_rtree")
+    let rtree = crate::live::ctl::mib(api, "stats.metadata_rtree")
         .and_then(|m| read_mib(api, &m))
         .map_or("-".to_string(), |r| r.to_string());
     let (lo, hi) = super::decay::mapping_containing(heap).unwrap_or((0, 0));

@@ -2,8 +2,9 @@
 //! opens the trace itself, replays it in a private arena and prints snapshot lines; and the
 //! parent's end of it ([`ChildReplay`]), read by [`super::arena_replay`]'s comparison.
 
-use super::arena_replay::{Api, LiveArena};
+use super::arena_replay::LiveArena;
 use super::snapshot_line::{parse_snapshot, write_snapshot};
+use crate::live::Api;
 use crate::sim::Snapshot;
 use crate::sizeclass::AllocatorConfig;
 use anyhow::{bail, ensure, Context, Result};

@@ -1,9 +1,9 @@
 //! The process child's entry point (`fragsim __process-live-child`): what it is asked for,
 //! and its output on stdout.
 
-use super::arena_replay::Api;
 use super::baton::serve_process_child;
 use super::process_trace::ProcessTrace;
+use crate::live::Api;
 use crate::process::DumpAt;
 use anyhow::Result;
 use std::io::{BufWriter, Write};

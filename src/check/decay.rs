@@ -10,12 +10,13 @@
 //! (`/proc/self/maps`; `0 0` when unreadable).
 //!
 //! The parent ([`live_clock_run`]) runs the child once and returns every checkpoint; the
-//! comparison with the model over seeds is [`crate::live::decay_compare`].
+//! comparison with the model over seeds is [`crate::check::decay_compare`].
 
-use super::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
-use super::arena_replay::{mib, read_mib, Api};
 use super::baton::monotonic_ns;
 use super::process::{child_command, parse_header, parse_snapshot, ProcessAllocator, ProcessTrace};
+use crate::live::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
+use crate::live::ctl::{mib, read_mib};
+use crate::live::Api;
 use crate::process::{ProcessOptions, ProcessSnapshot};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Record;

@@ -2,7 +2,8 @@
 //! statistics read by MIB (`LiveArena`). The comparison with the model is `arena_replay.rs`;
 //! the child that replays for another build is `arena_child.rs`.
 
-use super::ctl::{mib, read_mib, Api};
+use crate::live::ctl::{mib, read_mib};
+use crate::live::Api;
 use crate::sim::{BinStats, Snapshot};
 use crate::trace::Event;
 use anyhow::{bail, ensure, Result};

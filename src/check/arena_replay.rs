@@ -11,8 +11,9 @@
 pub(crate) use super::arena_child::parse_config;
 pub use super::arena_child::serve_child;
 use super::arena_child::{ChildAllocator, ChildReplay};
-use super::ctl::read_bool;
 use crate::engine::{self, Consumer, RunError};
+use crate::live::ctl::read_bool;
+use crate::live::Api;
 use crate::progress::Progress;
 use crate::sim::{compare, ArenaModel, ArenaStats, Comparison, Snapshot};
 use crate::sizeclass::AllocatorConfig;
@@ -20,10 +21,8 @@ use crate::trace::{Call, Event, Record, TraceError};
 use anyhow::{Context, Result};
 use std::path::Path;
 
-pub use super::ctl::Api;
 pub use super::live_arena::LiveArena;
 // The baton (`baton.rs`) reads through these paths.
-pub(crate) use super::ctl::{mib, read_mib, MallctlFn};
 
 mod validation;
 pub use validation::{replay_validation, validation_specs, ReplayCheck};

@@ -1,15 +1,16 @@
 //! The child side of the live process replay (`fragsim __process-live-child`): the
 //! start-up constructor that moves the main thread to a manual arena, one raw pthread per
-//! trace thread driven in trace order by the baton ([`super::relay`]), and the statistics
+//! trace thread driven in trace order by the baton ([`crate::live::relay`]), and the statistics
 //! reader.
-//! See [`crate::live::process`] for why it is built this way.
+//! See [`crate::check::process`] for why it is built this way.
 
-use super::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
-use super::arena_replay::{mib, read_mib, Api};
 use super::baton_ops::{scan, ProcessWork, Window};
 use super::process_line::write_snapshot;
 use super::process_trace::ProcessTrace;
-use super::relay::Baton;
+use crate::live::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
+use crate::live::ctl::{mib, read_mib};
+use crate::live::relay::Baton;
+use crate::live::Api;
 use crate::process::{ArenaSnapshot, DumpAt, ProcessSnapshot};
 use crate::sim::BinStats;
 use crate::trace::{Record, TraceError};
@@ -43,13 +44,13 @@ extern "C" fn child_constructor() {
             return;
         }
         CONSTRUCTOR_NS.store(monotonic_ns(), Ordering::SeqCst);
-        let mallctl: super::arena_replay::MallctlFn = if *which == b's' as libc::c_char {
+        let mallctl: crate::live::ctl::MallctlFn = if *which == b's' as libc::c_char {
             let p = libc::dlsym(libc::RTLD_DEFAULT, c"mallctl".as_ptr());
             if p.is_null() {
                 MANUAL_ARENA.store(-1, Ordering::SeqCst);
                 return;
             }
-            std::mem::transmute::<*mut c_void, super::arena_replay::MallctlFn>(p)
+            std::mem::transmute::<*mut c_void, crate::live::ctl::MallctlFn>(p)
         } else {
             tikv_jemalloc_sys::mallctl
         };
@@ -245,8 +246,8 @@ impl Reader {
 /// The child's side: replays `trace` on one pthread per trace thread and prints a header
 /// (the build as JSON, then `narenas N`, then `baseline`) and a snapshot every `every` events.
 /// `on_clock`: each call waits for its time (from the first) and every snapshot line is
-/// followed by a decay line (`crate::live::decay`). The trace is read twice as a stream (a
-/// scan, then the replay a window at a time: `live/baton_ops.rs`), never held.
+/// followed by a decay line (`crate::check::decay`). The trace is read twice as a stream (a
+/// scan, then the replay a window at a time: `check/baton_ops.rs`), never held.
 pub fn serve_process_child(
     trace: ProcessTrace<'_>,
     every: u64,

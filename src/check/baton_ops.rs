@@ -4,9 +4,9 @@
 //! child's memory follows the trace's live objects (a pointer per object id) and threads,
 //! never its length.
 
-use super::arena_replay::Api;
-use super::ctl::mib;
-use super::relay::{Step, Work};
+use crate::live::ctl::mib;
+use crate::live::relay::{Step, Work};
+use crate::live::Api;
 use crate::process::{ArenaChoice, ManualArenas};
 use crate::trace::{Control, Event, Record, TraceError, ALL_ARENAS};
 use anyhow::{ensure, Context, Result};

@@ -1,4 +1,4 @@
-//! The process child's snapshot line (`crate::live::process`): `s EVENT ALLOCATED ACTIVE
+//! The process child's snapshot line (`crate::check::process`): `s EVENT ALLOCATED ACTIVE
 //! METADATA RESIDENT MAPPED NARENAS`, then per arena `INDEX ALLOCATED ACTIVE TCACHE MAPPED
 //! RETAINED NBINS` and `CURREGS CURSLABS NONFULL_SLABS` per bin; written by the child
 //! (`baton.rs`), read by the parent; `error MESSAGE` when the child failed.
