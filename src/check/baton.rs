@@ -246,7 +246,7 @@ impl Reader {
 /// The child's side: replays `trace` on one pthread per trace thread and prints a header
 /// (the build as JSON, then `narenas N`, then `baseline`) and a snapshot every `every` events.
 /// `on_clock`: each call waits for its time (from the first) and every snapshot line is
-/// followed by a decay line (`crate::check::decay`). The trace is read twice as a stream (a
+/// followed by a decay line (`crate::check::clocked_child`). The trace is read twice as a stream (a
 /// scan, then the replay a window at a time: `check/baton_ops.rs`), never held.
 pub fn serve_process_child(
     trace: ProcessTrace<'_>,
@@ -281,14 +281,16 @@ pub fn serve_process_child(
         true => None,
     };
     let scan = scan(trace.records()?)?;
-    ensure!(!on_clock || scan.timed, super::decay::NO_TIMES);
+    ensure!(!on_clock || scan.timed, super::clocked_child::NO_TIMES);
     let reader = Reader::new(api, manual, narenas, nbins, config.page())?;
     // Everything the replay uses is made here, before the workers start.
     let work = ProcessWork::new(api, scan.ids)?;
     let mut window = Window::new(&scan, narenas);
     let records = trace.records()?;
     let clock = match on_clock {
-        true => Some(super::decay::ClockReader::new(&api, manual, narenas)?),
+        true => Some(super::clocked_child::ClockReader::new(
+            &api, manual, narenas,
+        )?),
         false => None,
     };
     let mut baton = Baton::start(&work, scan.threads)?;
@@ -353,7 +355,7 @@ impl Reader {
 struct Replay<'r> {
     every: u64,
     reader: &'r Reader,
-    clock: Option<super::decay::ClockReader>,
+    clock: Option<super::clocked_child::ClockReader>,
     /// Arena 0's base's record capacity before the first event (the `meta` line).
     capacity: Option<u64>,
     /// When to print jemalloc's own statistics dump (a `j JSON` line, before the snapshot
@@ -392,7 +394,7 @@ impl Replay<'_> {
             let ran = match &self.clock {
                 // On the trace's clock: one call at a time, each at its time.
                 Some(_) => (0..n).try_for_each(|k| {
-                    super::decay::sleep_until(start + window.times[k]);
+                    super::clocked_child::sleep_until(start + window.times[k]);
                     baton.run_span(k, k + 1, step)
                 }),
                 None => baton.run_span(0, n, step),
@@ -453,7 +455,7 @@ impl Replay<'_> {
             let below = baton.lowest_stack().unwrap_or(0);
             let heap = work.table_address();
             // The mapping that holds it: start-up's extents, whose radix-tree leaves exist.
-            let (lo, hi) = super::decay::mapping_containing(heap).unwrap_or((0, 0));
+            let (lo, hi) = super::clocked_child::mapping_containing(heap).unwrap_or((0, 0));
             writeln!(
                 out,
                 "clock {since} {} {below} {heap} {lo} {hi}",

@@ -135,7 +135,7 @@ pub(super) fn write_meta(
     let rtree = crate::live::ctl::mib(api, "stats.metadata_rtree")
         .and_then(|m| read_mib(api, &m))
         .map_or("-".to_string(), |r| r.to_string());
-    let (lo, hi) = super::decay::mapping_containing(heap).unwrap_or((0, 0));
+    let (lo, hi) = super::clocked_child::mapping_containing(heap).unwrap_or((0, 0));
     let fresh = FRESH.each_ref().map(|v| v.load(Ordering::SeqCst));
     writeln!(
         out,

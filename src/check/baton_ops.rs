@@ -230,7 +230,7 @@ pub(super) fn scan(records: impl Iterator<Item = Result<Record, TraceError>>) ->
     let (mut threads, mut timed) = (0, false);
     for r in records {
         let r = r?;
-        timed |= super::decay::stamp(&r).is_some();
+        timed |= super::clocked_child::stamp(&r).is_some();
         if let Some(op) = maker.op(&r)? {
             threads = threads.max(op.thread as usize + 1);
         }
@@ -499,7 +499,7 @@ impl Work for ProcessWork {
 }
 
 /// The replayer's side of the window: each call's thread (the baton's step) and time (ns
-/// from the trace's first time stamp, never going back: `super::decay::relative_times`),
+/// from the trace's first time stamp, never going back: `super::clocked_child::relative_times`),
 /// and the liveness check that made them.
 pub(super) struct Window {
     pub steps: Vec<Step>,
@@ -558,7 +558,7 @@ impl Window {
                 thread: op.thread as usize,
                 exit,
             });
-            if let Some(t) = super::decay::stamp(&r) {
+            if let Some(t) = super::clocked_child::stamp(&r) {
                 let first = *self.first_time.get_or_insert(t);
                 self.last_time = self.last_time.max(t.saturating_sub(first));
             }

@@ -26,8 +26,7 @@ pub mod arena_replay;
 mod baton;
 mod baton_meta;
 mod baton_ops;
-pub mod decay;
-pub mod decay_band;
+pub mod clocked_child;
 pub mod decay_compare;
 mod live_arena;
 pub mod process;
@@ -35,6 +34,7 @@ mod process_child;
 mod process_line;
 mod process_trace;
 pub mod replayed_clock;
+pub mod saved_band;
 pub mod snapshot_line;
 
 pub use baton::manual_arena;

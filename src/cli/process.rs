@@ -128,7 +128,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
             time_scale: flags.time_scale,
         };
         if flags.honour_clock {
-            return super::decay::run_live_clock(args, trace, &options, &name);
+            return super::clock_compare::run_live_clock(args, trace, &options, &name);
         }
         return run_live(args, trace, &options, &name);
     }

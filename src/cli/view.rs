@@ -2,7 +2,7 @@
 //! browser ([`crate::view`]).
 
 use super::args::refuse_outputs_over_inputs;
-use crate::check::decay_band::RecordedBand;
+use crate::check::saved_band::RecordedBand;
 use crate::export::OutputFile;
 use crate::process::{machine_cpus, ProcessOptions};
 use crate::sizeclass::Preset;

@@ -1,5 +1,5 @@
 //! MIBs of one arena's statistics, shared by the baton child's snapshot reader
-//! (`baton.rs`) and its decay line (`decay.rs`): a statistic is named as for arena 0
+//! (`check/baton.rs`) and its decay line (`check/clocked_child.rs`): a statistic is named as for arena 0
 //! (`arena.0.initialized`, `stats.arenas.0.pactive`) and resolved for arena `i`.
 
 use super::ctl::{mib, Api};

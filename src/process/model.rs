@@ -8,8 +8,8 @@ mod api;
 mod background;
 mod base;
 mod cache;
+mod clock;
 mod control;
-mod decay;
 mod explicit;
 mod gc;
 mod meta;
@@ -24,7 +24,7 @@ use crate::sim::{ArenaModel, SimError};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Event, Record, ThreadId};
 pub use base::{edata_bytes, header_bytes as base_header_bytes};
-pub use decay::DecayClock;
+pub use clock::DecayClock;
 pub use metadata::{machine_vaddr_bits, Metadata};
 pub use reentrant::ReentrantTally;
 pub use stats_view::{ArenaView, DumpAt, StatsView, STATS_PRINT_BUFFER};
@@ -145,7 +145,7 @@ pub struct Process {
     /// Either decay setting is not -1: arenas decay and threads tick.
     decay_on: bool,
     seed: u64,
-    clock: decay::Clock,
+    clock: clock::Clock,
     /// Each thread's decay ticker (made at its first call, a free included).
     tickers: Vec<Option<crate::sim::decay::Ticker>>,
     /// 5.3.1's clock-driven cache GC (`experimental_tcache_gc`, its default; `model/gc.rs`).
@@ -213,7 +213,7 @@ impl Process {
             metadata: Metadata::default(),
             meta: meta::MetaState::default(),
             seed: 0,
-            clock: decay::Clock::default(),
+            clock: clock::Clock::default(),
             tickers: Vec::new(),
             clock_gc,
             bg,

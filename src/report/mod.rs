@@ -34,7 +34,7 @@ pub mod bump_arena;
 mod charts;
 mod classes;
 pub mod containers;
-pub mod decay;
+pub mod decay_section;
 mod figures;
 mod findings;
 pub mod job;
@@ -296,10 +296,10 @@ fn program_lanes<'a>(
         })
     });
     plan.lane(Load::Shared, move |job| {
-        job.section("decay bands", decay::SECTION, |dir| {
+        job.section("decay bands", decay_section::SECTION, |dir| {
             // The band files name their traces from the repository's root: data/traces/..
             let root = programs.traces.parent().and_then(Path::parent);
-            decay::write_section(dir, root.unwrap_or(Path::new(".")))
+            decay_section::write_section(dir, root.unwrap_or(Path::new(".")))
         })
     });
     plan.lane(Load::Shared, move |job| {

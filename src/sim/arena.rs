@@ -9,12 +9,12 @@ use crate::sizeclass::{AllocatorConfig, JemallocVersion, SizeClasses};
 use crate::trace::Event;
 
 mod build;
-mod decay;
+mod decay_check;
 mod fill;
 mod objects;
 mod realloc;
 mod view;
-pub use decay::Eagerness;
+pub use decay_check::Eagerness;
 pub(crate) use fill::SlabPlace;
 pub use view::{ExtentTally, ExtentView};
 

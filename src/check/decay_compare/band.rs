@@ -1,7 +1,7 @@
 //! The live runs' side of the decay comparison: each run's start as measured, and the band
 //! (mean, min and max over runs) at every checkpoint.
 
-use crate::check::decay::{LiveClockRun, LiveDecay, StartMeta};
+use crate::check::clocked_child::{LiveClockRun, LiveDecay, StartMeta};
 use crate::sizeclass::AllocatorConfig;
 use anyhow::{ensure, Context, Result};
 
@@ -74,7 +74,7 @@ pub struct RealPoint {
 
 /// The live runs of one comparison as the model needs them: the build, its arenas, each
 /// run's start and the band at every checkpoint. Kept apart from the runs so that a band
-/// measured once can be compared again ([`crate::check::decay_band`]).
+/// measured once can be compared again ([`crate::check::saved_band`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct RealBand {
     pub config: AllocatorConfig,

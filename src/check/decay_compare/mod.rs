@@ -1,5 +1,5 @@
 //! The decay model against the real allocator on the trace's clock: N live runs (each a
-//! fresh child, [`super::decay::live_clock_run`]) and N model runs (seeds `seed..seed+N`),
+//! fresh child, [`super::clocked_child::live_clock_run`]) and N model runs (seeds `seed..seed+N`),
 //! compared at every checkpoint: the real runs' mean and min-max of resident, the model's
 //! mean over seeds, and its error against the real mean beside the real spread.
 //!
@@ -10,7 +10,7 @@ mod model;
 
 pub use band::{Band, RealBand, RealPoint, RunStart};
 
-use super::decay::{live_clock_run, StartMeta};
+use super::clocked_child::{live_clock_run, StartMeta};
 use super::process::{ProcessAllocator, ProcessTrace};
 use super::replayed_clock::{replayed_times, restamp, Reported};
 use crate::process::{machine_coarse_clock_ns, ProcessOptions};
@@ -132,7 +132,7 @@ pub fn replayed_clock_for(version: JemallocVersion, options: &ProcessOptions) ->
 
 /// Runs `runs` live replays on the trace's clock and `runs` model runs, and compares them at
 /// every `every` events. `exe` is the fragsim executable. Returns the live runs' band too (to
-/// keep: [`super::decay_band`]).
+/// keep: [`super::saved_band`]).
 pub fn compare_on_clock<'a>(
     exe: &Path,
     allocator: &ProcessAllocator,
@@ -158,7 +158,7 @@ pub fn compare_on_clock<'a>(
         return Ok((band, c));
     }
     // Each model reads its own run's clock: one engine pass per run.
-    let times = super::decay::relative_times(records)?;
+    let times = super::clocked_child::relative_times(records)?;
     let at: Vec<u64> = band.points.iter().map(|p| p.event).collect();
     let models = lives
         .iter()
@@ -197,7 +197,7 @@ pub fn compare_with_band(
         !replayed_clock_for(band.config.version, options),
         "experimental_tcache_gc:true on 5.3.1 and background_thread:true read the live runs' own clock: compare them live"
     );
-    let times = super::decay::relative_times(records)?;
+    let times = super::clocked_child::relative_times(records)?;
     let at: Vec<u64> = band.points.iter().map(|p| p.event).collect();
     let models = band
         .runs

@@ -129,7 +129,7 @@ pub(super) fn run_clock(seed: u64, k: usize, resolution_ns: u64, start: &RunStar
 mod tests {
     use super::super::RealPoint;
     use super::*;
-    use crate::check::decay::StartMeta;
+    use crate::check::clocked_child::StartMeta;
     use std::path::Path;
 
     /// The models on the engine (all seeds in one pass) read at each checkpoint what one

@@ -5,7 +5,7 @@
 /// the radix tree) and a fresh arena's, as resident and allocated bytes, the radix tree's
 /// bytes then (its shape follows from them), and where the trace's mappings start
 /// (`below`, 0: drawn from the seed) and the heap start-up made (`heap`), as measured by the
-/// live replayer's child (`crate::check::decay`).
+/// live replayer's child (`crate::check::clocked_child`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Metadata {
     pub base_bytes: u64,

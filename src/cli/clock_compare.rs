@@ -4,12 +4,12 @@
 
 use super::replay::ReplayArgs;
 use crate::charts::render_png;
-use crate::check::decay_band::{machine_description, BandHeader, RecordedBand};
 use crate::check::decay_compare::compare_on_clock;
 use crate::check::process::ProcessTrace;
+use crate::check::saved_band::{machine_description, BandHeader, RecordedBand};
 use crate::export::{write_atomic, Csv, TableFormat};
 use crate::process::{machine_coarse_clock_ns, ProcessOptions};
-use crate::report::decay::{chart_of, checkpoint_table, error_record};
+use crate::report::decay_section::{chart_of, checkpoint_table, error_record};
 use anyhow::Result;
 
 pub fn run_live_clock(

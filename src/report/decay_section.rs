@@ -1,5 +1,5 @@
 //! The report's decay section (issue 25): the decay model against live bands measured once
-//! and kept as data (`data/decay/*.csv`, [`crate::check::decay_band`]: measured by
+//! and kept as data (`data/decay/*.csv`, [`crate::check::saved_band`]: measured by
 //! `scripts/decay-band.sh`, whose command and machine each file names). The live runs cannot
 //! be repeated byte for byte, so the band is data; the model is seeded and its inputs (each
 //! live run's start-up, the machine's coarse clock) are in the file, so the tables and charts
@@ -7,8 +7,8 @@
 
 use super::{write_table, SectionOutput, Written};
 use crate::charts::{write_chart, ResidentBand, ResidentPoint};
-use crate::check::decay_band::RecordedBand;
 use crate::check::decay_compare::{compare_with_band, ClockComparison, ErrorSummary};
+use crate::check::saved_band::RecordedBand;
 use crate::export::{write_atomic, Cell, Csv, Summary, Table, TableFormat};
 use crate::process::ProcessOptions;
 use crate::trace::Record;

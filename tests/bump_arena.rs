@@ -1,4 +1,4 @@
-//! The arena scenario: the model against hand-worked cases and against jemalloc itself.
+//! The bump-arena scenario (the second seed): the model against hand-worked cases and against jemalloc itself.
 
 use fragsim::experiments::bump_arena::{
     header_bytes, measure, predict, BumpArenaSpec, BumpReplay, Strategy,

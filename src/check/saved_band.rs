@@ -7,7 +7,7 @@
 //! machine, the trace (relative to the repository), the options, the model's coarse clock
 //! resolution there, the build (its JSON) and one `# run:` line per live run.
 
-use super::decay::StartMeta;
+use super::clocked_child::StartMeta;
 use super::decay_compare::{Band, RealBand, RealPoint, RunStart};
 use crate::sizeclass::AllocatorConfig;
 use anyhow::{bail, ensure, Context, Result};
