@@ -4,13 +4,22 @@
  * with a cache of its own, and rallocx with MALLOCX_TCACHE_NONE, MALLOCX_TCACHE(c) and
  * MALLOCX_ARENA of a manual arena. With an argument, background threads are turned on by
  * `mallctl` midway. At the end, `stat NAME VALUE` on stderr (unbuffered: nothing allocates)
- * for stats.allocated, active, metadata, mapped and resident. */
-#include <jemalloc/jemalloc.h>
+ * for stats.allocated, active, metadata, mapped and resident. Linked with libjemalloc.so.2
+ * directly: no header (jemalloc.h's declarations and flag macros written out). */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+int mallctl(const char *name, void *old, size_t *old_len, void *new_value, size_t new_len);
+void *mallocx(size_t size, int flags);
+void *rallocx(void *p, size_t size, int flags);
+void dallocx(void *p, int flags);
+
+#define MALLOCX_ARENA(a) ((int)(((unsigned)(a) + 1) << 20))
+#define MALLOCX_TCACHE(tc) ((int)(((unsigned)(tc) + 2) << 8))
+#define MALLOCX_TCACHE_NONE MALLOCX_TCACHE(-1)
 
 static unsigned create(void) {
     unsigned c;
