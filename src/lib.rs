@@ -14,6 +14,7 @@
 //! prints. ARCHITECTURE.md is the map, with the import rules `tests/architecture.rs` keeps.
 
 pub mod advise;
+pub mod analysis;
 pub mod blame;
 pub mod charts;
 pub mod check;

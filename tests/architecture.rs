@@ -100,6 +100,10 @@ fn folders_import_only_what_architecture_md_allows() {
             &["live", "check", "whatif", "report", "charts", "cli"],
         ),
         ("check", &["report", "whatif", "charts", "cli"]),
+        (
+            "analysis",
+            &["live", "check", "whatif", "report", "charts", "cli"],
+        ),
         ("validate", &["report", "cli"]),
         ("experiments", &["cli"]),
         ("report", &["cli"]),

@@ -39,19 +39,35 @@ fn whole_process_section_has_every_trace_and_no_live_mismatch() {
         assert!(files.contains(&f), "{files:?}");
     }
     let summary = rows(out.path(), "process-summary.csv");
-    let names: Vec<&str> = summary.iter().map(|r| r[0].as_str()).collect();
+    // Two rows per trace, the analyses' own column names: the one-arena model, the process.
+    let names: Vec<&str> = summary
+        .iter()
+        .filter(|r| r[1] == "process")
+        .map(|r| r[0].as_str())
+        .collect();
     assert_eq!(
         names,
         ["c-thread-pool", "cpp-threads-map", "python-threads", "sort"]
     );
+    assert_eq!(summary.len(), 8);
     // Threads counted on the recordings (fragsim trace stats, data/traces/README.md).
-    let threads: Vec<&str> = summary.iter().map(|r| r[1].as_str()).collect();
+    let threads: Vec<&str> = summary
+        .iter()
+        .filter(|r| r[1] == "process")
+        .map(|r| r[2].as_str())
+        .collect();
     assert_eq!(threads, ["4", "5", "5", "1"]);
-    for r in summary.iter().filter(|r| r[1] != "1") {
-        let one: u64 = r[3].parse().unwrap();
-        let whole: u64 = r[5].parse().unwrap();
-        // Thread caches and several arenas only add partly used slabs.
-        assert!(whole > one, "{r:?}");
+    for pair in summary.chunks(2) {
+        let (one, whole) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (one[0].as_str(), one[1].as_str()),
+            (whole[0].as_str(), "one arena")
+        );
+        if whole[2] != "1" {
+            let (one, whole): (u64, u64) = (one[4].parse().unwrap(), whole[4].parse().unwrap());
+            // Thread caches and several arenas only add partly used slabs.
+            assert!(whole > one, "{pair:?}");
+        }
     }
     let per_arena = rows(out.path(), "process-per-arena.csv");
     assert!(

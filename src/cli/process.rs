@@ -2,16 +2,16 @@
 //! huge arenas, threads), and with `--live` the baton replay in a child beside it.
 
 use super::replay::ReplayArgs;
+use crate::analysis::process::{ProcessModel, ProcessModelRun};
+use crate::analysis::{self, Analysis, TraceSource};
 use crate::check::process::{compare_process_live_with, LiveRun, ProcessAllocator, ProcessTrace};
-use crate::engine::{self, RunError};
 use crate::export::{write_atomic, Cell, Csv, Summary, TableFormat};
 use crate::live::Api;
 use crate::process::{
     machine_cpus, DecayClock, DumpAt, ProcessOptions, ProcessRows, ProcessRun, ProcessRunResult,
-    ProcessSummary, RecordedAllocator, ReentrantTally,
+    RecordedAllocator, ReentrantTally,
 };
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
-use crate::trace::Record;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -83,28 +83,6 @@ pub struct ProcessFlags {
     pub stats_json: Option<PathBuf>,
 }
 
-/// The records a process replay applies, streamed: sites dropped, times multiplied by
-/// `factor` from the first timed record on (as `process::scale_times` does in memory).
-fn stream_records(path: &Path, factor: f64) -> Result<impl Iterator<Item = Result<Record>>> {
-    let records = crate::trace::open(path)?.records();
-    Ok(crate::process::replay_records(records, factor).map(|r| r.map_err(Into::into)))
-}
-
-/// The number of records [`stream_records`] gives and the threads of their calls, in one
-/// streaming pass.
-fn count_records(path: &Path) -> Result<(u64, u32)> {
-    let (mut n, mut threads) = (0u64, 0u32);
-    for r in crate::trace::open(path)?.records() {
-        match r? {
-            Record::Site { .. } | Record::Mapping { .. } => continue,
-            Record::Call(c) => threads = threads.max(c.thread + 1),
-            Record::ThreadExit { .. } | Record::Control { .. } => {}
-        }
-        n += 1;
-    }
-    Ok((n, threads))
-}
-
 pub fn run(args: &ReplayArgs) -> Result<i32> {
     let flags = &args.process;
     let options = ProcessOptions::parse(&flags.malloc_conf)?;
@@ -134,12 +112,13 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     }
     // The model alone streams the trace (one counting pass, then one engine pass), so its
     // memory follows live objects, never the trace's length.
-    let (last, threads) = count_records(&args.trace)?;
+    let source = TraceSource::File(&args.trace);
+    let shape = source.shape()?;
+    let (last, threads) = (shape.events, shape.threads);
     let dump = super::stats_json::dump_at(args)?;
     super::stats_json::check_event(dump, last)?;
     let (config, model_options, note) = model_setup(args, &options)?;
-    let records = stream_records(&args.trace, flags.time_scale)?;
-    let runs = model_runs(args, records, last, (config, dump), &model_options, &name)?;
+    let runs = model_runs(args, source, last, (config, dump), &model_options, &name)?;
     let first = &runs[0];
     if let (Some(path), Some(view)) = (&flags.stats_json, &first.stats) {
         super::stats_json::write_model(path, view)?;
@@ -160,7 +139,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         first.narenas,
         decay_note(&model_options, flags)
     );
-    let mut record = summary_record(title, threads, &runs);
+    let mut record = crate::analysis::process::summary_of(title, threads, &runs);
     if let Some(note) = model_options.background_note() {
         record.field("background_threads", "background threads", Cell::Text(note));
     }
@@ -194,11 +173,11 @@ fn decay_note(options: &ProcessOptions, flags: &ProcessFlags) -> String {
     )
 }
 
-/// The model runs over seeds `seed..seed+runs`, one engine pass (a consumer per seed, in
+/// The model runs over seeds `seed..seed+runs`, one analysis each in one pass (in
 /// parallel); the first fills the per-arena and timeline rows when they are asked for.
 pub(super) fn model_runs(
     args: &ReplayArgs,
-    records: impl Iterator<Item = Result<Record>>,
+    source: TraceSource<'_>,
     last: u64,
     (config, dump): (AllocatorConfig, Option<DumpAt>),
     options: &ProcessOptions,
@@ -210,7 +189,7 @@ pub(super) fn model_runs(
         .every
         .unwrap_or_else(|| crate::sim::arena_replay::default_every(last));
     let want_rows = flags.per_arena.is_some() || args.timeline.is_some();
-    let mut runs = (0..flags.runs)
+    let analyses = (0..flags.runs)
         .map(|k| {
             let clock = DecayClock {
                 seed: flags.seed.wrapping_add(k),
@@ -220,142 +199,28 @@ pub(super) fn model_runs(
             let rows = (k == 0 && want_rows).then(|| ProcessRows::new(name));
             let run = ProcessRun::new(config, options, cpus, clock, every, rows)?;
             // The first run (seed) dumps its statistics when asked.
-            Ok(match dump {
-                Some(DumpAt::Event(n)) if k == 0 => run.dump_at(n),
-                _ => run,
-            })
+            let model = match dump {
+                Some(DumpAt::Event(n)) if k == 0 => ProcessModel::new(run.dump_at(n)),
+                Some(DumpAt::End) if k == 0 => ProcessModel::new(run).dump_at_end(),
+                _ => ProcessModel::new(run),
+            };
+            Ok(Box::new(model) as Box<dyn Analysis>)
         })
         .collect::<Result<Vec<_>, crate::process::ProcessError>>()?;
-    engine::run(records, &mut runs, &|_| {}).map_err(|e| match e {
-        RunError::Trace(e) => e,
-        RunError::Consumer(e) => e.into(),
-    })?;
-    if dump == Some(DumpAt::End) {
-        runs[0].dump_now()?;
-    }
-    Ok(runs.into_iter().map(ProcessRun::finish).collect())
-}
-
-/// The summary: the first run's figures as named fields, resident memory over every run's
-/// seed.
-fn summary_record(title: String, threads: u32, runs: &[ProcessRunResult]) -> Summary {
-    let first = &runs[0];
-    let summary = &first.summary;
-    let p = &summary.at_active_peak;
-    let f = &summary.final_stats;
-    let mut r = Summary::new(title);
-    r.field("events", "events", summary.final_stats.events)
-        .field("threads", "threads", u64::from(threads))
-        .field(
-            "narenas",
-            "automatic arenas (narenas)",
-            u64::from(first.narenas),
-        )
-        .field(
-            "cache_block_bytes",
-            "thread cache block bytes",
-            first.cache_block_bytes,
-        );
-    crate::sim::arena_replay::peak_fields(
-        &mut r,
-        summary.peak_requested_bytes,
-        summary.peak_allocated_bytes,
-        summary.peak_active_bytes,
-    )
-    .field("active_peak_event", "event of the active peak", p.events)
-    .field(
-        "tcache_bytes_at_active_peak",
-        "thread cache bytes at the active peak",
-        p.tcache_bytes,
-    )
-    .field(
-        "mapped_bytes_at_active_peak",
-        "mapped bytes at the active peak (stats.mapped)",
-        p.mapped_bytes,
-    )
-    .field(
-        "mean_active_bytes",
-        "mean active bytes",
-        Cell::Float(summary.mean_active_bytes(), 1),
-    );
-    resident_fields(&mut r, runs);
-    let mapped = "final mapped bytes (stats.mapped)";
-    for (name, label, bytes) in [
-        (
-            "final_allocated_bytes",
-            "final allocated bytes",
-            f.allocated_bytes,
-        ),
-        ("final_active_bytes", "final active bytes", f.active_bytes),
-        (
-            "final_tcache_bytes",
-            "final thread cache bytes",
-            f.tcache_bytes,
-        ),
-        ("final_dirty_bytes", "final dirty bytes", f.dirty_bytes),
-        ("final_muzzy_bytes", "final muzzy bytes", f.muzzy_bytes),
-        (
-            "final_retained_bytes",
-            "final retained bytes",
-            f.retained_bytes,
-        ),
-        ("final_mapped_bytes", mapped, f.mapped_bytes),
-        (
-            "final_resident_bytes",
-            "final resident bytes",
-            f.resident_bytes,
-        ),
-    ] {
-        r.field(name, label, bytes);
-    }
-    r
-}
-
-/// Resident memory: the one run's, or the mean and range over the seeds' runs.
-fn resident_fields(r: &mut Summary, runs: &[ProcessRunResult]) {
-    let spread = |f: &dyn Fn(&ProcessSummary) -> f64| -> (f64, f64, f64) {
-        let v: Vec<f64> = runs.iter().map(|r| f(&r.summary)).collect();
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (min, mean, max)
-    };
-    let resident: [Figure; 2] = [
-        ("peak_resident_bytes", "peak resident bytes", &|s| {
-            s.peak_resident_bytes as f64
-        }),
-        (
-            "mean_resident_bytes",
-            "mean resident bytes over time",
-            &|s| s.mean_resident_bytes(),
-        ),
-    ];
-    for (name, label, f) in resident {
-        if runs.len() > 1 {
-            let (min, mean, max) = spread(f);
-            r.field(
-                name,
-                &format!("{label} (mean of {} seeds)", runs.len()),
-                Cell::Float(mean, 1),
-            );
-            r.field(
-                &format!("{name}_range"),
-                &format!("{label} (min-max over seeds)"),
-                format!("{min:.0}-{max:.0}"),
-            );
-        } else {
-            r.field(name, label, Cell::Float(f(&runs[0].summary), 1));
-        }
-    }
+    analysis::run_with_time_scale(source, flags.time_scale, analyses)?
+        .into_iter()
+        .map(|f| {
+            f.result::<ProcessModelRun>()
+                .map(|m| m.run)
+                .context("a process model's finding")
+        })
+        .collect()
 }
 
 /// This machine's `CLOCK_MONOTONIC_COARSE` resolution (what jemalloc's decay reads).
 pub(super) fn coarse_clock_ns() -> u64 {
     crate::process::machine_coarse_clock_ns()
 }
-
-/// A summary field: its name, its label and how to read it off a run's summary.
-type Figure<'a> = (&'a str, &'a str, &'a dyn Fn(&ProcessSummary) -> f64);
 
 /// The build and options the process model runs with (also `--blame`'s): the build flags; else
 /// the allocator the recording says its program ran with (its build, and its options under
@@ -488,7 +353,7 @@ pub(super) fn run_live(
     let threads = shape.threads;
     let dump = super::stats_json::dump_at(args)?;
     if let (Some(DumpAt::Event(_)), ProcessTrace::File { path, .. }) = (dump, trace) {
-        super::stats_json::check_event(dump, count_records(path)?.0)?;
+        super::stats_json::check_event(dump, TraceSource::File(path).shape()?.events)?;
     }
     let bar = super::progress::later_bar("live replay");
     let run = LiveRun {

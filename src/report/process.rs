@@ -8,11 +8,13 @@
 //! so that another machine writes the same files.
 
 use super::{write_table, SectionOutput};
+use crate::analysis::arena::OneArena;
+use crate::analysis::process::{ProcessModel, ProcessModelRun};
+use crate::analysis::{self, Analysis, Finding, TraceSource};
 use crate::check::process::{compare_process_live, ProcessAllocator};
 use crate::export::{Cell, Table};
 use crate::live::Api;
-use crate::process::{Process, ProcessOptions};
-use crate::sim::ArenaModel;
+use crate::process::{DecayClock, ProcessOptions, ProcessRun};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::Record;
 use anyhow::{Context, Result};
@@ -30,26 +32,6 @@ pub const LIVE_EVERY: u64 = 16;
 /// Debian's jemalloc 5.3.0, checked live beside the linked 5.3.1 when installed.
 const DEBIAN_530: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 
-/// Peak and mean active bytes, over calls (thread exits are not events here).
-#[derive(Default)]
-struct Active {
-    peak: u64,
-    sum: u128,
-    calls: u64,
-}
-
-impl Active {
-    fn observe(&mut self, active: u64) {
-        self.peak = self.peak.max(active);
-        self.sum += u128::from(active);
-        self.calls += 1;
-    }
-
-    fn mean(&self) -> f64 {
-        self.sum as f64 / self.calls.max(1) as f64
-    }
-}
-
 fn records(path: &Path) -> Result<Vec<Record>> {
     let records = crate::trace::open(path)?
         .records()
@@ -61,18 +43,8 @@ fn records(path: &Path) -> Result<Vec<Record>> {
         .collect())
 }
 
-fn threads_of(records: &[Record]) -> u32 {
-    records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Call(c) => Some(c.thread + 1),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0)
-}
-
-/// The one-arena model and the process model over `records`: one row of the summary, and
+/// The one-arena model and the process model over `records`, one pass
+/// ([`crate::analysis`]): a row of the summary for each (the analyses' own field names), and
 /// the per-arena rows at the process's active peak.
 fn models(
     name: &str,
@@ -83,47 +55,48 @@ fn models(
 ) -> Result<()> {
     let mut options = ProcessOptions::parse(CONF)?;
     options.experimental_tcache_gc = Some(false);
-    let mut process = Process::new(config, options, 1)?;
-    let mut arena = ArenaModel::new(config)?;
-    let (mut one, mut whole) = (Active::default(), Active::default());
-    let mut peak = (0u64, process.snapshot(), 0u64);
-    let mut arena_peaks = std::collections::BTreeMap::<u32, u64>::new();
-    for r in records {
-        process.apply(r)?;
-        let Record::Call(c) = r else { continue };
-        arena.apply(c.event)?;
-        one.observe(arena.stats().active_bytes);
-        let s = *process.stats();
-        whole.observe(s.active_bytes);
-        let snapshot = process.snapshot();
-        for a in &snapshot.arenas {
-            let p = arena_peaks.entry(a.index).or_default();
-            *p = (*p).max(a.active_bytes);
-        }
-        if s.active_bytes > peak.0 || whole.calls == 1 {
-            peak = (s.active_bytes, snapshot, s.tcache_bytes);
-        }
-    }
-    summary.push(vec![
-        name.into(),
-        u64::from(threads_of(records)).into(),
-        one.calls.into(),
-        one.peak.into(),
-        Cell::Float(one.mean(), 0),
-        whole.peak.into(),
-        Cell::Float(whole.mean(), 0),
-        Cell::Float(whole.peak as f64 / one.peak.max(1) as f64, 3),
-        peak.2.into(),
-        (arena_peaks.len() as u64).into(),
-    ]);
-    for a in &peak.1.arenas {
+    let run = ProcessRun::new(config, &options, 1, DecayClock::default(), u64::MAX, None)?;
+    let analyses: Vec<Box<dyn Analysis>> = vec![
+        Box::new(OneArena::new(config)?),
+        Box::new(ProcessModel::new(run).with_arena_peaks()),
+    ];
+    let [one, whole]: [Finding; 2] = analysis::run(TraceSource::Records(records), analyses)?
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("two analyses give two findings"))?;
+    let threads = whole
+        .summary
+        .get("threads")
+        .cloned()
+        .unwrap_or(Cell::Int(0));
+    let row = |model: &str, f: &Finding, arenas: u64| -> Vec<Cell> {
+        let get = |field: &str| f.summary.get(field).cloned().unwrap_or(Cell::Int(0));
+        vec![
+            name.into(),
+            model.into(),
+            threads.clone(),
+            get("events"),
+            get("peak_active_bytes"),
+            get("mean_active_bytes"),
+            get("tcache_bytes_at_active_peak"),
+            arenas.into(),
+        ]
+    };
+    summary.push(row("one arena", &one, 1));
+    let mut whole_row = row("process", &whole, 0);
+    let process = whole
+        .result::<ProcessModelRun>()
+        .context("the process model's finding")?;
+    let peaks = process.arenas.unwrap_or_default();
+    whole_row[7] = (peaks.peaks.len() as u64).into();
+    summary.push(whole_row);
+    for a in &peaks.at_active_peak {
         per_arena.push(vec![
             name.into(),
             u64::from(a.index).into(),
             a.allocated_bytes.into(),
             a.active_bytes.into(),
             a.tcache_bytes.into(),
-            arena_peaks.get(&a.index).copied().unwrap_or(0).into(),
+            peaks.peaks.get(&a.index).copied().unwrap_or(0).into(),
         ]);
     }
     Ok(())
@@ -165,14 +138,12 @@ fn section_tables(config: &AllocatorConfig) -> (Table, Table, Table) {
         ),
         &[
             "trace",
+            "model",
             "threads",
-            "calls",
-            "one_arena_peak_active_bytes",
-            "one_arena_mean_active_bytes",
-            "process_peak_active_bytes",
-            "process_mean_active_bytes",
-            "process_over_one_arena_peak",
-            "tcache_bytes_at_process_peak",
+            "events",
+            "peak_active_bytes",
+            "mean_active_bytes",
+            "tcache_bytes_at_active_peak",
             "arenas_used",
         ],
     );

@@ -1,0 +1,154 @@
+//! One trace, any number of ways of looking at it (ripgrep's searcher and sinks): a
+//! [`TraceSource`] feeds each [`Analysis`] the trace's records in one engine pass (each on a
+//! thread of its own when there are several), and each ends with a [`Finding`]: its result
+//! and the summary a table shows, its column names the same wherever it is shown (the CLI,
+//! the report).
+//!
+//! Adding a way to look at a trace is one file: a type that takes records and finishes into
+//! a finding (`arena.rs`, the one-arena model's peak and mean, is 60 lines), then whatever
+//! option asks for it.
+
+pub mod arena;
+pub mod process;
+
+use crate::engine::{self, RecordConsumer, RunError};
+use crate::export::Summary;
+use crate::trace::{Record, TraceError};
+use anyhow::{Context, Result};
+use std::any::Any;
+use std::path::Path;
+
+/// Where a trace's records come from: a file, streamed (memory follows live objects, never
+/// the trace's length), or records in memory (a generated trace, a test's).
+#[derive(Clone, Copy, Debug)]
+pub enum TraceSource<'a> {
+    File(&'a Path),
+    Records(&'a [Record]),
+}
+
+/// What the models step on in a trace, learnt in one streaming pass: a v4 header counts
+/// calls, exits, threads and sites, not the `mallctl` writes a model also steps on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceShape {
+    /// Calls, thread exits and `mallctl` writes: a process model's events.
+    pub events: u64,
+    pub calls: u64,
+    /// Threads that call (the highest thread id + 1).
+    pub threads: u32,
+    /// Whether any record has a time.
+    pub timed: bool,
+}
+
+impl TraceShape {
+    /// Counts `record` in.
+    pub fn add(&mut self, record: &Record) {
+        self.timed |= record.time_ns().is_some();
+        match record {
+            Record::Site { .. } | Record::Mapping { .. } => return,
+            Record::Call(c) => {
+                self.calls += 1;
+                self.threads = self.threads.max(c.thread + 1);
+            }
+            Record::ThreadExit { .. } | Record::Control { .. } => {}
+        }
+        self.events += 1;
+    }
+}
+
+/// The records of a source, as the engine reads them.
+pub type Records<'a> = Box<dyn Iterator<Item = Result<Record, TraceError>> + Send + 'a>;
+
+impl<'a> TraceSource<'a> {
+    /// The records, from the start (a file is opened again at each call).
+    pub fn records(&self) -> Result<Records<'a>, TraceError> {
+        Ok(match *self {
+            TraceSource::File(path) => Box::new(crate::trace::open(path)?.records()),
+            TraceSource::Records(records) => Box::new(records.iter().cloned().map(Ok)),
+        })
+    }
+
+    /// The trace's shape, in one pass over its records.
+    pub fn shape(&self) -> Result<TraceShape, TraceError> {
+        let mut shape = TraceShape::default();
+        for r in self.records()? {
+            shape.add(&r?);
+        }
+        Ok(shape)
+    }
+
+    /// A name for titles: the file's stem, or `trace`.
+    pub fn name(&self) -> String {
+        match self {
+            TraceSource::File(path) => path
+                .file_stem()
+                .map_or("trace".into(), |s| s.to_string_lossy().to_string()),
+            TraceSource::Records(_) => "trace".into(),
+        }
+    }
+}
+
+/// One way of looking at a trace: the records in trace order, then its finding.
+pub trait Analysis: Send {
+    /// The next call, thread exit, mapping or `mallctl` write (sites are not passed on: a
+    /// call carries its site's id).
+    fn record(&mut self, record: &Record) -> Result<()>;
+    /// The result and its summary.
+    fn finish(self: Box<Self>) -> Result<Finding>;
+}
+
+/// What an analysis found: its summary (named fields) and its result, whose type the
+/// analysis documents ([`Finding::result`] takes it back).
+pub struct Finding {
+    pub summary: Summary,
+    result: Box<dyn Any + Send>,
+}
+
+impl Finding {
+    pub fn new(summary: Summary, result: impl Any + Send) -> Self {
+        Finding {
+            summary,
+            result: Box::new(result),
+        }
+    }
+
+    /// The result as the type the analysis gave (`None`: another type).
+    pub fn result<T: Any>(self) -> Option<T> {
+        self.result.downcast().ok().map(|b| *b)
+    }
+}
+
+/// An analysis as the engine's consumer.
+struct Sink(Box<dyn Analysis>);
+
+impl RecordConsumer for Sink {
+    type Error = anyhow::Error;
+
+    fn record(&mut self, record: &Record) -> Result<()> {
+        self.0.record(record)
+    }
+}
+
+/// Runs every analysis over `source` in one pass; their findings in the same order.
+pub fn run(source: TraceSource<'_>, analyses: Vec<Box<dyn Analysis>>) -> Result<Vec<Finding>> {
+    run_with_time_scale(source, 1.0, analyses)
+}
+
+/// [`run`] with the trace's times multiplied by `factor` from its first time on
+/// ([`crate::process::scaled_records`]: `--time-scale`).
+pub fn run_with_time_scale(
+    source: TraceSource<'_>,
+    factor: f64,
+    analyses: Vec<Box<dyn Analysis>>,
+) -> Result<Vec<Finding>> {
+    let mut sinks: Vec<Sink> = analyses.into_iter().map(Sink).collect();
+    let records = crate::process::scaled_records(source.records()?, factor);
+    engine::run(records, &mut sinks, &|_| {}).map_err(|e| match e {
+        RunError::Trace(e) => anyhow::Error::from(e).context(format!("reading {}", source.name())),
+        RunError::Consumer(e) => e,
+    })?;
+    sinks
+        .into_iter()
+        .map(|s| s.0.finish())
+        .collect::<Result<_>>()
+        .context("finishing an analysis")
+}
