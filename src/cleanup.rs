@@ -9,7 +9,7 @@
 //! a process sent it), the second stops as usual, leaving the folders registered with
 //! [`keep_on_interrupt`] in place.
 
-pub mod signals;
+pub(crate) mod signals;
 
 pub use signals::Interrupt;
 
@@ -66,7 +66,7 @@ fn register(add: impl FnOnce(&mut Pending, u64)) -> Registration {
 }
 
 /// Remove `dir` (and everything in it), or the file at that path, on interrupt.
-pub fn remove_on_interrupt(dir: &Path) -> Registration {
+pub(crate) fn remove_on_interrupt(dir: &Path) -> Registration {
     register(|p, id| p.dirs.push((id, dir.to_path_buf())))
 }
 
@@ -92,7 +92,7 @@ pub fn forward_interrupt_to(pid: u32) -> Registration {
 pub struct Deferral(u64);
 
 /// Defers the first interrupt signal until the returned value is dropped.
-pub fn defer_first_interrupt() -> Deferral {
+pub(crate) fn defer_first_interrupt() -> Deferral {
     let mut p = pending();
     p.next += 1;
     let id = p.next;

@@ -1,7 +1,7 @@
 //! Deterministic pseudo-random requests, so checks and benchmarks see the same inputs every run.
 
 /// splitmix64: a small, well-known generator.
-pub fn splitmix64(state: &mut u64) -> u64 {
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -11,10 +11,10 @@ pub fn splitmix64(state: &mut u64) -> u64 {
 
 /// A splitmix64 stream with the draws the generators need (the traces they write are
 /// committed, so the arithmetic of each draw is part of their format: do not change it).
-pub struct SplitMix(pub u64);
+pub(crate) struct SplitMix(pub u64);
 
 impl SplitMix {
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         splitmix64(&mut self.0)
     }
     /// Uniform in [0, 1), 53 bits.
@@ -26,11 +26,11 @@ impl SplitMix {
         self.next_u64() % n.max(1)
     }
     /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
+    pub(crate) fn chance(&mut self, p: f64) -> bool {
         self.unit() > 1.0 - p
     }
     /// Log-uniform in [lo, hi].
-    pub fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
+    pub(crate) fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
         let (a, b) = ((lo.max(1) as f64).ln(), (hi.max(lo + 1) as f64).ln());
         ((a + self.unit() * (b - a)).exp() as u64).clamp(lo.max(1), hi)
     }

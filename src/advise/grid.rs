@@ -72,7 +72,7 @@ pub fn default_grid() -> Vec<Setting> {
 }
 
 /// The preset a grid line names: every `--preset` name, and `5.3.0` for `default`.
-pub fn preset_named(name: &str) -> Result<Preset, String> {
+pub(crate) fn preset_named(name: &str) -> Result<Preset, String> {
     if name == "5.3.0" {
         return Ok(Preset::V5_3_0);
     }

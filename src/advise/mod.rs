@@ -21,7 +21,7 @@
 //! `background_thread` takes jemalloc's decay defaults the same way (background threads
 //! purge only what decay lets go), and its threads run on the trace's clock too.
 
-pub mod grid;
+pub(crate) mod grid;
 mod objective;
 mod run;
 mod setting_run;
@@ -42,7 +42,7 @@ use crate::sizeclass::{AllocatorConfig, JemallocVersion, Preset};
 
 /// jemalloc's own decay defaults (`opt_dirty_decay_ms`, `opt_muzzy_decay_ms` in 5.3's
 /// `arena.c`): dirty pages purged over 10 s, muzzy pages at once.
-pub const JEMALLOC_DECAY: &str = "dirty_decay_ms:10000,muzzy_decay_ms:0";
+pub(crate) const JEMALLOC_DECAY: &str = "dirty_decay_ms:10000,muzzy_decay_ms:0";
 
 /// One point of the grid: a `MALLOC_CONF` as jemalloc takes it, the build it runs on, and the
 /// options the model runs with (the string parsed, plus what the exact conditions add).
@@ -106,13 +106,13 @@ impl Setting {
     }
 
     /// 5.3.1's clock-driven cache GC, asked for with `experimental_tcache_gc:true`.
-    pub fn clock_gc(&self) -> bool {
+    pub(crate) fn clock_gc(&self) -> bool {
         self.config().version == JemallocVersion::V5_3_1
             && self.options.experimental_tcache_gc == Some(true)
     }
 
     /// Why the setting needs the trace's clock (for a trace without times).
-    pub fn clock_reason(&self) -> &'static str {
+    pub(crate) fn clock_reason(&self) -> &'static str {
         match self.clock_gc() {
             true => "experimental_tcache_gc:true's cache GC runs on a 10 ms clock",
             false => "decay above 0 ms runs on the trace's clock",
@@ -135,7 +135,7 @@ impl Setting {
     }
 
     /// The same build and the same options (however written).
-    pub fn same_as(&self, other: &Setting) -> bool {
+    pub(crate) fn same_as(&self, other: &Setting) -> bool {
         self.preset == other.preset && self.options == other.options
     }
 
@@ -155,7 +155,7 @@ impl Setting {
 
     /// The options with `narenas` made explicit for `cpus` (jemalloc's default, 4 x CPUs, as
     /// the live child must run it whatever machine it is on).
-    pub fn options_for(&self, cpus: u32) -> ProcessOptions {
+    pub(crate) fn options_for(&self, cpus: u32) -> ProcessOptions {
         let mut o = self.options.clone();
         o.narenas = Some(o.narenas_for(cpus));
         o

@@ -59,7 +59,7 @@ impl Objective {
     }
 
     /// The table's column of its change against the defaults, in percent: `peak_resident_change_pct`.
-    pub fn change_column(self) -> &'static str {
+    pub(crate) fn change_column(self) -> &'static str {
         match self {
             Objective::PeakResident => "peak_resident_change_pct",
             Objective::MeanResident => "mean_resident_change_pct",
@@ -69,7 +69,7 @@ impl Objective {
     }
 
     /// The table's column of the place by this figure: `rank_peak_resident`.
-    pub fn rank_column(self) -> &'static str {
+    pub(crate) fn rank_column(self) -> &'static str {
         match self {
             Objective::PeakResident => "rank_peak_resident",
             Objective::MeanResident => "rank_mean_resident",

@@ -84,7 +84,7 @@ impl Advice {
     }
 
     /// The same results ranked by `objective`.
-    pub fn ranked_by(mut self, objective: Objective) -> Advice {
+    pub(crate) fn ranked_by(mut self, objective: Objective) -> Advice {
         self.rank = objective.ranks(&self.results);
         self.objective = objective;
         self

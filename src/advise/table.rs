@@ -96,7 +96,7 @@ pub fn advice_table(advice: &Advice, title: &str, live: &[LiveCheck]) -> Table {
 }
 
 /// A figure worse than the defaults' by more than this share is named in the recommendation.
-pub const WORSE_TOLERANCE: f64 = 0.01;
+pub(crate) const WORSE_TOLERANCE: f64 = 0.01;
 
 /// ` BUT ...` naming each figure `r` makes worse than the defaults by more than
 /// [`WORSE_TOLERANCE`] (a setting that lowers one figure may raise another: a

@@ -135,7 +135,7 @@ pub fn run(source: TraceSource<'_>, analyses: Vec<Box<dyn Analysis>>) -> Result<
 
 /// [`run`] with the trace's times multiplied by `factor` from its first time on
 /// ([`crate::process::scaled_records`]: `--time-scale`).
-pub fn run_with_time_scale(
+pub(crate) fn run_with_time_scale(
     source: TraceSource<'_>,
     factor: f64,
     analyses: Vec<Box<dyn Analysis>>,

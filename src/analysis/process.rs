@@ -46,7 +46,7 @@ impl ProcessModel {
     }
 
     /// Dumps the statistics after the last record.
-    pub fn dump_at_end(mut self) -> Self {
+    pub(crate) fn dump_at_end(mut self) -> Self {
         self.dump_at_end = true;
         self
     }
@@ -102,7 +102,7 @@ type Figure<'a> = (&'a str, &'a str, &'a dyn Fn(&ProcessSummary) -> f64);
 
 /// The summary: the first run's figures as named fields, resident memory over every run's
 /// seed.
-pub fn summary_of(title: String, threads: u32, runs: &[ProcessRunResult]) -> Summary {
+pub(crate) fn summary_of(title: String, threads: u32, runs: &[ProcessRunResult]) -> Summary {
     let first = &runs[0];
     let summary = &first.summary;
     let p = &summary.at_active_peak;

@@ -50,7 +50,7 @@ const ALLOCATOR_FUNCTIONS: [&str; 12] = [
 ];
 
 /// An allocator entry point or a frame of libc, libstdc++ or the loader.
-pub fn is_runtime(frame: &Frame) -> bool {
+pub(crate) fn is_runtime(frame: &Frame) -> bool {
     match frame {
         Frame::Location { module, .. } => crate::trace::is_system_module(module),
         Frame::Symbol(_) => {

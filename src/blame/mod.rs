@@ -101,7 +101,7 @@ pub enum Charge {
 impl Charge {
     /// Whether this line stands for the program's code (a site or a class), not the
     /// allocator's own holdings.
-    pub fn is_code(self) -> bool {
+    pub(crate) fn is_code(self) -> bool {
         matches!(self, Charge::Site(_) | Charge::NoSite | Charge::Class(_))
     }
 }

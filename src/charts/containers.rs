@@ -19,7 +19,7 @@ pub struct Line {
 
 /// Several lines over a shared x axis (log2 or linear), optional horizontal reference line.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LinesChart {
+pub(crate) struct LinesChart {
     pub name: String,
     pub title: String,
     pub x_label: String,

@@ -5,7 +5,7 @@ use anyhow::{anyhow, Result};
 
 /// An SVG flame graph of `folded` lines (`frame;frame;frame value`), titled `title`, the
 /// values counted in `unit` (e.g. "bytes"). An empty input draws an empty graph.
-pub fn flame_graph_svg(title: &str, unit: &str, folded: &[String]) -> Result<Vec<u8>> {
+pub(crate) fn flame_graph_svg(title: &str, unit: &str, folded: &[String]) -> Result<Vec<u8>> {
     let mut options = inferno::flamegraph::Options::default();
     options.title = title.to_string();
     options.count_name = unit.to_string();

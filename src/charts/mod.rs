@@ -4,11 +4,11 @@
 
 mod bars;
 mod class_loss;
-pub mod containers;
-pub mod flame;
+pub(crate) mod containers;
+pub(crate) mod flame;
 mod hbars;
 mod heatmap;
-pub mod layout;
+pub(crate) mod layout;
 mod legend;
 mod measured;
 mod resident;
@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 /// The font family every chart uses (registered on first use).
-pub const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 static FONT_BYTES: &[u8] = include_bytes!("../../data/fonts/DejaVuSans.ttf");
 
 fn register_font() {
@@ -287,15 +287,15 @@ pub fn write_chart<C: Chart>(chart: &C, dir: &Path) -> Result<Vec<PathBuf>> {
 /// Colours shared by the charts, chosen to stay apart for colour-blind readers (Okabe-Ito).
 pub(crate) mod palette {
     use plotters::style::RGBColor;
-    pub const BLUE: RGBColor = RGBColor(0, 114, 178);
-    pub const ORANGE: RGBColor = RGBColor(230, 159, 0);
-    pub const GREEN: RGBColor = RGBColor(0, 158, 115);
-    pub const VERMILION: RGBColor = RGBColor(213, 94, 0);
-    pub const PURPLE: RGBColor = RGBColor(204, 121, 167);
-    pub const GREY: RGBColor = RGBColor(120, 120, 120);
-    pub const SERIES: [RGBColor; 5] = [BLUE, VERMILION, GREEN, ORANGE, PURPLE];
+    pub(crate) const BLUE: RGBColor = RGBColor(0, 114, 178);
+    pub(crate) const ORANGE: RGBColor = RGBColor(230, 159, 0);
+    pub(crate) const GREEN: RGBColor = RGBColor(0, 158, 115);
+    pub(crate) const VERMILION: RGBColor = RGBColor(213, 94, 0);
+    pub(crate) const PURPLE: RGBColor = RGBColor(204, 121, 167);
+    pub(crate) const GREY: RGBColor = RGBColor(120, 120, 120);
+    pub(crate) const SERIES: [RGBColor; 5] = [BLUE, VERMILION, GREEN, ORANGE, PURPLE];
     /// Line colours: the series colours, then more for charts with many lines.
-    pub const LINES: [RGBColor; 10] = [
+    pub(crate) const LINES: [RGBColor; 10] = [
         BLUE,
         VERMILION,
         GREEN,

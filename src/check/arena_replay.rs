@@ -73,7 +73,7 @@ impl Default for LiveOptions {
 impl LiveOptions {
     /// The linked jemalloc as this process runs it, replayed in a child process of `exe`
     /// (the fragsim executable): [`LiveAllocator::Isolated`], for callers with many threads.
-    pub fn isolated(exe: &Path) -> Self {
+    pub(crate) fn isolated(exe: &Path) -> Self {
         let linked = read_bool("opt.disable_large_size_classes").unwrap_or(false);
         LiveOptions {
             allocator: LiveAllocator::Isolated(linked),
@@ -86,16 +86,16 @@ impl LiveOptions {
 /// Comparisons a live replay makes by default on a long trace: each reads jemalloc's
 /// statistics (about 230 µs measured on `python-dict.trace`, against under 1 µs an event), so
 /// a long trace is compared at evenly spaced events.
-pub const DEFAULT_LIVE_COMPARISONS: u64 = 10_000;
+pub(crate) const DEFAULT_LIVE_COMPARISONS: u64 = 10_000;
 
 /// The widest default spacing: a comparison at least every 100 events, so a long trace is
 /// still checked closely (and costs seconds per million events).
-pub const MAX_DEFAULT_LIVE_EVERY: u64 = 100;
+pub(crate) const MAX_DEFAULT_LIVE_EVERY: u64 = 100;
 
 /// The default spacing of a live comparison of `events` events: every event up to
 /// [`DEFAULT_LIVE_COMPARISONS`] events, then about that many comparisons, at most
 /// [`MAX_DEFAULT_LIVE_EVERY`] events apart.
-pub fn default_live_every(events: u64) -> u64 {
+pub(crate) fn default_live_every(events: u64) -> u64 {
     events
         .div_ceil(DEFAULT_LIVE_COMPARISONS)
         .clamp(1, MAX_DEFAULT_LIVE_EVERY)
@@ -195,7 +195,7 @@ pub fn replay_compare<'a>(
 }
 
 /// [`replay_compare`], telling `progress` of the calls replayed (one step, "events").
-pub fn replay_compare_with<'a>(
+pub(crate) fn replay_compare_with<'a>(
     trace: impl Into<ArenaTrace<'a>>,
     options: &LiveOptions,
     progress: &Progress,

@@ -156,7 +156,7 @@ pub(super) fn write_meta(
 /// The model's start from a `meta` line. On 5.3.0 (no `stats.metadata_rtree`) the tree is
 /// taken as whole 2 MiB leaves of a 48-bit build (what start-up left beside them is under
 /// 2 MiB) where this machine has at most 48 address bits, else not modelled.
-pub fn parse_meta(line: &str) -> Result<Metadata> {
+pub(crate) fn parse_meta(line: &str) -> Result<Metadata> {
     let bad = || format!("bad meta line from the child: '{line}'");
     let t: Vec<&str> = line
         .strip_prefix("meta ")

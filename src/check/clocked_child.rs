@@ -190,7 +190,7 @@ impl ClockReader {
     /// The decay line (statistics as of the last `epoch`): the totals, the radix tree's
     /// bytes (`-` where the build has no such statistic), then each arena's metadata
     /// resident (`resident` less its active and dirty pages; 0 for an arena not made yet).
-    pub fn write_line(&self, out: &mut impl Write, elapsed_ns: u64) -> Result<()> {
+    pub(crate) fn write_line(&self, out: &mut impl Write, elapsed_ns: u64) -> Result<()> {
         let mut tot = [0u64; 5];
         let mut meta = String::new();
         for p in &self.arenas {
@@ -321,7 +321,7 @@ pub(super) const NO_TIMES: &str =
 
 /// Each record's time in ns from the first time stamp (a record without one keeps the
 /// previous record's; times never go back). An error when the trace has no times.
-pub fn relative_times(records: &[Record]) -> Result<Vec<u64>> {
+pub(crate) fn relative_times(records: &[Record]) -> Result<Vec<u64>> {
     let first = records.iter().find_map(stamp).context(NO_TIMES)?;
     let mut last = 0u64;
     Ok(records

@@ -95,7 +95,7 @@ impl LiveArena {
 
     /// Creates the arena through `api` and turns its decay off. Fails clearly when the
     /// jemalloc has no statistics.
-    pub fn with_api(api: Api) -> Result<Self> {
+    pub(crate) fn with_api(api: Api) -> Result<Self> {
         if !api.has_stats() {
             bail!("this jemalloc was built without statistics (config.stats is false): a live replay cannot read them");
         }

@@ -33,7 +33,7 @@ pub mod process;
 mod process_child;
 mod process_line;
 mod process_trace;
-pub mod replayed_clock;
+pub(crate) mod replayed_clock;
 pub mod saved_band;
 pub mod snapshot_line;
 

@@ -119,7 +119,7 @@ pub struct LiveRun {
 }
 
 /// [`compare_process_live`], telling `progress` of the records replayed (one step, "records").
-pub fn compare_process_live_with<'a>(
+pub(crate) fn compare_process_live_with<'a>(
     exe: &Path,
     allocator: &ProcessAllocator,
     trace: impl Into<ProcessTrace<'a>>,

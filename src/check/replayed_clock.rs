@@ -13,7 +13,7 @@ use crate::trace::Record;
 /// One checkpoint of a live run: events done, then ns since the replay's start after the
 /// statistics were read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Reported {
+pub(crate) struct Reported {
     pub event: u64,
     pub elapsed_ns: u64,
 }
@@ -42,7 +42,7 @@ fn run_span(times: &[u64], t_start: f64, cost: f64, out: Option<&mut Vec<u64>>) 
 /// The time (ns from the replay's start) each event ran at, for `times` (each event's trace
 /// time, ns from the first) and the checkpoints `at` a live run reported. Events after the
 /// last checkpoint keep their trace times.
-pub fn replayed_times(times: &[u64], at: &[Reported]) -> Vec<u64> {
+pub(crate) fn replayed_times(times: &[u64], at: &[Reported]) -> Vec<u64> {
     // The statistics read: the least a checkpoint ever took past its last event's time.
     let read = at
         .iter()
@@ -83,7 +83,7 @@ pub fn replayed_times(times: &[u64], at: &[Reported]) -> Vec<u64> {
 
 /// `records` with each call and thread exit stamped with `times` (one per record that is
 /// not a site, in order), the first at 0.
-pub fn restamp(records: &[Record], times: &[u64]) -> Vec<Record> {
+pub(crate) fn restamp(records: &[Record], times: &[u64]) -> Vec<Record> {
     let mut k = 0;
     records
         .iter()

@@ -14,7 +14,7 @@ use anyhow::{bail, ensure, Context, Result};
 
 /// What a band file says about how it was measured.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BandHeader {
+pub(crate) struct BandHeader {
     pub command: String,
     pub machine: String,
     /// The trace, relative to the repository's root.
@@ -28,7 +28,7 @@ pub struct BandHeader {
 
 /// A band file's contents.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RecordedBand {
+pub(crate) struct RecordedBand {
     pub header: BandHeader,
     pub band: RealBand,
 }
@@ -46,7 +46,7 @@ fn bands(p: &RealPoint) -> [Band; 6] {
 
 impl RecordedBand {
     /// The file's text (floats in Rust's shortest round-trip form: parsing gives them back).
-    pub fn to_csv(&self) -> Result<String> {
+    pub(crate) fn to_csv(&self) -> Result<String> {
         let h = &self.header;
         let mut out = String::from(
             "# fragsim decay band (issue 25): the live jemalloc's statistics on the trace's clock, measured once; `fragsim report` compares the model with it\n",
@@ -219,7 +219,7 @@ fn parse_point(line: &str) -> Result<RealPoint> {
 
 /// This machine, for a band file's header: the kernel, the CPU model and count, and the
 /// virtual address width (the radix tree's shape follows from it).
-pub fn machine_description() -> String {
+pub(crate) fn machine_description() -> String {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let field = |k: &str| {
         cpuinfo

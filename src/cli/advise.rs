@@ -19,7 +19,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-pub struct AdviseArgs {
+pub(crate) struct AdviseArgs {
     /// The trace (any form `fragsim replay` reads; threads and times are used).
     pub trace: PathBuf,
     /// Settings to compare, one MALLOC_CONF a line, optionally `preset=5.3.0 ` before it,

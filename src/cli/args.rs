@@ -59,7 +59,7 @@ impl AllocatorArgs {
     }
 
     /// The chosen build, or `None` when no option was given (use the running jemalloc's).
-    pub fn explicit_config(&self) -> Result<Option<AllocatorConfig>> {
+    pub(crate) fn explicit_config(&self) -> Result<Option<AllocatorConfig>> {
         let given = !self.preset.is_empty()
             || self.lg_quantum.is_some()
             || self.lg_page.is_some()
@@ -75,7 +75,7 @@ impl AllocatorArgs {
 }
 
 /// The build of the jemalloc this binary links: every command's default build.
-pub fn linked_config() -> Result<AllocatorConfig> {
+pub(crate) fn linked_config() -> Result<AllocatorConfig> {
     crate::live::Api::linked().config()
 }
 
@@ -93,7 +93,7 @@ pub struct OutputArgs {
 impl OutputArgs {
     /// Writes a summary: named fields (one JSON object, one CSV row), a table of sentences in
     /// Markdown.
-    pub fn emit_summary(&self, record: &crate::export::Summary) -> Result<()> {
+    pub(crate) fn emit_summary(&self, record: &crate::export::Summary) -> Result<()> {
         self.emit(&record.table_for(self.format))
     }
 
@@ -107,7 +107,7 @@ impl OutputArgs {
 }
 
 /// clap parser for counts that must be at least 1 (runs, vectors...).
-pub fn at_least_one(text: &str) -> Result<usize, String> {
+pub(crate) fn at_least_one(text: &str) -> Result<usize, String> {
     match text.parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),
@@ -131,7 +131,7 @@ pub fn file_stem(text: &str) -> Result<String, String> {
 
 /// Creates the output folder `dir` (and its `charts/`) before any work, so an impossible
 /// `--out` fails at once rather than after a measurement.
-pub fn prepare_folder(dir: &std::path::Path) -> Result<()> {
+pub(crate) fn prepare_folder(dir: &std::path::Path) -> Result<()> {
     crate::export::create_folder(dir)?;
     crate::export::create_folder(&dir.join("charts"))?;
     Ok(())
@@ -140,7 +140,7 @@ pub fn prepare_folder(dir: &std::path::Path) -> Result<()> {
 /// A trace written to `out` replaces no file of the user's: an existing non-empty file that
 /// is not a fragsim binary trace is refused unless `force` (a device, FIFO or link is written
 /// through, never replaced: `export::OutputFile`).
-pub fn refuse_replacing_non_trace(out: &std::path::Path, force: bool) -> anyhow::Result<()> {
+pub(crate) fn refuse_replacing_non_trace(out: &std::path::Path, force: bool) -> anyhow::Result<()> {
     let meta = std::fs::metadata(out);
     if meta.is_ok_and(|m| m.is_file() && m.len() > 0)
         && !crate::trace::is_binary_trace(out)
@@ -157,7 +157,7 @@ pub fn refuse_replacing_non_trace(out: &std::path::Path, force: bool) -> anyhow:
 /// Refuses, before any work, an output that names the same file as an input (same device
 /// and inode, or the same real path) or as another output: writing it would destroy the
 /// input, or one output would clobber the other. Each path comes with the option naming it.
-pub fn refuse_outputs_over_inputs(
+pub(crate) fn refuse_outputs_over_inputs(
     inputs: &[(&str, &std::path::Path)],
     outputs: &[(&str, Option<&std::path::Path>)],
 ) -> Result<()> {
@@ -191,7 +191,7 @@ pub fn refuse_outputs_over_inputs(
 
 /// Whether writing `path` writes this process's standard output: `-`, or the same file
 /// (`/dev/stdout`, `/proc/self/fd/1`, the file stdout is redirected to).
-pub fn is_stdout(path: &std::path::Path) -> bool {
+pub(crate) fn is_stdout(path: &std::path::Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     if path == std::path::Path::new("-") {
         return true;

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 
 /// The flags of `fragsim replay --blame`.
 #[derive(Args, Debug, Default)]
-pub struct BlameFlags {
+pub(crate) struct BlameFlags {
     /// Charge every byte of the process model's active memory to the call sites that hold
     /// it (requested, rounding, the free regions of the slabs they keep), with lines for
     /// thread caches, cache blocks and large padding and a total equal to active bytes.

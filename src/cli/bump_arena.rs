@@ -15,7 +15,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-pub struct BumpArenaArgs {
+pub(crate) struct BumpArenaArgs {
     /// Number of inner vectors (M).
     #[arg(long, default_value_t = 1_000_000)]
     vectors: u64,

@@ -8,7 +8,7 @@ use std::ffi::OsStr;
 use std::marker::PhantomData;
 
 /// The parser of a [`Choice`] (`#[arg(value_parser = choice::<Format>())]`).
-pub struct ChoiceParser<T>(PhantomData<fn() -> T>);
+pub(crate) struct ChoiceParser<T>(PhantomData<fn() -> T>);
 
 impl<T> Clone for ChoiceParser<T> {
     fn clone(&self) -> Self {

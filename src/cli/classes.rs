@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 
 #[derive(Args, Debug)]
-pub struct ClassesArgs {
+pub(crate) struct ClassesArgs {
     #[command(flatten)]
     allocator: AllocatorArgs,
     #[command(flatten)]

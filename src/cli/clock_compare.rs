@@ -12,7 +12,7 @@ use crate::process::{machine_coarse_clock_ns, ProcessOptions};
 use crate::report::decay_section::{chart_of, checkpoint_table, error_record};
 use anyhow::Result;
 
-pub fn run_live_clock(
+pub(crate) fn run_live_clock(
     args: &ReplayArgs,
     trace: ProcessTrace<'_>,
     options: &ProcessOptions,

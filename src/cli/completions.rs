@@ -7,7 +7,7 @@ use clap::{Args, CommandFactory};
 use clap_complete::Shell;
 
 #[derive(Args, Debug)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell to complete for (bash: `source <(fragsim completions bash)`; zsh and fish:
     /// write it where the shell looks, e.g. `~/.config/fish/completions/fragsim.fish`).
     shell: Shell,

@@ -13,14 +13,14 @@ use std::path::{Path, PathBuf};
 
 /// Key insertion order (only a B-tree's shape depends on it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum OrderArg {
+pub(crate) enum OrderArg {
     Ascending,
     Random,
 }
 
 /// Element types and order, shared with `containers`.
 #[derive(Args, Debug, Clone)]
-pub struct ElementArgs {
+pub(crate) struct ElementArgs {
     /// The key (for sets, vec and vecdeque: the element): SIZE[:ALIGN]; the alignment
     /// defaults to the largest power of two dividing SIZE, up to 8 (20:1 is a 20-byte char
     /// array, 16:16 a u128).
@@ -64,7 +64,7 @@ impl ElementArgs {
 
 #[derive(Args, Debug)]
 #[command(after_help = container_names_help())]
-pub struct ContainerArgs {
+pub(crate) struct ContainerArgs {
     /// The container (names below).
     name: String,
     #[command(flatten)]

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 /// Which table to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ContainersView {
+pub(crate) enum ContainersView {
     /// Bytes per element at N, peak during growth, allocator calls.
     Summary,
     /// Split vs unified at every growth step of every two-array container.
@@ -21,7 +21,7 @@ pub enum ContainersView {
 }
 
 #[derive(Args, Debug)]
-pub struct ContainersArgs {
+pub(crate) struct ContainersArgs {
     #[command(flatten)]
     elements: ElementArgs,
     /// Elements to insert.

@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 #[derive(Args, Debug)]
-pub struct LayoutArgs {
+pub(crate) struct LayoutArgs {
     /// An array the structure owns: NAME:SIZExCOUNT[:ALIGN], e.g. keys:8x1000. Repeat it.
     #[arg(long = "array", required = true)]
     arrays: Vec<String>,
@@ -25,7 +25,7 @@ pub fn run(args: LayoutArgs) -> Result<i32> {
 }
 
 /// Every block of the split and unified layouts, then the totals and the ratio.
-pub fn split_vs_unified_table(
+pub(crate) fn split_vs_unified_table(
     classes: &SizeClasses,
     layout: &impl SplitOrUnified,
 ) -> Result<Table> {

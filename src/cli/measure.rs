@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 /// `--measure`: which allocators to measure the trace under.
 #[derive(Args, Debug, Clone, Default)]
-pub struct MeasureArgs {
+pub(crate) struct MeasureArgs {
     /// Measure the trace live under these allocators, one child process each (glibc,
     /// jemalloc, tcmalloc, mimalloc, jemalloc-5.3.1, or all); --every K sets the sampling
     /// (default: about 1,000 samples), --charts DIR writes the resident-bytes chart.
@@ -113,7 +113,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
 
 /// Hidden: the child side of `--measure` (one allocator; its report as JSON on stdout).
 #[derive(Args, Debug)]
-pub struct MeasureChildArgs {
+pub(crate) struct MeasureChildArgs {
     #[arg(long, value_parser = |s: &str| s.parse::<Allocator>().map_err(|e| e.to_string()))]
     pub allocator: Allocator,
     #[arg(long, default_value_t = 1)]
@@ -121,7 +121,7 @@ pub struct MeasureChildArgs {
     pub events: PathBuf,
 }
 
-pub fn run_child(args: MeasureChildArgs) -> Result<i32> {
+pub(crate) fn run_child(args: MeasureChildArgs) -> Result<i32> {
     let report = crate::measure::child::replay(args.allocator, &args.events, args.every)?;
     super::output::print_text(&format!("{}\n", serde_json::to_string(&report)?))?;
     Ok(0)

@@ -8,7 +8,7 @@
 use std::io::{self, Write};
 
 /// Exit code after a closed pipe: 128 + SIGPIPE, what a shell reports for a tool killed by it.
-pub const CLOSED_PIPE_EXIT: i32 = 141;
+pub(crate) const CLOSED_PIPE_EXIT: i32 = 141;
 
 /// Standard output could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +40,7 @@ pub fn print_text(text: &str) -> Result<(), OutputError> {
 }
 
 /// Writes a line to standard error; if even that fails there is no one left to tell.
-pub fn print_error(line: &str) {
+pub(crate) fn print_error(line: &str) {
     let _ = writeln!(io::stderr().lock(), "{line}");
 }
 
@@ -76,7 +76,7 @@ pub fn exit_code(err: &anyhow::Error) -> i32 {
 }
 
 /// The error and its causes on one line.
-pub fn one_line(err: &anyhow::Error) -> String {
+pub(crate) fn one_line(err: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in err.chain() {
         let text = cause.to_string();
@@ -90,7 +90,7 @@ pub fn one_line(err: &anyhow::Error) -> String {
 /// Prints clap's message whole (it names the missing argument and suggests fixes for typos)
 /// and returns its exit code: 0 for help and version, 2 for bad arguments. A misspelt
 /// subcommand is never pointed to one of `hidden` (the internal child commands).
-pub fn clap_exit(err: &clap::Error, hidden: &[String]) -> i32 {
+pub(crate) fn clap_exit(err: &clap::Error, hidden: &[String]) -> i32 {
     use clap::error::ErrorKind;
     if err.kind() == ErrorKind::InvalidSubcommand {
         if let Some(line) = unknown_subcommand(err, hidden) {
@@ -174,7 +174,7 @@ fn clap_one_line(text: &str) -> String {
 /// On Ctrl-C (or SIGTERM, SIGHUP): stop the child processes and remove the temporary folders
 /// registered in [`crate::cleanup`], say what was kept, then exit with 128 + the signal. A job
 /// that defers the first interrupt (`record`) goes on after it, told so on stderr.
-pub fn stop_cleanly_on_interrupt() {
+pub(crate) fn stop_cleanly_on_interrupt() {
     // Fails only if a handler is already installed (a second call): keep that one.
     let _ = crate::cleanup::signals::install(|interrupt| {
         match crate::cleanup::take_interrupt(interrupt) {

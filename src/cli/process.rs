@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// The flags `fragsim replay` takes for the process model.
 #[derive(Args, Debug, Default)]
-pub struct ProcessFlags {
+pub(crate) struct ProcessFlags {
     /// Model the whole process: thread caches, automatic arenas, the huge arena, threads.
     /// Not the default, even for traces with threads (without it every call replays on one
     /// private arena with no cache, the model `--live` has always checked).

@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 
 /// The nearest folder at or above `start` whose Cargo.toml names the package fragsim.
-pub fn project_root(start: &Path) -> Option<PathBuf> {
+pub(crate) fn project_root(start: &Path) -> Option<PathBuf> {
     start.ancestors().find_map(|dir| {
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).ok()?;
         manifest
@@ -19,7 +19,7 @@ pub fn project_root(start: &Path) -> Option<PathBuf> {
 /// `scripts/seed-pmr.sh` of the fragsim project around the current folder, else of the one
 /// around the executable (`target/release/fragsim` of a clone). Otherwise a one-line error
 /// saying what to pass.
-pub fn seed_script(given: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn seed_script(given: Option<&Path>) -> Result<PathBuf> {
     const SCRIPT: &str = "scripts/seed-pmr.sh";
     if let Some(path) = given {
         if !path.is_file() {
@@ -41,7 +41,7 @@ pub fn seed_script(given: Option<&Path>) -> Result<PathBuf> {
 
 /// The root of the committed traces (`data/traces` below it), found as [`seed_script`] is;
 /// a one-line error before any work when there is none.
-pub fn traces_root() -> Result<PathBuf> {
+pub(crate) fn traces_root() -> Result<PathBuf> {
     const TRACES: &str = "data/traces";
     in_project(|root| root.join(TRACES).is_dir()).ok_or_else(|| {
         anyhow::anyhow!(

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
 #[derive(Args, Debug)]
-pub struct RecordArgs {
+pub(crate) struct RecordArgs {
     /// The binary trace to write (atomically).
     #[arg(short = 'o', long = "out")]
     pub(super) out: PathBuf,

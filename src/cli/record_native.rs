@@ -20,7 +20,7 @@ pub enum Recorder {
 }
 
 #[derive(Args, Debug)]
-pub struct NativeArgs {
+pub(crate) struct NativeArgs {
     /// Record each allocation's call stack (native recorder; libunwind).
     #[arg(long)]
     stacks: bool,
@@ -45,7 +45,7 @@ pub struct NativeArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Order {
+pub(crate) enum Order {
     Auto,
     Seq,
     Tsc,

@@ -18,7 +18,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// The trace file.
     pub trace: PathBuf,
     /// The build to model (default: the linked jemalloc's).
@@ -451,7 +451,7 @@ fn check_build_flags(args: &ReplayArgs, live: &crate::sizeclass::AllocatorConfig
 
 /// Hidden: the child side of a live replay (the trace file opened here, snapshots to stdout).
 #[derive(Args, Debug)]
-pub struct ChildArgs {
+pub(crate) struct ChildArgs {
     #[command(flatten)]
     pub live: LiveChildArgs,
     /// The trace (any form `trace::open` reads).
@@ -461,7 +461,7 @@ pub struct ChildArgs {
 /// What every live child (one arena, or the process baton) is told: how often to read the
 /// statistics and which jemalloc to drive.
 #[derive(Args, Debug)]
-pub struct LiveChildArgs {
+pub(crate) struct LiveChildArgs {
     /// Compare every K events.
     #[arg(long, default_value_t = 1)]
     pub every: u64,
@@ -470,7 +470,7 @@ pub struct LiveChildArgs {
     pub system: bool,
 }
 
-pub fn run_child(args: ChildArgs) -> Result<i32> {
+pub(crate) fn run_child(args: ChildArgs) -> Result<i32> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let api = if args.live.system {

@@ -9,7 +9,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Folder to write into [default: reports/ of the fragsim project the current folder is
     /// in]: new, empty, or a previous report (it holds a .fragsim-report manifest). The report
     /// is built beside it and replaces the files of the previous one when complete; every
@@ -39,7 +39,7 @@ pub struct ReportArgs {
 
 /// The manifest a report folder holds: the files the report wrote (a folder without one is
 /// not a report, and is refused unless empty).
-pub const REPORT_MANIFEST: &str = ".fragsim-report";
+pub(crate) const REPORT_MANIFEST: &str = ".fragsim-report";
 
 /// `reports/` of the fragsim project around `start`.
 fn project_reports(start: &Path) -> Option<PathBuf> {

@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 
 /// The live dump's file beside `path`: its extension replaced (`stats.json` ->
 /// `stats.real.json`, `stats` -> `stats.real.json`).
-pub fn real_path(path: &Path) -> PathBuf {
+pub(crate) fn real_path(path: &Path) -> PathBuf {
     path.with_extension("real.json")
 }
 
 /// When `--stats-json` dumps: `--at end` (the default) or `--at EVENT`.
-pub fn dump_at(args: &ReplayArgs) -> Result<Option<DumpAt>> {
+pub(crate) fn dump_at(args: &ReplayArgs) -> Result<Option<DumpAt>> {
     if args.process.stats_json.is_none() {
         return Ok(None);
     }
@@ -69,7 +69,7 @@ pub fn check(args: &ReplayArgs) -> Result<()> {
 }
 
 /// Refuses `--at EVENT` past the trace's `events` (calls and thread exits).
-pub fn check_event(dump: Option<DumpAt>, events: u64) -> Result<()> {
+pub(crate) fn check_event(dump: Option<DumpAt>, events: u64) -> Result<()> {
     if let Some(DumpAt::Event(n)) = dump {
         if n > events {
             bail!("--at {n}: the trace has {events} events");
@@ -79,14 +79,14 @@ pub fn check_event(dump: Option<DumpAt>, events: u64) -> Result<()> {
 }
 
 /// Writes the model's dump to `path`.
-pub fn write_model(path: &Path, view: &StatsView) -> Result<()> {
+pub(crate) fn write_model(path: &Path, view: &StatsView) -> Result<()> {
     let text = serde_json::to_string(&stats_json(view))? + "\n";
     write_atomic(path, text.as_bytes())?;
     Ok(())
 }
 
 /// Writes the model's dump to `path` and the live jemalloc's beside it ([`real_path`]).
-pub fn write_both(path: &Path, dumps: &StatsDumps) -> Result<()> {
+pub(crate) fn write_both(path: &Path, dumps: &StatsDumps) -> Result<()> {
     write_model(path, &dumps.model)?;
     write_atomic(&real_path(path), format!("{}\n", dumps.live).as_bytes())?;
     Ok(())
@@ -94,7 +94,7 @@ pub fn write_both(path: &Path, dumps: &StatsDumps) -> Result<()> {
 
 /// Hidden: the child side of a live process replay.
 #[derive(Args, Debug)]
-pub struct ChildArgs {
+pub(crate) struct ChildArgs {
     #[command(flatten)]
     pub live: super::replay::LiveChildArgs,
     /// Replay on the trace's clock (each call at its time from the first).
@@ -110,7 +110,7 @@ pub struct ChildArgs {
     pub trace: PathBuf,
 }
 
-pub fn run_child(args: ChildArgs) -> Result<i32> {
+pub(crate) fn run_child(args: ChildArgs) -> Result<i32> {
     let dump = match args.dump_at.as_deref() {
         None => None,
         Some("end") => Some(DumpAt::End),

@@ -19,7 +19,7 @@ enum TableModel {
 }
 
 #[derive(Args, Debug)]
-pub struct TableArgs {
+pub(crate) struct TableArgs {
     /// Which model to tabulate.
     #[arg(long, value_enum, default_value_t = TableModel::Physical)]
     model: TableModel,

@@ -43,7 +43,7 @@ pub(super) fn progress_bar() -> Progress {
 }
 
 #[derive(Args, Debug)]
-pub struct ValidateArgs {
+pub(crate) struct ValidateArgs {
     /// Allocate every row of the full physical table (tables up to 10·2^20 values).
     #[arg(long)]
     full: bool,

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-pub struct ViewArgs {
+pub(crate) struct ViewArgs {
     /// The trace (any form `fragsim replay` reads).
     pub trace: PathBuf,
     /// The page to write (one HTML file, everything inside it).

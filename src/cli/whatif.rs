@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// The what-if options of `fragsim replay` (the builds come from `--preset a,b,c`).
 #[derive(Args, Debug, Clone, Default)]
-pub struct WhatifArgs {
+pub(crate) struct WhatifArgs {
     /// One row per size class the trace used (one build only), most bytes lost first.
     #[arg(long)]
     pub by_class: bool,
@@ -37,7 +37,7 @@ pub fn wanted(allocator: &AllocatorArgs, args: &WhatifArgs) -> bool {
 /// The builds the allocator options name: `--preset` may list several, comma-separated;
 /// `--no-cache-oblivious` and `--large-page-rounding` then apply to each. Without a list, the
 /// one build the options describe.
-pub fn builds_from(args: &AllocatorArgs) -> Result<Vec<Build>> {
+pub(crate) fn builds_from(args: &AllocatorArgs) -> Result<Vec<Build>> {
     match args.preset.as_slice() {
         [] => {
             // The same build and name as `fragsim replay` without what-if options.

@@ -30,7 +30,7 @@ const GROUP_WIDTH: u64 = 16;
 /// - `node_hash_policy::new_element` allocates each node with `std::allocator<value_type>`
 ///   after `prepare_insert` (so after any growth). The model frees nodes in insertion order
 ///   at destruction (abseil walks slots, an order that depends on the hashes).
-pub struct AbslRawHashSet {
+pub(crate) struct AbslRawHashSet {
     slot: ElementType,
     node: Option<ElementType>,
     size: u64,

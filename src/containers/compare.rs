@@ -8,7 +8,7 @@ use serde::Serialize;
 
 /// One container grown to N.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ContainerRun {
+pub(crate) struct ContainerRun {
     pub kind: ContainerKind,
     /// The element the container stores (for `vec` beside maps: the `(K, V)` tuple).
     pub element: ElementType,
@@ -18,7 +18,7 @@ pub struct ContainerRun {
 /// The containers compared for a key and (optional) mapped type: with a mapped type every
 /// map, plus `Vec`/`VecDeque` of the `(K, V)` tuple as the contiguous baseline; without one,
 /// every set and `Vec`/`VecDeque` of the key.
-pub fn comparable_specs(
+pub(crate) fn comparable_specs(
     key: ElementType,
     value: Option<ElementType>,
     order: KeyOrder,
@@ -43,7 +43,7 @@ pub fn comparable_specs(
 }
 
 /// Element counts 1, 2, 3, 4, 5, 6, 8, ... (four per doubling) up to `count`, for curves.
-pub fn geometric_samples(count: u64) -> Vec<u64> {
+pub(crate) fn geometric_samples(count: u64) -> Vec<u64> {
     let mut samples: Vec<u64> = (0..)
         .map(|k: u32| 2f64.powf(f64::from(k) / 4.0).round() as u64)
         .take_while(|&n| n < count)
@@ -55,7 +55,7 @@ pub fn geometric_samples(count: u64) -> Vec<u64> {
 
 /// Grows every comparable container to `count` (no trace kept); a container whose model
 /// cannot grow that far ([`ContainerKind::max_count`]) is left out.
-pub fn compare_containers(
+pub(crate) fn compare_containers(
     key: ElementType,
     value: Option<ElementType>,
     count: u64,
@@ -78,7 +78,7 @@ pub fn compare_containers(
 
 /// Split vs unified over a container's growth steps.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct SplitVerdict {
+pub(crate) struct SplitVerdict {
     /// Unified / split usable bytes of the table at N.
     pub at_n: f64,
     /// Geometric mean of the ratio over the growth steps.
@@ -135,11 +135,11 @@ impl SplitVerdict {
 }
 
 /// A container and its (value size, unified/split ratio) points.
-pub type RatioBySize = (ContainerKind, Vec<(u64, f64)>);
+pub(crate) type RatioBySize = (ContainerKind, Vec<(u64, f64)>);
 
 /// Geometric-mean unified/split ratio over the growth to `count`, for each mapped-type size
 /// in `value_sizes` (natural alignment), for every container that has two arrays.
-pub fn split_ratio_by_value_size(
+pub(crate) fn split_ratio_by_value_size(
     key: ElementType,
     value_sizes: &[u64],
     count: u64,

@@ -6,9 +6,9 @@
 use crate::trace::{Event, IdPool, ObjectId};
 
 /// Largest alignment accepted for an element (a page).
-pub const MAX_ALIGN: u64 = 4096;
+pub(crate) const MAX_ALIGN: u64 = 4096;
 /// Largest element size accepted (1 MiB): larger elements are not container elements.
-pub const MAX_ELEMENT: u64 = 1 << 20;
+pub(crate) const MAX_ELEMENT: u64 = 1 << 20;
 
 /// A bad element type.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -60,7 +60,7 @@ impl ElementType {
     }
 
     /// A pointer on a 64-bit target.
-    pub const POINTER: ElementType = ElementType { size: 8, align: 8 };
+    pub(crate) const POINTER: ElementType = ElementType { size: 8, align: 8 };
 
     /// Rust's `(A, B)`: rustc orders fields by decreasing alignment, so no padding sits
     /// between them when each size is a multiple of its alignment (checked by the recording
@@ -96,7 +96,7 @@ pub fn natural_align(size: u64) -> u64 {
 }
 
 /// Rounds `n` up to a multiple of `align` (a power of two).
-pub fn round_up(n: u64, align: u64) -> u64 {
+pub(crate) fn round_up(n: u64, align: u64) -> u64 {
     (n + align - 1) & !(align - 1)
 }
 
@@ -135,14 +135,14 @@ impl<'a> Tracer<'a> {
     }
 
     /// Frees what `slot` holds, if anything, and empties it.
-    pub fn free_slot(&mut self, slot: &mut Option<ObjectId>) {
+    pub(crate) fn free_slot(&mut self, slot: &mut Option<ObjectId>) {
         if let Some(id) = slot.take() {
             self.free(id);
         }
     }
 
     /// Frees every id in `ids`, in order, and empties it.
-    pub fn free_all(&mut self, ids: &mut Vec<ObjectId>) {
+    pub(crate) fn free_all(&mut self, ids: &mut Vec<ObjectId>) {
         for id in ids.drain(..) {
             self.free(id);
         }

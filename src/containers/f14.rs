@@ -19,7 +19,7 @@ const VECTOR_ALIGN: u64 = 16;
 
 /// The alignment argument of a C++ `std::allocator` request: 0 (plain `operator new`) unless
 /// the type is over-aligned.
-pub fn cpp_new_align(align: u64) -> u64 {
+pub(crate) fn cpp_new_align(align: u64) -> u64 {
     if align > VECTOR_ALIGN {
         align
     } else {
@@ -110,7 +110,7 @@ impl ChunkGeometry {
 /// has grown. Destruction (`clearImpl<true>`) destroys items (freeing nodes), then frees
 /// the chunk allocation; the model frees nodes in insertion order (folly walks chunks, an
 /// order that depends on the hashes).
-pub struct F14Today {
+pub(crate) struct F14Today {
     policy: F14Policy,
     value: ElementType,
     geometry: ChunkGeometry,

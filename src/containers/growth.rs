@@ -35,7 +35,11 @@ impl Bytes {
     /// One request of `size` bytes aligned to `align` (0: default) under `classes`: an
     /// aligned small request is served from the class of the size rounded up to the
     /// alignment (jemalloc's `sz_sa2u`).
-    pub fn of_request(classes: &SizeClasses, size: u64, align: u64) -> Result<Bytes, GrowthError> {
+    pub(crate) fn of_request(
+        classes: &SizeClasses,
+        size: u64,
+        align: u64,
+    ) -> Result<Bytes, GrowthError> {
         if size >= ADDRESS_SPACE {
             return Err(GrowthError::BeyondAddressSpace(size));
         }
@@ -94,7 +98,7 @@ impl SplitCost {
     }
 
     /// Usable bytes of one allocation over two.
-    pub fn usable_ratio(&self) -> f64 {
+    pub(crate) fn usable_ratio(&self) -> f64 {
         self.unified.usable as f64 / self.split.usable as f64
     }
 }

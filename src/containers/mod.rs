@@ -5,15 +5,15 @@
 //! its model to N elements, passing each [`crate::trace::Event`] on and pricing the steps
 //! under a jemalloc build; [`compare`] puts containers side by side.
 
-pub mod absl;
+pub(crate) mod absl;
 pub mod compare;
-pub mod core;
-pub mod f14;
-pub mod growth;
+pub(crate) mod core;
+pub(crate) mod f14;
+pub(crate) mod growth;
 pub mod rust_std;
 pub mod section;
-pub mod spec;
-pub mod tables;
+pub(crate) mod spec;
+pub(crate) mod tables;
 
 pub use self::core::{
     key_sequence, natural_align, ArrayPart, Container, ElementError, ElementType, KeyOrder, Tracer,

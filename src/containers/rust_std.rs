@@ -71,7 +71,7 @@ impl Container for RustVec {
 }
 
 /// SSE2 groups on x86-64 (`hashbrown/src/control/group/sse2.rs`: `Group::WIDTH`).
-pub const HASHBROWN_GROUP_WIDTH: u64 = 16;
+pub(crate) const HASHBROWN_GROUP_WIDTH: u64 = 16;
 
 /// `HashMap<K, V>` / `HashSet<T>`: hashbrown's `RawTable` of `(K, V)` tuples (or `T`).
 ///
@@ -186,7 +186,7 @@ impl Container for Hashbrown {
 /// `B` of `library/alloc/src/collections/btree/node.rs`.
 const BTREE_B: usize = 6;
 /// `CAPACITY = 2 * B - 1` keys per node.
-pub const BTREE_CAPACITY: usize = 2 * BTREE_B - 1;
+pub(crate) const BTREE_CAPACITY: usize = 2 * BTREE_B - 1;
 
 /// `BTreeMap<K, V>` filled by `insert`, keys in ascending or shuffled order.
 ///
@@ -218,7 +218,7 @@ struct BNode {
 }
 
 /// Bytes and alignment of a `LeafNode<K, V>` and of an `InternalNode<K, V>`.
-pub fn btree_node_layouts(key: ElementType, value: ElementType) -> ((u64, u64), (u64, u64)) {
+pub(crate) fn btree_node_layouts(key: ElementType, value: ElementType) -> ((u64, u64), (u64, u64)) {
     let align = 8u64.max(key.align).max(value.align);
     let cap = BTREE_CAPACITY as u64;
     let leaf = round_up(8 + 2 + 2 + cap * key.size + cap * value.size, align);

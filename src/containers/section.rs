@@ -11,11 +11,12 @@ use anyhow::Result;
 use std::path::{Path, PathBuf};
 
 /// The section's defaults: 8-byte keys, 24-byte values, one million elements.
-pub const SECTION_KEY: u64 = 8;
-pub const SECTION_VALUE: u64 = 24;
-pub const SECTION_COUNT: u64 = 1_000_000;
+pub(crate) const SECTION_KEY: u64 = 8;
+pub(crate) const SECTION_VALUE: u64 = 24;
+pub(crate) const SECTION_COUNT: u64 = 1_000_000;
 /// Mapped-type sizes of the split-vs-unified chart.
-pub const CHART_VALUE_SIZES: [u64; 14] = [4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128, 192, 256];
+pub(crate) const CHART_VALUE_SIZES: [u64; 14] =
+    [4, 8, 12, 16, 20, 24, 32, 40, 48, 64, 96, 128, 192, 256];
 
 /// What [`write_section`] wrote.
 #[derive(Clone, Debug)]
@@ -76,7 +77,7 @@ fn summary_markdown(summary: &Table, verdict: &Table) -> Result<String> {
 }
 
 /// The two charts for `runs` (grown with samples) and the value-size sweep up to `count`.
-pub fn write_charts(
+pub(crate) fn write_charts(
     dir: &Path,
     runs: &[ContainerRun],
     key: ElementType,

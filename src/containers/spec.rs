@@ -41,7 +41,7 @@ impl crate::choice::Choice for ContainerKind {
 
 /// Whether a container takes a mapped type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ValueRule {
+pub(crate) enum ValueRule {
     Required,
     Forbidden,
     /// folly: with a value it is the map, without it the set.
@@ -115,7 +115,7 @@ impl ContainerKind {
     }
 
     /// Every name, comma-separated (for error messages).
-    pub fn known_names() -> String {
+    pub(crate) fn known_names() -> String {
         crate::choice::names::<Self>()
     }
 
@@ -123,7 +123,7 @@ impl ContainerKind {
         crate::choice::find(name).ok_or_else(|| SpecError::UnknownName(name.to_string()))
     }
 
-    pub fn value_rule(self) -> ValueRule {
+    pub(crate) fn value_rule(self) -> ValueRule {
         use ContainerKind::*;
         match self {
             F14Vector | F14Value | F14Node | F14Vector2018 | F14Vector2018Split => {
@@ -144,7 +144,7 @@ impl ContainerKind {
     }
 
     /// Whether its table is two arrays in one allocation (or two, for the 2018 split F14).
-    pub fn has_two_arrays(self) -> bool {
+    pub(crate) fn has_two_arrays(self) -> bool {
         use ContainerKind::*;
         matches!(
             self,
@@ -161,7 +161,7 @@ impl ContainerKind {
     }
 
     /// Whether the container is a hash table (for the bytes-per-element chart).
-    pub fn is_hash_table(self) -> bool {
+    pub(crate) fn is_hash_table(self) -> bool {
         !matches!(
             self,
             ContainerKind::Vec | ContainerKind::Vecdeque | ContainerKind::Btreemap

@@ -13,7 +13,7 @@ fn ratio(a: u64, b: u64) -> Cell {
 }
 
 /// One row per growth step (and the state at N), then the peak during growth.
-pub fn growth_table(title: String, growth: &Growth) -> Table {
+pub(crate) fn growth_table(title: String, growth: &Growth) -> Table {
     let split = growth.steps.iter().any(|s| s.split.is_some());
     let mut columns = vec![
         "elements",
@@ -74,7 +74,7 @@ pub fn growth_table(title: String, growth: &Growth) -> Table {
 }
 
 /// Every container at N: bytes per element, the peak during growth, allocator calls.
-pub fn comparison_table(title: String, runs: &[ContainerRun]) -> Table {
+pub(crate) fn comparison_table(title: String, runs: &[ContainerRun]) -> Table {
     let mut table = Table::new(
         title,
         &[
@@ -114,7 +114,7 @@ pub fn comparison_table(title: String, runs: &[ContainerRun]) -> Table {
 }
 
 /// Split vs unified at every growth step of every container with two arrays.
-pub fn split_steps_table(title: String, runs: &[ContainerRun]) -> Table {
+pub(crate) fn split_steps_table(title: String, runs: &[ContainerRun]) -> Table {
     let mut table = Table::new(
         title,
         &[
@@ -151,7 +151,7 @@ pub fn split_steps_table(title: String, runs: &[ContainerRun]) -> Table {
 }
 
 /// The split-vs-unified verdict per container.
-pub fn verdict_table(title: String, runs: &[ContainerRun]) -> Table {
+pub(crate) fn verdict_table(title: String, runs: &[ContainerRun]) -> Table {
     let mut table = Table::new(
         title,
         &[

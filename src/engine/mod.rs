@@ -108,7 +108,7 @@ impl<R: RecordConsumer> Consumer for R {
 }
 
 /// Records in memory as the stream a `*_stream` function reads (see [`in_memory`]).
-pub type InMemory<'a> = std::iter::Map<
+pub(crate) type InMemory<'a> = std::iter::Map<
     std::iter::Cloned<std::slice::Iter<'a, Record>>,
     fn(Record) -> Result<Record, Infallible>,
 >;

@@ -80,7 +80,7 @@ fn has_build_label(text: &str) -> bool {
 
 /// The (term, definition) pairs of the terms a table with these `columns`, `title` and text
 /// cells uses, in [`TERMS`]' order.
-pub fn terms_in<'t>(
+pub(crate) fn terms_in<'t>(
     columns: &[String],
     title: &str,
     texts: impl Iterator<Item = &'t str>,
@@ -115,7 +115,7 @@ fn definition_line(term: &str, definition: &str) -> String {
 }
 
 /// The definitions [`terms_in`] gives, as the lines a Markdown table ends with.
-pub fn definition_lines(terms: &[(&str, &str)]) -> String {
+pub(crate) fn definition_lines(terms: &[(&str, &str)]) -> String {
     terms
         .iter()
         .map(|(t, d)| definition_line(t, d) + "\n")

@@ -31,7 +31,7 @@ pub enum ColumnKind {
 impl ColumnKind {
     /// The kind of a row's value in a two-column table of named figures (`| peak active bytes
     /// | 1,376,256 (1.31 MiB) |`): from the name, as a column's.
-    pub fn of_label(label: &str) -> ColumnKind {
+    pub(crate) fn of_label(label: &str) -> ColumnKind {
         let name = label.split(" (").next().unwrap_or(label);
         if name.split_whitespace().any(|w| w == "bytes") {
             ColumnKind::Bytes

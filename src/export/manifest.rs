@@ -11,7 +11,7 @@ const HEADING: &str =
     "# fragsim: the files this folder's last run wrote (a rerun replaces these, keeps the rest)";
 
 /// Refuses `dir` unless it is missing, empty, or holds `manifest` (a folder written before).
-pub fn check_owned(given: &Path, dir: &Path, manifest: &str) -> Result<(), WriteError> {
+pub(crate) fn check_owned(given: &Path, dir: &Path, manifest: &str) -> Result<(), WriteError> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
@@ -76,7 +76,7 @@ fn listed(old: &Path, manifest: &str) -> BTreeSet<PathBuf> {
 /// command put there) into `staging`, unless the new folder has one of that name: nothing
 /// the program did not write is lost when the old folder is removed. Hard links where the
 /// filesystem allows (no copy, the same file), else copies.
-pub fn carry_foreign(old: &Path, staging: &Path, manifest: &str) -> Result<(), WriteError> {
+pub(crate) fn carry_foreign(old: &Path, staging: &Path, manifest: &str) -> Result<(), WriteError> {
     let ours = listed(old, manifest);
     for rel in files_under(old) {
         if ours.contains(&rel) {

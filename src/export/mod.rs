@@ -9,7 +9,7 @@ pub mod human;
 mod json;
 mod manifest;
 mod markdown;
-pub mod profile;
+pub(crate) mod profile;
 mod staging;
 mod summary;
 mod target;
@@ -112,7 +112,7 @@ impl Table {
 
 /// Writes `table` as `<stem>.csv` and `<stem>.md` into `dir`, each atomically: the one way a
 /// report section writes a table. Returns the file names written, in that order.
-pub fn write_csv_and_markdown(
+pub(crate) fn write_csv_and_markdown(
     dir: &std::path::Path,
     stem: &str,
     table: &Table,
@@ -181,7 +181,7 @@ impl std::fmt::Display for Format {
 
 impl Format {
     /// The renderer behind this format.
-    pub fn renderer(self) -> &'static dyn TableFormat {
+    pub(crate) fn renderer(self) -> &'static dyn TableFormat {
         match self {
             Format::Csv => &Csv,
             Format::Md => &Markdown,

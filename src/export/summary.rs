@@ -41,7 +41,7 @@ impl Summary {
     }
 
     /// One row, a column per field (CSV and JSON).
-    pub fn wide(&self) -> Table {
+    pub(crate) fn wide(&self) -> Table {
         let names: Vec<&str> = self.fields.iter().map(|(n, _, _)| n.as_str()).collect();
         let mut table = Table::new(self.title.clone(), &names);
         table.push(self.fields.iter().map(|(_, _, v)| v.clone()).collect());
@@ -49,7 +49,7 @@ impl Summary {
     }
 
     /// A row per field: its description and value (Markdown).
-    pub fn tall(&self) -> Table {
+    pub(crate) fn tall(&self) -> Table {
         let mut table = Table::new(self.title.clone(), &["statistic", "value"]);
         for (_, label, value) in &self.fields {
             table.push(vec![label.as_str().into(), value.clone()]);
@@ -58,7 +58,7 @@ impl Summary {
     }
 
     /// The table `format` writes: [`Summary::tall`] for Markdown, [`Summary::wide`] otherwise.
-    pub fn table_for(&self, format: Format) -> Table {
+    pub(crate) fn table_for(&self, format: Format) -> Table {
         match format {
             Format::Md => self.tall(),
             Format::Csv | Format::Json => self.wide(),

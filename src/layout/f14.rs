@@ -45,12 +45,12 @@ impl F14Vector {
         steps
     }
 
-    pub fn chunk_count(&self) -> u64 {
+    pub(crate) fn chunk_count(&self) -> u64 {
         self.capacity.div_ceil(F14_DESIRED_PER_CHUNK).max(1)
     }
 
     /// Bytes of the chunk array: one chunk is trimmed to the slots it needs.
-    pub fn chunk_prefix(&self) -> u64 {
+    pub(crate) fn chunk_prefix(&self) -> u64 {
         if self.chunk_count() == 1 {
             CHUNK_HEADER_BYTES + SLOT_BYTES * self.capacity
         } else {
@@ -59,7 +59,7 @@ impl F14Vector {
     }
 
     /// Bytes of the value array.
-    pub fn values_bytes(&self) -> u64 {
+    pub(crate) fn values_bytes(&self) -> u64 {
         self.value_size * self.capacity
     }
 }

@@ -71,7 +71,7 @@ impl LiveBuild {
     }
 
     /// The running allocator's build as a value ([`Api::config`] of the linked jemalloc).
-    pub fn running_config() -> Result<AllocatorConfig> {
+    pub(crate) fn running_config() -> Result<AllocatorConfig> {
         Api::linked().config()
     }
 

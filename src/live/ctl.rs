@@ -138,7 +138,7 @@ impl Api {
     }
 
     /// Reads a `const char *` setting (`version`), without its terminating NUL.
-    pub fn read_str(&self, name: &str) -> Result<String> {
+    pub(crate) fn read_str(&self, name: &str) -> Result<String> {
         // SAFETY: the names passed here are documented as const char *; jemalloc's strings
         // are static.
         let ptr = unsafe { self.read::<*const c_char>(name) }?;
@@ -152,7 +152,7 @@ impl Api {
     /// one line. The dump allocates its 64 KiB buffer in arena 0 (see
     /// [`crate::process::STATS_PRINT_BUFFER`]); the text is collected in this thread's
     /// arena.
-    pub fn stats_print_json(&self) -> String {
+    pub(crate) fn stats_print_json(&self) -> String {
         unsafe extern "C" fn append(out: *mut c_void, text: *const c_char) {
             // SAFETY: `out` is the Vec below; jemalloc passes a NUL-terminated string.
             unsafe { (*out.cast::<Vec<u8>>()).extend_from_slice(CStr::from_ptr(text).to_bytes()) }
@@ -265,19 +265,19 @@ unsafe fn read<T: Copy>(key: &str) -> Result<T> {
 }
 
 /// Reads a `size_t` statistic or setting.
-pub fn read_usize(key: &str) -> Result<u64> {
+pub(crate) fn read_usize(key: &str) -> Result<u64> {
     // SAFETY: the keys passed here are documented as size_t.
     Ok(unsafe { read::<usize>(key) }? as u64)
 }
 
 /// Reads an `unsigned` setting.
-pub fn read_u32(key: &str) -> Result<u32> {
+pub(crate) fn read_u32(key: &str) -> Result<u32> {
     // SAFETY: the keys passed here are documented as unsigned.
     unsafe { read(key) }
 }
 
 /// Reads a `uint64_t` statistic (call counts).
-pub fn read_u64(key: &str) -> Result<u64> {
+pub(crate) fn read_u64(key: &str) -> Result<u64> {
     // SAFETY: the keys passed here are documented as uint64_t.
     unsafe { read(key) }
 }
@@ -289,13 +289,13 @@ pub fn read_isize(key: &str) -> Result<i64> {
 }
 
 /// Reads a `bool` setting.
-pub fn read_bool(key: &str) -> Result<bool> {
+pub(crate) fn read_bool(key: &str) -> Result<bool> {
     // SAFETY: the keys passed here are documented as bool.
     unsafe { read(key) }
 }
 
 /// Reads a `const char *` setting of the linked jemalloc (`version`).
-pub fn read_string(key: &str) -> Result<String> {
+pub(crate) fn read_string(key: &str) -> Result<String> {
     Api::linked().read_str(key)
 }
 

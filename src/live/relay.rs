@@ -24,7 +24,7 @@ pub trait Work: Sync {
 
 /// Which thread a call runs on, and whether it is that thread's exit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Step {
+pub(crate) struct Step {
     pub thread: usize,
     pub exit: bool,
 }
@@ -135,7 +135,7 @@ impl<'w, W: Work> Baton<'w, W> {
     /// As [`Baton::start`], but trace thread `caller` runs on the caller's own thread (the
     /// process's main thread plays the trace's main thread: glibc gives it the main arena,
     /// mimalloc its main heap); its exit is a no-op.
-    pub fn start_with_caller(
+    pub(crate) fn start_with_caller(
         work: &'w W,
         threads: usize,
         caller: Option<usize>,
@@ -208,7 +208,7 @@ impl<'w, W: Work> Baton<'w, W> {
     /// The lowest address of the workers' stacks (`None` without workers): the process's
     /// mappings made after the workers start lie below it (Linux maps top-down), which is
     /// where the metadata model places the trace's extents (`crate::process::Metadata`).
-    pub fn lowest_stack(&self) -> Option<u64> {
+    pub(crate) fn lowest_stack(&self) -> Option<u64> {
         self.handles
             .iter()
             .flatten()
@@ -229,7 +229,7 @@ impl<'w, W: Work> Baton<'w, W> {
             .min()
     }
 
-    pub fn busy_ns(&self) -> u64 {
+    pub(crate) fn busy_ns(&self) -> u64 {
         self.shared.busy_ns.load(Ordering::Acquire)
     }
 
@@ -246,7 +246,7 @@ impl<'w, W: Work> Baton<'w, W> {
 
     /// Runs calls `from..to` of the caller's list, each on its thread (`step`), in order:
     /// consecutive calls of one thread go to it as one run. `Err(i)`: call `i` failed.
-    pub fn run_span(
+    pub(crate) fn run_span(
         &mut self,
         from: usize,
         to: usize,

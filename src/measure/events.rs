@@ -10,8 +10,8 @@ use std::path::Path;
 /// per entry: size (u64), id (u32), kind (u8: 0 alloc, 1 free, 2 realloc, 3 the thread
 /// exits), log2 alignment (u8; 0 for none), thread (u16). Little-endian (the file never
 /// leaves the machine). Samples count calls, not thread exits.
-pub const HEADER_BYTES: usize = 16;
-pub const EVENT_BYTES: usize = 16;
+pub(crate) const HEADER_BYTES: usize = 16;
+pub(crate) const EVENT_BYTES: usize = 16;
 pub(super) const ALLOC: u8 = 0;
 pub(super) const FREE: u8 = 1;
 pub(super) const REALLOC: u8 = 2;
@@ -19,7 +19,7 @@ const EXIT: u8 = 3;
 
 /// The event file's header: `entries` (calls and thread exits) and the object ids (the
 /// highest id + 1).
-pub fn encode_header(entries: u64, ids: u64) -> [u8; HEADER_BYTES] {
+pub(crate) fn encode_header(entries: u64, ids: u64) -> [u8; HEADER_BYTES] {
     let mut out = [0u8; HEADER_BYTES];
     out[..8].copy_from_slice(&entries.to_le_bytes());
     out[8..].copy_from_slice(&ids.to_le_bytes());
@@ -27,7 +27,7 @@ pub fn encode_header(entries: u64, ids: u64) -> [u8; HEADER_BYTES] {
 }
 
 /// One record's entry in the child's event format (`None`: a site, which has none).
-pub fn encode_entry(r: &Record) -> Result<Option<[u8; EVENT_BYTES]>, MeasureError> {
+pub(crate) fn encode_entry(r: &Record) -> Result<Option<[u8; EVENT_BYTES]>, MeasureError> {
     let (thread, kind, id, size, align) = match *r {
         // A mallctl write is jemalloc's own: the other allocators have nothing to do.
         Record::Site { .. } | Record::Mapping { .. } | Record::Control { .. } => return Ok(None),

@@ -87,7 +87,7 @@ pub fn symbol(name: &CStr) -> *mut c_void {
 }
 
 /// The file of the shared object that defines the address `p` (via `dladdr`).
-pub fn object_of(p: *const c_void) -> Option<String> {
+pub(crate) fn object_of(p: *const c_void) -> Option<String> {
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr fills `info`; dli_fname points into the loader's tables.
     let found = unsafe { libc::dladdr(p, &mut info) };
@@ -100,7 +100,7 @@ pub fn object_of(p: *const c_void) -> Option<String> {
 
 /// The allocator's own statistics, where its library exports a way to read them.
 #[derive(Clone, Copy)]
-pub enum Figures {
+pub(crate) enum Figures {
     /// glibc's `mallinfo2`.
     Glibc,
     /// jemalloc's `mallctl` (the preloaded one's, or the linked `_rjem_mallctl`).
@@ -112,21 +112,21 @@ pub enum Figures {
 }
 
 /// What the two figures are, per allocator (`None`: not available).
-pub struct FigureSources {
+pub(crate) struct FigureSources {
     pub in_use: Option<&'static str>,
     pub held: Option<&'static str>,
 }
 
 impl Figures {
     /// jemalloc's `mallctl` as found with `dlsym` (a preloaded jemalloc).
-    pub fn jemalloc_preloaded() -> Option<Figures> {
+    pub(crate) fn jemalloc_preloaded() -> Option<Figures> {
         let p = symbol(c"mallctl");
         // SAFETY: jemalloc's documented mallctl signature.
         (!p.is_null())
             .then(|| Figures::Jemalloc(unsafe { std::mem::transmute::<*mut c_void, MallctlFn>(p) }))
     }
 
-    pub fn jemalloc_linked() -> Figures {
+    pub(crate) fn jemalloc_linked() -> Figures {
         Figures::Jemalloc(tikv_jemalloc_sys::mallctl)
     }
 

@@ -87,11 +87,11 @@ impl AllocatorRun {
         (self.events > 0).then(|| self.replay_ns as f64 / self.events as f64)
     }
 
-    pub fn peak_in_use(&self) -> Option<i64> {
+    pub(crate) fn peak_in_use(&self) -> Option<i64> {
         self.samples.iter().filter_map(|s| s.in_use).max()
     }
 
-    pub fn peak_held(&self) -> Option<i64> {
+    pub(crate) fn peak_held(&self) -> Option<i64> {
         self.samples.iter().filter_map(|s| s.held).max()
     }
 }

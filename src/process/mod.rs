@@ -11,7 +11,7 @@
 //! run on the trace's times, approximately.
 
 mod compare;
-pub mod generate;
+pub(crate) mod generate;
 mod model;
 mod options;
 mod recorded;
@@ -19,7 +19,7 @@ mod scripted;
 mod stats_json;
 mod tcache;
 pub mod timed;
-pub mod trace_run;
+pub(crate) mod trace_run;
 
 pub use compare::{compare_snapshots, resident_tolerance};
 pub use generate::{
@@ -158,7 +158,7 @@ pub fn scale_times(records: &mut [crate::trace::Record], factor: f64) {
 /// The records a process replay applies, streamed from a trace's: sites dropped, times
 /// multiplied by `factor` from the first timed record on (what [`scale_times`] does to records
 /// in memory), so a replay never holds the trace.
-pub fn replay_records<E>(
+pub(crate) fn replay_records<E>(
     records: impl Iterator<Item = Result<crate::trace::Record, E>>,
     factor: f64,
 ) -> impl Iterator<Item = Result<crate::trace::Record, E>> {
@@ -167,7 +167,7 @@ pub fn replay_records<E>(
 
 /// A trace's records, streamed, with their times multiplied by `factor` from the first timed
 /// record on (sites kept: [`replay_records`] drops them).
-pub fn scaled_records<E>(
+pub(crate) fn scaled_records<E>(
     records: impl Iterator<Item = Result<crate::trace::Record, E>>,
     factor: f64,
 ) -> impl Iterator<Item = Result<crate::trace::Record, E>> {
@@ -280,7 +280,7 @@ impl ProcessSummary {
         )
     }
 
-    pub fn observe(&mut self, s: &ProcessStats) {
+    pub(crate) fn observe(&mut self, s: &ProcessStats) {
         self.peak_allocated_bytes = self.peak_allocated_bytes.max(s.allocated_bytes);
         self.peak_requested_bytes = self.peak_requested_bytes.max(s.requested_bytes);
         if s.active_bytes > self.peak_active_bytes {

@@ -108,7 +108,7 @@ pub struct StartupResidue {
 
 impl StartupResidue {
     /// The bytes left in arena 0.
-    pub fn in_arena0(&self) -> u64 {
+    pub(crate) fn in_arena0(&self) -> u64 {
         self.large + self.small
     }
 }
@@ -263,7 +263,10 @@ impl Process {
     /// small size: 64 KiB pages put it in the 80 KiB bin, above the cache's classes, so it
     /// comes from the arena's bin), and large bytes in the huge arena (its blocks at or
     /// above a low `oversize_threshold`).
-    pub fn replayer_start_with(&mut self, residue: StartupResidue) -> Result<(), ProcessError> {
+    pub(crate) fn replayer_start_with(
+        &mut self,
+        residue: StartupResidue,
+    ) -> Result<(), ProcessError> {
         let block = if self.options.tcache {
             let bytes = self.cache_block_bytes();
             Some(self.arena_mut(0).place(0, bytes)?)

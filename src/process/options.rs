@@ -61,13 +61,13 @@ impl Default for ProcessOptions {
 
 /// `DEFAULT_NUM_BACKGROUND_THREAD`: what `opt.max_background_threads` becomes unless set
 /// below `MAX_BACKGROUND_THREAD_LIMIT + 1` (4,096).
-pub const DEFAULT_BACKGROUND_THREADS: u32 = 4;
+pub(crate) const DEFAULT_BACKGROUND_THREADS: u32 = 4;
 
 /// The background threads' error measured against live jemalloc (scripts/background-live.sh).
-pub const BACKGROUND_MEASURED: &str = "a real thread purged 0.13-5.6 ms after the time its rules give on a 2 s schedule (15 trials, examples/background_wake.rs); against 5 live runs of 6 timed traces on the replay's own clock, resident was within 0.3-3.4% of the real mean on average (at most 4-46% at single checkpoints, where a purge falls on the other side of one) and inside the real runs' min-max band at 182-201 of about 200 checkpoints (scripts/background-live.sh)";
+pub(crate) const BACKGROUND_MEASURED: &str = "a real thread purged 0.13-5.6 ms after the time its rules give on a 2 s schedule (15 trials, examples/background_wake.rs); against 5 live runs of 6 timed traces on the replay's own clock, resident was within 0.3-3.4% of the real mean on average (at most 4-46% at single checkpoints, where a purge falls on the other side of one) and inside the real runs' min-max band at 182-201 of about 200 checkpoints (scripts/background-live.sh)";
 
 /// The options [`ProcessOptions::parse`] knows, in the order its error lists them.
-pub const OPTION_NAMES: [&str; 13] = [
+pub(crate) const OPTION_NAMES: [&str; 13] = [
     "tcache",
     "tcache_max",
     "lg_tcache_nslots_mul",
@@ -282,7 +282,7 @@ impl ProcessOptions {
 
     /// What a summary says when background threads are modelled: how many, and that their
     /// wake-up times are approximate, with the error measured against live runs.
-    pub fn background_note(&self) -> Option<String> {
+    pub(crate) fn background_note(&self) -> Option<String> {
         self.background_thread.then(|| {
             format!(
                 "{} threads, arena i served by thread i % {0}; modelled on the trace's clock, \
@@ -303,7 +303,7 @@ impl ProcessOptions {
 }
 
 /// jemalloc's cap on automatic arenas: `MALLOCX_ARENA_LIMIT - 1` (`malloc_init_narenas`).
-pub const MAX_AUTO_ARENAS: u32 = 4094;
+pub(crate) const MAX_AUTO_ARENAS: u32 = 4094;
 
 /// The most CPUs a model is given: at 4 arenas a CPU, 1,024 CPUs already reach jemalloc's cap
 /// on automatic arenas, so more would change nothing but the time a typo costs.

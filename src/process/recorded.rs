@@ -76,7 +76,7 @@ impl RecordedAllocator {
     }
 
     /// [`RecordedAllocator::malloc_conf`] without `narenas` (when the user sets the CPUs).
-    pub fn malloc_conf_without_narenas(&self) -> String {
+    pub(crate) fn malloc_conf_without_narenas(&self) -> String {
         self.malloc_conf
             .split(',')
             .filter(|kv| !kv.starts_with("narenas:"))

@@ -79,7 +79,7 @@ impl Script {
 /// with thread 0 allocating in between. Odd threads then only free (what is left of their
 /// run); even ones go on with allocations and frees of their own. With `exits`, every thread
 /// but 0 exits after its part.
-pub fn first_frees_trace(spec: &ThreadedSpec) -> Vec<Record> {
+pub(crate) fn first_frees_trace(spec: &ThreadedSpec) -> Vec<Record> {
     let mut s = Script::new(spec.seed);
     let mut pool: Vec<ObjectId> = Vec::new();
     for _ in 0..spec.target_live {
@@ -160,7 +160,7 @@ fn walk(rng: &mut Rng) -> Vec<u64> {
 /// in ten on another thread than its owner: the old block goes into that thread's cache);
 /// the others are unrelated allocations and frees (sizes by `large_share`, about
 /// `target_live` live) that change the blocks' neighbours.
-pub fn large_reallocs_trace(spec: &ThreadedSpec) -> Vec<Record> {
+pub(crate) fn large_reallocs_trace(spec: &ThreadedSpec) -> Vec<Record> {
     let mut s = Script::new(spec.seed);
     let threads = spec.threads.max(1);
     // Per block: its owner, id and remaining sizes (the first is its allocation).

@@ -89,7 +89,7 @@ impl CacheInfo {
         }
     }
 
-    pub fn nhbins(&self) -> usize {
+    pub(crate) fn nhbins(&self) -> usize {
         self.ncached_max.len()
     }
 }
@@ -169,7 +169,7 @@ impl CacheBin {
     /// Takes the oldest `len - rem` objects off the bottom, in the order of jemalloc's
     /// flush array (`cache_bin_init_ptr_array_for_flush`: `S[nflush-1]` down to `S[0]`);
     /// `cache_bin_finish_flush` then lowers low water if needed.
-    pub fn take_bottom(&mut self, rem: usize) -> Vec<Item> {
+    pub(crate) fn take_bottom(&mut self, rem: usize) -> Vec<Item> {
         let nflush = self.stack.len().saturating_sub(rem);
         let mut out: Vec<Item> = self.stack.drain(..nflush).collect();
         out.reverse();

@@ -138,14 +138,14 @@ impl ProcessRun {
     /// Dumps the statistics after record `event` (calls and thread exits, from 1), as a
     /// call of `malloc_stats_print` would there ([`Process::malloc_stats_print`]: its buffer
     /// stays in the model's state after); [`ProcessRun::dump_now`] for the end.
-    pub fn dump_at(mut self, event: u64) -> Self {
+    pub(crate) fn dump_at(mut self, event: u64) -> Self {
         self.dump_at = Some(event);
         self
     }
 
     /// Dumps the statistics now (after the last record: the end of the replay), the last
     /// rows first (they show the state without the dump's buffer).
-    pub fn dump_now(&mut self) -> Result<(), ProcessError> {
+    pub(crate) fn dump_now(&mut self) -> Result<(), ProcessError> {
         self.push_last_rows();
         self.dump = Some(self.model.malloc_stats_print()?);
         Ok(())

@@ -12,7 +12,7 @@ static LIBRARY: &[u8] = include_bytes!(env!("FRAGSIM_PRELOAD_SO"));
 const HASH: &str = env!("FRAGSIM_PRELOAD_HASH");
 
 /// The folder of cached copies: `$XDG_CACHE_HOME/fragsim`, else `~/.cache/fragsim`.
-pub fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -22,7 +22,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 
 /// The path of this binary's library in the cache, written there first if it is missing or
 /// differs.
-pub fn cached_library() -> Result<PathBuf, RecordError> {
+pub(crate) fn cached_library() -> Result<PathBuf, RecordError> {
     let dir = cache_dir().ok_or_else(|| {
         cache_error(
             Path::new("~/.cache/fragsim"),

@@ -6,10 +6,10 @@ pub mod convert;
 pub mod library;
 pub mod order;
 pub mod raw;
-pub mod rawdir;
+pub(crate) mod rawdir;
 pub mod sink;
-pub mod stream;
-pub mod symbols;
+pub(crate) mod stream;
+pub(crate) mod symbols;
 
 pub use convert::{convert, convert_with_progress, ConvertSummary};
 pub use order::EventOrder;
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
 /// The library's file name.
-pub const PRELOAD_NAME: &str = "libfragsim_preload.so";
+pub(crate) const PRELOAD_NAME: &str = "libfragsim_preload.so";
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -112,7 +112,7 @@ pub struct Recorded {
 
 /// `FRAGSIM_PRELOAD` (a library built by hand, for development), else the library built into
 /// this binary, from its cached copy ([`library::cached_library`]).
-pub fn find_preload() -> Result<PathBuf, RecordError> {
+pub(crate) fn find_preload() -> Result<PathBuf, RecordError> {
     if let Some(p) = std::env::var_os("FRAGSIM_PRELOAD") {
         let p = PathBuf::from(p);
         return if p.is_file() {
@@ -125,7 +125,7 @@ pub fn find_preload() -> Result<PathBuf, RecordError> {
 }
 
 /// `name` itself if it has a slash, else the first file of that name on PATH.
-pub fn find_program(name: &std::ffi::OsStr) -> Option<PathBuf> {
+pub(crate) fn find_program(name: &std::ffi::OsStr) -> Option<PathBuf> {
     if name.as_encoded_bytes().contains(&b'/') {
         let path = PathBuf::from(name);
         return path.is_file().then_some(path);
@@ -138,7 +138,7 @@ pub fn find_program(name: &std::ffi::OsStr) -> Option<PathBuf> {
 
 /// Where a recording is, for a progress display.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecordProgress {
+pub(crate) enum RecordProgress {
     /// The program has exited: `total` bytes of raw events are to be converted.
     Converting { total: u64 },
     /// That many more bytes were converted.
@@ -166,7 +166,7 @@ pub fn record_native(
 }
 
 /// As [`record_native`], telling `progress` how the conversion goes.
-pub fn record_native_with_progress(
+pub(crate) fn record_native_with_progress(
     command: &[std::ffi::OsString],
     out: &Path,
     options: &NativeOptions,
@@ -399,7 +399,7 @@ pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceErr
 /// `FRAGSIM_DECODERS` if set (0 to 16), else none on a machine of fewer than 4 cores (the
 /// program and those two have them all), else 2 (decoding is about a third of the
 /// converting thread's work, and a decoder decodes faster than the merge consumes).
-pub fn recording_decoders() -> usize {
+pub(crate) fn recording_decoders() -> usize {
     if let Some(n) = std::env::var("FRAGSIM_DECODERS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())

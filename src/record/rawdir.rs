@@ -8,7 +8,7 @@ use crate::trace::{Fields, TraceError};
 use std::path::{Path, PathBuf};
 
 /// What the user is told about the raw files an interrupted recording leaves in `dir`.
-pub fn kept_note(dir: &Path, out: &Path) -> String {
+pub(crate) fn kept_note(dir: &Path, out: &Path) -> String {
     format!(
         "fragsim: stopped; the recorder's raw files are kept in '{}': `fragsim record --convert {} -o {}` writes the trace from them",
         dir.display(),
@@ -113,7 +113,7 @@ fn root_of(dir: &Path, files: &[(u64, RawProcess)]) -> Result<u64, RecordError> 
 
 /// Converts the raw files a recording left in `dir`: the program's into `out`, its children's
 /// (`--follow-forks`) into `out.<pid>`; the program's trace first.
-pub fn convert_dir(dir: &Path, out: &Path) -> Result<Vec<RecordedTrace>, RecordError> {
+pub(crate) fn convert_dir(dir: &Path, out: &Path) -> Result<Vec<RecordedTrace>, RecordError> {
     let mut files = Vec::new();
     for (pid, raw) in raw_files(dir)? {
         files.push((pid, parse(&raw)?));
@@ -196,7 +196,7 @@ pub struct ChildProcess {
 
 /// Every process noted in `dir`, by pid (a note that does not parse is skipped: it only
 /// names processes).
-pub fn child_processes(dir: &Path) -> Vec<ChildProcess> {
+pub(crate) fn child_processes(dir: &Path) -> Vec<ChildProcess> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

@@ -19,7 +19,7 @@ const POLL: Duration = Duration::from_millis(10);
 /// program has exited; whoever sets it unparks this thread). Then `progress` is told how many
 /// bytes of raw events are left ([`RecordProgress::Converting`]) and how many more of those
 /// are converted, chunk by chunk.
-pub fn convert_while_running<'a>(
+pub(crate) fn convert_while_running<'a>(
     raw: &Path,
     sink: &'a mut Sink<'a>,
     ended: &dyn Fn() -> bool,

@@ -14,7 +14,7 @@ struct Mapping {
 
 /// The image's mappings, sorted by start address.
 #[derive(Clone, Debug, Default)]
-pub struct Modules {
+pub(crate) struct Modules {
     maps: Vec<Mapping>,
 }
 
@@ -179,7 +179,7 @@ fn same_build(file: &object::File, debug: &object::File) -> bool {
 /// Names frames by the function around them (`function+0xOFFSET`), reading each module's ELF file once (after the
 /// run: the files must still be there). A frame without a symbol stays `module+0xOFFSET`.
 #[derive(Default)]
-pub struct Symbolizer {
+pub(crate) struct Symbolizer {
     modules: std::collections::HashMap<String, Option<Elf>>,
     /// Frames of stripped modules (not the system's runtime) left `module+0xOFFSET`, by
     /// module.

@@ -15,18 +15,18 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// The heading of this section in the report index.
-pub const SECTION: &str = "Run-time options (advise)";
+pub(crate) const SECTION: &str = "Run-time options (advise)";
 
 /// CPUs the report assumes for jemalloc's default `narenas` (4 x CPUs = 8), so that the files
 /// are the same on any machine (`fragsim advise --cpus 2`).
-pub const CPUS: u32 = 2;
+pub(crate) const CPUS: u32 = 2;
 
 /// The live check compares every K events (`fragsim advise --every 100`).
-pub const LIVE_EVERY: u64 = 100;
+pub(crate) const LIVE_EVERY: u64 = 100;
 
 /// The decay clock the report models: seed 0 and a 4 ms coarse clock (a 250 Hz kernel's
 /// `CLOCK_MONOTONIC_COARSE`), fixed so that the files are the same on any machine.
-pub const CLOCK: DecayClock = DecayClock {
+pub(crate) const CLOCK: DecayClock = DecayClock {
     seed: 0,
     resolution_ns: 4_000_000,
     start_ns: 0,
@@ -37,10 +37,10 @@ pub const CLOCK: DecayClock = DecayClock {
 /// width is the build machine's (configure reads it through CPUID), so it is fixed for the
 /// files to be the same on any machine. 57 (five-level paging) is the width the metadata
 /// start was measured on ([`crate::process::Metadata::measured_default`]).
-pub const VADDR_BITS: u32 = 57;
+pub(crate) const VADDR_BITS: u32 = 57;
 
 /// The machine the report's models stand for.
-pub const MACHINE: ModelMachine = ModelMachine {
+pub(crate) const MACHINE: ModelMachine = ModelMachine {
     cpus: CPUS,
     clock: CLOCK,
     vaddr_bits: VADDR_BITS,

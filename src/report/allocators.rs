@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use std::path::Path;
 
 /// The heading of this section in the report index.
-pub const SECTION: &str = "Other allocators";
+pub(crate) const SECTION: &str = "Other allocators";
 
 /// Every allocator's measured replay of the trace at `path` (named `name`).
 fn measure_trace(path: &Path, name: &str, exe: &Path) -> Result<Measurement> {

@@ -12,14 +12,14 @@ use anyhow::{Context, Result};
 use std::path::Path;
 
 /// The heading of this section in the report index.
-pub const SECTION: &str = "Waste by call site";
+pub(crate) const SECTION: &str = "Waste by call site";
 
 /// Code lines shown per trace.
-pub const TOP_SITES: usize = 10;
+pub(crate) const TOP_SITES: usize = 10;
 
 /// CPUs the report's process model assumes (8 automatic arenas), so the files do not depend
 /// on the machine that writes them.
-pub const REPORT_CPUS: u32 = 2;
+pub(crate) const REPORT_CPUS: u32 = 2;
 
 /// Writes `blame-<name>.csv/md`, `blame-<name>.folded` and `charts/blame-<name>.svg` for
 /// every trace of `traces` (a folder); a trace without sites is charged by size class.

@@ -18,14 +18,14 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// The index heading.
-pub const SECTION: &str = "Arena scenario (the second seed)";
+pub(crate) const SECTION: &str = "Arena scenario (the second seed)";
 /// File stem of the scenario's files.
 const STEM: &str = "arena";
 /// Builds of the reused arena's timing child (at least): it grows in builds 2 and 3.
-pub const REUSED_RUNS: usize = 6;
+pub(crate) const REUSED_RUNS: usize = 6;
 /// Subfolder for measured times: listed in .gitignore, never committed (times differ from run
 /// to run; the committed files must not).
-pub const TIMES_DIR: &str = super::TIMING_DIR;
+pub(crate) const TIMES_DIR: &str = super::TIMING_DIR;
 
 /// The scenario's table without its time columns (they go to the times file).
 fn without_times(table: &Table) -> Table {
@@ -45,7 +45,7 @@ fn without_times(table: &Table) -> Table {
 
 /// Writes `<stem>.md`, `<stem>.csv`, the bytes chart and (with a timing run) the page-fault
 /// chart into `dir`, and this run's times into `dir/timing/`; returns the files written.
-pub fn write_files(
+pub(crate) fn write_files(
     result: &BumpArenaResult,
     timing: Option<&TimingRun>,
     dir: &Path,
@@ -240,7 +240,7 @@ pub fn markdown(r: &BumpArenaResult, timing: Option<&TimingRun>, command: &str) 
 }
 
 /// Bar chart of the bytes per strategy (exact; the times chart is in the times folder).
-pub fn bytes_chart(r: &BumpArenaResult, stem: &str) -> GroupedBars {
+pub(crate) fn bytes_chart(r: &BumpArenaResult, stem: &str) -> GroupedBars {
     let categories: Vec<String> = r
         .predictions
         .iter()

@@ -8,7 +8,7 @@ use crate::sizeclass::Preset;
 use anyhow::Result;
 use std::path::Path;
 
-pub const SECTION: &str = "Real containers (folly F14, Rust std, abseil)";
+pub(crate) const SECTION: &str = "Real containers (folly F14, Rust std, abseil)";
 
 /// What each file of the section shows, by its stem.
 fn what(stem: &str) -> &'static str {

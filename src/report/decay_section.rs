@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
 /// The heading of this section in the report index.
-pub const SECTION: &str = "Resident memory over time (decay)";
+pub(crate) const SECTION: &str = "Resident memory over time (decay)";
 
 /// The band files in `dir` (`*.csv`, name order; none when the folder does not exist).
 fn band_files(dir: &Path) -> Result<Vec<PathBuf>> {
@@ -209,7 +209,12 @@ fn error_fields(r: &mut Summary, key: &str, what: &str, e: &ErrorSummary) {
     }
 }
 
-pub fn error_record(c: &ClockComparison, name: &str, o: &ProcessOptions, every: u64) -> Summary {
+pub(crate) fn error_record(
+    c: &ClockComparison,
+    name: &str,
+    o: &ProcessOptions,
+    every: u64,
+) -> Summary {
     let mut r = Summary::new(format!(
         "{name}: decay model vs live jemalloc {} on the trace's clock, dirty_decay_ms:{} muzzy_decay_ms:{}, {} runs, every {every} events",
         c.version, o.dirty_decay_ms, o.muzzy_decay_ms, c.runs
@@ -291,7 +296,7 @@ pub fn error_record(c: &ClockComparison, name: &str, o: &ProcessOptions, every: 
     r
 }
 
-pub fn checkpoint_table(c: &ClockComparison, name: &str) -> Table {
+pub(crate) fn checkpoint_table(c: &ClockComparison, name: &str) -> Table {
     let mut t = Table::new(
         format!("decay checkpoints of {name}"),
         &[
@@ -338,7 +343,7 @@ pub fn checkpoint_table(c: &ClockComparison, name: &str) -> Table {
     t
 }
 
-pub fn chart_of(c: &ClockComparison, name: &str, o: &ProcessOptions) -> ResidentBand {
+pub(crate) fn chart_of(c: &ClockComparison, name: &str, o: &ProcessOptions) -> ResidentBand {
     ResidentBand {
         name: format!("resident-{name}"),
         title: format!(

@@ -55,7 +55,7 @@ fn same_classes_above(a: &SizeClasses, b: &SizeClasses) -> u64 {
 }
 
 /// Chart 1: the seed's printed values, our reproduction, and the physical ratios.
-pub fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
+pub(crate) fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
     let q8 = Preset::Quantum8.classes();
     let q8_quantum = bytes_label(q8.config().quantum());
     let same_above = bytes_label(same_classes_above(&q8, &Preset::V5_3_0.classes()));
@@ -109,7 +109,7 @@ pub fn seed_chart(sweeps: &Sweeps, seed: &[SeedRow]) -> SeedChart {
 }
 
 /// Chart 2: the ratio for every value size and capacity step of one sweep.
-pub fn ratio_heatmap(rows: &[PhysicalRow], max_capacity: u64) -> RatioHeatmap {
+pub(crate) fn ratio_heatmap(rows: &[PhysicalRow], max_capacity: u64) -> RatioHeatmap {
     let mut value_sizes: Vec<u64> = rows.iter().map(|r| r.table.value_size).collect();
     value_sizes.dedup();
     let capacities = F14Vector::capacity_steps(max_capacity);
@@ -132,7 +132,7 @@ pub fn ratio_heatmap(rows: &[PhysicalRow], max_capacity: u64) -> RatioHeatmap {
 
 /// Chart 3: the sawtooth of three builds (64 KiB pages change the classes only where
 /// 5.3.1 rounds large requests to pages, so that is the page64k panel).
-pub fn waste_curve() -> WasteCurve {
+pub(crate) fn waste_curve() -> WasteCurve {
     let default = Preset::V5_3_0.classes();
     let q8 = Preset::Quantum8.classes();
     let page64k = page64k_dev();
@@ -166,7 +166,7 @@ pub fn waste_curve() -> WasteCurve {
 }
 
 /// Chart 4: measured against predicted bytes for every F14 row the validation allocated.
-pub fn predicted_vs_measured(v: &Validation) -> PredictedVsMeasured {
+pub(crate) fn predicted_vs_measured(v: &Validation) -> PredictedVsMeasured {
     let label = |m: &F14Measurement| format!("{} B x {} {}", m.value_size, m.capacity, m.layout);
     let compare = |predicted: fn(&F14Measurement) -> u64, measured: fn(&F14Measurement) -> u64| {
         v.f14

@@ -68,10 +68,10 @@ impl Lane<'_> {
 }
 
 /// What a lane runs.
-pub type LaneFn<'a> = Box<dyn FnOnce(&mut Lane) -> Result<()> + Send + 'a>;
+pub(crate) type LaneFn<'a> = Box<dyn FnOnce(&mut Lane) -> Result<()> + Send + 'a>;
 
 /// The sections of a whole job, grouped in lanes.
-pub struct Plan<'a> {
+pub(crate) struct Plan<'a> {
     lanes: Vec<(Load, LaneFn<'a>)>,
 }
 
@@ -87,7 +87,11 @@ impl<'a> Plan<'a> {
     }
 
     /// Adds a lane; its sections come after those of the lanes added before, in the index.
-    pub fn lane(&mut self, load: Load, run: impl FnOnce(&mut Lane) -> Result<()> + Send + 'a) {
+    pub(crate) fn lane(
+        &mut self,
+        load: Load,
+        run: impl FnOnce(&mut Lane) -> Result<()> + Send + 'a,
+    ) {
         self.lanes.push((load, Box::new(run)));
     }
 

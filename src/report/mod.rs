@@ -27,13 +27,13 @@
 //! go in the same lane (the sweeps feed the seed comparison and the charts; the validation
 //! feeds a chart and the exit code).
 
-pub mod advise;
+pub(crate) mod advise;
 pub mod allocators;
 pub mod blame;
-pub mod bump_arena;
+pub(crate) mod bump_arena;
 mod charts;
 mod classes;
-pub mod containers;
+pub(crate) mod containers;
 pub mod decay_section;
 mod figures;
 mod findings;
@@ -83,7 +83,7 @@ pub struct ReportOptions {
 impl ReportOptions {
     /// Builds per strategy in the bump-arena timing unless asked otherwise (`report
     /// --arena-runs`): one cold, three warm.
-    pub const DEFAULT_BUMP_ARENA_RUNS: usize = 4;
+    pub(crate) const DEFAULT_BUMP_ARENA_RUNS: usize = 4;
 
     pub fn new(out: PathBuf) -> Self {
         ReportOptions {
@@ -180,7 +180,7 @@ fn write_table(dir: &Path, stem: &str, table: &Table, what: &str) -> Result<Vec<
 
 /// The subfolder for measured times: they vary from run to run, so they are kept apart from
 /// the files a rerun reproduces byte for byte (and out of git: `reports/timing/` is ignored).
-pub const TIMING_DIR: &str = "timing";
+pub(crate) const TIMING_DIR: &str = "timing";
 
 /// Runs the whole job; `on_step` hears about each step as it finishes (an error from it stops
 /// the job, e.g. a closed standard output).

@@ -21,13 +21,13 @@ use anyhow::{Context, Result};
 use std::path::Path;
 
 /// The heading of this section in the report index.
-pub const SECTION: &str = "Whole process";
+pub(crate) const SECTION: &str = "Whole process";
 
 /// The options every run here uses (the live child gets the same, decay off).
-pub const CONF: &str = "narenas:8";
+pub(crate) const CONF: &str = "narenas:8";
 
 /// Snapshots compared every this many records in the live check.
-pub const LIVE_EVERY: u64 = 16;
+pub(crate) const LIVE_EVERY: u64 = 16;
 
 /// Debian's jemalloc 5.3.0, checked live beside the linked 5.3.1 when installed.
 const DEBIAN_530: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 /// Classes shown per program in the report.
 /// The heading of this section in the report index.
-pub const SECTION: &str = "Real programs";
+pub(crate) const SECTION: &str = "Real programs";
 
-pub const TOP_CLASSES: usize = 10;
+pub(crate) const TOP_CLASSES: usize = 10;
 
 /// The model replayed beside the real jemalloc (a private arena, no thread cache, decay off)
 /// for one trace, statistics compared at regular events.
@@ -72,7 +72,10 @@ fn relative(dir: &Path, paths: Vec<PathBuf>) -> Vec<String> {
 
 /// Writes one program's tables (`programs-<name>-*.csv/md`) and charts
 /// (`charts/programs-<name>-*.png/svg`) into `dir`; returns the files and its Markdown.
-pub fn write_program(dir: &Path, program: &ProgramReplays) -> Result<(Vec<Written>, String)> {
+pub(crate) fn write_program(
+    dir: &Path,
+    program: &ProgramReplays,
+) -> Result<(Vec<Written>, String)> {
     let charts = dir.join("charts");
     std::fs::create_dir_all(&charts)
         .with_context(|| format!("cannot create folder '{}'", charts.display()))?;
@@ -271,7 +274,7 @@ impl ProgramsOptions {
 }
 
 /// The traces in `dir`, in name order (none when the folder does not exist).
-pub fn trace_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn trace_files(dir: &Path) -> Result<Vec<PathBuf>> {
     if !dir.exists() {
         return Ok(Vec::new());
     }
@@ -286,7 +289,7 @@ pub fn trace_files(dir: &Path) -> Result<Vec<PathBuf>> {
 
 /// Replays one trace under every build (timeline sampled for a chart) and, if asked, beside
 /// the live jemalloc.
-pub fn replay_program(path: &Path, options: &ProgramsOptions) -> Result<ProgramReplays> {
+pub(crate) fn replay_program(path: &Path, options: &ProgramsOptions) -> Result<ProgramReplays> {
     let events = trace_events(path)?;
     let replays = replay_trace(
         path,

@@ -16,8 +16,8 @@ mod rules;
 mod search;
 mod table;
 
-pub use rules::{parse_routes, RouteError, RouteRule, Selector};
-pub use search::{score, search_routes, RouteSearch, RouteStep, SearchError, CANDIDATES};
+pub use rules::{parse_routes, RouteRule, Selector};
+pub use search::{score, search_routes, RouteSearch, SearchError};
 pub use table::{advise_routes, change_cells, routes_table};
 
 use crate::engine::{self, RecordConsumer, RunError};
@@ -28,14 +28,14 @@ use std::sync::Arc;
 
 /// The recorded index a rule's arena is named by (`MALLOCX_ARENA(ROUTE_ARENA + k)`): above
 /// any automatic arena, so the model and the live child take it for a manual one.
-pub const ROUTE_ARENA: u32 = 4000;
+pub(crate) const ROUTE_ARENA: u32 = 4000;
 /// Rules at most (one manual arena each).
-pub const MAX_RULES: usize = 64;
+pub(crate) const MAX_RULES: usize = 64;
 const TCACHE_NONE: u32 = 1 << 8;
 
 /// Which rules' site selectors each site meets (bit `k`: rule `k`).
 #[derive(Clone, Debug, Default)]
-pub struct SiteMatches {
+pub(crate) struct SiteMatches {
     by_site: Vec<u64>,
     /// A call without a site meets a rule only if the rule selects no site.
     no_site: u64,
@@ -62,7 +62,7 @@ impl SiteMatches {
 
 /// Routes a trace's records by the first `rules` rules.
 #[derive(Clone, Debug)]
-pub struct Router {
+pub(crate) struct Router {
     rules: Arc<[RouteRule]>,
     sites: Arc<SiteMatches>,
     /// Rules in force (a prefix of `rules`).
@@ -100,7 +100,7 @@ impl Router {
 
     /// Routes every allocation to the arena of its lifetime class (`classes`, one per
     /// allocation in trace order).
-    pub fn by_lifetime(classes: Arc<[u8]>, tcache: bool) -> Self {
+    pub(crate) fn by_lifetime(classes: Arc<[u8]>, tcache: bool) -> Self {
         let mut r = Router::new(Arc::from([]), Arc::default(), 0, tcache);
         r.counts = vec![0; LIFETIME_CLASSES];
         r.by_lifetime = Some(classes);
@@ -178,7 +178,6 @@ pub struct RouteRow {
 #[derive(Clone, Debug)]
 pub struct RouteReport {
     pub rules: Vec<RouteRule>,
-    pub tcache: bool,
     pub rows: Vec<RouteRow>,
     /// Every object in the arena of its lifetime class ([`lifetime_classes`]), the reference
     /// routing by site is measured against; the objects per class.
@@ -216,7 +215,7 @@ pub fn sites_of<E>(records: impl Iterator<Item = Result<Record, E>>) -> Result<S
 /// trace's, [`sites_of`]), and with `lifetimes` ([`lifetime_classes`]) the lifetime
 /// reference.
 #[allow(clippy::too_many_arguments)]
-pub fn evaluate<E>(
+pub(crate) fn evaluate<E>(
     records: impl Iterator<Item = Result<Record, E>>,
     sites: &SiteTable,
     rules: &[RouteRule],
@@ -244,7 +243,6 @@ pub fn evaluate<E>(
         .collect();
     Ok(RouteReport {
         rules: rules.to_vec(),
-        tcache,
         rows,
         lifetime_reference,
     })
@@ -252,7 +250,7 @@ pub fn evaluate<E>(
 
 /// The model over `records` once per rule set of `sets` (one engine pass).
 #[allow(clippy::too_many_arguments)]
-pub fn evaluate_sets<E>(
+pub(crate) fn evaluate_sets<E>(
     records: impl Iterator<Item = Result<Record, E>>,
     sites: &SiteTable,
     sets: &[Vec<RouteRule>],
@@ -278,7 +276,7 @@ fn routers_for(sites: &SiteTable, sets: &[Vec<RouteRule>], tcache: bool) -> Vec<
 }
 
 /// A rule set's summary and the objects each of its rules routed.
-pub type SetResult = (ProcessSummary, Vec<u64>);
+pub(crate) type SetResult = (ProcessSummary, Vec<u64>);
 
 /// Each router's model summary and the objects each of its rules routed (one engine pass).
 fn run_routers<E>(
@@ -308,7 +306,7 @@ fn run_routers<E>(
 
 /// Lifetime classes of the lifetime reference: freed within 1% of the trace's calls, freed
 /// later, never freed.
-pub const LIFETIME_CLASSES: usize = 3;
+pub(crate) const LIFETIME_CLASSES: usize = 3;
 
 /// Each allocation's lifetime class, in trace order (a realloc keeps its object's lifetime
 /// going): every object in the arena of how long it actually lives, the reference routing by
@@ -351,7 +349,7 @@ pub fn lifetime_classes<E>(records: impl Iterator<Item = Result<Record, E>>) -> 
 }
 
 /// `records` routed by every rule (for a live check of the routed program).
-pub fn route_all(records: &[Record], rules: &[RouteRule], tcache: bool) -> Vec<Record> {
+pub(crate) fn route_all(records: &[Record], rules: &[RouteRule], tcache: bool) -> Vec<Record> {
     let sites = sites_of(
         records
             .iter()

@@ -93,7 +93,7 @@ fn parse_selector(s: &str) -> Result<Selector, RouteError> {
 
 impl RouteRule {
     /// Whether its site selectors hold for a call with these frames (`None`: no site).
-    pub fn site_matches(&self, frames: Option<&[Frame]>, id: Option<u32>) -> bool {
+    pub(crate) fn site_matches(&self, frames: Option<&[Frame]>, id: Option<u32>) -> bool {
         self.selectors.iter().all(|s| match s {
             Selector::Site(text) => frames.is_some_and(|f| {
                 f.iter()
@@ -105,7 +105,7 @@ impl RouteRule {
     }
 
     /// Whether its size and thread selectors hold for a request of `size` bytes on `thread`.
-    pub fn call_matches(&self, size: u64, thread: u32) -> bool {
+    pub(crate) fn call_matches(&self, size: u64, thread: u32) -> bool {
         self.selectors.iter().all(|s| match *s {
             Selector::Size { lo, hi } => (lo..=hi).contains(&size),
             Selector::Thread(t) => t == thread,

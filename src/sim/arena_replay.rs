@@ -21,7 +21,7 @@ pub const TIMELINE_COLUMNS: &[&str] = &[
 ];
 
 /// One timeline row.
-pub fn timeline_row(s: &ArenaStats) -> Vec<Cell> {
+pub(crate) fn timeline_row(s: &ArenaStats) -> Vec<Cell> {
     [
         s.events,
         s.live_objects,
@@ -79,7 +79,7 @@ impl ReplaySummary {
 
 /// How much `a` exceeds `b`, as a fraction of `b` (`a / b - 1`; 0 when `b` is 0): the
 /// fragmentation figures of one build and of several.
-pub fn excess_ratio(a: u64, b: u64) -> f64 {
+pub(crate) fn excess_ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
         0.0
     } else {
@@ -88,7 +88,7 @@ pub fn excess_ratio(a: u64, b: u64) -> f64 {
 }
 
 /// The default timeline spacing: about 1,000 rows for `events` events.
-pub fn default_every(events: u64) -> u64 {
+pub(crate) fn default_every(events: u64) -> u64 {
     (events / 1000).max(1)
 }
 
@@ -146,7 +146,12 @@ impl<F: FnMut(&ArenaStats) + Send> Consumer for ArenaRun<F> {
 
 /// The three peaks every replay summary shows (the one-arena and the process model's), as
 /// named fields.
-pub fn peak_fields(r: &mut Summary, requested: u64, allocated: u64, active: u64) -> &mut Summary {
+pub(crate) fn peak_fields(
+    r: &mut Summary,
+    requested: u64,
+    allocated: u64,
+    active: u64,
+) -> &mut Summary {
     r.field("peak_requested_bytes", "peak requested bytes", requested)
         .field("peak_allocated_bytes", "peak allocated bytes", allocated)
         .field("peak_active_bytes", "peak active bytes", active)

@@ -57,7 +57,7 @@ impl Comparison {
     }
 
     /// The first differing statistic as the validation tables show it (empty when exact).
-    pub fn first_text(&self) -> String {
+    pub(crate) fn first_text(&self) -> String {
         self.first.first().map_or(String::new(), |m| m.to_string())
     }
 }
@@ -110,7 +110,7 @@ pub fn compare(predicted: &[Snapshot], measured: &[Snapshot], keep: usize) -> Co
 
 /// Counts the values compared at one event into a [`Comparison`], keeping the first
 /// `keep` mismatches (their names built only then).
-pub struct Checker<'a> {
+pub(crate) struct Checker<'a> {
     out: &'a mut Comparison,
     event: u64,
     keep: usize,

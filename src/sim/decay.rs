@@ -19,13 +19,13 @@ fn lcg_next(state: u64) -> u64 {
 
 /// `prng_lg_range_u64`: the top `lg_range` bits of the next state (1 <= lg_range <= 64).
 #[inline]
-pub fn prng_lg_range(state: &mut u64, lg_range: u32) -> u64 {
+pub(crate) fn prng_lg_range(state: &mut u64, lg_range: u32) -> u64 {
     *state = lcg_next(*state);
     *state >> (64 - lg_range)
 }
 
 /// `prng_range_u64`: uniform in `0..range` by repeated trial on `ceil(lg range)` bits.
-pub fn prng_range(state: &mut u64, range: u64) -> u64 {
+pub(crate) fn prng_range(state: &mut u64, range: u64) -> u64 {
     if range <= 1 {
         return 0;
     }
@@ -39,7 +39,7 @@ pub fn prng_range(state: &mut u64, range: u64) -> u64 {
 }
 
 /// SplitMix64: derives independent seeds (per thread, per arena) from the user's seed.
-pub fn mix_seed(seed: u64, a: u64, b: u64) -> u64 {
+pub(crate) fn mix_seed(seed: u64, a: u64, b: u64) -> u64 {
     let mut z = seed
         .wrapping_add(a.wrapping_mul(0x9E37_79B9_7F4A_7C15))
         .wrapping_add(b.wrapping_mul(0xD1B5_4A32_D192_ED03))
@@ -58,7 +58,7 @@ const GEOM_TABLE: [u8; 64] = [
 /// `TICKER_GEOM_MUL`.
 const GEOM_MUL: u64 = 61;
 /// `ARENA_DECAY_NTICKS_PER_UPDATE`.
-pub const NTICKS_PER_UPDATE: i32 = 1000;
+pub(crate) const NTICKS_PER_UPDATE: i32 = 1000;
 
 /// One thread's decay ticker (`tsd`'s `arena_decay_ticker` and `prng_state`).
 #[derive(Clone, Copy, Debug)]
@@ -157,7 +157,7 @@ impl Decay {
     }
 
     /// `decay_backlog_npages_limit`: the sum of `backlog[i] x h[i]`, shifted right by 24.
-    pub fn backlog_limit(&self) -> u64 {
+    pub(crate) fn backlog_limit(&self) -> u64 {
         let sum: u64 = self
             .backlog
             .iter()
@@ -204,7 +204,7 @@ impl Decay {
     }
 
     /// The current epoch's start (`decay->epoch`).
-    pub fn epoch_ns(&self) -> u64 {
+    pub(crate) fn epoch_ns(&self) -> u64 {
         self.epoch_ns
     }
 

@@ -14,7 +14,7 @@ mod memo;
 mod pac;
 mod ph;
 mod smoothstep;
-pub mod workload;
+pub(crate) mod workload;
 
 pub(crate) use arena::SlabPlace;
 pub use arena::{ArenaModel, Eagerness, ExtentTally, ExtentView, PageSets};

@@ -11,11 +11,11 @@
 //! the minimum. 5.3.0's bins hand out slabs in that order, so its model must too.
 
 /// No node.
-pub const NIL: u32 = u32::MAX;
+pub(crate) const NIL: u32 = u32::MAX;
 
 /// A node's links (`phn_link_t`).
 #[derive(Clone, Copy, Debug)]
-pub struct Link {
+pub(crate) struct Link {
     pub prev: u32,
     pub next: u32,
     pub lchild: u32,
@@ -32,7 +32,7 @@ impl Default for Link {
 }
 
 /// Where the nodes live: their links and keys. Keys are unique (serial number, address).
-pub trait Nodes {
+pub(crate) trait Nodes {
     fn link(&self, node: u32) -> Link;
     fn link_mut(&mut self, node: u32) -> &mut Link;
     fn key(&self, node: u32) -> (u64, u64);
@@ -40,7 +40,7 @@ pub trait Nodes {
 
 /// One heap (`ph_t`).
 #[derive(Clone, Copy, Debug)]
-pub struct Heap {
+pub(crate) struct Heap {
     pub root: u32,
     auxcount: u64,
     /// 5.3.0's `ph.h` rather than 5.3.1's (see the module documentation).
@@ -159,7 +159,7 @@ fn merge_children<N: Nodes>(n: &mut N, phn: u32) -> u32 {
 
 impl Heap {
     /// An empty heap with jemalloc 5.3.0's rules.
-    pub fn new_5_3_0() -> Heap {
+    pub(crate) fn new_5_3_0() -> Heap {
         Heap {
             v5_3_0: true,
             ..Heap::default()
@@ -294,7 +294,7 @@ impl Heap {
     }
 
     /// `ph_remove_first`.
-    pub fn remove_first<N: Nodes>(&mut self, n: &mut N) -> u32 {
+    pub(crate) fn remove_first<N: Nodes>(&mut self, n: &mut N) -> u32 {
         if self.root == NIL {
             return NIL;
         }

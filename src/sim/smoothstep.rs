@@ -4,13 +4,13 @@
 //! (5.3.0's is the same), so the model's limits are jemalloc's to the page.
 
 /// `SMOOTHSTEP_NSTEPS`: epochs per decay period.
-pub const NSTEPS: usize = 200;
+pub(crate) const NSTEPS: usize = 200;
 /// `SMOOTHSTEP_BFP`: fractional bits of [`H_STEPS`].
-pub const BFP: u32 = 24;
+pub(crate) const BFP: u32 = 24;
 
 /// `h_steps[i]` = h((i + 1) / 200) x 2^24.
 #[rustfmt::skip]
-pub const H_STEPS: [u64; NSTEPS] = [
+pub(crate) const H_STEPS: [u64; NSTEPS] = [
     0x14, 0xa5, 0x229, 0x516, 0x9dc, 0x10e8,
     0x1aa4, 0x2777, 0x37c2, 0x4be6, 0x643c, 0x811f,
     0xa2e2, 0xc9d8, 0xf64f, 0x12891, 0x160e7, 0x19f95,

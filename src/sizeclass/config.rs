@@ -51,7 +51,7 @@ impl JemallocVersion {
     }
 
     /// The release a `version` mallctl string names (e.g. `5.3.1-0-g81034ce1...`).
-    pub fn from_version_string(text: &str) -> Option<Self> {
+    pub(crate) fn from_version_string(text: &str) -> Option<Self> {
         if text.starts_with("5.3.0") {
             Some(JemallocVersion::V5_3_0)
         } else if text.starts_with("5.3.1") {
@@ -116,7 +116,7 @@ impl AllocatorConfig {
         1 << self.lg_page
     }
 
-    pub fn ngroup(&self) -> u64 {
+    pub(crate) fn ngroup(&self) -> u64 {
         1 << self.lg_ngroup
     }
 

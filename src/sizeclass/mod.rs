@@ -72,7 +72,7 @@ impl SizeClasses {
 
     /// Active bytes of a mix of live allocations, `(request, count)` pairs, in an otherwise
     /// empty arena: requests of one class share slabs, so they are counted per class first.
-    pub fn active_bytes_of(&self, requests: &[(u64, u64)]) -> Option<u64> {
+    pub(crate) fn active_bytes_of(&self, requests: &[(u64, u64)]) -> Option<u64> {
         let mut per_class: std::collections::BTreeMap<u64, u64> = Default::default();
         for &(request, count) in requests {
             *per_class.entry(self.usable_size(request)?).or_default() += count;

@@ -25,7 +25,7 @@ pub enum Preset {
 impl Preset {
     /// The build fragsim links (tikv-jemalloc-sys 0.7's jemalloc 5.3.1): the default of every
     /// command, and of the report's sections that model one build.
-    pub const LINKED: Preset = Preset::V5_3_1;
+    pub(crate) const LINKED: Preset = Preset::V5_3_1;
 
     pub const ALL: [Preset; 6] = [
         Preset::V5_3_0,
@@ -58,7 +58,7 @@ impl Preset {
     }
 
     /// One line on what the build is (the `--preset` help and the report's index).
-    pub fn description(self) -> &'static str {
+    pub(crate) fn description(self) -> &'static str {
         match self {
             Preset::V5_3_0 => {
                 "jemalloc 5.3.0's defaults (Debian's libjemalloc2): 16 B quantum, 4 KiB pages, large size classes; `default` is an alias, from before 5.3.1 became the linked build"

@@ -39,7 +39,7 @@ impl PageSizeClasses {
     }
 
     /// `SC_NPSIZES`: how many page-size classes there are.
-    pub fn npsizes(&self) -> usize {
+    pub(crate) fn npsizes(&self) -> usize {
         self.pind2sz.len() - 1
     }
 
@@ -73,7 +73,7 @@ impl PageSizeClasses {
 
     /// `sz_psz_quantize_floor`: the largest class size (plus the pad) not above `size`; an
     /// extent of `size` bytes is filed under `psz2ind` of this.
-    pub fn quantize_floor(&self, size: u64) -> u64 {
+    pub(crate) fn quantize_floor(&self, size: u64) -> u64 {
         let pind = self.psz2ind(size - self.large_pad + 1);
         if pind == 0 {
             return size;
@@ -83,7 +83,7 @@ impl PageSizeClasses {
 
     /// `sz_psz_quantize_ceil`: the smallest class size (plus the pad) not below `size`; a
     /// request of `size` bytes searches from `psz2ind` of this up.
-    pub fn quantize_ceil(&self, size: u64) -> u64 {
+    pub(crate) fn quantize_ceil(&self, size: u64) -> u64 {
         let floor = self.quantize_floor(size);
         if floor < size {
             self.pind2sz(self.psz2ind(floor - self.large_pad + 1)) + self.large_pad
@@ -93,12 +93,12 @@ impl PageSizeClasses {
     }
 
     /// The index an extent of `size` bytes is filed under in an extent set.
-    pub fn extent_index(&self, size: u64) -> usize {
+    pub(crate) fn extent_index(&self, size: u64) -> usize {
         self.psz2ind(self.quantize_floor(size))
     }
 
     /// The first index a first-fit for `size` bytes searches.
-    pub fn request_index(&self, size: u64) -> usize {
+    pub(crate) fn request_index(&self, size: u64) -> usize {
         self.psz2ind(self.quantize_ceil(size))
     }
 }

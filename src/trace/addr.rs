@@ -241,7 +241,7 @@ impl AddressImporter {
     /// release `old` inside the call, so another thread can be handed `old` before the call
     /// returns. Unbinds `old`, keeping the object's id for [`AddressImporter::attach`]; `None`
     /// (counted as a realloc of an unknown address) if `old` is not live.
-    pub fn detach(&mut self, old: u64) -> Option<ObjectId> {
+    pub(crate) fn detach(&mut self, old: u64) -> Option<ObjectId> {
         let id = self.live.remove(&old);
         if id.is_none() {
             self.issues.count(AddressIssue::ReallocOfUnknown(old));
@@ -251,7 +251,7 @@ impl AddressImporter {
 
     /// Second half: the object `id` (from `detach`, or `None`: imported as an alloc) now lives
     /// at `new` with `size` bytes.
-    pub fn attach(
+    pub(crate) fn attach(
         &mut self,
         id: Option<ObjectId>,
         new: u64,
@@ -273,7 +273,7 @@ impl AddressImporter {
     }
 
     /// Frees every live object (an exec replaced the address space), in id order.
-    pub fn release_all(&mut self, out: &mut impl EventOut) {
+    pub(crate) fn release_all(&mut self, out: &mut impl EventOut) {
         let mut ids: Vec<ObjectId> = self.live.drain().map(|(_, id)| id).collect();
         ids.sort_unstable();
         for id in ids {

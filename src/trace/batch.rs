@@ -72,11 +72,11 @@ impl Batch {
     }
 
     #[inline(always)]
-    pub fn push_call(&mut self, call: Call) {
+    pub(crate) fn push_call(&mut self, call: Call) {
         self.calls.push(call);
     }
 
-    pub fn push_exit(&mut self, thread: ThreadId, time_ns: Option<u64>) {
+    pub(crate) fn push_exit(&mut self, thread: ThreadId, time_ns: Option<u64>) {
         self.between.push(Between {
             after: self.calls.len(),
             record: BetweenRecord::Exit { thread, time_ns },
@@ -111,7 +111,7 @@ impl Batch {
 
     /// Clears the batch, then moves records from `records` into it until it holds `max` or
     /// the records end; the first error ends the filling (the records before it stay).
-    pub fn fill_from<T>(
+    pub(crate) fn fill_from<T>(
         &mut self,
         records: &mut impl Iterator<Item = Result<Record, T>>,
         max: usize,

@@ -38,13 +38,13 @@ const MARK_FLAGS: u64 = 3;
 /// [`KIND_MARK`]'s `X`: a `mallctl` write, `code arg [time]`.
 const MARK_CONTROL: u64 = 4;
 /// Longest string of a frame (a module path or a symbol).
-pub const MAX_STRING: usize = 1 << 16;
+pub(crate) const MAX_STRING: usize = 1 << 16;
 /// Most frames of one site.
-pub const MAX_FRAMES: usize = 1 << 12;
+pub(crate) const MAX_FRAMES: usize = 1 << 12;
 
 /// What the encoder and decoder remember between records.
 #[derive(Debug, Default, Clone)]
-pub struct CodecState {
+pub(crate) struct CodecState {
     pub prev_id: ObjectId,
     pub thread: u32,
     pub time_ns: u64,
@@ -65,7 +65,12 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// Appends one record (already checked against the stream's rules).
-pub fn encode_record(out: &mut Vec<u8>, record: &Record, fields: Fields, st: &mut CodecState) {
+pub(crate) fn encode_record(
+    out: &mut Vec<u8>,
+    record: &Record,
+    fields: Fields,
+    st: &mut CodecState,
+) {
     match record {
         Record::Call(call) => encode_call(out, call, fields, st),
         Record::ThreadExit { thread, time_ns } => {
@@ -126,7 +131,7 @@ const MAX_CALL: usize = 6 * 10;
 /// once (a reserve per varint, and the call's `match` on the record, were a tenth of a
 /// recording's conversion).
 #[inline]
-pub fn encode_call(out: &mut Vec<u8>, call: &Call, fields: Fields, st: &mut CodecState) {
+pub(crate) fn encode_call(out: &mut Vec<u8>, call: &Call, fields: Fields, st: &mut CodecState) {
     out.reserve(MAX_CALL);
     let len = out.len();
     let spare = &mut out.spare_capacity_mut()[..MAX_CALL];
@@ -205,7 +210,7 @@ fn put_time(put: &mut impl FnMut(u64), time_ns: Option<u64>, fields: Fields, st:
 /// Decodes one record from the front of `buf`; returns it and its length. On `Short` nothing
 /// in `st` changed but the current thread (which the retry sets again): the caller refills and
 /// retries.
-pub fn decode_record(
+pub(crate) fn decode_record(
     buf: &[u8],
     fields: Fields,
     st: &mut CodecState,

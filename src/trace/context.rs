@@ -128,7 +128,7 @@ impl Call {
 
     /// `MALLOCX_TCACHE(c)`: the call goes through explicit cache `c` (made with
     /// `tcache.create`, see [`Control::CacheCreate`]) instead of the thread's own.
-    pub fn explicit_cache(&self) -> Option<u32> {
+    pub(crate) fn explicit_cache(&self) -> Option<u32> {
         match (self.mallocx_flags >> 8) & 0xfff {
             0 | 1 => None,
             c => Some(c - 2),
@@ -183,7 +183,7 @@ impl Control {
     }
 
     /// The control of `code` and `arg` (`None`: not one of [`Control::code`]'s).
-    pub fn from_code(code: u64, arg: u64) -> Option<Control> {
+    pub(crate) fn from_code(code: u64, arg: u64) -> Option<Control> {
         let arena = u32::try_from(arg).ok();
         Some(match code {
             0 if arg == 0 => Control::FlushCache,

@@ -73,7 +73,7 @@ impl Fields {
         }
     }
 
-    pub fn union(self, other: Fields) -> Fields {
+    pub(crate) fn union(self, other: Fields) -> Fields {
         Fields {
             threads: self.threads || other.threads,
             times: self.times || other.times,
@@ -84,7 +84,7 @@ impl Fields {
 
 /// The state of a [`Flow`] before a record ([`Flow::mark`]).
 #[derive(Clone, Copy, Debug)]
-pub struct FlowMark {
+pub(crate) struct FlowMark {
     threads: u32,
     thread_exits: u64,
     time_ns: u64,
@@ -94,7 +94,7 @@ pub struct FlowMark {
 
 /// The running context of a stream and its counts.
 #[derive(Clone, Debug)]
-pub struct Flow {
+pub(crate) struct Flow {
     pub fields: Fields,
     /// Threads seen so far (thread 0 always exists).
     pub threads: u32,
@@ -187,7 +187,7 @@ impl Flow {
 
     /// Back to `mark`, taken before one record (a refused record changes nothing: only a
     /// thread exit marks a thread exited, and it does so last).
-    pub fn undo(&mut self, mark: FlowMark) {
+    pub(crate) fn undo(&mut self, mark: FlowMark) {
         self.exited.truncate(mark.threads as usize);
         self.threads = mark.threads;
         self.thread_exits = mark.thread_exits;

@@ -18,21 +18,21 @@
 use super::flow::Fields;
 use super::{Event, ObjectId};
 
-pub const MAGIC: [u8; 8] = *b"FSIMTRC\0";
+pub(crate) const MAGIC: [u8; 8] = *b"FSIMTRC\0";
 /// Events only (format v1 in the docs: no threads, times or sites).
-pub const VERSION: u32 = 2;
+pub(crate) const VERSION: u32 = 2;
 /// Events in their context (format v2: threads, times, call sites; see `codec.rs`).
-pub const VERSION_CONTEXT: u32 = 3;
-pub const HEADER_LEN: usize = 88;
+pub(crate) const VERSION_CONTEXT: u32 = 3;
+pub(crate) const HEADER_LEN: usize = 88;
 /// Version 3's header: version 2's, then flags, threads, thread exits, sites, duration.
-pub const HEADER_LEN_CONTEXT: usize = 128;
+pub(crate) const HEADER_LEN_CONTEXT: usize = 128;
 /// Either kind of events, checksummed (`frame.rs`): the only version written.
-pub const VERSION_CHECKSUMS: u32 = 4;
+pub(crate) const VERSION_CHECKSUMS: u32 = 4;
 /// Version 3's header and its CRC-32.
-pub const HEADER_LEN_CHECKSUMS: usize = 132;
+pub(crate) const HEADER_LEN_CHECKSUMS: usize = 132;
 /// The longest possible event: a 6-byte tag (35 bits) and two 10-byte varints.
-pub const MAX_EVENT_LEN: usize = 26;
-pub const UNFINISHED: u64 = u64::MAX;
+pub(crate) const MAX_EVENT_LEN: usize = 26;
+pub(crate) const UNFINISHED: u64 = u64::MAX;
 
 const KIND_ALLOC: u64 = 0;
 const KIND_FREE: u64 = 1;

@@ -12,10 +12,10 @@ use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 
 /// A chunk's length and checksum.
-pub const CHUNK_HEAD: usize = 8;
+pub(crate) const CHUNK_HEAD: usize = 8;
 /// The longest chunk a reader accepts: the writer's (64 KiB and at most one record more, a
 /// site definition of at most 128 KiB) with room to spare; a longer length is damage.
-pub const MAX_CHUNK: usize = 1 << 20;
+pub(crate) const MAX_CHUNK: usize = 1 << 20;
 
 /// The CRC-32 (IEEE) of `bytes`.
 pub fn crc(bytes: &[u8]) -> u32 {
@@ -30,7 +30,7 @@ fn chunk_crc(len: u32, bytes: &[u8]) -> u32 {
 }
 
 /// Writes `bytes` as one chunk; returns the bytes written (nothing for an empty `bytes`).
-pub fn write_chunk(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<u64> {
+pub(crate) fn write_chunk(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<u64> {
     if bytes.is_empty() {
         return Ok(0);
     }
@@ -45,7 +45,7 @@ pub fn write_chunk(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<u64> {
 
 /// Why the framed bytes could not be read. Offsets are the chunk's, in the file.
 #[derive(Debug)]
-pub enum FrameError {
+pub(crate) enum FrameError {
     Io(std::io::Error),
     /// The chunk's bytes do not match its checksum.
     Checksum {
@@ -92,7 +92,7 @@ const KEPT_CHUNKS: usize = 16;
 /// The event section as one stream of verified bytes: with `framed`, each chunk is read
 /// whole and checked before any of its bytes is given out; without, the bytes pass through
 /// (file versions 2 and 3, read only to upgrade them).
-pub struct Deframer {
+pub(crate) struct Deframer {
     framed: bool,
     chunk: Vec<u8>,
     pos: usize,
@@ -120,7 +120,7 @@ impl Deframer {
     }
 
     /// The file offset of the byte at `stream` bytes into the event section.
-    pub fn file_offset(&self, stream: u64) -> u64 {
+    pub(crate) fn file_offset(&self, stream: u64) -> u64 {
         if !self.framed {
             return self.section_start + stream;
         }
@@ -190,7 +190,7 @@ fn read_retrying(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
-pub fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match read_retrying(r, &mut buf[got..])? {

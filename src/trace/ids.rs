@@ -85,7 +85,7 @@ impl LiveSet {
 /// each of its ~20 levels, where the bitmap touches one word per level (4 levels per 16 M
 /// ids, the lower ones a few hundred KiB).
 #[derive(Debug, Default)]
-pub struct FreeIds {
+pub(crate) struct FreeIds {
     /// `levels[0]`: a bit per id, set while the id is freed (waiting to be handed out again);
     /// `levels[k + 1]`: a bit per word of `levels[k]` that is not zero. The last level has
     /// one word.

@@ -12,11 +12,11 @@
 //! the trace is created and filled when it is finished); zeros up to a multiple of 8.
 
 /// Bytes reserved for the recorded allocator's lines (its length word included).
-pub const ALLOCATOR_SLOT: usize = 1024;
+pub(crate) const ALLOCATOR_SLOT: usize = 1024;
 const ALLOCATOR_TAG: &[u8; 4] = b"ALOC";
 
 /// The longest block a reader accepts (a longer one is taken for a damaged header).
-pub const MAX_META_LEN: usize = 1 << 20;
+pub(crate) const MAX_META_LEN: usize = 1 << 20;
 
 /// How the recorded process ended, as far as its trace goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -55,7 +55,7 @@ pub struct TraceMeta {
 
 impl TraceMeta {
     /// The command line as one line, each argument quoted as a shell would need it.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         let quote = |a: &String| {
             let plain = !a.is_empty()
                 && a.bytes()

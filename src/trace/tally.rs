@@ -4,11 +4,11 @@
 use super::{Event, ObjectId, TraceHeader};
 
 /// Sizes are kept below 2^63 so that sums of a few of them cannot overflow and `DEAD` is free.
-pub const MAX_SIZE: u64 = (1 << 63) - 1;
+pub(crate) const MAX_SIZE: u64 = (1 << 63) - 1;
 const DEAD: u64 = u64::MAX;
 
 #[derive(Debug, Default, Clone)]
-pub struct Tally {
+pub(crate) struct Tally {
     /// Size of each live object by id, `DEAD` when the id is free.
     sizes: Vec<u64>,
     pub events: u64,

@@ -57,7 +57,7 @@ impl<W: Write + Seek> TraceWriter<W> {
 
     /// As [`TraceWriter::named_with`], the header followed by a recording's block (the
     /// program's command line; its ending is set by [`TraceWriter::set_ending`]).
-    pub fn named_with_meta(
+    pub(crate) fn named_with_meta(
         mut out: W,
         name: &str,
         fields: Fields,
@@ -87,7 +87,7 @@ impl<W: Write + Seek> TraceWriter<W> {
     }
 
     /// How the recording ended (written on `finish`; only with a recording's block).
-    pub fn set_ending(&mut self, ending: Ending) {
+    pub(crate) fn set_ending(&mut self, ending: Ending) {
         if let Some(meta) = &mut self.meta {
             meta.ending = ending;
         }
@@ -95,7 +95,7 @@ impl<W: Write + Seek> TraceWriter<W> {
 
     /// Fills the recorded allocator's slot, where the block reserved one (a recording's):
     /// `text` is [`TraceMeta::allocator`]'s lines (those that fit).
-    pub fn set_allocator(&mut self, text: &str) {
+    pub(crate) fn set_allocator(&mut self, text: &str) {
         if let Some(slot) = self.meta.as_mut().and_then(|m| m.allocator.as_mut()) {
             *slot = text.to_string();
         }
@@ -274,7 +274,7 @@ impl TraceWriter<NamedTempFile> {
     }
 
     /// As [`TraceWriter::create`], for records with the given context.
-    pub fn create_with(path: &Path, fields: Fields) -> Result<Self, TraceError> {
+    pub(crate) fn create_with(path: &Path, fields: Fields) -> Result<Self, TraceError> {
         let output = |source| TraceError::Output {
             path: path.to_path_buf(),
             source,

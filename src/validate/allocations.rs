@@ -31,7 +31,7 @@ pub struct F14Measurement {
 
 impl F14Measurement {
     /// Comparisons one measurement makes: usable bytes, active bytes, calls.
-    pub const COMPARISONS: u64 = 3;
+    pub(crate) const COMPARISONS: u64 = 3;
 
     pub fn ok(&self) -> bool {
         self.predicted_usable == self.measured_usable

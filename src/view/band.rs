@@ -44,7 +44,7 @@ impl Band {
     }
 
     /// The model line's legend: what it is and how far from the runs' mean.
-    pub fn model_legend(&self) -> String {
+    pub(crate) fn model_legend(&self) -> String {
         format!(
             "model from each live run's start-up, mean of {} (mean error {:.3} MiB)",
             self.runs,

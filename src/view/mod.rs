@@ -8,7 +8,7 @@ mod extra;
 mod html;
 
 pub use band::Band;
-pub use extra::{Extra, Section, ROUTES};
+pub use extra::{Extra, Section};
 pub use html::render;
 
 use crate::blame::{blame_moments, blame_table, folded_lines, At, BlameError, BlameSpec};
@@ -196,7 +196,7 @@ impl RecordConsumer for Sampler {
 /// Reads the trace at `path` once for the timeline (the process model, a point every
 /// thousandth of the events, each arena's too), twice for the blames at every moment, and
 /// once for the size classes; then once or more per section asked for.
-pub fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
+pub(crate) fn gather(path: &Path, spec: &ViewSpec) -> Result<Page, ViewError> {
     let opened = crate::trace::open(path)?;
     let command = opened
         .meta

@@ -4,7 +4,7 @@ use super::replay::BuildReplay;
 use crate::charts::{BytesTimeline, ClassLoss, StackedBars};
 
 /// Requested, allocated and active bytes against event index for one build.
-pub fn timeline_chart(name: &str, program: &str, replay: &BuildReplay) -> BytesTimeline {
+pub(crate) fn timeline_chart(name: &str, program: &str, replay: &BuildReplay) -> BytesTimeline {
     let series = |label: &str, pick: fn(&super::Totals) -> u64| {
         (
             label.to_string(),
@@ -28,7 +28,7 @@ pub fn timeline_chart(name: &str, program: &str, replay: &BuildReplay) -> BytesT
 
 /// Peak active bytes per build, split into requested bytes, rounding and slab fragmentation
 /// (empty regions, with large padding as its own part).
-pub fn whatif_chart(name: &str, program: &str, replays: &[BuildReplay]) -> StackedBars {
+pub(crate) fn whatif_chart(name: &str, program: &str, replays: &[BuildReplay]) -> StackedBars {
     let part = |label: &str, pick: fn(&BuildReplay) -> u64| {
         (label.to_string(), replays.iter().map(pick).collect())
     };
@@ -47,7 +47,12 @@ pub fn whatif_chart(name: &str, program: &str, replays: &[BuildReplay]) -> Stack
 }
 
 /// The `top` classes losing the most bytes at the active peak, by cause.
-pub fn class_loss_chart(name: &str, program: &str, replay: &BuildReplay, top: usize) -> ClassLoss {
+pub(crate) fn class_loss_chart(
+    name: &str,
+    program: &str,
+    replay: &BuildReplay,
+    top: usize,
+) -> ClassLoss {
     let rows: Vec<_> = replay.classes_by_loss().into_iter().take(top).collect();
     let cause = |label: &str, pick: fn(&super::ClassRow) -> u64| {
         (label.to_string(), rows.iter().map(|c| pick(c)).collect())
@@ -81,7 +86,7 @@ fn class_label(size: u64) -> String {
 /// Writes the three charts of a what-if run into `dir` (`<stem>-timeline`, `<stem>-whatif`,
 /// `<stem>-class-loss`, PNG and SVG): the timeline and the classes of the first build, the
 /// stacked bars of every build. Returns the paths written.
-pub fn write_charts(
+pub(crate) fn write_charts(
     dir: &std::path::Path,
     stem: &str,
     program: &str,

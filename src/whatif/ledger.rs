@@ -273,14 +273,14 @@ impl Ledger {
     }
 
     /// Records the slabs the arena model now holds for `bin` (a small class).
-    pub fn set_slabs(&mut self, bin: usize, slabs: u64) {
+    pub(crate) fn set_slabs(&mut self, bin: usize, slabs: u64) {
         self.state[bin].slabs = slabs;
         let counters = &mut self.counters[bin];
         counters.peak_slabs = counters.peak_slabs.max(slabs);
     }
 
     /// The current state becomes the state at the active peak.
-    pub fn mark_peak(&mut self) {
+    pub(crate) fn mark_peak(&mut self) {
         for &class in &self.touched {
             self.at_peak[class as usize] = self.state[class as usize];
             self.is_touched[class as usize] = false;

@@ -25,7 +25,7 @@ pub use source::{open_events, replay_trace, trace_events, EventStream};
 pub use tables::{class_table, timeline_columns, timeline_table, whatif_table, WHATIF_COLUMNS};
 
 /// The builds the report compares: the list, in its order.
-pub const REPORT_BUILDS: &str = "default,quantum8,page16k,page64k,5.3.1";
+pub(crate) const REPORT_BUILDS: &str = "default,quantum8,page16k,page64k,5.3.1";
 
 /// Timeline points a chart needs: enough for a smooth line, few enough for a small file.
 pub const CHART_POINTS: u64 = 2000;

@@ -31,7 +31,7 @@ where
 
 /// [`replay_builds`] over the trace `open` opens, decoded a batch at a time straight into the
 /// engine's buffers (`crate::engine::run_trace`): the same rows and errors, a cheaper read.
-pub fn replay_opened<A: WhatifModel + Send>(
+pub(crate) fn replay_opened<A: WhatifModel + Send>(
     builds: &[Build],
     new_arena: impl Fn(&Build) -> Result<A, ReplayError>,
     open: impl FnOnce() -> Result<OpenedTrace, ReplayError>,

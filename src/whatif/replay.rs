@@ -83,13 +83,13 @@ pub struct PeakBreakdown {
 
 impl PeakBreakdown {
     /// Share of the peak that is size-class rounding.
-    pub fn rounding_share(&self) -> f64 {
+    pub(crate) fn rounding_share(&self) -> f64 {
         share(self.rounding, self.active)
     }
 
     /// Share of the peak that is neither requested nor rounding: empty slab regions and
     /// large padding.
-    pub fn external_share(&self) -> f64 {
+    pub(crate) fn external_share(&self) -> f64 {
         share(self.empty_regions + self.large_pad, self.active)
     }
 }

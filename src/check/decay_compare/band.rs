@@ -47,7 +47,7 @@ pub struct RunStart {
 }
 
 impl LiveClockRun {
-    pub fn run_start(&self) -> RunStart {
+    pub(crate) fn run_start(&self) -> RunStart {
         RunStart {
             start_ns: self.start_ns,
             residue: self.residue,

@@ -125,7 +125,7 @@ impl ClockComparison {
 /// rather than the trace's own: for 5.3.1's clock-driven cache GC, asked for, and for
 /// background threads, which sleep on the wall clock while the replay falls behind the
 /// trace's times.
-pub fn replayed_clock_for(version: JemallocVersion, options: &ProcessOptions) -> bool {
+pub(crate) fn replayed_clock_for(version: JemallocVersion, options: &ProcessOptions) -> bool {
     (version == JemallocVersion::V5_3_1 && options.experimental_tcache_gc == Some(true))
         || options.background_thread
 }
@@ -186,7 +186,7 @@ pub fn compare_on_clock<'a>(
 /// The model (one run per live run of `band`, seeds `seed..`, on the trace's own times read
 /// through a coarse clock of `resolution_ns`) against a band measured before: the
 /// comparison [`compare_on_clock`] makes, without the live runs.
-pub fn compare_with_band(
+pub(crate) fn compare_with_band(
     band: &RealBand,
     records: &[Record],
     options: &ProcessOptions,

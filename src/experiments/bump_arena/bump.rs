@@ -62,7 +62,7 @@ impl BumpReplay {
     /// Replays `count` allocations of `size` bytes aligned to `align`, in as many steps as
     /// chunks: within a chunk, allocations whose size is a multiple of their alignment move the
     /// finger by `size` each, so a whole run of them is one division.
-    pub fn alloc_many(&mut self, size: u64, align: u64, mut count: u64) {
+    pub(crate) fn alloc_many(&mut self, size: u64, align: u64, mut count: u64) {
         while count > 0 {
             let aligned =
                 size > 0 && size.is_multiple_of(align) && self.finger.is_multiple_of(align);

@@ -53,7 +53,7 @@ impl BumpArenaSpec {
     }
 
     /// Bytes of one inner vector's buffer.
-    pub fn inner_bytes(&self) -> u64 {
+    pub(crate) fn inner_bytes(&self) -> u64 {
         self.elements * self.elem_bytes
     }
 }

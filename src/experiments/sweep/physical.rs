@@ -8,11 +8,11 @@ use crate::sizeclass::SizeClasses;
 use rayon::prelude::*;
 
 /// The largest table capacity a sweep accepts (2^40 values): beyond it byte counts overflow.
-pub const MAX_CAPACITY: u64 = 1 << 40;
+pub(crate) const MAX_CAPACITY: u64 = 1 << 40;
 
 /// The most rows a sweep produces (about 80 MB of CSV, a few hundred MB while collected):
 /// more is a typo in the ranges, and would exhaust memory before printing anything.
-pub const MAX_ROWS: u64 = 1_000_000;
+pub(crate) const MAX_ROWS: u64 = 1_000_000;
 /// Bytes of text per row, roughly, for the error message.
 const ROW_TEXT_BYTES: u64 = 80;
 
@@ -50,7 +50,7 @@ impl PhysicalRow {
     }
 
     /// after / before, in bytes of active pages.
-    pub fn active_ratio(&self) -> f64 {
+    pub(crate) fn active_ratio(&self) -> f64 {
         self.after.active as f64 / self.before.active as f64
     }
 }

@@ -4,7 +4,7 @@ use crate::error::InputError;
 use std::str::FromStr;
 
 /// The largest value size a sweep accepts (1 GiB): anything larger is a typo.
-pub const MAX_VALUE_SIZE: u64 = 1 << 30;
+pub(crate) const MAX_VALUE_SIZE: u64 = 1 << 30;
 
 /// An inclusive range of sizes with a step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -27,7 +27,7 @@ use crate::sim::decay::Decay;
 use crate::sim::Eagerness;
 
 /// `BACKGROUND_THREAD_MIN_INTERVAL_NS`: the shortest timed sleep.
-pub const MIN_INTERVAL_NS: u64 = 100_000_000;
+pub(crate) const MIN_INTERVAL_NS: u64 = 100_000_000;
 /// `ARENA_DEFERRED_PURGE_NPAGES_THRESHOLD`.
 const NPAGES_THRESHOLD: u64 = 1024;
 

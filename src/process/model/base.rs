@@ -32,7 +32,7 @@ const EDATA_ALIGNMENT: u64 = 128;
 /// `SC_SLAB_MAXREGS = page / 8` bits: one level up to 512 bits (4 KiB pages: 8 groups, 128
 /// bytes in all), a tree of levels above (`BITMAP_USE_TREE`; 64 KiB pages: 128 + 2 + 1
 /// groups, 1,112 bytes). Measured on 64 KiB pages: each new record adds 1,152 bytes.
-pub fn edata_size(page: u64) -> u64 {
+pub(crate) fn edata_size(page: u64) -> u64 {
     let bits = (page / 8).max(64);
     let mut groups = bits.div_ceil(64);
     if bits > 512 {
@@ -139,7 +139,7 @@ impl Base {
     /// `tree` nodes and leaves (in the order made). Start-up carves its tables before the
     /// first leaf, and everything after it goes to the first block's smaller tail, so the
     /// first block holds all but the tree: carved first, then the tree.
-    pub fn startup(allocated: u64, tree: &[u64], c: &BaseClasses) -> Base {
+    pub(crate) fn startup(allocated: u64, tree: &[u64], c: &BaseClasses) -> Base {
         let tree_bytes: u64 = tree.iter().sum();
         let mut blocks = 1;
         loop {
@@ -221,7 +221,7 @@ impl Base {
     /// the tails before a new block, as measured (start-up's alignment gaps are not in the
     /// statistics: the rebuilt first block can be a record or two off). A difference of more
     /// than a few records means the rebuild is off otherwise: left as it is.
-    pub fn fit_records(&mut self, capacity: u64, c: &BaseClasses) {
+    pub(crate) fn fit_records(&mut self, capacity: u64, c: &BaseClasses) {
         let mut probe = self.clone();
         let blocks = probe.blocks;
         let mut fits = 0u64;
@@ -246,7 +246,7 @@ impl Base {
     }
 
     /// `base_alloc_edata`, once per record past the high-water mark.
-    pub fn records_to(&mut self, records: u64, c: &BaseClasses) {
+    pub(crate) fn records_to(&mut self, records: u64, c: &BaseClasses) {
         while self.records < records {
             self.alloc(c.edata, EDATA_ALIGNMENT, c);
             self.records += 1;

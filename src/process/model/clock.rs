@@ -43,7 +43,7 @@ impl Clock {
     }
 
     /// What `nstime_update` reads at model time `t` (a background thread's wake-up).
-    pub fn read_at(&self, t: u64) -> u64 {
+    pub(crate) fn read_at(&self, t: u64) -> u64 {
         match self.resolution_ns {
             0 => t,
             r => (t + self.phase_ns) / r * r,

@@ -48,7 +48,11 @@ pub(super) struct ExplicitCaches {
 /// `nbins_small` small bins and pages of `lg_page`), from the two structures' fields
 /// (`tcache_structs.h`; checked with `sizeof` on both releases' default builds: 1,760 + 176
 /// and 992 + 240 bytes).
-pub fn explicit_struct_bytes(version: JemallocVersion, nbins_small: u64, lg_page: u32) -> u64 {
+pub(crate) fn explicit_struct_bytes(
+    version: JemallocVersion,
+    nbins_small: u64,
+    lg_page: u32,
+) -> u64 {
     let round8 = |b: u64| b.next_multiple_of(8);
     // SC_NGROUP = 4; a cache_bin_t is 24 bytes.
     let (nbins_max, slow) = match version {
@@ -81,7 +85,7 @@ impl ExplicitCaches {
 impl Process {
     /// The bytes of one explicit cache's block: the thread's block request plus the two
     /// structures, pointer-rounded, as `sz_sa2u` rounds it.
-    pub fn explicit_block_bytes(&self) -> u64 {
+    pub(crate) fn explicit_block_bytes(&self) -> u64 {
         let lg_page = self.config.page().trailing_zeros();
         let nbins = self.info.nbins_small as u64;
         let extra = explicit_struct_bytes(self.config.version, nbins, lg_page);

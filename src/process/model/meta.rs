@@ -206,12 +206,12 @@ impl MetaState {
     }
 
     /// Whether the bases are modelled (a measured start was given).
-    pub fn is_on(&self) -> bool {
+    pub(crate) fn is_on(&self) -> bool {
         self.on
     }
 
     /// Arena `i`'s base mapped bytes (0 where it has no base or the model is off).
-    pub fn base_mapped(&self, i: usize) -> u64 {
+    pub(crate) fn base_mapped(&self, i: usize) -> u64 {
         self.bases
             .get(i)
             .and_then(Option::as_ref)
@@ -234,12 +234,12 @@ impl MetaState {
     }
 
     /// `arenas.create`'s control block for a new manual arena, carved from arena 0's base.
-    pub fn ctl_arena(&mut self, bytes: u64) {
+    pub(crate) fn ctl_arena(&mut self, bytes: u64) {
         self.base0_alloc(bytes, 16);
     }
 
     /// `base_alloc(b0, bytes, align)`: metadata of the process as a whole (`tcaches`).
-    pub fn base0_alloc(&mut self, bytes: u64, align: u64) {
+    pub(crate) fn base0_alloc(&mut self, bytes: u64, align: u64) {
         if let (Some(c), Some(Some(b0))) = (self.classes.as_ref(), self.bases.get_mut(0)) {
             b0.alloc(bytes, align, c);
         }
@@ -249,7 +249,7 @@ impl MetaState {
     /// first event, at start-up). The first such one places start-up's leaves (instead of the
     /// seeded place); every one is kept for the arena growth of its length that follows
     /// (see [`Space::map`]), so the leaves are made where the real allocator's were.
-    pub fn recorded_mapping(&mut self, addr: u64, len: u64, before_first: bool) {
+    pub(crate) fn recorded_mapping(&mut self, addr: u64, len: u64, before_first: bool) {
         let Some(s) = self.space.as_mut() else { return };
         if before_first && !s.startup_recorded {
             s.startup_recorded = true;

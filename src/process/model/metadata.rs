@@ -32,7 +32,7 @@ pub struct Metadata {
 /// [`Metadata::ctl_arena_bytes`] as measured on the live replayer's child (4 KiB pages, the
 /// default classes): 37,856 bytes under Debian's 5.3.0, 41,136 under the linked 5.3.1 (each
 /// `arenas.create` grew `stats.arenas.0.base` by that much beyond the new arena's own base).
-pub fn ctl_arena_default(version: crate::sizeclass::JemallocVersion) -> u64 {
+pub(crate) fn ctl_arena_default(version: crate::sizeclass::JemallocVersion) -> u64 {
     match version {
         crate::sizeclass::JemallocVersion::V5_3_0 => 37_856,
         _ => 41_136,

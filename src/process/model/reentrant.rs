@@ -29,7 +29,7 @@ pub struct ReentrantTally {
 
 impl Process {
     /// The trace's reentrant calls so far (see [`ReentrantTally`]).
-    pub fn reentrant_tally(&self) -> ReentrantTally {
+    pub(crate) fn reentrant_tally(&self) -> ReentrantTally {
         self.reentrant
     }
 

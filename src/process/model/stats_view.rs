@@ -59,7 +59,7 @@ pub struct StatsView {
 impl Process {
     /// What `malloc_stats_print` would print now, without printing: the statistics as they
     /// are (see [`Process::malloc_stats_print`] for the dump's own allocation).
-    pub fn stats_view(&self) -> StatsView {
+    pub(crate) fn stats_view(&self) -> StatsView {
         let arenas = (0..self.arenas.len())
             .filter(|&i| self.arenas[i].is_some() || self.imade[i])
             .map(|i| self.arena_view(i))

@@ -41,7 +41,7 @@ impl Process {
     }
 
     /// Every object held in a thread cache (freed by the program, not yet returned).
-    pub fn cached_blocks(&self) -> Vec<HeldBlock> {
+    pub(crate) fn cached_blocks(&self) -> Vec<HeldBlock> {
         self.live_tcaches()
             .flat_map(|tc| tc.bins.iter().flat_map(|b| b.stack.iter()))
             .map(|i| HeldBlock {
@@ -52,7 +52,7 @@ impl Process {
     }
 
     /// The block of every live thread cache (in arena 0).
-    pub fn cache_blocks(&self) -> Vec<HeldBlock> {
+    pub(crate) fn cache_blocks(&self) -> Vec<HeldBlock> {
         self.live_tcaches()
             .map(|tc| HeldBlock {
                 arena: tc.block.arena,

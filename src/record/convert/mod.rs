@@ -59,12 +59,12 @@ pub struct ConvertSummary {
 /// Where converted records go, in order, a batch at a time: the sink takes what it wants out
 /// of the vector (what it leaves is dropped). A call per record, through a `dyn`, and the
 /// record's copy into the writer's batch were a tenth of a conversion.
-pub type Sink<'a> = dyn FnMut(&mut Vec<Record>) -> Result<(), TraceError> + 'a;
+pub(crate) type Sink<'a> = dyn FnMut(&mut Vec<Record>) -> Result<(), TraceError> + 'a;
 
 /// Records handed to the sink at a time: 1.8 MB of them, still in this core's 4 MB L2 when
 /// the writer reads them, and a quarter of 8,192's hand-overs (each may wake the writer):
 /// `convert_raw` 3% less CPU on the C++ program's raw file, 2% on CPython's (2,048: 10% more).
-pub const SINK_BATCH: usize = 32768;
+pub(crate) const SINK_BATCH: usize = 32768;
 
 struct Converter<'a, 'p> {
     file: String,

@@ -100,7 +100,12 @@ impl ThreadCursor {
 
     /// Has the thread's chunks (of image `image`, raw thread id `tid`) decoded by `pool`
     /// ahead of need, instead of here as they are reached.
-    pub fn use_pool(&mut self, pool: std::sync::Arc<super::DecodePool>, image: usize, tid: u32) {
+    pub(crate) fn use_pool(
+        &mut self,
+        pool: std::sync::Arc<super::DecodePool>,
+        image: usize,
+        tid: u32,
+    ) {
         self.pool = Some(super::pool::PoolLink::new(pool, image, tid));
     }
 

@@ -74,7 +74,7 @@ pub enum RawOp {
 impl RawOp {
     /// A `MAP`, `UNMAP` or `FLAGS` event: it has no order key of its own (it carries its
     /// thread's last one).
-    pub fn is_keyless(&self) -> bool {
+    pub(crate) fn is_keyless(&self) -> bool {
         matches!(
             self,
             RawOp::Map { .. } | RawOp::Unmap { .. } | RawOp::Flags { .. }
@@ -187,7 +187,7 @@ impl RawImage {
     /// Which of [`RawImage::maps`] symbolizes the stacks of a chunk after `before` of them:
     /// the last before it, or for a chunk before any (a recorder that wrote them only at the
     /// end) the first.
-    pub fn maps_for(before: usize) -> usize {
+    pub(crate) fn maps_for(before: usize) -> usize {
         before.saturating_sub(1)
     }
 

@@ -93,7 +93,7 @@ impl DecodePool {
     }
 
     /// The decoding threads' CPU time so far.
-    pub fn cpu_ns(&self) -> u64 {
+    pub(crate) fn cpu_ns(&self) -> u64 {
         self.shared.cpu_ns.load(Ordering::Relaxed)
     }
 

@@ -24,7 +24,7 @@ impl ArenaModel {
 
     /// The most extent records held at once (jemalloc keeps an `edata_t` per extent and
     /// recycles freed ones, so its arena's metadata grows with this high-water mark).
-    pub fn extent_records(&self) -> u64 {
+    pub(crate) fn extent_records(&self) -> u64 {
         self.pac.ext.v.len() as u64
     }
 
@@ -51,7 +51,7 @@ impl ArenaModel {
     /// epoch's limit every time; an application thread with background threads on only
     /// advances epochs. Returns, for the dirty and the muzzy set, the pages the epoch advance
     /// recorded (`decay_epoch_npages_delta`) when it advanced.
-    pub fn decay_with(&mut self, now_ns: u64, e: Eagerness) -> [Option<u64>; 2] {
+    pub(crate) fn decay_with(&mut self, now_ns: u64, e: Eagerness) -> [Option<u64>; 2] {
         let page = self.page;
         let Some(d) = self.decay.as_deref_mut() else {
             return [None, None];
@@ -89,7 +89,7 @@ impl ArenaModel {
 
     /// Page-level frees so far (`pac_dalloc_impl` and `pac_shrink_impl`, each of which
     /// reports deferred work to `arena_handle_deferred_work`).
-    pub fn deferred_work(&self) -> u64 {
+    pub(crate) fn deferred_work(&self) -> u64 {
         self.pac.deferred
     }
 }

@@ -23,7 +23,7 @@ pub enum ExtentView {
 
 impl ArenaModel {
     /// The extent `extent` if it is active (a slab or a large block), else `None`.
-    pub fn extent_view(&self, extent: u32) -> Option<ExtentView> {
+    pub(crate) fn extent_view(&self, extent: u32) -> Option<ExtentView> {
         let e = self.pac.ext.v.get(extent as usize)?;
         if e.state != State::Active {
             return None;
@@ -61,7 +61,7 @@ pub struct ExtentTally {
 impl ArenaModel {
     /// Every extent record in use, tallied as [`ExtentTally`] says (one pass over the
     /// records: for a statistics dump, not the replay's loop).
-    pub fn extent_tally(&self) -> ExtentTally {
+    pub(crate) fn extent_tally(&self) -> ExtentTally {
         let mut t = ExtentTally::default();
         for e in &self.pac.ext.v {
             match e.state {

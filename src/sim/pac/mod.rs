@@ -187,7 +187,7 @@ impl Pac {
     }
 
     /// Bytes in the dirty, muzzy and retained sets.
-    pub fn set_bytes(&self) -> (u64, u64, u64) {
+    pub(crate) fn set_bytes(&self) -> (u64, u64, u64) {
         (self.dirty.bytes, self.muzzy.bytes, self.retained.bytes)
     }
 
@@ -234,7 +234,7 @@ impl Pac {
     /// `pac_expand_impl`: grows `id` in place by taking the front of the next extent if it
     /// is dirty, muzzy or retained (`ecache_alloc` on each set in turn finds the neighbour
     /// only in the set it is in) and large enough.
-    pub fn expand(&mut self, id: u32, new_size: u64) -> bool {
+    pub(crate) fn expand(&mut self, id: u32, new_size: u64) -> bool {
         let amount = new_size - self.ext.get(id).size;
         let next = self.ext.get(id).map_next;
         if next == NIL {
@@ -256,7 +256,7 @@ impl Pac {
     }
 
     /// `pac_shrink_impl`: splits off the tail and frees it as dirty.
-    pub fn shrink(&mut self, id: u32, new_size: u64) {
+    pub(crate) fn shrink(&mut self, id: u32, new_size: u64) {
         let trail = self.split(id, new_size);
         self.ext.get_mut(trail).state = State::Active;
         self.record_dirty(trail);
@@ -271,7 +271,7 @@ impl Pac {
     /// `pac_decay_all` with full decay (a thread left its arena with no threads:
     /// `tcache_destroy` / `arena_migrate` purge all even with decay off; also dirty decay 0
     /// after each dalloc): every dirty extent to retained, then every muzzy one.
-    pub fn purge_all(&mut self) {
+    pub(crate) fn purge_all(&mut self) {
         let all = self.dirty.bytes;
         self.decay_to_limit(State::Dirty, 0, all, false);
         let all = self.muzzy.bytes;
@@ -284,7 +284,7 @@ impl Pac {
     /// lazily, one merge, forward first, the result going back to the set's tail and the scan
     /// starting over); then records them in stash order (`pac_decay_stashed`): into the muzzy
     /// set when `to_muzzy` (dirty decay with muzzy decay not 0), else as retained.
-    pub fn decay_to_limit(&mut self, from: State, limit: u64, max: u64, to_muzzy: bool) {
+    pub(crate) fn decay_to_limit(&mut self, from: State, limit: u64, max: u64, to_muzzy: bool) {
         let mut stash = Vec::new();
         let mut stashed = 0;
         let delay_coalesce = from == State::Dirty;

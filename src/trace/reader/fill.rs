@@ -17,7 +17,7 @@ impl<R: Read> TraceReader<R> {
     /// Clears `batch`, then fills it with the next records (calls and thread exits) until it
     /// holds `max` or the trace ends. On an error the batch keeps the records before it and
     /// the reader ends, as [`TraceReader::records`] does.
-    pub fn fill_batch(&mut self, batch: &mut Batch, max: usize) -> Result<(), TraceError> {
+    pub(crate) fn fill_batch(&mut self, batch: &mut Batch, max: usize) -> Result<(), TraceError> {
         batch.clear();
         if self.header.fields.any() {
             self.fill_context(batch, max)

@@ -59,7 +59,7 @@ pub struct ValgrindSummary {
 impl ValgrindSummary {
     /// What an import could not import exactly, one line, or `None` if nothing: said loudly,
     /// since each is an allocation missing or repaired in the trace.
-    pub fn losses(&self) -> Option<String> {
+    pub(crate) fn losses(&self) -> Option<String> {
         let mut parts = Vec::new();
         if self.issues.total() > 0 {
             parts.push(self.issues.to_string());

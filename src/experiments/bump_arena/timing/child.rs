@@ -23,7 +23,7 @@ pub struct MatrixOptions {
 /// build may take fresh pages while the previous build's freed slabs are still dirty (the
 /// statistics show them dirty, not purged), so a child of six builds held up to three builds'
 /// worth (1.3 GB at the seed's size); two builds per child bound it at two.
-pub const GENERAL_BUILDS: usize = 2;
+pub(crate) const GENERAL_BUILDS: usize = 2;
 
 impl MatrixOptions {
     /// Every setting and strategy, `runs` builds per child (at least 2: one cold, one warm).

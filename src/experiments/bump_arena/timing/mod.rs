@@ -106,7 +106,7 @@ impl JemallocSetting {
     ];
 
     /// The raised threshold of [`JemallocSetting::OversizeAboveChunks`].
-    pub const RAISED_THRESHOLD: u64 = 1 << 30;
+    pub(crate) const RAISED_THRESHOLD: u64 = 1 << 30;
 
     /// The `_RJEM_MALLOC_CONF` the child gets (`None`: the variable is removed).
     pub fn malloc_conf(self) -> Option<&'static str> {
@@ -128,7 +128,7 @@ impl JemallocSetting {
     }
 
     /// Whether the options jemalloc reports match this setting (the variable reached it).
-    pub fn applied(self, info: &JemallocInfo) -> bool {
+    pub(crate) fn applied(self, info: &JemallocInfo) -> bool {
         match self {
             JemallocSetting::Defaults => info.dirty_decay_ms > 0 && info.oversize_threshold > 0,
             JemallocSetting::DecayOff => info.dirty_decay_ms == -1 && info.muzzy_decay_ms == -1,
@@ -188,7 +188,7 @@ impl std::fmt::Display for TimedStrategy {
 }
 
 /// The environment variable tikv-jemallocator's (prefixed) jemalloc reads its options from.
-pub const MALLOC_CONF_ENV: &str = "_RJEM_MALLOC_CONF";
+pub(crate) const MALLOC_CONF_ENV: &str = "_RJEM_MALLOC_CONF";
 
 /// Errors of the timing runs.
 #[derive(Debug, thiserror::Error)]
