@@ -88,3 +88,71 @@ fn a_call_inside_mallctl_is_served_as_jemalloc_serves_it() {
         assert_eq!((allocated, active), (real[1], real[2]), "{conf}");
     }
 }
+
+/// jemalloc's own background thread 0 starting its siblings (`background_siblings.c`):
+/// glibc's `pthread_create` allocates on that thread, outside any call the program made. The
+/// recorder knows the thread by its name and marks its calls reentrant; the model serves them
+/// from arena 0 without starting the thread (no cache block for it, which would be 28,672
+/// bytes too many in both figures), and applies the `background_thread` write where the
+/// recording has it. Golden values: the program's own statistics at its end.
+#[test]
+fn a_background_threads_own_calls_are_served_as_jemalloc_serves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(exe) = common::jemalloc_program(dir.path(), "background_siblings", &["-lpthread"])
+    else {
+        return;
+    };
+    let trace = dir.path().join("b.trace");
+    let out = common::fragsim()
+        .env("MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
+        .args(["record", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let real = common::stderr_of(&out);
+    assert!(out.status.success(), "{real}");
+    assert_eq!(
+        common::program_stat(&real, "stats.background_thread.num_threads"),
+        4,
+        "thread 0 and one per arena group of arenas 1 to 3"
+    );
+    let text = common::dump(&trace);
+    assert!(text.lines().any(|l| l == "c background on"), "{text}");
+    // The background thread's calls: a thread whose every call is marked.
+    let (mut thread, mut calls, mut marked) = (0u32, [0u32; 8], [0u32; 8]);
+    let mut mark = false;
+    for l in text.lines() {
+        if let Some(t) = l.strip_prefix("t ") {
+            thread = t.parse().unwrap();
+        } else if l == "e" {
+            mark = true;
+        } else if l.starts_with("a ") || l.starts_with("f ") || l.starts_with("r ") {
+            calls[thread as usize] += 1;
+            marked[thread as usize] += u32::from(mark);
+            mark = false;
+        }
+    }
+    let internal = (1..8)
+        .filter(|&t| calls[t] > 0 && marked[t] == calls[t])
+        .count();
+    assert_eq!(internal, 1, "calls {calls:?}, marked {marked:?}");
+    let replay = common::run_ok(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--process",
+        "--preset",
+        "default",
+    ]);
+    for (name, row) in [
+        ("stats.allocated", "final allocated bytes"),
+        ("stats.active", "final active bytes"),
+    ] {
+        assert_eq!(
+            common::summary_row(&replay, row),
+            common::program_stat(&real, name),
+            "{name}"
+        );
+    }
+}

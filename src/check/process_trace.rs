@@ -24,14 +24,7 @@ from_in_memory!(ProcessTrace, Record, Records);
 /// A record stream of a process replay (sites dropped, times scaled).
 pub type ProcessRecords<'a> = Box<dyn Iterator<Item = Result<Record, TraceError>> + 'a>;
 
-/// What one scan of a trace gives: its records (calls and thread exits), calls, and threads
-/// (the highest thread of a call + 1).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TraceShape {
-    pub records: u64,
-    pub calls: u64,
-    pub threads: u32,
-}
+pub use crate::analysis::TraceShape;
 
 impl<'a> ProcessTrace<'a> {
     /// The records the process model applies, as a stream (a file is opened here, so a bad
@@ -60,15 +53,11 @@ impl<'a> ProcessTrace<'a> {
         })
     }
 
-    /// One streaming pass over the records: their count, the calls' and the threads'.
+    /// One streaming pass over the records: the model's events, the calls, the threads.
     pub fn shape(&self) -> Result<TraceShape> {
         let mut s = TraceShape::default();
         for r in self.records()? {
-            if let Record::Call(c) = r? {
-                s.calls += 1;
-                s.threads = s.threads.max(c.thread + 1);
-            }
-            s.records += 1;
+            s.add(&r?);
         }
         Ok(s)
     }

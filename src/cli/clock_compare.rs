@@ -24,7 +24,7 @@ pub(crate) fn run_live_clock(
         allocator,
         exe,
     } = super::process::live_setup(args, options)?;
-    let calls = trace.shape()?.records;
+    let calls = trace.shape()?.events;
     // About 200 checkpoints: reading the statistics takes time the clock does not stop for.
     let every = args.every.unwrap_or_else(|| (calls / 200).max(1));
     let (band, c) = compare_on_clock(

@@ -349,7 +349,7 @@ pub(super) fn run_live(
     let shape = trace.shape()?;
     let every = args
         .every
-        .unwrap_or_else(|| crate::check::arena_replay::default_live_every(shape.records));
+        .unwrap_or_else(|| crate::check::arena_replay::default_live_every(shape.events));
     let threads = shape.threads;
     let dump = super::stats_json::dump_at(args)?;
     if let (Some(DumpAt::Event(_)), ProcessTrace::File { path, .. }) = (dump, trace) {

@@ -149,7 +149,7 @@ fn run_live(
     let shape = trace.shape()?;
     let every = args
         .every
-        .unwrap_or_else(|| crate::check::arena_replay::default_live_every(shape.records));
+        .unwrap_or_else(|| crate::check::arena_replay::default_live_every(shape.events));
     let bar = super::progress::later_bar("live replay");
     let run = LiveRun {
         every,
