@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{program_stat, stderr_of, summary_row};
+use common::stderr_of;
 use fragsim::check::process::{compare_process_live, ProcessAllocator};
 use fragsim::process::ProcessOptions;
 use fragsim::trace::Record;
@@ -119,23 +119,8 @@ fn a_recorded_program_routing_to_a_manual_arena_matches_its_own_statistics() {
     let text = common::dump(&trace);
     let flags: Vec<&str> = text.lines().filter(|l| l.starts_with("j ")).collect();
     assert!(flags.len() >= 2250, "{} calls with flags", flags.len());
-    let replay = common::run_ok(&[
-        "replay",
-        trace.to_str().unwrap(),
-        "--process",
-        "--preset",
-        "default",
-    ]);
-    for (name, row) in [
-        ("stats.allocated", "final allocated bytes"),
-        ("stats.active", "final active bytes"),
-    ] {
-        assert_eq!(
-            summary_row(&replay, row),
-            program_stat(&real, name),
-            "{name}"
-        );
-    }
+    let replay = common::replay_process(&trace, &[]);
+    common::assert_figures(&replay, &real, &common::FINAL_FIGURES[..2], "");
     // And the recorded calls against the real allocators, every event.
     let records: Vec<Record> = fragsim::trace::open(&trace)
         .unwrap()

@@ -56,24 +56,9 @@ fn explicit_caches_match_the_programs_own_statistics() {
             "{args:?}"
         );
         assert_eq!(count("c background on"), args.len(), "{args:?}");
-        let replay = common::run_ok(&[
-            "replay",
-            trace.to_str().unwrap(),
-            "--process",
-            "--preset",
-            "default",
-        ]);
-        for (name, row) in [
-            ("stats.allocated", "final allocated bytes"),
-            ("stats.active", "final active bytes"),
-            ("stats.mapped", "final mapped bytes (stats.mapped)"),
-        ] {
-            assert_eq!(
-                summary_row(&replay, row),
-                program_stat(&real, name),
-                "{name} {args:?}"
-            );
-        }
+        let replay = common::replay_process(&trace, &[]);
+        let context = format!("{args:?}");
+        common::assert_figures(&replay, &real, &common::FINAL_FIGURES, &context);
         let (model, real) = (
             summary_row(&replay, "final resident bytes"),
             program_stat(&real, "stats.resident"),

@@ -107,24 +107,9 @@ fn a_recorded_program_with_mallctl_writes_matches_its_own_statistics() {
     let as_text = dir.path().join("w.txt");
     std::fs::write(&as_text, &text).unwrap();
     for t in [&trace, &as_text] {
-        let replay = common::run_ok(&[
-            "replay",
-            t.to_str().unwrap(),
-            "--process",
-            "--preset",
-            "default",
-        ]);
-        for (name, row) in [
-            ("stats.allocated", "final allocated bytes"),
-            ("stats.active", "final active bytes"),
-        ] {
-            assert_eq!(
-                summary_row(&replay, row),
-                program_stat(&real, name),
-                "{name} from {}",
-                t.display()
-            );
-        }
+        let replay = common::replay_process(t, &[]);
+        let context = format!("from {}", t.display());
+        common::assert_figures(&replay, &real, &common::FINAL_FIGURES[..2], &context);
     }
     // Without them the model is off (measured: 368,512 allocated bytes too many).
     let without: String = text

@@ -138,21 +138,6 @@ fn a_background_threads_own_calls_are_served_as_jemalloc_serves_them() {
         .filter(|&t| calls[t] > 0 && marked[t] == calls[t])
         .count();
     assert_eq!(internal, 1, "calls {calls:?}, marked {marked:?}");
-    let replay = common::run_ok(&[
-        "replay",
-        trace.to_str().unwrap(),
-        "--process",
-        "--preset",
-        "default",
-    ]);
-    for (name, row) in [
-        ("stats.allocated", "final allocated bytes"),
-        ("stats.active", "final active bytes"),
-    ] {
-        assert_eq!(
-            common::summary_row(&replay, row),
-            common::program_stat(&real, name),
-            "{name}"
-        );
-    }
+    let replay = common::replay_process(&trace, &[]);
+    common::assert_figures(&replay, &real, &common::FINAL_FIGURES[..2], "");
 }

@@ -398,37 +398,7 @@ impl ProcessWork {
                 let len = std::mem::size_of::<u32>();
                 by_mib(&self.ctl.bind, (&mut a as *mut u32).cast(), len)
             }
-            5 => {
-                let (mut made, mut len) = (0u32, std::mem::size_of::<u32>());
-                // SAFETY: tcache.create writes an unsigned.
-                let ok = unsafe {
-                    (self.api.bymib)(
-                        self.ctl.create.as_ptr(),
-                        self.ctl.create.len(),
-                        (&mut made as *mut u32).cast(),
-                        &mut len,
-                        std::ptr::null_mut(),
-                        0,
-                    ) == 0
-                };
-                if ok {
-                    self.explicit[size as usize].store(made + 1, Ordering::Relaxed);
-                }
-                ok
-            }
-            6 | 7 => {
-                let slot = &self.explicit[size as usize];
-                let Some(mut c) = slot.load(Ordering::Relaxed).checked_sub(1) else {
-                    return false;
-                };
-                let mib = if code == 6 {
-                    &self.ctl.cache_flush
-                } else {
-                    slot.store(0, Ordering::Relaxed);
-                    &self.ctl.cache_destroy
-                };
-                by_mib(mib, (&mut c as *mut u32).cast(), std::mem::size_of::<u32>())
-            }
+            5..=7 => self.explicit_control(code, size as usize),
             // `background_thread`: left out. The child's own threads would allocate (glibc's
             // `pthread_create`) beside the recorded calls made inside that write, which the
             // child replays; the model applies it.
@@ -439,6 +409,51 @@ impl ProcessWork {
                 by_mib(&self.ctl.enabled, (&mut on as *mut bool).cast(), len)
             }
         }
+    }
+}
+
+impl ProcessWork {
+    /// `tcache.create` (code 5: the child's index kept for the trace's cache `cache`),
+    /// `tcache.flush` (6) or `tcache.destroy` (7: the index forgotten) of the trace's cache.
+    fn explicit_control(&self, code: u32, cache: usize) -> bool {
+        let slot = &self.explicit[cache];
+        let (mut c, mut len) = (0u32, std::mem::size_of::<u32>());
+        let (mib, old, new) = match code {
+            5 => (&self.ctl.create, &mut c as *mut u32, std::ptr::null_mut()),
+            _ => {
+                let Some(made) = slot.load(Ordering::Relaxed).checked_sub(1) else {
+                    return false;
+                };
+                c = made;
+                let mib = if code == 6 {
+                    &self.ctl.cache_flush
+                } else {
+                    &self.ctl.cache_destroy
+                };
+                (mib, std::ptr::null_mut(), &mut c as *mut u32)
+            }
+        };
+        let (old_len, new_len) = match code {
+            5 => (&mut len as *mut usize, 0),
+            _ => (std::ptr::null_mut(), len),
+        };
+        // SAFETY: the three names read or write an unsigned, as `old` / `new` say.
+        let ok = unsafe {
+            (self.api.bymib)(
+                mib.as_ptr(),
+                mib.len(),
+                old.cast(),
+                old_len,
+                new.cast(),
+                new_len,
+            ) == 0
+        };
+        match code {
+            5 if ok => slot.store(c + 1, Ordering::Relaxed),
+            7 if ok => slot.store(0, Ordering::Relaxed),
+            _ => {}
+        }
+        ok
     }
 }
 

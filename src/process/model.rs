@@ -431,13 +431,8 @@ impl Process {
                 self.alloc_event(t, usize);
             }
             Event::Free { id } => {
-                let obj = self
-                    .live(id)
-                    .ok_or(SimError::FreeOfDeadId { event: n, id })?;
-                self.objects[id as usize] = DEAD;
+                let obj = self.take_object(n, id)?;
                 self.free(t, obj);
-                self.stats.live_objects -= 1;
-                self.stats.requested_bytes -= obj.request;
                 self.dalloc_event(t, obj.usize);
             }
             Event::Realloc { id, size } => {
@@ -492,6 +487,36 @@ impl Process {
             .get(id as usize)
             .copied()
             .filter(Object::is_live)
+    }
+
+    /// Object `id`, freed now: no longer live, out of the counts.
+    fn take_object(&mut self, n: u64, id: u32) -> Result<Object, ProcessError> {
+        let obj = self
+            .live(id)
+            .ok_or(SimError::FreeOfDeadId { event: n, id })?;
+        self.objects[id as usize] = DEAD;
+        self.stats.live_objects -= 1;
+        self.stats.requested_bytes -= obj.request;
+        Ok(obj)
+    }
+
+    /// Places a request of `size` (`usize` bytes) as object `id` in arena 0, no cache (a
+    /// reentrant call's, or jemalloc's own thread's).
+    fn place_in_arena0(
+        &mut self,
+        n: u64,
+        t: usize,
+        id: u32,
+        size: u64,
+        align: u64,
+    ) -> Result<u64, ProcessError> {
+        let usize = self.arena(0).usable(n, size, align)?;
+        let extent = self.arena_mut(0).place(n, usize)?;
+        self.tick(t, 0, 1);
+        self.set(id, Object::placed((0, extent), usize, size, align));
+        self.stats.live_objects += 1;
+        self.stats.requested_bytes += size;
+        Ok(usize)
     }
 
     fn set(&mut self, id: u32, obj: Object) {

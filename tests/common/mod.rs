@@ -351,3 +351,30 @@ pub fn jemalloc_program(dir: &Path, name: &str, extra: &[&str]) -> Option<PathBu
     assert!(built.status.success(), "{name}.c: {}", stderr_of(&built));
     Some(exe)
 }
+
+/// The figures a recorded program prints (`stat NAME VALUE`) beside the rows of `replay
+/// --process`'s summary that hold them, the first two compared by most tests.
+pub const FINAL_FIGURES: [(&str, &str); 3] = [
+    ("stats.allocated", "final allocated bytes"),
+    ("stats.active", "final active bytes"),
+    ("stats.mapped", "final mapped bytes (stats.mapped)"),
+];
+
+/// `replay TRACE --process --preset default` with `extra` arguments: its summary.
+pub fn replay_process(trace: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["replay", s(trace), "--process", "--preset", "default"];
+    args.extend_from_slice(extra);
+    run_ok(&args)
+}
+
+/// Asserts that each of `figures` in the summary `replay` equals the program's own (`real`,
+/// its `stat` lines).
+pub fn assert_figures(replay: &str, real: &str, figures: &[(&str, &str)], context: &str) {
+    for (name, row) in figures {
+        assert_eq!(
+            summary_row(replay, row),
+            program_stat(real, name),
+            "{name} {context}"
+        );
+    }
+}

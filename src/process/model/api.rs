@@ -98,16 +98,11 @@ impl Process {
                 let Some(c) = explicit else {
                     return Ok(false);
                 };
-                let obj = self
-                    .live(id)
-                    .ok_or(SimError::FreeOfDeadId { event: n, id })?;
-                self.objects[id as usize] = super::DEAD;
+                let obj = self.take_object(n, id)?;
                 self.with_explicit(t, c, |p| {
                     p.free(t, obj);
                     Ok(())
                 })?;
-                self.stats.live_objects -= 1;
-                self.stats.requested_bytes -= obj.request;
                 self.dalloc_event(t, obj.usize);
             }
             Event::Realloc { id, size } => {

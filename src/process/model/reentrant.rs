@@ -9,7 +9,7 @@
 //! - thread events are not fired (`te_event_trigger`), the byte counters still advance: a GC
 //!   due then is postponed to the thread's next ordinary call.
 
-use super::{Object, Process, GC_INCR_BYTES};
+use super::{Process, GC_INCR_BYTES};
 use crate::process::ProcessError;
 use crate::sim::SimError;
 use crate::trace::Event;
@@ -62,12 +62,7 @@ impl Process {
                 if self.live(id).is_some() {
                     return Err(SimError::AllocOfLiveId { event: n, id }.into());
                 }
-                let usize = self.arena(0).usable(n, size, align)?;
-                let extent = self.arena_mut(0).place(n, usize)?;
-                self.tick(t, 0, 1);
-                self.set(id, Object::placed((0, extent), usize, size, align));
-                self.stats.live_objects += 1;
-                self.stats.requested_bytes += size;
+                let usize = self.place_in_arena0(n, t, id, size, align)?;
                 self.threads[t].as_mut().expect("started").allocated += usize;
             }
             Event::Free { id } => {
@@ -109,12 +104,7 @@ impl Process {
             }
             Event::Realloc { id, size } => (id, size, self.free_to_arena(n, t, id)?.align),
         };
-        let usize = self.arena(0).usable(n, size, align)?;
-        let extent = self.arena_mut(0).place(n, usize)?;
-        self.tick(t, 0, 1);
-        self.set(id, Object::placed((0, extent), usize, size, align));
-        self.stats.live_objects += 1;
-        self.stats.requested_bytes += size;
+        self.place_in_arena0(n, t, id, size, align)?;
         self.reentrant.calls += 1;
         self.refresh_totals();
         Ok(())
