@@ -96,3 +96,41 @@ fn replay_models_the_jemalloc_the_program_ran_with() {
         "the title"
     );
 }
+
+/// A program that carries its own allocator bypasses a preloaded recorder, silently before:
+/// fragsim itself links jemalloc with the `_rjem_` prefix (tikv-jemallocator, Cargo.toml), so
+/// recording it says so, naming the symbol; a program on the shared jemalloc gets no such
+/// warning (its calls are all recorded).
+#[test]
+fn a_program_with_its_own_allocator_is_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("self.trace");
+    let out = common::fragsim()
+        .args(["record", "-o"])
+        .arg(&trace)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_fragsim"))
+        .args(["classes", "--format", "csv"])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("carries its own allocator, jemalloc with the _rjem_ prefix")
+            && err.contains("_rjem_malloc"),
+        "{err}"
+    );
+    let Some(exe) = common::jemalloc_program(dir.path(), "large_blocks", &[]) else {
+        return;
+    };
+    let out = common::fragsim()
+        .args(["record", "-o"])
+        .arg(dir.path().join("shared.trace"))
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("its own allocator"), "{err}");
+}

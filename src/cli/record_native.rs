@@ -138,6 +138,11 @@ fn notes(recorded: &Recorded, program: &str) -> Vec<String> {
             "warning: LD_PRELOAD had no effect on '{program}' (a static binary, a setuid program or one that clears its environment): the trace is empty"
         ));
     }
+    if let Some((symbol, what)) = recorded.linked_allocator {
+        lines.push(format!(
+            "warning: '{program}' carries its own allocator, {what} (it defines {symbol}): its calls to it bypass the recorder, and the trace holds only the calls that reached the shared malloc; record a build that allocates through the system's malloc (for a Rust program, without a #[global_allocator]; jemalloc as a shared library is recorded, and replayed as the program ran it)"
+        ));
+    }
     if let Some(interrupt) = recorded.interrupted {
         lines.push(format!(
             "note: {} came while recording: fragsim waited for '{program}' to exit ({}) and wrote everything it recorded",

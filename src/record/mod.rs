@@ -4,12 +4,15 @@
 
 pub mod convert;
 pub mod library;
+mod linked;
 pub mod order;
 pub mod raw;
 pub(crate) mod rawdir;
 pub mod sink;
 pub(crate) mod stream;
 pub(crate) mod symbols;
+
+pub use linked::linked_allocator;
 
 pub use convert::{convert, convert_with_progress, ConvertSummary};
 pub use order::EventOrder;
@@ -102,6 +105,9 @@ pub struct Recorded {
     /// The program wrote no raw file: the library was not loaded (a static binary, a setuid
     /// program, or one that clears its environment); its trace is empty.
     pub no_effect: bool,
+    /// An allocator the program carries itself ([`linked_allocator`]: the symbol and what it
+    /// is), whose calls the trace does not hold.
+    pub linked_allocator: Option<(&'static str, &'static str)>,
     /// The interrupt signal (Ctrl-C, SIGTERM, SIGHUP) that came while recording: the
     /// recording went on until the program exited.
     pub interrupted: Option<crate::cleanup::Interrupt>,
@@ -177,9 +183,11 @@ pub(crate) fn record_native_with_progress(
         .first()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if find_program(command.first().map_or("".as_ref(), |p| p.as_os_str())).is_none() {
+    let Some(program_path) = find_program(command.first().map_or("".as_ref(), |p| p.as_os_str()))
+    else {
         return Err(RecordError::ProgramMissing(program));
-    }
+    };
+    let linked_allocator = linked_allocator(&program_path);
     let temp = temp_dir_beside(out)?;
     let _cleanup = crate::cleanup::remove_on_interrupt(temp.path());
     let raw_dir = options.raw_dir.clone().unwrap_or(temp.path().to_path_buf());
@@ -246,6 +254,7 @@ pub(crate) fn record_native_with_progress(
         elapsed,
         traces,
         no_effect,
+        linked_allocator,
         interrupted: deferral.interrupted(),
         children: noted,
     })
