@@ -102,13 +102,33 @@ fn a_background_threads_own_calls_are_served_as_jemalloc_serves_them() {
     else {
         return;
     };
-    let trace = dir.path().join("b.trace");
+    // glibc does not always allocate as a thread starts (it can hand a new thread a vector it
+    // keeps): up to 5 recordings, until one has the background thread's calls.
+    for attempt in 1..=5 {
+        let (internal, marked_all) = record_siblings(dir.path(), &exe);
+        assert!(
+            marked_all,
+            "attempt {attempt}: a thread past the workers has unmarked calls"
+        );
+        if internal == 1 {
+            return;
+        }
+        eprintln!("attempt {attempt}: the background thread made no call");
+    }
+    panic!("in 5 recordings the background thread made no call");
+}
+
+/// Records `background_siblings` once and checks the model against its own statistics:
+/// how many threads made only marked calls, and whether every thread past the program's
+/// own four made only marked ones.
+fn record_siblings(dir: &Path, exe: &Path) -> (usize, bool) {
+    let trace = dir.join("b.trace");
     let out = common::fragsim()
         .env("MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
         .args(["record", "-o"])
         .arg(&trace)
         .arg("--")
-        .arg(&exe)
+        .arg(exe)
         .output()
         .unwrap();
     let real = common::stderr_of(&out);
@@ -120,7 +140,6 @@ fn a_background_threads_own_calls_are_served_as_jemalloc_serves_them() {
     );
     let text = common::dump(&trace);
     assert!(text.lines().any(|l| l == "c background on"), "{text}");
-    // The background thread's calls: a thread whose every call is marked.
     let (mut thread, mut calls, mut marked) = (0u32, [0u32; 8], [0u32; 8]);
     let mut mark = false;
     for l in text.lines() {
@@ -137,7 +156,8 @@ fn a_background_threads_own_calls_are_served_as_jemalloc_serves_them() {
     let internal = (1..8)
         .filter(|&t| calls[t] > 0 && marked[t] == calls[t])
         .count();
-    assert_eq!(internal, 1, "calls {calls:?}, marked {marked:?}");
+    let marked_all = (4..8).all(|t| marked[t] == calls[t]);
     let replay = common::replay_process(&trace, &[]);
     common::assert_figures(&replay, &real, &common::FINAL_FIGURES[..2], "");
+    (internal, marked_all)
 }

@@ -38,7 +38,16 @@ int main(void) {
     nanosleep(&pause, NULL);
     bool on = true;
     if (mallctl("background_thread", NULL, NULL, &on, sizeof on) != 0) return 3;
-    nanosleep(&pause, NULL);
+    /* Thread 0 starts its siblings on its own time: wait (5 s at most) for all four. */
+    for (int i = 0; i < 250; i++) {
+        size_t epoch = 1, n = 0, len = sizeof epoch;
+        mallctl("epoch", &epoch, &len, &epoch, len);
+        len = sizeof n;
+        mallctl("stats.background_thread.num_threads", &n, &len, NULL, 0);
+        if (n >= 4) break;
+        struct timespec tick = {0, 20 * 1000 * 1000};
+        nanosleep(&tick, NULL);
+    }
     pthread_barrier_wait(&enabled);
     for (int k = 0; k < 3; k++)
         if (pthread_join(t[k], NULL) != 0) return 2;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 int mallctl(const char *name, void *old, size_t *old_len, void *new_value, size_t new_len);
 void *mallocx(size_t size, int flags);
@@ -30,6 +31,22 @@ static unsigned create(void) {
 
 static void end(const char *name, unsigned c) {
     if (mallctl(name, NULL, NULL, &c, sizeof c) != 0) exit(5);
+}
+
+/* Waits (5 s at most) until stats.background_thread.num_threads has held still for 100 ms. */
+static void settle_background_threads(void) {
+    size_t last = 0, same = 0;
+    for (int i = 0; i < 250 && same < 5; i++) {
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        uint64_t epoch = 1;
+        size_t n = 0, len = sizeof epoch;
+        mallctl("epoch", &epoch, &len, &epoch, len);
+        len = sizeof n;
+        mallctl("stats.background_thread.num_threads", &n, &len, NULL, 0);
+        same = (n == last && n > 0) ? same + 1 : 0;
+        last = n;
+    }
 }
 
 static size_t size_of(int i) {
@@ -71,6 +88,10 @@ int main(int argc, char **argv) {
     if (argc > 1) {
         bool on = true;
         if (mallctl("background_thread", NULL, NULL, &on, sizeof on) != 0) return 8;
+        /* Thread 0 starts its siblings on its own time (glibc allocating as it does): wait
+         * until their count holds still before the statistics are read, as the recording
+         * goes on until the exit. */
+        settle_background_threads();
     }
     for (int i = 1; i < 500; i += 3) dallocx(q[i], MALLOCX_TCACHE(b));
     end("tcache.destroy", a);
