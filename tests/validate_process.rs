@@ -103,3 +103,53 @@ fn mappings_are_compared_for_every_arena() {
         ]
     );
 }
+
+/// `validate --fuzz N`: N more generated traces, each shape in turn, through the process model
+/// and the live jemalloc, every event compared; each names its seed. A bad N is one line and
+/// exit 2. Golden values: the live allocators' statistics (the baton child's).
+#[test]
+fn validate_fuzz_replays_more_traces_live() {
+    use fragsim::process::TraceKind;
+    let kinds: Vec<TraceKind> = fragsim::validate::fuzz_specs(5000, 3)
+        .iter()
+        .map(|(s, _)| s.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            TraceKind::LargeReallocs,
+            TraceKind::Random,
+            TraceKind::FirstFrees
+        ],
+        "5000 % 3 = 2: the realloc shape first"
+    );
+    let exe = env!("CARGO_BIN_EXE_fragsim");
+    let out = std::process::Command::new(exe)
+        .args(["validate", "--fuzz", "3", "--fuzz-seed", "5000"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for seed in 5000..5003 {
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("threaded trace seed {seed} ")))
+            .collect();
+        assert!(!lines.is_empty(), "seed {seed}: {text}");
+        assert!(
+            lines.iter().all(|l| l.ends_with(" 0 mismatched")),
+            "{lines:?}"
+        );
+    }
+    let bad = std::process::Command::new(exe)
+        .args(["validate", "--fuzz", "0"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(err.contains("'0'") && err.contains("--fuzz"), "{err}");
+}

@@ -60,6 +60,14 @@ pub(crate) struct ValidateArgs {
     /// Skip replaying random traces through the arena model and the live jemalloc.
     #[arg(long)]
     no_replay: bool,
+    /// Also replay N more generated threaded traces (random calls, threads that begin with
+    /// frees, blocks grown through realloc; 1 to 4 threads) through the process model and the
+    /// live jemalloc, every event compared; a mismatch names the seed.
+    #[arg(long, value_name = "N", conflicts_with = "no_replay", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    fuzz: Option<u64>,
+    /// The first seed of --fuzz's traces (the next run's: the last seed + 1).
+    #[arg(long, value_name = "SEED", requires = "fuzz", default_value_t = 1_000)]
+    fuzz_seed: u64,
     /// Print every check as a table in this format (csv, md, json: `{title, columns, rows}`)
     /// instead of the one-line summary.
     #[arg(long, value_parser = super::choice::choice::<crate::export::Format>())]
@@ -87,6 +95,7 @@ pub fn run(args: ValidateArgs) -> Result<i32> {
         options.replay_exe =
             Some(std::env::current_exe().context("cannot find the fragsim executable")?);
         options.replay_quick = !args.full;
+        options.fuzz = args.fuzz.map(|n| (args.fuzz_seed, n));
     }
     let v = validate(&options)?;
     let mut written = String::new();

@@ -13,7 +13,9 @@ mod text;
 
 pub use crate::progress::{Progress, ProgressObserver};
 pub use allocations::F14Measurement;
-pub use process::{process_specs, process_validation, ProcessCheck, TraceShape};
+pub use process::{
+    fuzz_specs, process_specs, process_validation, process_validation_of, ProcessCheck, TraceShape,
+};
 pub use tables::{process_validation_table, replay_validation_table};
 pub use text::{validation_markdown, validation_table};
 
@@ -50,6 +52,9 @@ pub struct ValidateOptions {
     pub replay_quick: bool,
     /// A system jemalloc (Debian's 5.3.0) to replay the same traces through as well.
     pub system_jemalloc: Option<PathBuf>,
+    /// More generated threaded traces, `(first seed, count)` ([`fuzz_specs`]), through the
+    /// process model and the live baton replay beside the fixed ones.
+    pub fuzz: Option<(u64, u64)>,
 }
 
 /// Debian's jemalloc 5.3.0 (`libjemalloc2`), where installed.
@@ -75,6 +80,7 @@ impl ValidateOptions {
             system_jemalloc: Path::new(DEBIAN_JEMALLOC)
                 .exists()
                 .then(|| PathBuf::from(DEBIAN_JEMALLOC)),
+            fuzz: None,
         }
     }
 
@@ -218,7 +224,13 @@ pub fn validate(options: &ValidateOptions) -> Result<Validation> {
         None => Vec::new(),
     };
     let process = match &options.replay_exe {
-        Some(exe) => process_validation(exe, options.system_jemalloc.as_deref())?,
+        Some(exe) => {
+            let mut specs = process_specs();
+            if let Some((first, count)) = options.fuzz {
+                specs.extend(fuzz_specs(first, count));
+            }
+            process_validation_of(specs, exe, options.system_jemalloc.as_deref())?
+        }
         None => Vec::new(),
     };
     Ok(Validation {
