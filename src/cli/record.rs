@@ -185,6 +185,9 @@ fn run_valgrind(
     let mut child = crate::cleanup::GuardedChild::spawn(
         Command::new(valgrind)
             .arg("--trace-malloc=yes")
+            // No gdbserver: its FIFOs (vgdb-pipe-*) go into the temporary folder, and a
+            // valgrind interrupted while starting leaves them there.
+            .arg("--vgdb=no")
             .arg(format!(
                 "--trace-children={}",
                 if args.native.follow_forks {
