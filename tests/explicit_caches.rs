@@ -78,11 +78,7 @@ fn explicit_caches_match_live_at_every_event() {
         return;
     };
     let (trace, _) = record(dir.path(), &exe, &[]);
-    let records: Vec<Record> = fragsim::trace::open(&trace)
-        .unwrap()
-        .records()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let records = fragsim::trace::read_all(&trace).unwrap();
     let creates = records
         .iter()
         .filter(|r| {

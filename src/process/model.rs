@@ -436,18 +436,32 @@ impl Process {
                 self.dalloc_event(t, obj.usize);
             }
             Event::Realloc { id, size } => {
-                let obj = self
-                    .live(id)
-                    .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
-                let usize = self.arena(0).usable(n, size, obj.align)?;
-                let placed = self.realloc(n, t, obj, usize)?;
-                self.set(id, Object::placed(placed, usize, size, obj.align));
-                self.stats.requested_bytes = self.stats.requested_bytes - obj.request + size;
-                self.alloc_event(t, usize);
-                self.dalloc_event(t, obj.usize);
+                self.realloc_object(n, t, id, size, |p, obj, usize| p.realloc(n, t, obj, usize))?
             }
         }
         self.refresh_totals();
+        Ok(())
+    }
+
+    /// A realloc of object `id` to `size` on thread `t`, `place` keeping or moving it (as
+    /// `realloc`, or with `rallocx`'s flags): the object's new place and the counts.
+    fn realloc_object(
+        &mut self,
+        n: u64,
+        t: usize,
+        id: u32,
+        size: u64,
+        place: impl FnOnce(&mut Process, Object, u64) -> Result<(u32, u32), ProcessError>,
+    ) -> Result<(), ProcessError> {
+        let obj = self
+            .live(id)
+            .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
+        let usize = self.arena(0).usable(n, size, obj.align)?;
+        let placed = place(self, obj, usize)?;
+        self.set(id, Object::placed(placed, usize, size, obj.align));
+        self.stats.requested_bytes = self.stats.requested_bytes - obj.request + size;
+        self.alloc_event(t, usize);
+        self.dalloc_event(t, obj.usize);
         Ok(())
     }
 

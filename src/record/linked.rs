@@ -28,10 +28,12 @@ const SIGNS: [(&str, &str); 6] = [
 pub fn linked_allocator(exe: &Path) -> Option<(&'static str, &'static str)> {
     let data = std::fs::read(exe).ok()?;
     let file = object::File::parse(&*data).ok()?;
-    let defined = |name: &str| {
-        file.symbols()
-            .chain(file.dynamic_symbols())
-            .any(|s| s.is_definition() && s.name() == Ok(name))
-    };
-    SIGNS.into_iter().find(|(symbol, _)| defined(symbol))
+    // One pass over the symbols: the best sign defined (the lowest index).
+    let found = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.is_definition())
+        .filter_map(|s| SIGNS.iter().position(|(sign, _)| s.name() == Ok(*sign)))
+        .min()?;
+    Some(SIGNS[found])
 }

@@ -12,7 +12,7 @@ use crate::analysis::arena::OneArena;
 use crate::analysis::process::{ProcessModel, ProcessModelRun};
 use crate::analysis::{self, Analysis, Finding, TraceSource};
 use crate::check::process::{compare_process_live, ProcessAllocator};
-use crate::export::{Cell, Table};
+use crate::export::{Cell, Summary, Table};
 use crate::live::Api;
 use crate::process::{DecayClock, ProcessOptions, ProcessRun};
 use crate::sizeclass::AllocatorConfig;
@@ -68,8 +68,8 @@ fn models(
         .get("threads")
         .cloned()
         .unwrap_or(Cell::Int(0));
-    let row = |model: &str, f: &Finding, arenas: u64| -> Vec<Cell> {
-        let get = |field: &str| f.summary.get(field).cloned().unwrap_or(Cell::Int(0));
+    let row = |model: &str, fields: &Summary, arenas: u64| -> Vec<Cell> {
+        let get = |field: &str| fields.get(field).cloned().unwrap_or(Cell::Int(0));
         vec![
             name.into(),
             model.into(),
@@ -81,14 +81,13 @@ fn models(
             arenas.into(),
         ]
     };
-    summary.push(row("one arena", &one, 1));
-    let mut whole_row = row("process", &whole, 0);
+    summary.push(row("one arena", &one.summary, 1));
+    let fields = whole.summary.clone();
     let process = whole
         .result::<ProcessModelRun>()
         .context("the process model's finding")?;
     let peaks = process.arenas.unwrap_or_default();
-    whole_row[7] = (peaks.peaks.len() as u64).into();
-    summary.push(whole_row);
+    summary.push(row("process", &fields, peaks.peaks.len() as u64));
     for a in &peaks.at_active_peak {
         per_arena.push(vec![
             name.into(),

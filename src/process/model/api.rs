@@ -106,20 +106,12 @@ impl Process {
                 self.dalloc_event(t, obj.usize);
             }
             Event::Realloc { id, size } => {
-                let obj = self
-                    .live(id)
-                    .ok_or(SimError::ReallocOfUnknownId { event: n, id })?;
-                let usize = self.arena(0).usable(n, size, obj.align)?;
-                let placed = match explicit {
+                self.realloc_object(n, t, id, size, |p, obj, usize| match explicit {
                     Some(c) => {
-                        self.with_explicit(t, c, |p| p.realloc_in(n, t, obj, usize, named, true))?
+                        p.with_explicit(t, c, |q| q.realloc_in(n, t, obj, usize, named, true))
                     }
-                    None => self.realloc_in(n, t, obj, usize, named, cache)?,
-                };
-                self.set(id, Object::placed(placed, usize, size, obj.align));
-                self.stats.requested_bytes = self.stats.requested_bytes - obj.request + size;
-                self.alloc_event(t, usize);
-                self.dalloc_event(t, obj.usize);
+                    None => p.realloc_in(n, t, obj, usize, named, cache),
+                })?
             }
         }
         self.refresh_totals();
