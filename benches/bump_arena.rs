@@ -1,7 +1,7 @@
 //! Build + reset of the second seed's workload, per strategy, side by side.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use fragsim::experiments::bump_arena::{build_and_reset, BumpArenaSpec, Strategy};
+use fragsim::experiments::{build_and_reset, BumpArenaSpec, Strategy};
 use std::time::Duration;
 
 fragsim::use_jemalloc!();

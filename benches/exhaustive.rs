@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, SamplingMode, Throughput};
 use fragsim::live::{nallocx, LiveBuild};
 use fragsim::sizeclass::SizeClasses;
-use fragsim::validate::exhaustive::{exhaustive_check, BLOCK};
+use fragsim::validate::{exhaustive_check, BLOCK};
 use rayon::prelude::*;
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! (no statistics read on either side: the cost of applying events).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use fragsim::check::arena_replay::LiveArena;
+use fragsim::check::LiveArena;
 use fragsim::live::Api;
 use fragsim::sim::{random_trace, ArenaModel, WorkloadSpec};
 use std::hint::black_box;

@@ -1,7 +1,7 @@
 //! Writes the two generated traces with times of the decay check (`data/traces/decay/`):
 //! `cargo run --release --example decay_traces -- data/traces/decay`.
 
-use fragsim::process::timed::{timed_trace, TimedShape, TimedSpec};
+use fragsim::process::{timed_trace, TimedShape, TimedSpec};
 use fragsim::trace::{write_records, Fields};
 use std::path::PathBuf;
 

@@ -4,7 +4,7 @@
 //! the model's only. `model_loop TRACE ROUNDS live` runs the same events through a live
 //! private jemalloc arena instead (the bench's `live`), for the instruction ratio of the two.
 
-use fragsim::check::arena_replay::LiveArena;
+use fragsim::check::LiveArena;
 use fragsim::sim::ArenaModel;
 use fragsim::sizeclass::AllocatorConfig;
 use fragsim::trace::Event;

@@ -35,12 +35,12 @@ pub(crate) mod progress;
 pub mod random;
 pub mod record;
 pub mod report;
-pub mod route;
+pub(crate) mod route;
 pub mod sim;
 pub mod sizeclass;
 pub mod trace;
 pub mod validate;
-pub mod view;
+pub(crate) mod view;
 pub mod whatif;
 
 // No #[global_allocator] here: see `global` (binaries, tests and benchmarks that measure

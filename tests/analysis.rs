@@ -7,8 +7,8 @@
 mod common;
 
 use common::summary_row;
-use fragsim::analysis::arena::{ActiveBytes, OneArena};
-use fragsim::analysis::process::{ProcessModel, ProcessModelRun};
+use fragsim::analysis::{ActiveBytes, OneArena};
+use fragsim::analysis::{ProcessModel, ProcessModelRun};
 use fragsim::analysis::{self, Analysis, TraceSource};
 use fragsim::export::Cell;
 use fragsim::process::{DecayClock, ProcessOptions, ProcessRun};

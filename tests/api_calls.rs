@@ -9,7 +9,7 @@
 mod common;
 
 use common::stderr_of;
-use fragsim::check::process::{compare_process_live, ProcessAllocator};
+use fragsim::check::{compare_process_live, ProcessAllocator};
 use fragsim::process::ProcessOptions;
 use fragsim::trace::Record;
 use std::fmt::Write;

@@ -139,8 +139,8 @@ static LIVE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn live_resident_with_background_threads_is_within_the_run_to_run_spread() {
     let _one_at_a_time = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    use fragsim::check::decay_compare::compare_on_clock;
-    use fragsim::check::process::ProcessAllocator;
+    use fragsim::check::compare_on_clock;
+    use fragsim::check::ProcessAllocator;
     let exe = env!("CARGO_BIN_EXE_fragsim");
     let records: Vec<Record> =
         fragsim::trace::open(std::path::Path::new("data/traces/decay/idle.trace"))
@@ -188,7 +188,7 @@ fn live_resident_with_background_threads_is_within_the_run_to_run_spread() {
 /// the model does not: mean error 6.8-7.7% of resident, 0.62-0.70 MB against a 1.9-2.1 MB
 /// mean spread, 189-204 of 205 checkpoints in the band; otherwise about 0.3%, 21 KB against
 /// a 5 KB spread.)
-fn resident_within_spread(r: &fragsim::check::decay_compare::ErrorSummary) -> Result<(), String> {
+fn resident_within_spread(r: &fragsim::check::ErrorSummary) -> Result<(), String> {
     let within_spread = r.mean_error <= r.mean_spread / 2.0;
     if !((r.mean_relative_error <= 0.03 || within_spread) && r.mean_relative_error <= 0.10) {
         return Err(format!("resident: {r:?}"));
@@ -217,7 +217,7 @@ fn h(x: f64) -> f64 {
 /// - of 100,000 new pages, those due within 100 ms (20 epochs): 100,000 x (1 - h(0.9)).
 #[test]
 fn the_background_sleep_by_hand() {
-    use fragsim::sim::decay::Decay;
+    use fragsim::sim::Decay;
     let mut d = Decay::new(1000, 0, 5);
     assert_eq!(
         d.ns_until_purge(0, 1024),

@@ -399,7 +399,7 @@ fn report_section_blames_every_committed_trace() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("charts")).unwrap();
     let traces = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces");
-    let section = fragsim::report::blame::write_section(dir.path(), &traces).unwrap();
+    let section = fragsim::report::write_blame_section(dir.path(), &traces).unwrap();
     for name in ["cpp-threads-map", "python-threads"] {
         let csv = std::fs::read_to_string(dir.path().join(format!("blame-{name}.csv"))).unwrap();
         let rows = csv_rows(&csv);
@@ -592,7 +592,7 @@ fn the_process_summary_title_answers_first_with_the_blames_waste() {
     let title = stdout_of(&out).lines().next().unwrap().to_string();
     let rows = blame(&trace, &[]);
     let t = total(&rows);
-    let thousands = |n: u64| fragsim::export::human::thousands(n);
+    let thousands = |n: u64| fragsim::export::thousands(n);
     let expected = format!(
         "peak active {} bytes at event 42,126: requested {} (",
         thousands(num(t, "charged_bytes")),

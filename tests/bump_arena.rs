@@ -1,6 +1,6 @@
 //! The bump-arena scenario (the second seed): the model against hand-worked cases and against jemalloc itself.
 
-use fragsim::experiments::bump_arena::{
+use fragsim::experiments::{
     header_bytes, measure, predict, BumpArenaSpec, BumpReplay, Strategy,
 };
 use fragsim::live::LiveBuild;
@@ -109,10 +109,10 @@ fn memory_only_measurement_has_the_bytes_and_no_times() {
         elements: 100,
         elem_bytes: 4,
     };
-    let result = fragsim::experiments::bump_arena::run_scenario(spec, 0, false, None).unwrap();
+    let result = fragsim::experiments::run_scenario(spec, 0, false, None).unwrap();
     assert!(result.mismatches().is_empty(), "{:?}", result.mismatches());
     assert_eq!(result.measurements.len(), 3);
-    let table = fragsim::experiments::bump_arena::bump_arena_table(&result);
+    let table = fragsim::experiments::bump_arena_table(&result);
     let ms: Vec<usize> = (0..table.columns.len())
         .filter(|&i| table.columns[i].ends_with("_ms"))
         .collect();

@@ -1,7 +1,7 @@
 //! The arena timing: cold/warm split, child processes per jemalloc setting, jemalloc's
 //! statistics behind the huge-arena explanation, and the seed's C++ program.
 
-use fragsim::experiments::bump_arena::timing::{
+use fragsim::experiments::{
     parse_cxx_lines, run_cxx, run_one, stats_table, summarize, summarize_cxx, ArenaPages,
     ChildReport, JemallocInfo, JemallocSetting, MatrixOptions, RunSample, TimedStrategy, Workload,
 };
@@ -257,7 +257,7 @@ fn committed_section_rounds_faults_and_carries_no_times() {
             .map(|(i, &f)| sample(i as u32 + 1, 123, 45, f))
             .collect(),
     };
-    let run = fragsim::experiments::bump_arena::timing::TimingRun {
+    let run = fragsim::experiments::TimingRun {
         children: vec![
             (
                 JemallocSetting::Defaults,
@@ -271,7 +271,7 @@ fn committed_section_rounds_faults_and_carries_no_times() {
         cxx: Default::default(),
     };
     let text =
-        fragsim::experiments::bump_arena::timing::timing_section(&run, "fragsim test").unwrap();
+        fragsim::experiments::timing_section(&run, "fragsim test").unwrap();
     assert!(
         text.contains(
             // Wall-clock decay moves this count run to run (0k to a whole build's, more
@@ -289,7 +289,7 @@ fn committed_section_rounds_faults_and_carries_no_times() {
         "a measured time leaked into the committed text"
     );
     let times =
-        fragsim::experiments::bump_arena::timing::times_markdown(&run, "fragsim test").unwrap();
+        fragsim::experiments::times_markdown(&run, "fragsim test").unwrap();
     assert!(times.contains("168.0"), "{times}");
 }
 
@@ -303,7 +303,7 @@ fn recorded_ratio_ranges_cover_every_setting_and_arena_variant() {
             }
             let row = format!("| {} | {} |", setting.key(), strategy.key());
             assert!(
-                fragsim::experiments::bump_arena::timing::RATIO_RANGES_MD.contains(&row),
+                fragsim::experiments::RATIO_RANGES_MD.contains(&row),
                 "no recorded range for {row}"
             );
         }

@@ -3,7 +3,7 @@
 //! are checked against the real containers in `containers_std.rs`; abseil against the real
 //! library by `scripts/check-cpp-containers.sh`.)
 
-use fragsim::containers::rust_std::Hashbrown;
+use fragsim::containers::Hashbrown;
 use fragsim::containers::{grow, ContainerKind, ContainerSpec, ElementType, KeyOrder, Tracer};
 use fragsim::sizeclass::SizeClasses;
 use fragsim::trace::{Event, TraceReader};
@@ -388,7 +388,7 @@ fn unknown_names_are_listed_in_help() {
 fn report_section_writes_tables_and_charts() {
     let dir = tempfile::tempdir().unwrap();
     let classes = SizeClasses::new(Default::default()).unwrap();
-    let section = fragsim::containers::section::write_section(dir.path(), &classes).unwrap();
+    let section = fragsim::containers::write_section(dir.path(), &classes).unwrap();
     for f in &section.files {
         assert!(std::fs::metadata(f).unwrap().len() > 0, "{}", f.display());
     }

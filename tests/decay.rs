@@ -2,12 +2,12 @@
 //! whole extents purged oldest first, muzzy decay's two destinations, the process model's
 //! settings 0 and -1, the options, and a short live check.
 
-use fragsim::check::decay_compare::compare_on_clock;
-use fragsim::check::process::ProcessAllocator;
-use fragsim::process::timed::{timed_trace, TimedShape, TimedSpec};
+use fragsim::check::compare_on_clock;
+use fragsim::check::ProcessAllocator;
+use fragsim::process::{timed_trace, TimedShape, TimedSpec};
 use fragsim::process::{threaded_trace, ProcessError, ProcessOptions, ThreadedSpec};
 use fragsim::process::{DecayClock, Process};
-use fragsim::sim::decay::{Decay, Ticker};
+use fragsim::sim::{Decay, Ticker};
 use fragsim::sim::ArenaModel;
 use fragsim::sizeclass::AllocatorConfig;
 use fragsim::trace::{Call, Event, Record};

@@ -3,7 +3,7 @@
 
 use fragsim::live::{nallocx, LiveBuild};
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
-use fragsim::validate::exhaustive::{exhaustive_check, Mismatch, BLOCK, LISTED_MISMATCHES};
+use fragsim::validate::{exhaustive_check, Mismatch, BLOCK, LISTED_MISMATCHES};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 fn live_model() -> SizeClasses {

@@ -1,8 +1,8 @@
 //! Bad input is a typed error naming the bad value (the command line prints it on one line).
 
 use fragsim::error::InputError;
-use fragsim::experiments::bump_arena::BumpArenaSpec;
-use fragsim::experiments::sweep::{parse_seed_table, physical_sweep, SizeRange, SweepSpec};
+use fragsim::experiments::BumpArenaSpec;
+use fragsim::experiments::{parse_seed_table, physical_sweep, SizeRange, SweepSpec};
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 
 #[test]

@@ -270,7 +270,7 @@ fn report_section_writes_a_table_and_chart_per_trace() {
     let mut options = fragsim::report::ReportOptions::new(out.path().to_path_buf());
     options.fragsim_exe = Some(exe());
     options.programs.as_mut().unwrap().traces = traces.path().to_path_buf();
-    let section = fragsim::report::allocators::write_section(out.path(), &options).unwrap();
+    let section = fragsim::report::write_allocators_section(out.path(), &options).unwrap();
     let files: Vec<&str> = section.files.iter().map(|w| w.file.as_str()).collect();
     assert_eq!(
         files,

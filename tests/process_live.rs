@@ -3,7 +3,7 @@
 //! thread exits) replayed with one real thread per trace thread in trace order, in a child
 //! of the fragsim binary. The golden values are the live jemalloc's own statistics.
 
-use fragsim::check::process::{compare_process_live, ProcessAllocator, ProcessTrace};
+use fragsim::check::{compare_process_live, ProcessAllocator, ProcessTrace};
 use fragsim::process::{
     records_from_text, threaded_trace, ProcessOptions, ThreadedSpec, TraceKind,
 };

@@ -8,7 +8,7 @@
 mod common;
 
 use common::{program_stat, stderr_of, summary_row};
-use fragsim::check::process::{compare_process_live, ProcessAllocator};
+use fragsim::check::{compare_process_live, ProcessAllocator};
 use fragsim::process::ProcessOptions;
 use fragsim::trace::Record;
 use std::path::{Path, PathBuf};

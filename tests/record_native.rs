@@ -47,7 +47,7 @@ fn compile(dir: &Path, source: &str, extra: &[&str]) -> PathBuf {
 /// it).
 fn orders() -> Vec<&'static [&'static str]> {
     let mut orders: Vec<&'static [&'static str]> = vec![&[], &["--order", "seq"]];
-    match fragsim::record::order::tsc_order_unsupported_here() {
+    match fragsim::record::tsc_order_unsupported_here() {
         None => orders.push(&["--order", "tsc"]),
         Some(why) => eprintln!("skipping --order tsc: {why}"),
     }
@@ -644,7 +644,7 @@ fn order_tsc_refused_where_it_cannot_apply() {
         assert!(!trace.exists());
     };
     refused(&["--with", "valgrind"]);
-    if fragsim::record::order::tsc_order_unsupported_here().is_some() {
+    if fragsim::record::tsc_order_unsupported_here().is_some() {
         common::build_preload();
         refused(&[]);
     }
@@ -653,10 +653,10 @@ fn order_tsc_refused_where_it_cannot_apply() {
 /// Every order key of each thread of the raw file `raw`'s one image, in the thread's order,
 /// by raw thread id; and the image's header flags.
 fn raw_keys(raw: &Path) -> (u64, std::collections::BTreeMap<u32, Vec<u64>>) {
-    let process = fragsim::record::raw::parse(raw).unwrap();
+    let process = fragsim::record::parse(raw).unwrap();
     assert_eq!(process.images.len(), 1);
     let image = &process.images[0];
-    let mut stacks = fragsim::record::raw::Stacks::default();
+    let mut stacks = fragsim::record::Stacks::default();
     let mut keys = std::collections::BTreeMap::new();
     for (&tid, thread) in &image.threads {
         let mut cursor = process.cursor(thread, image.clock());
@@ -679,7 +679,7 @@ fn raw_keys(raw: &Path) -> (u64, std::collections::BTreeMap<u32, Vec<u64>>) {
 fn auto_order_switches_to_tsc_keys_at_the_second_thread() {
     const TSC_KEYS: u64 = 1 << 55;
     let dir = tempfile::tempdir().unwrap();
-    let tsc_here = fragsim::record::order::tsc_order_unsupported_here().is_none();
+    let tsc_here = fragsim::record::tsc_order_unsupported_here().is_none();
     let threads = compile(dir.path(), "counting.c", &[]);
     let sub = dir.path().join("threads");
     std::fs::create_dir(&sub).unwrap();

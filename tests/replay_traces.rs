@@ -2,7 +2,7 @@
 //! jemalloc, every event compared: the linked 5.3.1 with both disable_large_size_classes
 //! settings, and Debian's 5.3.0 where its libjemalloc2 is installed.
 
-use fragsim::check::arena_replay::{replay_compare, LiveAllocator, LiveOptions};
+use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
 use fragsim::trace::{Event, TraceReader};
 use std::path::{Path, PathBuf};
 

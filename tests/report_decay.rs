@@ -15,8 +15,8 @@ fn the_decay_section_is_reproduced_byte_for_byte() {
     for d in [&a, &b] {
         std::fs::create_dir_all(d.path().join("charts")).unwrap();
     }
-    let out = fragsim::report::decay_section::write_section(a.path(), root).unwrap();
-    fragsim::report::decay_section::write_section(b.path(), root).unwrap();
+    let out = fragsim::report::write_decay_section(a.path(), root).unwrap();
+    fragsim::report::write_decay_section(b.path(), root).unwrap();
     // The summary (CSV and Markdown), then per band its checkpoints and chart (PNG, SVG).
     assert_eq!(out.files.len(), 2 + BANDS * 3, "{:?}", out.files);
     for w in &out.files {

@@ -1,7 +1,7 @@
 //! The seed model reproduces folly D8485933's printed table, read here straight from the seed
 //! document when it is present (and from our copy in data/ otherwise).
 
-use fragsim::experiments::sweep::{parse_seed_table, seed_model_ratio, seed_rows};
+use fragsim::experiments::{parse_seed_table, seed_model_ratio, seed_rows};
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 
 fn seed_document_rows() -> Vec<(u64, f64)> {

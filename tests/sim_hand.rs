@@ -2,7 +2,7 @@
 //! (src/bin.c, src/pac.c, src/extent.c; see shared/design/jemalloc-arena.md), written down
 //! before running the model, then checked against the model and the live jemalloc.
 
-use fragsim::check::arena_replay::{replay_compare, LiveAllocator, LiveOptions};
+use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
 use fragsim::sim::{ArenaModel, SimError};
 use fragsim::sizeclass::{AllocatorConfig, JemallocVersion};
 use fragsim::trace::Event;

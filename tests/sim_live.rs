@@ -1,6 +1,6 @@
 //! Model against the real jemalloc on random traces, every event compared.
 
-use fragsim::check::arena_replay::{replay_compare, LiveAllocator, LiveOptions};
+use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
 use fragsim::sim::{random_trace, WorkloadSpec};
 
 fn check(spec: WorkloadSpec, setting: LiveAllocator) {
@@ -120,7 +120,7 @@ fn random_traces_match_system_jemalloc_5_3_0() {
 
 #[test]
 fn the_validation_set_passes_quickly() {
-    use fragsim::check::arena_replay::replay_validation;
+    use fragsim::check::replay_validation;
     use fragsim::validate::replay_validation_table;
     let checks = replay_validation(env!("CARGO_BIN_EXE_fragsim").as_ref(), true, None).unwrap();
     assert_eq!(checks.len(), 4);

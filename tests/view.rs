@@ -81,7 +81,7 @@ fn the_page_shows_the_models_figures_and_draws_in_a_browser() {
     ]));
     let peak: u64 = summary[0]["peak_active_bytes"].parse().unwrap();
     let event: u64 = summary[0]["active_peak_event"].parse().unwrap();
-    let thousands = |n: u64| fragsim::export::human::thousands(n);
+    let thousands = |n: u64| fragsim::export::thousands(n);
     assert!(
         html.contains(&format!(
             "active peak {} ({:.2} MiB) at event {}",

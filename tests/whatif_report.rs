@@ -2,7 +2,7 @@
 
 mod whatif_support;
 
-use fragsim::report::programs::{write_programs_section, LiveCheck, ProgramReplays};
+use fragsim::report::{write_programs_section, LiveCheck, ProgramReplays};
 use fragsim::whatif::{chart_every, parse_builds, replay_build, ReplayOptions};
 use whatif_support::{random_trace, CountingArena};
 
@@ -93,7 +93,7 @@ fn an_unwritable_folder_is_an_error() {
 
 #[test]
 fn every_trace_in_the_folder_is_replayed_and_checked_live() {
-    use fragsim::report::programs::{write_programs, ProgramsOptions};
+    use fragsim::report::{write_programs, ProgramsOptions};
     let root = tempfile::tempdir().unwrap();
     let traces = root.path().join("data/traces");
     std::fs::create_dir_all(&traces).unwrap();

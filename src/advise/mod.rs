@@ -26,7 +26,7 @@ mod objective;
 mod run;
 mod setting_run;
 mod table;
-pub mod verify;
+pub(crate) mod verify;
 
 pub use grid::{default_grid, parse_grid, rebase, GridError};
 pub use objective::Objective;

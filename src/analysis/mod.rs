@@ -8,8 +8,11 @@
 //! a finding (`arena.rs`, the one-arena model's peak and mean, is 60 lines), then whatever
 //! option asks for it.
 
-pub mod arena;
-pub mod process;
+pub(crate) mod arena;
+pub(crate) mod process;
+
+pub use arena::{ActiveBytes, OneArena};
+pub use process::{ProcessModel, ProcessModelRun};
 
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::export::Summary;

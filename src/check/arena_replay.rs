@@ -25,7 +25,7 @@ pub use super::live_arena::LiveArena;
 // The baton (`baton.rs`) reads through these paths.
 
 mod validation;
-pub use validation::{replay_validation, validation_specs, ReplayCheck};
+pub use validation::{replay_validation, ReplayCheck};
 
 /// Which jemalloc a live replay drives.
 #[derive(Clone, Debug, PartialEq, Eq)]

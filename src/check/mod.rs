@@ -22,19 +22,24 @@ macro_rules! from_in_memory {
 }
 
 mod arena_child;
-pub mod arena_replay;
+pub(crate) mod arena_replay;
 mod baton;
 mod baton_meta;
 mod baton_ops;
-pub mod clocked_child;
-pub mod decay_compare;
+pub(crate) mod clocked_child;
+pub(crate) mod decay_compare;
 mod live_arena;
-pub mod process;
+pub(crate) mod process;
 mod process_child;
 mod process_line;
 mod process_trace;
 pub(crate) mod replayed_clock;
-pub mod saved_band;
-pub mod snapshot_line;
+pub(crate) mod saved_band;
+pub(crate) mod snapshot_line;
+
+pub use arena_replay::{replay_compare, replay_validation, LiveAllocator, LiveArena, LiveOptions};
+pub use decay_compare::{compare_on_clock, ErrorSummary};
+pub use process::{compare_process_live, ProcessAllocator, ProcessTrace};
+pub use snapshot_line::parse_snapshot;
 
 pub use baton::manual_arena;

@@ -15,10 +15,9 @@
 //! arena's share subtracted.
 
 use super::arena_replay::parse_config;
-pub use super::baton::serve_process_child;
 pub use super::process_child::{run_process_child, ProcessChildOptions};
 pub(super) use super::process_line::parse_snapshot;
-pub use super::process_trace::{ProcessRecords, ProcessTrace, TraceShape};
+pub use super::process_trace::ProcessTrace;
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{
     compare_snapshots, DumpAt, Process, ProcessOptions, ProcessSnapshot, StartupResidue, StatsView,

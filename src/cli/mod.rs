@@ -12,7 +12,7 @@ mod container;
 mod containers;
 mod layout;
 mod measure;
-pub mod output;
+pub(crate) mod output;
 mod process;
 mod progress;
 mod project;

@@ -6,14 +6,16 @@
 //! under a jemalloc build; [`compare`] puts containers side by side.
 
 pub(crate) mod absl;
-pub mod compare;
+pub(crate) mod compare;
 pub(crate) mod core;
 pub(crate) mod f14;
 pub(crate) mod growth;
-pub mod rust_std;
-pub mod section;
+pub(crate) mod rust_std;
+pub(crate) mod section;
 pub(crate) mod spec;
 pub(crate) mod tables;
+pub use rust_std::Hashbrown;
+pub use section::write_section;
 
 pub use self::core::{
     key_sequence, natural_align, ArrayPart, Container, ElementError, ElementType, KeyOrder, Tracer,

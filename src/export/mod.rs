@@ -5,7 +5,7 @@ mod atomic;
 mod csv;
 mod glossary;
 pub use glossary::{define_once, definitions_of};
-pub mod human;
+pub(crate) mod human;
 mod json;
 mod manifest;
 mod markdown;
@@ -13,6 +13,7 @@ pub(crate) mod profile;
 mod staging;
 mod summary;
 mod target;
+pub use human::thousands;
 
 use anyhow::Result;
 

@@ -7,7 +7,7 @@
 pub(crate) mod arena_mibs;
 mod build;
 pub(crate) mod ctl;
-pub mod relay;
+pub(crate) mod relay;
 
 pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
 pub use ctl::{

@@ -7,7 +7,7 @@
 //!
 //! [`measure`] runs it (the parent side); [`child::replay`] is the child's side.
 
-pub mod child;
+pub(crate) mod child;
 mod events;
 mod probe;
 mod run;

@@ -18,7 +18,7 @@ mod recorded;
 mod scripted;
 mod stats_json;
 mod tcache;
-pub mod timed;
+pub(crate) mod timed;
 pub(crate) mod trace_run;
 
 pub use compare::{compare_snapshots, resident_tolerance};
@@ -36,6 +36,7 @@ pub use options::{
 pub use recorded::RecordedAllocator;
 pub use stats_json::{stats_json, Json};
 pub use trace_run::{ProcessRows, ProcessRun, ProcessRunResult};
+pub use timed::{timed_trace, TimedShape, TimedSpec};
 
 use crate::sim::{ArenaModel, BinStats, SimError};
 use crate::trace::ThreadId;

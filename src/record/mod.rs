@@ -2,15 +2,17 @@
 //! `build.rs` and carried inside the binary, [`library`]), then convert the raw files it wrote into
 //! traces. [`raw`] reads them, [`convert`](mod@convert) merges and translates, [`sink`] writes.
 
-pub mod convert;
-pub mod library;
+pub(crate) mod convert;
+pub(crate) mod library;
 mod linked;
-pub mod order;
-pub mod raw;
+pub(crate) mod order;
+pub(crate) mod raw;
 pub(crate) mod rawdir;
-pub mod sink;
+pub(crate) mod sink;
 pub(crate) mod stream;
 pub(crate) mod symbols;
+pub use order::tsc_order_unsupported_here;
+pub use raw::Stacks;
 
 pub use linked::linked_allocator;
 

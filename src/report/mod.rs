@@ -28,21 +28,27 @@
 //! feeds a chart and the exit code).
 
 pub(crate) mod advise;
-pub mod allocators;
-pub mod blame;
+pub(crate) mod allocators;
+pub(crate) mod blame;
 pub(crate) mod bump_arena;
 mod charts;
 mod classes;
 pub(crate) mod containers;
-pub mod decay_section;
+pub(crate) mod decay_section;
 mod figures;
 mod findings;
-pub mod job;
-pub mod process;
-pub mod programs;
+pub(crate) mod job;
+pub(crate) mod process;
+pub(crate) mod programs;
 mod seed;
 mod sweeps;
 mod validation;
+
+pub use allocators::write_section as write_allocators_section;
+pub use blame::write_section as write_blame_section;
+pub use decay_section::write_section as write_decay_section;
+pub use process::write_section as write_process_section;
+pub use programs::{write_programs, write_programs_section, LiveCheck, ProgramReplays, ProgramsOptions};
 
 pub use figures::Sweeps;
 pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};

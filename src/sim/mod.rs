@@ -7,9 +7,9 @@
 //! the live allocator (`crate::live` replays the same traces through jemalloc to prove it).
 
 mod arena;
-pub mod arena_replay;
-pub mod compare;
-pub mod decay;
+pub(crate) mod arena_replay;
+pub(crate) mod compare;
+pub(crate) mod decay;
 mod memo;
 mod pac;
 mod ph;
@@ -21,6 +21,7 @@ pub use arena::{ArenaModel, Eagerness, ExtentTally, ExtentView, PageSets};
 pub use arena_replay::{summary_record, ArenaRun, ReplaySummary};
 pub use compare::{compare, Comparison, Mismatch, Snapshot};
 pub use workload::{random_trace, WorkloadSpec};
+pub use decay::{Decay, Ticker};
 
 use serde::Serialize;
 

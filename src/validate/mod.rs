@@ -6,10 +6,11 @@
 
 mod allocations;
 mod checks;
-pub mod exhaustive;
+pub(crate) mod exhaustive;
 mod process;
 mod tables;
 mod text;
+pub use exhaustive::{exhaustive_check, Mismatch, BLOCK, LISTED_MISMATCHES};
 
 pub use crate::progress::{Progress, ProgressObserver};
 pub use allocations::F14Measurement;

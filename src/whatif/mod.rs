@@ -7,7 +7,7 @@
 //! [`timeline_table`] turn the results into tables, and [`figures`] into chart data.
 
 mod builds;
-pub mod figures;
+pub(crate) mod figures;
 mod ledger;
 mod multi;
 mod replay;

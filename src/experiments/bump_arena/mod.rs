@@ -8,11 +8,11 @@ mod bump;
 mod model;
 mod result;
 mod run;
-pub mod timing;
+pub(crate) mod timing;
 mod workload;
 
 pub use bump::{BumpReplay, FOOTER_SIZE, MALLOC_OVERHEAD};
 pub use model::{predict, BumpArenaSpec, Prediction, Strategy};
-pub use result::{bump_arena_table, BumpArenaResult, SEED_RESET_RATIO, SEED_TOTAL_RATIO};
-pub use run::{available_memory, check_fits_in_memory, run_scenario};
+pub use result::{bump_arena_table, BumpArenaResult};
+pub use run::{check_fits_in_memory, run_scenario};
 pub use workload::{build_and_reset, header_bytes, measure, Measurement};

@@ -7,5 +7,5 @@ mod seed;
 pub use physical::{physical_sweep, physical_table, PhysicalRow, SweepSpec};
 pub use range::SizeRange;
 pub use seed::{
-    parse_seed_table, seed_comparison_table, seed_model_ratio, seed_rows, SeedRow, SEED_TABLE_CSV,
+    parse_seed_table, seed_comparison_table, seed_model_ratio, seed_rows, SeedRow,
 };

@@ -12,15 +12,17 @@ mod index;
 mod pool;
 
 pub use cursor::{CursorError, ThreadCursor};
-pub use hash::{FastHasher, FastMap, Stacks};
-pub use pool::{DecodePool, CHUNKS_AHEAD};
+pub use hash::{FastMap, Stacks};
+pub use pool::DecodePool;
 
 use crate::trace::TraceError;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;
 
-pub mod wire;
+// The preload library `include!`s the same file and uses the constants this side does not.
+#[allow(dead_code)]
+pub(crate) mod wire;
 use wire::{
     CHUNK_HEADER, E_ALIGNED, E_ALLOC, E_CTL, E_EXIT, E_FLAGS, E_FREE, E_MAP, E_REALLOC, E_STACK,
     E_UNMAP, FLAGS_KNOWN, HAS_SITE, K_ALLOCATOR, K_END, K_EVENTS, K_EXEC, K_HEADER, K_MAPS,

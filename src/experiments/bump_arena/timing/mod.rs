@@ -12,17 +12,15 @@ mod sample;
 mod stats;
 mod summary;
 
-pub use child::{measure_all, run_matrix, run_one, MatrixOptions};
+pub use child::{measure_all, run_one, MatrixOptions};
 pub use cxx::{parse_cxx_lines, run_cxx, CxxOutput, CxxRun};
 pub use report::{
-    faults_chart, faults_table, time_chart, times_markdown, timing_section, TimingRun,
-    EXPLANATION_MD, RATIO_RANGES_MD,
+    faults_chart, time_chart, times_markdown, timing_section, TimingRun, RATIO_RANGES_MD,
 };
 pub use sample::{run_strategy, ArenaPages, ChildReport, JemallocInfo, RunSample};
 pub use stats::stats_table;
 pub use summary::{
-    cxx_table, ratio_table, summarize, summarize_cxx, timing_table, CxxSummary, PhaseSummary,
-    Summary,
+    cxx_table, ratio_table, summarize, summarize_cxx, timing_table, Summary,
 };
 
 use serde::{Deserialize, Serialize};
