@@ -3,15 +3,25 @@
 //! which setting cause the waste, and what changes with another layout, build or allocator.
 //!
 //! A program's allocations become a trace ([`record`] preloads the recorder; [`trace`]
-//! reads, writes and imports traces). [`engine`] feeds one reading of a trace to models:
-//! one arena ([`sim`], any build of [`sizeclass`]; several builds at once in [`whatif`]),
-//! the whole process ([`process`]: thread caches, arenas, threads, decay), and the analyses
-//! built on them ([`blame`]: waste by call site; [`route`]: dedicated arenas;
-//! [`advise`]: run-time settings ranked). [`live`] replays the same trace through the
-//! real jemalloc and compares; [`measure`] runs other allocators. Layouts without a trace
-//! go [`layout`] -> [`containers`] / [`experiments`]. Results leave through [`export`]
-//! (tables, profiles), [`charts`], [`view`] (one HTML page) and [`report`]. Only [`cli`]
-//! prints. ARCHITECTURE.md is the map, with the import rules `tests/architecture.rs` keeps.
+//! reads, writes and imports traces). [`analysis`] runs any number of ways of looking at
+//! one trace in one pass of the [`engine`]: one arena ([`sim`], any build of [`sizeclass`];
+//! several builds at once in [`whatif`]), the whole process ([`process`]: thread caches,
+//! arenas, threads, decay), and what is built on them ([`blame`]: waste by call site;
+//! [`advise`]: run-time settings ranked). [`check`] replays the same trace through the real
+//! jemalloc, driven through [`live`]'s bindings, and compares; [`measure`] runs other
+//! allocators. Layouts without a trace go [`layout`] -> [`containers`] / [`experiments`].
+//! Results leave through [`export`] (tables, profiles), [`charts`] and [`report`]. Only
+//! [`cli`] prints. ARCHITECTURE.md is the map, with the import rules `tests/architecture.rs`
+//! keeps.
+//!
+//! # The public surface
+//!
+//! Each module below is a façade: its submodules are the crate's own, and what it offers
+//! is declared (or re-exported with `pub use`) in its root file, so a user's path is always
+//! `fragsim::module::Item`, one level deep. The routing what-if (`route`) and the HTML page
+//! (`view`) are the program's alone (`fragsim advise --routes`, `fragsim view`), and so are
+//! the named choices, the temporary-file registry and the progress observer.
+//! `tests/architecture.rs` keeps it so: no `pub mod` outside this file.
 
 pub mod advise;
 pub mod analysis;

@@ -7,9 +7,9 @@
 mod common;
 
 use common::summary_row;
+use fragsim::analysis::{self, Analysis, TraceSource};
 use fragsim::analysis::{ActiveBytes, OneArena};
 use fragsim::analysis::{ProcessModel, ProcessModelRun};
-use fragsim::analysis::{self, Analysis, TraceSource};
 use fragsim::export::Cell;
 use fragsim::process::{DecayClock, ProcessOptions, ProcessRun};
 use fragsim::sizeclass::Preset;

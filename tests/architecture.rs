@@ -271,3 +271,38 @@ fn the_checker_sees_a_forbidden_import() {
     assert!(lines[0].contains("crate::live"));
     assert!(!lines[0].contains("crate::report"));
 }
+
+/// The `pub mod` lines of the files under `src/` other than `lib.rs`.
+fn public_submodules(files: &[PathBuf]) -> Vec<String> {
+    let mut found = Vec::new();
+    for f in files {
+        if f.ends_with("src/lib.rs") {
+            continue;
+        }
+        for line in code_lines(f) {
+            if line.trim_start().starts_with("pub mod ") {
+                found.push(format!("{}: {}", f.display(), line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_module_is_a_facade_one_level_deep() {
+    // The public surface (lib.rs's "The public surface"): a module's submodules are the
+    // crate's own; what it offers is in its root file, so public paths are one level deep.
+    let mut files = Vec::new();
+    rust_files(Path::new("src"), &mut files);
+    let deep = public_submodules(&files);
+    assert!(
+        deep.is_empty(),
+        "public submodules (make them pub(crate), re-export what users need in the module's root file):\n{}",
+        deep.join("\n")
+    );
+    // The check can fail: a file with a public submodule is seen.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mod.rs");
+    std::fs::write(&file, "pub(crate) mod a;\npub mod b;\n").unwrap();
+    assert_eq!(public_submodules(&[file]).len(), 1);
+}

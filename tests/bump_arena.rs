@@ -1,8 +1,6 @@
 //! The bump-arena scenario (the second seed): the model against hand-worked cases and against jemalloc itself.
 
-use fragsim::experiments::{
-    header_bytes, measure, predict, BumpArenaSpec, BumpReplay, Strategy,
-};
+use fragsim::experiments::{header_bytes, measure, predict, BumpArenaSpec, BumpReplay, Strategy};
 use fragsim::live::LiveBuild;
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use std::process::Command;

@@ -270,8 +270,7 @@ fn committed_section_rounds_faults_and_carries_no_times() {
         ],
         cxx: Default::default(),
     };
-    let text =
-        fragsim::experiments::timing_section(&run, "fragsim test").unwrap();
+    let text = fragsim::experiments::timing_section(&run, "fragsim test").unwrap();
     assert!(
         text.contains(
             // Wall-clock decay moves this count run to run (0k to a whole build's, more
@@ -288,8 +287,7 @@ fn committed_section_rounds_faults_and_carries_no_times() {
         !text.contains("168"),
         "a measured time leaked into the committed text"
     );
-    let times =
-        fragsim::experiments::times_markdown(&run, "fragsim test").unwrap();
+    let times = fragsim::experiments::times_markdown(&run, "fragsim test").unwrap();
     assert!(times.contains("168.0"), "{times}");
 }
 

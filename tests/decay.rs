@@ -4,11 +4,11 @@
 
 use fragsim::check::compare_on_clock;
 use fragsim::check::ProcessAllocator;
-use fragsim::process::{timed_trace, TimedShape, TimedSpec};
 use fragsim::process::{threaded_trace, ProcessError, ProcessOptions, ThreadedSpec};
+use fragsim::process::{timed_trace, TimedShape, TimedSpec};
 use fragsim::process::{DecayClock, Process};
-use fragsim::sim::{Decay, Ticker};
 use fragsim::sim::ArenaModel;
+use fragsim::sim::{Decay, Ticker};
 use fragsim::sizeclass::AllocatorConfig;
 use fragsim::trace::{Call, Event, Record};
 

@@ -28,8 +28,7 @@ fn whole_process_section_has_every_trace_and_no_live_mismatch() {
     }
     let traces = traces.path();
     let out = tempfile::tempdir().unwrap();
-    let section =
-        fragsim::report::write_process_section(out.path(), traces, Some(&exe())).unwrap();
+    let section = fragsim::report::write_process_section(out.path(), traces, Some(&exe())).unwrap();
     let files: Vec<&str> = section.files.iter().map(|w| w.file.as_str()).collect();
     for f in [
         "process-summary.csv",

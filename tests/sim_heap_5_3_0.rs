@@ -3,8 +3,8 @@
 //! trace, found by searching seeds of `heap_trace` (see `search_heap_quirk_traces`), on which
 //! the two rules part ways, replayed against Debian's libjemalloc2 (5.3.0) at every event.
 
-use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
 use fragsim::check::parse_snapshot;
+use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
 use fragsim::sim::{compare, ArenaModel, Snapshot};
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use fragsim::trace::Event;

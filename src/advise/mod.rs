@@ -1,8 +1,8 @@
 //! What should I set? One trace replayed once through the process model
 //! ([`crate::process::Process`]) under a grid of run-time options and builds, every setting a
 //! consumer of the same pass ([`crate::engine`], in parallel), ranked by one objective
-//! ([`Objective`]: peak resident bytes unless asked otherwise), every figure's change against
-//! the defaults shown, the recommended settings checked live ([`mod@verify`]).
+//! (`Objective`: peak resident bytes unless asked otherwise), every figure's change against
+//! the defaults shown, the recommended settings checked live (`verify`).
 //!
 //! Exact conditions: the process model is exact where jemalloc is deterministic (decay off
 //! or 0; 5.3.0, or 5.3.1 with `experimental_tcache_gc:false`). 5.3.1's default cache GC runs
@@ -28,14 +28,26 @@ mod setting_run;
 mod table;
 pub(crate) mod verify;
 
-pub use grid::{default_grid, parse_grid, rebase, GridError};
-pub use objective::Objective;
-pub use run::{
-    advise, advise_on_clock, advise_stream, Advice, AdviseError, ModelMachine, SettingResult,
-};
-pub use setting_run::PeakParts;
-pub use table::{advice_chart, advice_table, notes, LIMITS, LINKED_BASELINE};
-pub use verify::{builds_beside, verify, verify_recommended, LiveCheck, LiveOutcome, LivePlan};
+pub use grid::default_grid;
+pub(crate) use grid::parse_grid;
+pub(crate) use grid::rebase;
+pub(crate) use objective::Objective;
+pub use run::advise;
+pub(crate) use run::advise_on_clock;
+pub(crate) use run::advise_stream;
+pub(crate) use run::Advice;
+pub(crate) use run::AdviseError;
+pub(crate) use run::ModelMachine;
+pub(crate) use run::SettingResult;
+pub(crate) use table::advice_chart;
+pub(crate) use table::advice_table;
+pub use table::notes;
+pub(crate) use table::LIMITS;
+pub(crate) use table::LINKED_BASELINE;
+pub(crate) use verify::builds_beside;
+pub(crate) use verify::verify_recommended;
+pub use verify::LiveCheck;
+pub(crate) use verify::LivePlan;
 
 use crate::process::{OptionError, ProcessOptions};
 use crate::sizeclass::{AllocatorConfig, JemallocVersion, Preset};

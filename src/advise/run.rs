@@ -142,7 +142,7 @@ pub enum AdviseError {
 
 /// Replays `records` once under every setting (the first is the baseline every change is against),
 /// `cpus` CPUs for the default `narenas`, decay read on the trace's times exactly (seed 0),
-/// this machine's address width ([`ModelMachine::with_cpus`]).
+/// this machine's address width (`ModelMachine::with_cpus`).
 pub fn advise(records: &[Record], settings: &[Setting], cpus: u32) -> Result<Advice, AdviseError> {
     advise_on_clock(records, settings, ModelMachine::with_cpus(cpus))
 }

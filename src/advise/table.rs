@@ -138,9 +138,9 @@ fn figures(r: &super::SettingResult, base: &super::SettingResult) -> String {
 /// What the default row is when no recording says otherwise.
 pub const LINKED_BASELINE: &str = "jemalloc 5.3.1 with an empty MALLOC_CONF";
 
-/// What the table means, the recommendations and their live checks, then [`LIMITS`];
-/// `baseline` says what the defaults row is ([`LINKED_BASELINE`], or the recorded program's
-/// allocator: [`super::rebase`]).
+/// What the table means, the recommendations and their live checks, then `LIMITS`;
+/// `baseline` says what the defaults row is (`LINKED_BASELINE`, or the recorded program's
+/// allocator: `super::rebase`).
 pub fn notes(advice: &Advice, live: &[LiveCheck], baseline: &str) -> Vec<String> {
     let base = advice.defaults();
     let narenas = match baseline {

@@ -11,8 +11,10 @@
 pub(crate) mod arena;
 pub(crate) mod process;
 
-pub use arena::{ActiveBytes, OneArena};
-pub use process::{ProcessModel, ProcessModelRun};
+pub use arena::ActiveBytes;
+pub use arena::OneArena;
+pub use process::ProcessModel;
+pub use process::ProcessModelRun;
 
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::export::Summary;
@@ -59,7 +61,7 @@ impl TraceShape {
 }
 
 /// The records of a source, as the engine reads them.
-pub type Records<'a> = Box<dyn Iterator<Item = Result<Record, TraceError>> + Send + 'a>;
+pub(crate) type Records<'a> = Box<dyn Iterator<Item = Result<Record, TraceError>> + Send + 'a>;
 
 impl<'a> TraceSource<'a> {
     /// The records, from the start (a file is opened again at each call).

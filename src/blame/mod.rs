@@ -27,10 +27,12 @@ mod moments;
 mod table;
 
 pub use moments::blame_moments;
-pub use table::{
-    blame_table, blame_table_with, folded_lines, headline, waste_profile, BLAME_COLUMNS,
-    PROFILE_KINDS, TABLE_DEPTH,
-};
+pub(crate) use table::blame_table;
+pub(crate) use table::blame_table_with;
+pub(crate) use table::folded_lines;
+pub(crate) use table::headline;
+pub(crate) use table::waste_profile;
+pub(crate) use table::TABLE_DEPTH;
 
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::process::{Process, ProcessError, ProcessOptions, ProcessSummary};
@@ -238,7 +240,7 @@ impl Blame {
 
 /// Replays `records` through the process model up to `spec.at` and charges its active memory
 /// ([`blame_stream`] over records in memory).
-pub fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> {
+pub(crate) fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> {
     blame_stream(engine::in_memory(records), spec).map_err(engine::consumer_error)
 }
 

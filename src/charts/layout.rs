@@ -140,7 +140,7 @@ static COLLECTED: Mutex<Option<Vec<Layout>>> = Mutex::new(None);
 static COLLECTOR: Mutex<()> = Mutex::new(());
 
 /// Runs `f` and returns, beside its result, the layout of every chart written through
-/// [`super::write_chart`] meanwhile (from any thread), in the order they were written.
+/// `super::write_chart` meanwhile (from any thread), in the order they were written.
 pub fn collect_layouts<T>(f: impl FnOnce() -> T) -> (T, Vec<Layout>) {
     let _one = COLLECTOR.lock().unwrap_or_else(|e| e.into_inner());
     *COLLECTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());

@@ -20,20 +20,24 @@ mod waste;
 mod whatif;
 
 pub use crate::export::human::thousands;
-pub use bars::GroupedBars;
-pub use class_loss::ClassLoss;
-pub use hbars::HorizontalBars;
+pub(crate) use bars::GroupedBars;
+pub(crate) use class_loss::ClassLoss;
+pub(crate) use hbars::HorizontalBars;
 pub use heatmap::RatioHeatmap;
-pub use layout::{collect_layouts, Layout, PixelRect, PlotLayout, SeriesMarks};
+pub use layout::collect_layouts;
+pub use layout::Layout;
 pub(crate) use legend::{draw_plot, frame, Corner};
-pub use measured::MeasuredTimeline;
-pub use resident::{ResidentBand, ResidentPoint};
-pub use seed::{SeedChart, SeedSeries};
+pub(crate) use measured::MeasuredTimeline;
+pub(crate) use resident::ResidentBand;
+pub(crate) use resident::ResidentPoint;
+pub use seed::SeedChart;
+pub use seed::SeedSeries;
 pub(crate) use series::{F64Chart, Series, Shape};
-pub use timeline::BytesTimeline;
-pub use validation::{Comparison, PredictedVsMeasured};
+pub(crate) use timeline::BytesTimeline;
+pub use validation::Comparison;
+pub use validation::PredictedVsMeasured;
 pub use waste::WasteCurve;
-pub use whatif::StackedBars;
+pub(crate) use whatif::StackedBars;
 
 use crate::export::write_atomic;
 use anyhow::{anyhow, Context, Result};
@@ -244,11 +248,6 @@ pub fn render_png<C: Chart>(chart: &C) -> Result<Vec<u8>> {
     Ok(png_and_layout(chart)?.0)
 }
 
-/// Where `chart` puts its legend and series (drawn into memory and thrown away).
-pub fn layout_of<C: Chart>(chart: &C) -> Result<Layout> {
-    Ok(png_and_layout(chart)?.1)
-}
-
 fn png_and_layout<C: Chart>(chart: &C) -> Result<(Vec<u8>, Layout)> {
     register_font();
     let (w, h) = chart.size();
@@ -273,7 +272,7 @@ fn png_and_layout<C: Chart>(chart: &C) -> Result<(Vec<u8>, Layout)> {
 
 /// Writes `dir/<name>.png` and `dir/<name>.svg` (each atomically); returns both paths.
 /// The chart's layout goes to [`collect_layouts`] when it runs.
-pub fn write_chart<C: Chart>(chart: &C, dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn write_chart<C: Chart>(chart: &C, dir: &Path) -> Result<Vec<PathBuf>> {
     let png_path = dir.join(format!("{}.png", chart.name()));
     let svg_path = dir.join(format!("{}.svg", chart.name()));
     let (png_bytes, layout) = png_and_layout(chart)?;

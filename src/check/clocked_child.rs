@@ -236,7 +236,7 @@ pub struct StartMeta {
 
 impl StartMeta {
     /// The clock line's fields.
-    pub fn to_line(&self) -> String {
+    pub fn to_line(self) -> String {
         let rtree = self.rtree.map_or("-".to_string(), |r| r.to_string());
         format!(
             "{} {} {} {} {rtree}",

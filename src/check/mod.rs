@@ -37,9 +37,16 @@ pub(crate) mod replayed_clock;
 pub(crate) mod saved_band;
 pub(crate) mod snapshot_line;
 
-pub use arena_replay::{replay_compare, replay_validation, LiveAllocator, LiveArena, LiveOptions};
-pub use decay_compare::{compare_on_clock, ErrorSummary};
-pub use process::{compare_process_live, ProcessAllocator, ProcessTrace};
+pub use arena_replay::replay_compare;
+pub use arena_replay::replay_validation;
+pub use arena_replay::LiveAllocator;
+pub use arena_replay::LiveArena;
+pub use arena_replay::LiveOptions;
+pub use decay_compare::compare_on_clock;
+pub use decay_compare::ErrorSummary;
+pub use process::compare_process_live;
+pub use process::ProcessAllocator;
+pub use process::ProcessTrace;
 pub use snapshot_line::parse_snapshot;
 
-pub use baton::manual_arena;
+pub(crate) use baton::manual_arena;

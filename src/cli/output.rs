@@ -44,7 +44,7 @@ pub(crate) fn print_error(line: &str) {
     let _ = writeln!(io::stderr().lock(), "{line}");
 }
 
-/// `println!` through [`print_text`]: `outln!("{x}")?`.
+/// `println!` through `print_text`: `outln!("{x}")?`.
 #[macro_export]
 macro_rules! outln {
     () => {

@@ -3,7 +3,7 @@
 //!
 //! [`spec::ContainerSpec`] names a container and its element types; [`growth::grow`] runs
 //! its model to N elements, passing each [`crate::trace::Event`] on and pricing the steps
-//! under a jemalloc build; [`compare`] puts containers side by side.
+//! under a jemalloc build; `compare` puts containers side by side.
 
 pub(crate) mod absl;
 pub(crate) mod compare;
@@ -17,11 +17,9 @@ pub(crate) mod tables;
 pub use rust_std::Hashbrown;
 pub use section::write_section;
 
-pub use self::core::{
-    key_sequence, natural_align, ArrayPart, Container, ElementError, ElementType, KeyOrder, Tracer,
-    TwoArrays,
-};
-pub use self::growth::{
-    grow, Bytes, Growth, GrowthError, GrowthStep, Sample, SplitCost, MAX_COUNT,
-};
-pub use self::spec::{ContainerKind, ContainerSpec, SpecError};
+pub use self::core::ElementType;
+pub use self::core::KeyOrder;
+pub use self::core::Tracer;
+pub use self::growth::grow;
+pub use self::spec::ContainerKind;
+pub use self::spec::ContainerSpec;

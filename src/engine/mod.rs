@@ -115,12 +115,14 @@ pub(crate) type InMemory<'a> = std::iter::Map<
 
 /// Records in memory, given afresh at each call, for the functions that read a trace as a
 /// stream (once or twice): they cannot fail to read, see [`consumer_error`].
-pub fn in_memory<'a>(records: &'a [Record]) -> impl Fn() -> Result<InMemory<'a>, Infallible> + 'a {
+pub(crate) fn in_memory<'a>(
+    records: &'a [Record],
+) -> impl Fn() -> Result<InMemory<'a>, Infallible> + 'a {
     move || Ok(records.iter().cloned().map(Ok as fn(Record) -> _))
 }
 
 /// The consumer's error of a run over records in memory (reading them cannot fail).
-pub fn consumer_error<E>(e: RunError<E, Infallible>) -> E {
+pub(crate) fn consumer_error<E>(e: RunError<E, Infallible>) -> E {
     match e {
         RunError::Consumer(e) => e,
         RunError::Trace(never) => match never {},

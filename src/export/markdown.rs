@@ -3,7 +3,7 @@ use super::{Cell, Table, TableFormat};
 use anyhow::Result;
 
 /// A GitHub-flavoured Markdown table under a heading; numbers are right-aligned and written
-/// for people ([`human`]: thousands separators, MiB beside bytes, fractions in percent).
+/// for people (`human`: thousands separators, MiB beside bytes, fractions in percent).
 pub struct Markdown;
 
 impl TableFormat for Markdown {

@@ -4,7 +4,8 @@
 mod atomic;
 mod csv;
 mod glossary;
-pub use glossary::{define_once, definitions_of};
+pub(crate) use glossary::define_once;
+pub(crate) use glossary::definitions_of;
 pub(crate) mod human;
 mod json;
 mod manifest;
@@ -17,13 +18,17 @@ pub use human::thousands;
 
 use anyhow::Result;
 
-pub use self::atomic::{write_atomic, WriteError};
+pub(crate) use self::atomic::write_atomic;
+pub(crate) use self::atomic::WriteError;
 pub use self::csv::Csv;
-pub use self::json::Json;
+pub(crate) use self::json::Json;
 pub use self::markdown::Markdown;
-pub use self::staging::{create_folder, StagedDir};
-pub use self::summary::Summary;
-pub use self::target::{check_output, same_file, OutputFile};
+pub(crate) use self::staging::create_folder;
+pub(crate) use self::staging::StagedDir;
+pub(crate) use self::summary::Summary;
+pub(crate) use self::target::check_output;
+pub(crate) use self::target::same_file;
+pub(crate) use self::target::OutputFile;
 
 /// One value of a table.
 #[derive(Clone, Debug, PartialEq)]

@@ -16,13 +16,9 @@ pub struct StagedDir {
 }
 
 impl StagedDir {
-    /// Creates the temporary folder beside `target` (same filesystem, so the swap is a rename).
-    /// The target's parent folder must exist: a mistyped path never creates folders.
-    pub fn new(given: &Path) -> Result<Self, WriteError> {
-        Self::create(given, None)
-    }
-
-    /// As [`StagedDir::new`], for a folder the program owns, such as a report: the old folder
+    /// Creates the temporary folder beside `given` (same filesystem, so the swap is a rename),
+    /// for a folder the program owns, such as a report (its parent folder must exist: a
+    /// mistyped path never creates folders): the old folder
     /// must be missing, empty or hold the manifest `manifest` (else it is refused now);
     /// [`commit`](StagedDir::commit) writes the new manifest and keeps every file the old
     /// manifest does not list.
@@ -74,28 +70,6 @@ impl StagedDir {
     /// The folder to write into.
     pub fn path(&self) -> &Path {
         self.staging.as_ref().expect("not committed").path()
-    }
-
-    /// The folder the files will end up in.
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
-    /// Moves the files of the old folder for which `keep` is true (names relative to it,
-    /// top level only) into the new one, unless the new one has a file of that name.
-    pub fn carry_over(&self, keep: impl Fn(&str) -> bool) -> Result<(), WriteError> {
-        let Ok(entries) = std::fs::read_dir(&self.target) else {
-            return Ok(());
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let to = self.path().join(name);
-            if keep(name) && entry.path().is_file() && !to.exists() {
-                std::fs::copy(entry.path(), &to).map_err(|e| WriteError::new(&entry.path(), &e))?;
-            }
-        }
-        Ok(())
     }
 
     /// Replaces the target with the finished folder: an atomic exchange where the system

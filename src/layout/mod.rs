@@ -5,8 +5,11 @@
 mod arrays;
 mod f14;
 
-pub use arrays::{Array, ArraysLayout};
-pub use f14::{F14Vector, F14_CHUNK_BYTES, F14_DESIRED_PER_CHUNK};
+pub use arrays::Array;
+pub use arrays::ArraysLayout;
+pub use f14::F14Vector;
+pub(crate) use f14::F14_CHUNK_BYTES;
+pub(crate) use f14::F14_DESIRED_PER_CHUNK;
 
 use crate::sizeclass::SizeClasses;
 use serde::Serialize;

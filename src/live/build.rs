@@ -28,7 +28,7 @@ pub struct LiveBuild {
     pub bins: Vec<LiveBin>,
     /// How many large classes jemalloc has in all.
     pub nlextents: u64,
-    /// Sizes of the large classes up to [`LARGE_CLASS_CAP`].
+    /// Sizes of the large classes up to `LARGE_CLASS_CAP`.
     pub large: Vec<u64>,
     /// The build as the model takes it ([`Api::config`]: an unmodelled release is an error).
     config: AllocatorConfig,

@@ -9,7 +9,11 @@ mod build;
 pub(crate) mod ctl;
 pub(crate) mod relay;
 
-pub use build::{LiveBin, LiveBuild, LARGE_CLASS_CAP};
-pub use ctl::{
-    in_private_arena, nallocx, read_isize, refresh_stats, Api, ArenaUsage, PrivateArena,
-};
+pub use build::LiveBuild;
+pub(crate) use build::LARGE_CLASS_CAP;
+pub use ctl::in_private_arena;
+pub use ctl::nallocx;
+pub(crate) use ctl::read_isize;
+pub use ctl::Api;
+pub(crate) use ctl::ArenaUsage;
+pub use ctl::PrivateArena;

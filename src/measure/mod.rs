@@ -5,7 +5,7 @@
 //! figures where it exports them. Measured, not modelled: the model of jemalloc's active
 //! bytes is computed beside the measurements for comparison.
 //!
-//! [`measure`] runs it (the parent side); [`child::replay`] is the child's side.
+//! [`measure`] runs it (the parent side); `child::replay` is the child's side.
 
 pub(crate) mod child;
 mod events;
@@ -13,12 +13,17 @@ mod probe;
 mod run;
 mod tables;
 
-pub use probe::field_kib;
-pub use run::{
-    measure, measure_records, measure_stream, AllocatorRun, JemallocBuild, MeasureOptions,
-    Measurement, Missing, Sample,
-};
-pub use tables::{caveats, chart, notes, summary_table, SUMMARY_COLUMNS};
+pub use run::measure;
+pub use run::measure_records;
+pub(crate) use run::measure_stream;
+pub(crate) use run::AllocatorRun;
+pub use run::MeasureOptions;
+pub use run::Measurement;
+pub use run::Missing;
+pub(crate) use tables::caveats;
+pub(crate) use tables::chart;
+pub use tables::notes;
+pub use tables::summary_table;
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;

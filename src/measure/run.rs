@@ -271,7 +271,7 @@ pub fn measure(events: &[Event], options: &MeasureOptions) -> Result<Measurement
 
 /// Measures `records` under every allocator of `options`, one child process each, in turn
 /// (so that they do not compete for the machine), each trace thread on its own replay
-/// thread in the trace's order: [`measure_stream`] over records in memory.
+/// thread in the trace's order: `measure_stream` over records in memory.
 pub fn measure_records(
     records: &[Record],
     options: &MeasureOptions,

@@ -6,7 +6,7 @@ use crate::sim::Comparison;
 
 /// Compares two snapshots taken at the same event and adds the outcome to `out`: the
 /// totals (allocated, active, metadata and mapped exactly, resident within
-/// [`resident_tolerance`]), then per arena (matched by index) allocated, active and cache
+/// `resident_tolerance`), then per arena (matched by index) allocated, active and cache
 /// bytes, mapped and retained bytes (arenas on both sides) and each bin's counters. An arena on one side only compares as all zeros: the live replayer's
 /// main thread keeps arena 0 as its internal arena, so a worker's first call may create an
 /// empty arena early for its internal allocations (`arena_choose_hard`, `j = 1`), which a

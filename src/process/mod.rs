@@ -21,22 +21,38 @@ mod tcache;
 pub(crate) mod timed;
 pub(crate) mod trace_run;
 
-pub use compare::{compare_snapshots, resident_tolerance};
-pub use generate::{
-    records_from_text, threaded_trace, to_text, TextError, ThreadedSpec, TraceKind,
-};
-pub use model::{
-    base_header_bytes, edata_bytes, machine_vaddr_bits, ArenaChoice, DecayClock, HeldBlock,
-    LiveObject, ManualArenas, Metadata, Process, ReentrantTally, StartupResidue,
-};
-pub use model::{ArenaView, DumpAt, StatsView, STATS_PRINT_BUFFER};
-pub use options::{
-    check_cpus, machine_coarse_clock_ns, machine_cpus, OptionError, ProcessOptions, MAX_CPUS,
-};
-pub use recorded::RecordedAllocator;
-pub use stats_json::{stats_json, Json};
-pub use trace_run::{ProcessRows, ProcessRun, ProcessRunResult};
-pub use timed::{timed_trace, TimedShape, TimedSpec};
+pub use compare::compare_snapshots;
+pub use generate::records_from_text;
+pub use generate::threaded_trace;
+pub use generate::to_text;
+pub use generate::ThreadedSpec;
+pub use generate::TraceKind;
+pub(crate) use model::base_header_bytes;
+pub(crate) use model::edata_bytes;
+pub(crate) use model::machine_vaddr_bits;
+pub(crate) use model::ArenaChoice;
+pub use model::DecayClock;
+pub(crate) use model::DumpAt;
+pub(crate) use model::HeldBlock;
+pub(crate) use model::ManualArenas;
+pub(crate) use model::Metadata;
+pub use model::Process;
+pub(crate) use model::ReentrantTally;
+pub(crate) use model::StartupResidue;
+pub(crate) use model::StatsView;
+pub(crate) use options::check_cpus;
+pub(crate) use options::machine_coarse_clock_ns;
+pub use options::machine_cpus;
+pub use options::OptionError;
+pub use options::ProcessOptions;
+pub(crate) use recorded::RecordedAllocator;
+pub(crate) use stats_json::stats_json;
+pub use timed::timed_trace;
+pub use timed::TimedShape;
+pub use timed::TimedSpec;
+pub(crate) use trace_run::ProcessRows;
+pub use trace_run::ProcessRun;
+pub(crate) use trace_run::ProcessRunResult;
 
 use crate::sim::{ArenaModel, BinStats, SimError};
 use crate::trace::ThreadId;
@@ -109,7 +125,7 @@ pub struct ArenaSnapshot {
     pub tcache_bytes: u64,
     /// `stats.arenas.<i>.mapped`: the pages of the arena's active, dirty and muzzy extents
     /// (`pac_mapped`) plus its base blocks (as modelled; without a metadata model the first
-    /// one, [`BASE_BLOCK_BYTES`]). Arena 0's base (`b0`) also holds the global radix tree's
+    /// one, `BASE_BLOCK_BYTES`). Arena 0's base (`b0`) also holds the global radix tree's
     /// leaves, one per region of address space the heap's extents end in.
     pub mapped_bytes: u64,
     /// `stats.arenas.<i>.retained`: the pages of the arena's retained extents.
@@ -122,7 +138,7 @@ pub struct ArenaSnapshot {
 /// It holds the arena's `arena_t`, bins and extent records (128 bytes each) until they
 /// outgrow it; measured live as `stats.arenas.<i>.mapped` less `(pactive + pdirty +
 /// pmuzzy) x page` for every arena but 0 (Debian's 5.3.0 and the linked 5.3.1).
-pub const BASE_BLOCK_BYTES: u64 = 2 << 20;
+pub(crate) const BASE_BLOCK_BYTES: u64 = 2 << 20;
 
 /// What the live check compares at one event: the totals and every arena that exists.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

@@ -27,8 +27,8 @@ pub use base::{edata_bytes, header_bytes as base_header_bytes};
 pub use clock::DecayClock;
 pub use metadata::{machine_vaddr_bits, Metadata};
 pub use reentrant::ReentrantTally;
-pub use stats_view::{ArenaView, DumpAt, StatsView, STATS_PRINT_BUFFER};
-pub use view::{HeldBlock, LiveObject};
+pub use stats_view::{ArenaView, DumpAt, StatsView};
+pub use view::HeldBlock;
 
 const NIL: u32 = u32::MAX;
 /// `opt_tcache_gc_incr_bytes`: a GC step every 64 KiB allocated (and, apart, freed).
@@ -308,7 +308,7 @@ impl Process {
         &self.stats
     }
 
-    /// Sets the metadata model (see [`Metadata`]); the default counts none.
+    /// Sets the metadata model (see `Metadata`); the default counts none.
     pub fn set_metadata(&mut self, m: Metadata) {
         self.metadata = m;
         let page = self.config.page();
@@ -317,7 +317,7 @@ impl Process {
     }
 
     /// The metadata model's radix-tree leaves and next mapping's address (`None` without a
-    /// tree model: see [`Metadata`]).
+    /// tree model: see `Metadata`).
     pub fn radix_leaves(&self) -> Option<(usize, u64)> {
         Some((self.meta.leaves()?, self.meta.cursor()?))
     }

@@ -1,6 +1,6 @@
 //! Recording a program natively: run it with the preload library (`preload/`, built by
-//! `build.rs` and carried inside the binary, [`library`]), then convert the raw files it wrote into
-//! traces. [`raw`] reads them, [`convert`](mod@convert) merges and translates, [`sink`] writes.
+//! `build.rs` and carried inside the binary, `library`), then convert the raw files it wrote into
+//! traces. `raw` reads them, `convert` merges and translates, `sink` writes.
 
 pub(crate) mod convert;
 pub(crate) mod library;
@@ -14,12 +14,15 @@ pub(crate) mod symbols;
 pub use order::tsc_order_unsupported_here;
 pub use raw::Stacks;
 
-pub use linked::linked_allocator;
+pub(crate) use linked::linked_allocator;
 
-pub use convert::{convert, convert_with_progress, ConvertSummary};
-pub use order::EventOrder;
-pub use raw::{parse, RawProcess};
-pub use sink::TraceSink;
+pub(crate) use convert::convert;
+pub(crate) use convert::convert_with_progress;
+pub use convert::ConvertSummary;
+pub(crate) use order::EventOrder;
+pub use raw::parse;
+pub(crate) use raw::RawProcess;
+pub(crate) use sink::TraceSink;
 
 use crate::trace::{Ending, Fields, Record, TraceError};
 use std::path::{Path, PathBuf};
@@ -56,7 +59,7 @@ pub enum RecordError {
 
 /// How to record.
 #[derive(Clone, Debug, Default)]
-pub struct NativeOptions {
+pub(crate) struct NativeOptions {
     pub stacks: bool,
     pub follow_forks: bool,
     /// Time stamps from the TSC (ns resolution, about 25 ns more per call) instead of
@@ -98,7 +101,7 @@ pub(crate) fn thread_cpu_ns() -> u64 {
 
 /// What a recording produced.
 #[derive(Debug)]
-pub struct Recorded {
+pub(crate) struct Recorded {
     pub status: ExitStatus,
     /// Wall time from starting the program to its exit.
     pub elapsed: std::time::Duration,
@@ -164,16 +167,8 @@ fn preload_with(preload: PathBuf) -> std::ffi::OsString {
 }
 
 /// Runs `command` under the recorder and writes its trace to `out` (children's to
-/// `out.<pid>`). The program's stdin, stdout and stderr are passed through.
-pub fn record_native(
-    command: &[std::ffi::OsString],
-    out: &Path,
-    options: &NativeOptions,
-) -> Result<Recorded, RecordError> {
-    record_native_with_progress(command, out, options, &mut |_| {})
-}
-
-/// As [`record_native`], telling `progress` how the conversion goes.
+/// `out.<pid>`), telling `progress` how the conversion goes. The program's stdin, stdout
+/// and stderr are passed through.
 pub(crate) fn record_native_with_progress(
     command: &[std::ffi::OsString],
     out: &Path,
@@ -425,19 +420,9 @@ pub(crate) fn recording_decoders() -> usize {
     }
 }
 
-/// Converts the raw file `raw` of process `pid` into the trace `out`.
-pub fn convert_file(
-    raw: &Path,
-    out: &Path,
-    fields: Fields,
-    pid: u64,
-) -> Result<RecordedTrace, RecordError> {
-    convert_file_on(raw, out, fields, pid, 2)
-}
-
-/// [`convert_file`] on `threads` threads: 1 (converting and writing on this thread), 2 (a
+/// Converts the raw file `raw` of process `pid` into the trace `out`, on `threads` threads: 1 (converting and writing on this thread), 2 (a
 /// writing thread beside the converting one), 3 or more (and `threads - 2` decoding ones,
-/// [`convert::StreamConverter::with_decoders`]), to measure what each one gives.
+/// `convert::StreamConverter::with_decoders`), to measure what each one gives.
 pub fn convert_file_on(
     raw: &Path,
     out: &Path,

@@ -59,7 +59,7 @@ pub fn tsc_order_unsupported(arch: &str, cpuinfo: &str, clocksource: &str) -> Op
     None
 }
 
-/// [`tsc_order_unsupported`] for this machine.
+/// `tsc_order_unsupported` for this machine.
 pub fn tsc_order_unsupported_here() -> Option<String> {
     let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
     tsc_order_unsupported(

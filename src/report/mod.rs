@@ -7,7 +7,7 @@
 //! Each section of the index is one file here with one function that writes the section's
 //! files into the report folder and returns a [`SectionOutput`]: the files written, each with
 //! what it shows, and optional Markdown for the index. [`write_report`] runs them through
-//! [`job::Lane::section`], which times the step, tells the caller, and adds the files to the
+//! `job::Lane::section`, which times the step, tells the caller, and adds the files to the
 //! index under a heading. A section from elsewhere plugs in as a lane of its own in
 //! [`write_report`]:
 //!
@@ -19,11 +19,11 @@
 //! });
 //! ```
 //!
-//! [`Load::Shared`] lanes run beside each other (their files must not depend on the machine's
-//! load); a section that measures times or resident bytes is a [`Load::Alone`] lane, run with
-//! nothing else of the report running ([`job`]). The index keeps the order the lanes are
+//! `Load::Shared` lanes run beside each other (their files must not depend on the machine's
+//! load); a section that measures times or resident bytes is a `Load::Alone` lane, run with
+//! nothing else of the report running (`job`). The index keeps the order the lanes are
 //! added in. A section whose result later sections use returns `(value, SectionOutput)` and
-//! runs through [`job::Lane::section_with`], which hands the value back; those later sections
+//! runs through `job::Lane::section_with`, which hands the value back; those later sections
 //! go in the same lane (the sweeps feed the seed comparison and the charts; the validation
 //! feeds a chart and the exit code).
 
@@ -48,10 +48,13 @@ pub use allocators::write_section as write_allocators_section;
 pub use blame::write_section as write_blame_section;
 pub use decay_section::write_section as write_decay_section;
 pub use process::write_section as write_process_section;
-pub use programs::{write_programs, write_programs_section, LiveCheck, ProgramReplays, ProgramsOptions};
+pub use programs::write_programs;
+pub use programs::write_programs_section;
+pub use programs::LiveCheck;
+pub use programs::ProgramReplays;
+pub use programs::ProgramsOptions;
 
-pub use figures::Sweeps;
-pub use findings::{seed_vs_physical_markdown, seed_vs_physical_table};
+pub(crate) use figures::Sweeps;
 
 use crate::experiments::bump_arena::BumpArenaSpec;
 use crate::experiments::sweep::SweepSpec;

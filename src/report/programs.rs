@@ -254,7 +254,7 @@ pub struct ProgramsOptions {
     pub traces: PathBuf,
     pub builds: Vec<Build>,
     /// The live check's options; `None` skips it. Its `every` is replaced by a step that
-    /// gives about [`LIVE_SNAPSHOTS`] snapshots per trace.
+    /// gives about `LIVE_SNAPSHOTS` snapshots per trace.
     pub live: Option<LiveOptions>,
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Exact under the conditions of the design note (`shared/design/jemalloc-arena.md`): a
 //! fresh arena, no thread cache, decay off, one thread. With decay on ([`ArenaModel::set_decay`],
-//! [`decay`]) the arena purges on the clock its caller gives: approximate by nature. Deterministic, and independent of
+//! `decay`) the arena purges on the clock its caller gives: approximate by nature. Deterministic, and independent of
 //! the live allocator (`crate::live` replays the same traces through jemalloc to prove it).
 
 mod arena;
@@ -16,12 +16,22 @@ mod ph;
 mod smoothstep;
 pub(crate) mod workload;
 
+pub use arena::ArenaModel;
+pub(crate) use arena::Eagerness;
+pub(crate) use arena::ExtentTally;
+pub(crate) use arena::ExtentView;
 pub(crate) use arena::SlabPlace;
-pub use arena::{ArenaModel, Eagerness, ExtentTally, ExtentView, PageSets};
-pub use arena_replay::{summary_record, ArenaRun, ReplaySummary};
-pub use compare::{compare, Comparison, Mismatch, Snapshot};
-pub use workload::{random_trace, WorkloadSpec};
-pub use decay::{Decay, Ticker};
+pub(crate) use arena_replay::summary_record;
+pub(crate) use arena_replay::ArenaRun;
+pub(crate) use arena_replay::ReplaySummary;
+pub use compare::compare;
+pub use compare::Comparison;
+pub use compare::Mismatch;
+pub use compare::Snapshot;
+pub use decay::Decay;
+pub use decay::Ticker;
+pub use workload::random_trace;
+pub use workload::WorkloadSpec;
 
 use serde::Serialize;
 

@@ -9,11 +9,16 @@ mod preset;
 mod psz;
 mod table;
 
-pub use batch::{LaneWidth, UsableSizes};
-pub use config::{AllocatorConfig, ConfigError, JemallocVersion, MAX_SMALL_CLASSES};
-pub use preset::{build_name, build_title, Preset};
+pub use batch::LaneWidth;
+pub use config::AllocatorConfig;
+pub use config::ConfigError;
+pub use config::JemallocVersion;
+pub use preset::build_name;
+pub(crate) use preset::build_title;
+pub use preset::Preset;
 pub use psz::PageSizeClasses;
-pub use table::{ClassKind, SizeClass, SizeClasses};
+pub use table::ClassKind;
+pub use table::SizeClasses;
 
 impl SizeClasses {
     /// What `nallocx(request, 0)` answers: the usable size of the class serving `request`

@@ -281,9 +281,4 @@ impl AddressImporter {
             out.push(Event::Free { id });
         }
     }
-
-    /// Objects still live.
-    pub fn live_objects(&self) -> usize {
-        self.live.len()
-    }
 }

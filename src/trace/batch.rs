@@ -13,7 +13,7 @@ pub struct Between {
     pub record: BetweenRecord,
 }
 
-/// What a [`Between`] is: [`Record::ThreadExit`] or [`Record::Mapping`].
+/// What a `Between` is: [`Record::ThreadExit`] or [`Record::Mapping`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BetweenRecord {
     Exit {

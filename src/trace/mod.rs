@@ -43,38 +43,61 @@ mod text;
 mod valgrind;
 mod writer;
 
-pub use addr::{AddressImporter, AddressIssue, EventOut, IdsExhausted, IssueCounts};
-pub use batch::{Batch, Between, BetweenRecord};
-pub use context::{
-    is_system_module, Call, Control, Frame, Record, SiteId, SiteTable, ThreadId, ALL_ARENAS,
-};
+pub(crate) use addr::AddressImporter;
+pub(crate) use addr::EventOut;
+pub(crate) use addr::IssueCounts;
+pub use batch::Batch;
+pub use batch::BetweenRecord;
+pub(crate) use context::is_system_module;
+pub use context::Call;
+pub use context::Control;
+pub use context::Frame;
+pub use context::Record;
+pub(crate) use context::SiteId;
+pub(crate) use context::SiteTable;
+pub(crate) use context::ThreadId;
+pub use context::ALL_ARENAS;
 pub use error::TraceError;
 pub use flow::Fields;
 pub use format::TraceHeader;
-pub use heaptrack::{import_heaptrack, HeaptrackSummary};
-pub use ids::{IdPool, LiveSet};
-pub use meta::{Ending, TraceMeta};
-pub use open::{
-    is_binary_trace, open, open_for_upgrade, read_all, Batches, EventStream, OpenedTrace,
-    RecordStream, TraceKind,
-};
-pub use reader::{Records, TraceReader};
-pub use record::{RawCall, RecordScope, RecordedEvents, Recording, RecordingAllocator};
-pub use stats::{
-    bucket_range, histogram_table, size_bucket, stats_table, trace_stats, trace_stats_records,
-    SizeHistogram, TraceStats,
-};
-pub use text::{
-    event_line, read_text, read_text_named, read_text_records, write_text, write_text_records,
-    TextReader, TextRecords,
-};
-pub use valgrind::{import_valgrind, ValgrindOptions, ValgrindSummary};
-pub use writer::{write_records, write_trace, TraceWriter};
+pub(crate) use heaptrack::import_heaptrack;
+pub(crate) use heaptrack::HeaptrackSummary;
+pub use ids::IdPool;
+pub(crate) use meta::Ending;
+pub(crate) use meta::TraceMeta;
+pub(crate) use open::is_binary_trace;
+pub use open::open;
+pub(crate) use open::open_for_upgrade;
+pub use open::read_all;
+pub use open::EventStream;
+pub use open::OpenedTrace;
+pub(crate) use open::RecordStream;
+pub use open::TraceKind;
+pub use reader::TraceReader;
+pub use record::RecordScope;
+pub use record::RecordingAllocator;
+pub use stats::bucket_range;
+pub(crate) use stats::histogram_table;
+pub use stats::size_bucket;
+pub use stats::stats_table;
+pub use stats::trace_stats;
+pub(crate) use stats::trace_stats_records;
+pub use text::event_line;
+pub use text::read_text;
+pub use text::read_text_records;
+pub use text::write_text;
+pub use text::write_text_records;
+pub use valgrind::import_valgrind;
+pub use valgrind::ValgrindOptions;
+pub use valgrind::ValgrindSummary;
+pub use writer::write_records;
+pub use writer::write_trace;
+pub use writer::TraceWriter;
 
 use serde::Serialize;
 
 /// The id of one live object in a trace.
-pub type ObjectId = u32;
+pub(crate) type ObjectId = u32;
 
 /// One allocator call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]

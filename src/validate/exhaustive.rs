@@ -28,7 +28,7 @@ use rayon::prelude::*;
 /// Requests per unit of parallel work (and per progress report): small enough to balance
 /// two to many cores, large enough that the reports cost nothing.
 pub const BLOCK: u64 = 1 << 16;
-/// Mismatches listed in an [`ExhaustiveResult`] (the smallest requests first).
+/// Mismatches listed in an `ExhaustiveResult` (the smallest requests first).
 pub const LISTED_MISMATCHES: usize = 20;
 /// Requests looked up together by the batch lookup: fits in L1 beside its answers.
 const BATCH: usize = 1024;

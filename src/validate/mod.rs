@@ -10,15 +10,24 @@ pub(crate) mod exhaustive;
 mod process;
 mod tables;
 mod text;
-pub use exhaustive::{exhaustive_check, Mismatch, BLOCK, LISTED_MISMATCHES};
+pub use exhaustive::exhaustive_check;
+pub use exhaustive::Mismatch;
+pub use exhaustive::BLOCK;
+pub use exhaustive::LISTED_MISMATCHES;
 
-pub use crate::progress::{Progress, ProgressObserver};
-pub use allocations::F14Measurement;
-pub use process::{
-    fuzz_specs, process_specs, process_validation, process_validation_of, ProcessCheck, TraceShape,
-};
-pub use tables::{process_validation_table, replay_validation_table};
-pub use text::{validation_markdown, validation_table};
+pub(crate) use crate::progress::Progress;
+pub(crate) use crate::progress::ProgressObserver;
+pub(crate) use allocations::F14Measurement;
+pub use process::fuzz_specs;
+pub use process::process_specs;
+pub use process::process_validation;
+pub(crate) use process::process_validation_of;
+pub(crate) use process::ProcessCheck;
+pub use process::TraceShape;
+pub(crate) use tables::process_validation_table;
+pub use tables::replay_validation_table;
+pub(crate) use text::validation_markdown;
+pub(crate) use text::validation_table;
 
 use crate::check::arena_replay::{replay_validation, ReplayCheck};
 use crate::experiments::sweep::{SizeRange, SweepSpec};
@@ -59,7 +68,7 @@ pub struct ValidateOptions {
 }
 
 /// Debian's jemalloc 5.3.0 (`libjemalloc2`), where installed.
-pub const DEBIAN_JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+pub(crate) const DEBIAN_JEMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 
 impl ValidateOptions {
     /// The default, reduced sweep: value sizes 8..=256:8, tables up to 10,240 values.

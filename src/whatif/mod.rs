@@ -4,7 +4,7 @@
 //!
 //! [`parse_builds`] checks the list of builds; [`replay_builds`] replays a trace under each in
 //! parallel through any [`WhatifModel`]; [`whatif_table`], [`class_table`] and
-//! [`timeline_table`] turn the results into tables, and [`figures`] into chart data.
+//! [`timeline_table`] turn the results into tables, and `figures` into chart data.
 
 mod builds;
 pub(crate) mod figures;
@@ -14,23 +14,32 @@ mod replay;
 mod source;
 mod tables;
 
-pub use builds::{modify_builds, parse_builds, Build, BuildListError};
-pub use ledger::LedgerError;
+pub(crate) use builds::modify_builds;
+pub use builds::parse_builds;
+pub use builds::Build;
 pub use multi::replay_builds;
-pub use replay::{
-    replay_build, BuildReplay, BuildRun, ClassRow, PeakBreakdown, ReplayError, ReplayOptions,
-    SlabTurnover, TimelinePoint, Totals, WhatifModel, PROGRESS_STEP,
-};
-pub use source::{open_events, replay_trace, trace_events, EventStream};
-pub use tables::{class_table, timeline_columns, timeline_table, whatif_table, WHATIF_COLUMNS};
+pub use replay::replay_build;
+pub use replay::BuildReplay;
+pub use replay::ClassRow;
+pub use replay::ReplayOptions;
+pub use replay::SlabTurnover;
+pub use replay::Totals;
+pub use replay::WhatifModel;
+pub(crate) use source::replay_trace;
+pub(crate) use source::trace_events;
+pub use source::EventStream;
+pub use tables::class_table;
+pub(crate) use tables::timeline_columns;
+pub use tables::timeline_table;
+pub use tables::whatif_table;
 
 /// The builds the report compares: the list, in its order.
 pub(crate) const REPORT_BUILDS: &str = "default,quantum8,page16k,page64k,5.3.1";
 
 /// Timeline points a chart needs: enough for a smooth line, few enough for a small file.
-pub const CHART_POINTS: u64 = 2000;
+pub(crate) const CHART_POINTS: u64 = 2000;
 
-/// The sampling step that gives about [`CHART_POINTS`] points over `events` events.
+/// The sampling step that gives about `CHART_POINTS` points over `events` events.
 pub fn chart_every(events: u64) -> u64 {
     events.div_ceil(CHART_POINTS).max(1)
 }

@@ -188,7 +188,7 @@ pub struct ReplayOptions {
 pub const PROGRESS_STEP: u64 = 1 << 16;
 
 /// Replays `events` through `arena` (a fresh model of `build`), keeping every peak.
-/// `progress` hears the number of events done every [`PROGRESS_STEP`] events and at the end.
+/// `progress` hears the number of events done every `PROGRESS_STEP` events and at the end.
 pub fn replay_build<A, I, E>(
     build: &Build,
     arena: A,

@@ -43,11 +43,6 @@ fn trace_error(e: TraceError) -> ReplayError {
     ReplayError::Trace(Box::new(e))
 }
 
-/// Opens a trace (any form [`crate::trace::open`] reads) for its calls.
-pub fn open_events(path: &Path) -> Result<EventStream, ReplayError> {
-    Ok(crate::trace::open(path).map_err(trace_error)?.events())
-}
-
 /// The number of events of the trace at `path`, to size progress and timelines before the
 /// run: from the header of a binary trace; a text trace is read through once (which also
 /// checks it).

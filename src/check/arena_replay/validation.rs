@@ -37,7 +37,7 @@ pub fn validation_specs(quick: bool) -> Vec<crate::sim::WorkloadSpec> {
     ]
 }
 
-/// Replays every trace of [`validation_specs`] through the model and the linked jemalloc
+/// Replays every trace of `validation_specs` through the model and the linked jemalloc
 /// with both `disable_large_size_classes` settings, every event compared. Also Debian's 5.3.0
 /// when `system_jemalloc` names its library. 0 mismatches everywhere is the pass. Each
 /// jemalloc replays in a child process of `exe`, the fragsim executable (the linked one too:

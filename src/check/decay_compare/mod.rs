@@ -132,7 +132,7 @@ pub(crate) fn replayed_clock_for(version: JemallocVersion, options: &ProcessOpti
 
 /// Runs `runs` live replays on the trace's clock and `runs` model runs, and compares them at
 /// every `every` events. `exe` is the fragsim executable. Returns the live runs' band too (to
-/// keep: [`super::saved_band`]).
+/// keep: `super::saved_band`).
 pub fn compare_on_clock<'a>(
     exe: &Path,
     allocator: &ProcessAllocator,

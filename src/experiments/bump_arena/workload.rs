@@ -129,7 +129,7 @@ fn measure_typed<T: Copy + Default>(spec: &BumpArenaSpec, runs: usize) -> Result
 }
 
 /// Runs every strategy: memory once, time as the median of `runs` runs; `runs` 0 measures
-/// the memory only (each [`Measurement`] then has `runs` 0 and no times).
+/// the memory only (each `Measurement` then has `runs` 0 and no times).
 pub fn measure(spec: &BumpArenaSpec, runs: usize) -> Result<Vec<Measurement>> {
     spec.validate()?;
     anyhow::ensure!(

@@ -6,6 +6,4 @@ mod seed;
 
 pub use physical::{physical_sweep, physical_table, PhysicalRow, SweepSpec};
 pub use range::SizeRange;
-pub use seed::{
-    parse_seed_table, seed_comparison_table, seed_model_ratio, seed_rows, SeedRow,
-};
+pub use seed::{parse_seed_table, seed_comparison_table, seed_model_ratio, seed_rows, SeedRow};

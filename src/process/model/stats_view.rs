@@ -78,7 +78,7 @@ impl Process {
     }
 
     /// A call of `malloc_stats_print` now: its 64 KiB buffer is allocated in arena 0
-    /// ([`STATS_PRINT_BUFFER`]), the statistics are read, the buffer is freed (its pages
+    /// (`STATS_PRINT_BUFFER`), the statistics are read, the buffer is freed (its pages
     /// then dirty, as in the real process). Returns what the dump reads.
     pub fn malloc_stats_print(&mut self) -> Result<StatsView, ProcessError> {
         let n = self.stats.events;

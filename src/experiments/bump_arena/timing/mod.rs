@@ -19,9 +19,7 @@ pub use report::{
 };
 pub use sample::{run_strategy, ArenaPages, ChildReport, JemallocInfo, RunSample};
 pub use stats::stats_table;
-pub use summary::{
-    cxx_table, ratio_table, summarize, summarize_cxx, timing_table, Summary,
-};
+pub use summary::{cxx_table, ratio_table, summarize, summarize_cxx, timing_table, Summary};
 
 use serde::{Deserialize, Serialize};
 
