@@ -80,3 +80,56 @@ fn analyses_in_one_pass_find_what_the_commands_print() {
     let mean = summary_row(&printed, "mean active bytes");
     assert_eq!(run.summary.mean_active_bytes() as u64, mean);
 }
+
+#[test]
+fn builds_as_analyses_end_where_the_live_jemalloc_ends() {
+    // Golden: the real jemalloc. The same trace replayed in a private arena of the linked
+    // 5.3.1 and of Debian's 5.3.0, every event compared, must match exactly, and the model
+    // each build's analysis ran in the one pass must end on the bytes that replay ended on.
+    use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
+    use fragsim::whatif::{Build, ReplayOptions};
+    let path = common::committed_trace(TRACE);
+    let linked = fragsim::live::Api::linked().config().unwrap();
+    let mut builds = vec![(Build::new("linked", linked), LiveAllocator::Linked)];
+    let debian = std::path::Path::new(common::DEBIAN_JEMALLOC);
+    if debian.exists() {
+        builds.push((
+            Build::new("5.3.0", Preset::V5_3_0.config()),
+            LiveAllocator::System(debian.into()),
+        ));
+    } else {
+        eprintln!("Debian's libjemalloc2 is not installed: the linked build alone");
+    }
+    let only: Vec<Build> = builds.iter().map(|(b, _)| b.clone()).collect();
+    let replays = analysis::build_replays(
+        TraceSource::File(&path),
+        &only,
+        ReplayOptions { every: None },
+        &|_| {},
+    )
+    .unwrap();
+    assert_eq!(replays.len(), builds.len());
+    for ((build, allocator), replay) in builds.into_iter().zip(&replays) {
+        let options = LiveOptions {
+            every: 1,
+            allocator,
+            child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
+            keep: 5,
+        };
+        let live = replay_compare(path.as_path(), &options).unwrap();
+        assert!(
+            live.comparison.is_exact(),
+            "{}: {:?}",
+            build.name,
+            live.comparison.first
+        );
+        assert_eq!(replay.build, build.name);
+        assert_eq!(replay.events, live.final_stats.events, "{}", build.name);
+        assert_eq!(
+            replay.last.active, live.final_stats.active_bytes,
+            "{}",
+            build.name
+        );
+        assert!(replay.peak.active >= replay.last.active);
+    }
+}

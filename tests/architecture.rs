@@ -92,7 +92,7 @@ fn folders_import_only_what_architecture_md_allows() {
             &["sim", "trace", "live", "check", "report", "cli"],
         ),
         ("containers", &["sim", "live", "check", "report", "cli"]),
-        ("whatif", &["live", "check", "report", "cli"]),
+        ("whatif", &["live", "check", "analysis", "report", "cli"]),
         ("advise", &["whatif", "report", "cli"]),
         ("blame", &["live", "check", "whatif", "report", "cli"]),
         (
@@ -102,7 +102,9 @@ fn folders_import_only_what_architecture_md_allows() {
         ("check", &["report", "whatif", "charts", "cli"]),
         (
             "analysis",
-            &["live", "check", "whatif", "report", "charts", "cli"],
+            &[
+                "live", "check", "advise", "blame", "report", "charts", "cli",
+            ],
         ),
         ("validate", &["report", "cli"]),
         ("experiments", &["cli"]),

@@ -1,8 +1,9 @@
 //! The one pass: every setting's process model ([`super::setting_run`]) fed by the engine,
 //! and the settings ranked by one objective ([`Objective`]).
 
-use super::setting_run::{PeakParts, SettingRun};
+use super::setting_run::{PeakParts, SettingModel, SettingRun};
 use super::{Objective, Setting};
+use crate::analysis::{self, Analysis};
 use crate::engine::{self, RunError};
 use crate::process::{DecayClock, Metadata, ProcessError};
 use crate::progress::Progress;
@@ -138,6 +139,9 @@ pub enum AdviseError {
     NoSettings,
     #[error("live check of '{setting}': {message}")]
     Live { setting: String, message: String },
+    /// Not a setting's own error (none is known today: kept, not lost, should one arise).
+    #[error(transparent)]
+    Analysis(anyhow::Error),
 }
 
 /// Replays `records` once under every setting (the first is the baseline every change is against),
@@ -195,36 +199,40 @@ where
     if settings.is_empty() {
         return Err(RunError::Consumer(AdviseError::NoSettings));
     }
-    let model_error = |i: usize, source| AdviseError::Model {
-        setting: settings[i].label(),
-        source,
-    };
-    let mut runs = settings
+    let analyses = settings
         .iter()
-        .enumerate()
-        .map(|(i, s)| {
+        .map(|s| {
             SettingRun::new(s, machine.cpus, machine.clock, machine.metadata())
-                .map_err(|e| model_error(i, e))
+                .map(|run| Box::new(SettingModel::new(run, s.clone())) as Box<dyn Analysis>)
+                .map_err(|source| AdviseError::Model {
+                    setting: s.label(),
+                    source,
+                })
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(RunError::Consumer)?;
-    match engine::run(open().map_err(RunError::Trace)?, &mut runs, &|n| {
+    // One pass, one analysis per setting, each on a thread of its own.
+    let findings = analysis::run_stream(open().map_err(RunError::Trace)?, analyses, &|n| {
         progress.advance(n)
-    }) {
-        Ok(_) => {}
-        Err(RunError::Consumer(e)) => {
-            // The engine reports the first error by consumer order; name that setting.
-            let i = runs.iter().position(|r| r.failed).unwrap_or(0);
-            return Err(RunError::Consumer(model_error(i, e)));
-        }
-        Err(RunError::Trace(e)) => return Err(RunError::Trace(e)),
-    }
-    let results: Vec<SettingResult> = runs
+    })
+    .map_err(|e| match e {
+        RunError::Trace(e) => RunError::Trace(e),
+        RunError::Consumer(e) => RunError::Consumer(setting_error(e)),
+    })?;
+    let results: Vec<SettingResult> = findings
         .into_iter()
-        .zip(&settings)
-        .map(|(r, s)| r.finish(s.clone()))
+        .filter_map(|f| f.result::<SettingResult>())
         .collect();
     Ok(ranked(results, machine.cpus, skipped))
+}
+
+/// A setting's analysis failed: its [`AdviseError`] (every error a [`SettingModel`] gives
+/// is one).
+fn setting_error(e: anyhow::Error) -> AdviseError {
+    match e.downcast::<AdviseError>() {
+        Ok(e) => e,
+        Err(e) => AdviseError::Analysis(e),
+    }
 }
 
 /// Whether every record of the stream has its time (read up to the first without).

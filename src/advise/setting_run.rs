@@ -56,8 +56,6 @@ pub(super) struct SettingRun {
     summary: ProcessSummary,
     at_peak: PeakParts,
     time: TimeMean,
-    /// The model refused a record (to name the setting in the error).
-    pub(super) failed: bool,
 }
 
 /// The time-weighted mean: the state after each record holds until the next record's time.
@@ -122,7 +120,6 @@ impl SettingRun {
             summary: ProcessSummary::default(),
             at_peak: PeakParts::default(),
             time: TimeMean::default(),
-            failed: false,
         })
     }
 
@@ -163,10 +160,7 @@ impl SettingRun {
     }
 
     fn apply(&mut self, record: &Record, time: Option<u64>) -> Result<(), ProcessError> {
-        if let Err(e) = self.model.apply(record) {
-            self.failed = true;
-            return Err(e);
-        }
+        self.model.apply(record)?;
         self.observe(time);
         Ok(())
     }
@@ -198,6 +192,57 @@ impl RecordConsumer for SettingRun {
         }
         let time = record.time_ns();
         self.apply(record, time)
+    }
+}
+
+/// One setting's process model as an analysis (`crate::analysis`): `advise` runs one per
+/// setting in one pass; its finding's result is the setting's [`SettingResult`], its
+/// summary the advice table's figures for that setting. A record the model refuses is an
+/// [`super::AdviseError::Model`] naming the setting.
+pub(crate) struct SettingModel {
+    run: SettingRun,
+    setting: Setting,
+}
+
+impl SettingModel {
+    pub(super) fn new(run: SettingRun, setting: Setting) -> Self {
+        SettingModel { run, setting }
+    }
+}
+
+impl crate::analysis::Analysis for SettingModel {
+    fn record(&mut self, record: &Record) -> anyhow::Result<()> {
+        self.run.record(record).map_err(|source| {
+            anyhow::Error::new(super::AdviseError::Model {
+                setting: self.setting.label(),
+                source,
+            })
+        })
+    }
+
+    fn finish(self: Box<Self>) -> anyhow::Result<crate::analysis::Finding> {
+        let label = self.setting.label();
+        let result = self.run.finish(self.setting);
+        let mut summary = crate::export::Summary::new(format!("setting {label}"));
+        summary
+            .field("setting", "setting", label.as_str())
+            .field("narenas", "arenas", u64::from(result.narenas))
+            .field(
+                "peak_resident_bytes",
+                "peak resident bytes",
+                result.peak_resident_bytes,
+            )
+            .field(
+                "peak_active_bytes",
+                "peak active bytes",
+                result.peak_active_bytes,
+            )
+            .field(
+                "final_active_bytes",
+                "final active bytes",
+                result.final_active_bytes,
+            );
+        Ok(crate::analysis::Finding::new(summary, result))
     }
 }
 

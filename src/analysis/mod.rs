@@ -9,16 +9,18 @@
 //! option asks for it.
 
 pub(crate) mod arena;
+pub(crate) mod builds;
 pub(crate) mod process;
 
 pub use arena::ActiveBytes;
 pub use arena::OneArena;
+pub use builds::{build_replays, BuildModel};
 pub use process::ProcessModel;
 pub use process::ProcessModelRun;
 
-use crate::engine::{self, RecordConsumer, RunError};
+use crate::engine::{self, Consumer, RunError};
 use crate::export::Summary;
-use crate::trace::{Record, TraceError};
+use crate::trace::{Call, Control, Record, TraceError};
 use anyhow::{Context, Result};
 use std::any::Any;
 use std::path::Path;
@@ -97,6 +99,15 @@ pub trait Analysis: Send {
     /// The next call, thread exit, mapping or `mallctl` write (sites are not passed on: a
     /// call carries its site's id).
     fn record(&mut self, record: &Record) -> Result<()>;
+    /// Calls `first`, `first + 1`, ... (1-based over calls) in a row, as the engine decodes
+    /// them a batch at a time: by default each as a record; an analysis that steps on calls
+    /// alone takes the slice whole (one virtual call per batch, not per call).
+    fn calls(&mut self, first: u64, calls: &[Call]) -> Result<()> {
+        let _ = first;
+        calls
+            .iter()
+            .try_for_each(|c| self.record(&Record::Call(*c)))
+    }
     /// The result and its summary.
     fn finish(self: Box<Self>) -> Result<Finding>;
 }
@@ -125,17 +136,83 @@ impl Finding {
 /// An analysis as the engine's consumer.
 struct Sink(Box<dyn Analysis>);
 
-impl RecordConsumer for Sink {
+impl Consumer for Sink {
     type Error = anyhow::Error;
 
-    fn record(&mut self, record: &Record) -> Result<()> {
-        self.0.record(record)
+    fn call(&mut self, index: u64, call: &Call) -> Result<()> {
+        self.0.calls(index, std::slice::from_ref(call))
+    }
+
+    fn calls(&mut self, first: u64, calls: &[Call]) -> Result<()> {
+        self.0.calls(first, calls)
+    }
+
+    fn thread_exit_at(&mut self, thread: u32, _index: u64, time_ns: Option<u64>) -> Result<()> {
+        self.0.record(&Record::ThreadExit { thread, time_ns })
+    }
+
+    fn mapping(&mut self, addr: u64, len: u64) -> Result<()> {
+        self.0.record(&Record::Mapping { addr, len })
+    }
+
+    fn control(
+        &mut self,
+        thread: u32,
+        _index: u64,
+        time_ns: Option<u64>,
+        control: Control,
+    ) -> Result<()> {
+        self.0.record(&Record::Control {
+            thread,
+            time_ns,
+            control,
+        })
     }
 }
 
 /// Runs every analysis over `source` in one pass; their findings in the same order.
 pub fn run(source: TraceSource<'_>, analyses: Vec<Box<dyn Analysis>>) -> Result<Vec<Finding>> {
-    run_with_time_scale(source, 1.0, analyses)
+    run_with_progress(source, analyses, &|_| {})
+}
+
+/// [`run`], telling `progress` of the calls read (once per batch, whatever the number of
+/// analyses). A file is decoded a batch at a time straight into the engine's buffers
+/// ([`engine::run_trace`]); records in memory go through [`engine::run`].
+pub fn run_with_progress(
+    source: TraceSource<'_>,
+    analyses: Vec<Box<dyn Analysis>>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<Finding>> {
+    let mut sinks: Vec<Sink> = analyses.into_iter().map(Sink).collect();
+    let ran = match source {
+        TraceSource::File(path) => {
+            engine::run_trace(crate::trace::open(path)?, &mut sinks, progress).map(drop)
+        }
+        TraceSource::Records(records) => engine::run(
+            records.iter().cloned().map(Ok::<Record, TraceError>),
+            &mut sinks,
+            progress,
+        )
+        .map(drop),
+    };
+    ran.map_err(|e| run_error(e, &source))?;
+    finish(sinks)
+}
+
+/// [`run`] over any stream of records (a caller's own reading of a trace: `advise` reads a
+/// file as a stream it opened), telling `progress` of the calls read; the error is the
+/// stream's (`RunError::Trace`) or the first analysis's in trace order.
+pub(crate) fn run_stream<I, E>(
+    records: I,
+    analyses: Vec<Box<dyn Analysis>>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<Finding>, RunError<anyhow::Error, E>>
+where
+    I: IntoIterator<Item = Result<Record, E>>,
+{
+    let mut sinks: Vec<Sink> = analyses.into_iter().map(Sink).collect();
+    engine::run(records, &mut sinks, progress)?;
+    finish(sinks).map_err(RunError::Consumer)
 }
 
 /// [`run`] with the trace's times multiplied by `factor` from its first time on
@@ -145,12 +222,23 @@ pub(crate) fn run_with_time_scale(
     factor: f64,
     analyses: Vec<Box<dyn Analysis>>,
 ) -> Result<Vec<Finding>> {
+    if factor == 1.0 {
+        return run(source, analyses);
+    }
     let mut sinks: Vec<Sink> = analyses.into_iter().map(Sink).collect();
     let records = crate::process::scaled_records(source.records()?, factor);
-    engine::run(records, &mut sinks, &|_| {}).map_err(|e| match e {
+    engine::run(records, &mut sinks, &|_| {}).map_err(|e| run_error(e, &source))?;
+    finish(sinks)
+}
+
+fn run_error(e: RunError<anyhow::Error>, source: &TraceSource<'_>) -> anyhow::Error {
+    match e {
         RunError::Trace(e) => anyhow::Error::from(e).context(format!("reading {}", source.name())),
         RunError::Consumer(e) => e,
-    })?;
+    }
+}
+
+fn finish(sinks: Vec<Sink>) -> Result<Vec<Finding>> {
     sinks
         .into_iter()
         .map(|s| s.0.finish())

@@ -2,10 +2,11 @@
 //! timeline with a build column. Everything is checked before the replay starts.
 
 use super::{AllocatorArgs, OutputArgs};
+use crate::analysis::{build_replays, TraceSource};
 use crate::export::{write_atomic, Csv, TableFormat};
 use crate::whatif::{
-    class_table, figures, modify_builds, replay_trace, timeline_table, trace_events, whatif_table,
-    Build, ReplayOptions,
+    class_table, figures, modify_builds, timeline_table, trace_events, whatif_table, Build,
+    ReplayOptions,
 };
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -206,9 +207,13 @@ pub fn run(
         (None, false, true) => Some(crate::whatif::chart_every(events)),
     };
     let progress = Progress::new(events * builds.len() as u64);
-    let replays = replay_trace(trace, builds, ReplayOptions { every }, &|n| {
-        progress.advance(n)
-    })?;
+    // One pass, one analysis per build, each on a thread of its own.
+    let replays = build_replays(
+        TraceSource::File(trace),
+        builds,
+        ReplayOptions { every },
+        &|n| progress.advance(n),
+    )?;
     progress.bar.finish_and_clear();
 
     let program = trace

@@ -2,12 +2,13 @@
 //! jemalloc builds, the classes losing the most bytes, three charts and the live check.
 
 use super::Written;
+use crate::analysis::{build_replays, TraceSource};
 use crate::charts::write_chart;
 use crate::check::arena_replay::{replay_compare, LiveOptions};
 use crate::export::{write_atomic, Markdown, Table, TableFormat};
 use crate::whatif::{
-    chart_every, class_table, figures, parse_builds, replay_trace, trace_events, whatif_table,
-    Build, BuildReplay, ReplayOptions, REPORT_BUILDS,
+    chart_every, class_table, figures, parse_builds, trace_events, whatif_table, Build,
+    BuildReplay, ReplayOptions, REPORT_BUILDS,
 };
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -291,8 +292,8 @@ pub(crate) fn trace_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// the live jemalloc.
 pub(crate) fn replay_program(path: &Path, options: &ProgramsOptions) -> Result<ProgramReplays> {
     let events = trace_events(path)?;
-    let replays = replay_trace(
-        path,
+    let replays = build_replays(
+        TraceSource::File(path),
         &options.builds,
         ReplayOptions {
             every: Some(chart_every(events)),

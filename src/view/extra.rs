@@ -2,9 +2,10 @@
 //! routing search's table (or why there is none), every preset build.
 
 use super::{open, ViewError, ViewSpec};
+use crate::analysis::{build_replays, TraceSource};
 use crate::engine::RunError;
 use crate::export::Table;
-use crate::whatif::{replay_trace, whatif_table, Build, ReplayOptions};
+use crate::whatif::{whatif_table, Build, ReplayOptions};
 use std::path::Path;
 
 /// Sites `--with routes` searches for at most (`advise --routes`'s default K).
@@ -92,8 +93,13 @@ fn builds(path: &Path) -> Result<Table, ViewError> {
         .iter()
         .map(|p| Build::new(p.name(), p.config()))
         .collect();
-    let replays = replay_trace(path, &builds, ReplayOptions { every: None }, &|_| {})
-        .map_err(|e| ViewError::Model(e.to_string()))?;
+    let replays = build_replays(
+        TraceSource::File(path),
+        &builds,
+        ReplayOptions { every: None },
+        &|_| {},
+    )
+    .map_err(|e| ViewError::Model(e.to_string()))?;
     Ok(whatif_table(
         "every preset build, one arena without thread cache (fragsim replay --preset ...)",
         &replays,

@@ -11,13 +11,14 @@ pub use band::Band;
 pub use extra::{Extra, Section};
 pub use html::render;
 
+use crate::analysis::{build_replays, TraceSource};
 use crate::blame::{blame_moments, blame_table, folded_lines, At, BlameError, BlameSpec};
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::export::Table;
 use crate::process::{DecayClock, ProcessOptions, ProcessRun};
 use crate::sizeclass::{build_title, AllocatorConfig};
 use crate::trace::{Record, TraceError};
-use crate::whatif::{class_table, replay_trace, Build, ReplayOptions};
+use crate::whatif::{class_table, Build, ReplayOptions};
 use std::path::Path;
 
 /// What the page is of and how the trace is modelled.
@@ -354,8 +355,13 @@ fn blame_spec(spec: &ViewSpec, at: At) -> BlameSpec {
 /// The one-arena model's size classes (no thread cache), most bytes lost at its peak first.
 fn classes(path: &Path, spec: &ViewSpec) -> Result<Table, ViewError> {
     let build = Build::new(crate::sizeclass::build_name(&spec.config), spec.config);
-    let replays = replay_trace(path, &[build], ReplayOptions { every: None }, &|_| {})
-        .map_err(|e| ViewError::Model(e.to_string()))?;
+    let replays = build_replays(
+        TraceSource::File(path),
+        &[build],
+        ReplayOptions { every: None },
+        &|_| {},
+    )
+    .map_err(|e| ViewError::Model(e.to_string()))?;
     Ok(class_table(
         "size classes at the one-arena model's active peak (no thread cache)",
         &replays[0],

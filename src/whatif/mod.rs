@@ -25,7 +25,7 @@ pub use replay::ReplayOptions;
 pub use replay::SlabTurnover;
 pub use replay::Totals;
 pub use replay::WhatifModel;
-pub(crate) use source::replay_trace;
+pub(crate) use replay::{BuildRun, ReplayError};
 pub(crate) use source::trace_events;
 pub use source::EventStream;
 pub use tables::class_table;

@@ -3,8 +3,8 @@
 
 use super::builds::Build;
 use super::replay::{BuildReplay, BuildRun, ReplayError, ReplayOptions, WhatifModel};
-use crate::engine::{run, run_trace, RunError};
-use crate::trace::{Call, Event, OpenedTrace, Record};
+use crate::engine::{run, RunError};
+use crate::trace::{Call, Event, Record};
 
 /// Replays the events `open_events` yields under every build; rows keep the order of
 /// `builds`. `progress` hears events done, summed over builds.
@@ -26,21 +26,6 @@ where
         .map(|e| e.map(|e| Record::Call(Call::plain(e))));
     let n = builds.len() as u64;
     run(records, &mut runs, &|done| progress(done * n)).map_err(run_error)?;
-    Ok(runs.into_iter().map(BuildRun::finish).collect())
-}
-
-/// [`replay_builds`] over the trace `open` opens, decoded a batch at a time straight into the
-/// engine's buffers (`crate::engine::run_trace`): the same rows and errors, a cheaper read.
-pub(crate) fn replay_opened<A: WhatifModel + Send>(
-    builds: &[Build],
-    new_arena: impl Fn(&Build) -> Result<A, ReplayError>,
-    open: impl FnOnce() -> Result<OpenedTrace, ReplayError>,
-    options: ReplayOptions,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<Vec<BuildReplay>, ReplayError> {
-    let mut runs = new_runs(builds, new_arena, options)?;
-    let n = builds.len() as u64;
-    run_trace(open()?, &mut runs, &|done| progress(done * n)).map_err(run_error)?;
     Ok(runs.into_iter().map(BuildRun::finish).collect())
 }
 

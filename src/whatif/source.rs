@@ -1,9 +1,7 @@
-//! The what-if run on a trace file with the exact arena model: what the CLI and the report
-//! call.
+//! The exact arena model as a what-if model, and a trace file's call count (the analysis
+//! `crate::analysis::BuildModel` runs the builds over the file).
 
-use super::builds::Build;
-use super::multi::replay_opened;
-use super::replay::{BuildReplay, ReplayError, ReplayOptions, SlabTurnover, Totals, WhatifModel};
+use super::replay::{ReplayError, SlabTurnover, Totals, WhatifModel};
 use crate::sim::{ArenaModel, SimError};
 pub use crate::trace::EventStream;
 use crate::trace::{Event, TraceError};
@@ -57,27 +55,4 @@ pub fn trace_events(path: &Path) -> Result<u64, ReplayError> {
         count += 1;
     }
     Ok(count)
-}
-
-/// Replays the trace at `path` under every build with [`crate::sim::ArenaModel`], each build on
-/// a thread of its own, from one read of the trace; rows keep the order of `builds`. `progress` hears events done, summed over
-/// builds (the total is `builds.len() * header.events`).
-pub fn replay_trace(
-    path: &Path,
-    builds: &[Build],
-    options: ReplayOptions,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<Vec<BuildReplay>, ReplayError> {
-    replay_opened(
-        builds,
-        |build| {
-            ArenaModel::new(build.config).map_err(|e| ReplayError::Model {
-                build: build.name.clone(),
-                source: Box::new(e),
-            })
-        },
-        || crate::trace::open(path).map_err(trace_error),
-        options,
-        progress,
-    )
 }
