@@ -139,9 +139,6 @@ pub enum AdviseError {
     NoSettings,
     #[error("live check of '{setting}': {message}")]
     Live { setting: String, message: String },
-    /// Not a setting's own error (none is known today: kept, not lost, should one arise).
-    #[error(transparent)]
-    Analysis(anyhow::Error),
 }
 
 /// Replays `records` once under every setting (the first is the baseline every change is against),
@@ -203,7 +200,9 @@ where
         .iter()
         .map(|s| {
             SettingRun::new(s, machine.cpus, machine.clock, machine.metadata())
-                .map(|run| Box::new(SettingModel::new(run, s.clone())) as Box<dyn Analysis>)
+                .map(|run| {
+                    Box::new(SettingModel::new(run, s.clone())) as Box<dyn Analysis<AdviseError>>
+                })
                 .map_err(|source| AdviseError::Model {
                     setting: s.label(),
                     source,
@@ -214,25 +213,12 @@ where
     // One pass, one analysis per setting, each on a thread of its own.
     let findings = analysis::run_stream(open().map_err(RunError::Trace)?, analyses, &|n| {
         progress.advance(n)
-    })
-    .map_err(|e| match e {
-        RunError::Trace(e) => RunError::Trace(e),
-        RunError::Consumer(e) => RunError::Consumer(setting_error(e)),
     })?;
     let results: Vec<SettingResult> = findings
         .into_iter()
         .filter_map(|f| f.result::<SettingResult>())
         .collect();
     Ok(ranked(results, machine.cpus, skipped))
-}
-
-/// A setting's analysis failed: its [`AdviseError`] (every error a [`SettingModel`] gives
-/// is one).
-fn setting_error(e: anyhow::Error) -> AdviseError {
-    match e.downcast::<AdviseError>() {
-        Ok(e) => e,
-        Err(e) => AdviseError::Analysis(e),
-    }
 }
 
 /// Whether every record of the stream has its time (read up to the first without).

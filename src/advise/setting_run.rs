@@ -1,7 +1,7 @@
 //! One setting's process model as an engine consumer: its peak, its means (over records,
 //! over the trace's time, resident) and the active bytes at the peak taken apart.
 
-use super::{Setting, SettingResult};
+use super::{AdviseError, Setting, SettingResult};
 use crate::engine::RecordConsumer;
 use crate::process::{DecayClock, Metadata, Process, ProcessError, ProcessSummary};
 use crate::sizeclass::SizeClasses;
@@ -198,7 +198,7 @@ impl RecordConsumer for SettingRun {
 /// One setting's process model as an analysis (`crate::analysis`): `advise` runs one per
 /// setting in one pass; its finding's result is the setting's [`SettingResult`], its
 /// summary the advice table's figures for that setting. A record the model refuses is an
-/// [`super::AdviseError::Model`] naming the setting.
+/// [`AdviseError::Model`] naming the setting.
 pub(crate) struct SettingModel {
     run: SettingRun,
     setting: Setting,
@@ -210,17 +210,17 @@ impl SettingModel {
     }
 }
 
-impl crate::analysis::Analysis for SettingModel {
-    fn record(&mut self, record: &Record) -> anyhow::Result<()> {
-        self.run.record(record).map_err(|source| {
-            anyhow::Error::new(super::AdviseError::Model {
+impl crate::analysis::Analysis<AdviseError> for SettingModel {
+    fn record(&mut self, record: &Record) -> Result<(), AdviseError> {
+        self.run
+            .record(record)
+            .map_err(|source| AdviseError::Model {
                 setting: self.setting.label(),
                 source,
             })
-        })
     }
 
-    fn finish(self: Box<Self>) -> anyhow::Result<crate::analysis::Finding> {
+    fn finish(self: Box<Self>) -> Result<crate::analysis::Finding, AdviseError> {
         let label = self.setting.label();
         let result = self.run.finish(self.setting);
         let mut summary = crate::export::Summary::new(format!("setting {label}"));

@@ -21,7 +21,7 @@ pub use process::ProcessModelRun;
 use crate::engine::{self, Consumer, RunError};
 use crate::export::Summary;
 use crate::trace::{Call, Control, Record, TraceError};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::any::Any;
 use std::path::Path;
 
@@ -94,22 +94,24 @@ impl<'a> TraceSource<'a> {
     }
 }
 
-/// One way of looking at a trace: the records in trace order, then its finding.
-pub trait Analysis: Send {
+/// One way of looking at a trace: the records in trace order, then its finding. Its errors
+/// are `E`: any error by default; a library step whose errors are typed (advise's settings,
+/// the routing what-if's rule sets) names its own type, and [`run_stream`] gives it back.
+pub trait Analysis<E = anyhow::Error>: Send {
     /// The next call, thread exit, mapping or `mallctl` write (sites are not passed on: a
     /// call carries its site's id).
-    fn record(&mut self, record: &Record) -> Result<()>;
+    fn record(&mut self, record: &Record) -> Result<(), E>;
     /// Calls `first`, `first + 1`, ... (1-based over calls) in a row, as the engine decodes
     /// them a batch at a time: by default each as a record; an analysis that steps on calls
     /// alone takes the slice whole (one virtual call per batch, not per call).
-    fn calls(&mut self, first: u64, calls: &[Call]) -> Result<()> {
+    fn calls(&mut self, first: u64, calls: &[Call]) -> Result<(), E> {
         let _ = first;
         calls
             .iter()
             .try_for_each(|c| self.record(&Record::Call(*c)))
     }
     /// The result and its summary.
-    fn finish(self: Box<Self>) -> Result<Finding>;
+    fn finish(self: Box<Self>) -> Result<Finding, E>;
 }
 
 /// What an analysis found: its summary (named fields) and its result, whose type the
@@ -134,24 +136,24 @@ impl Finding {
 }
 
 /// An analysis as the engine's consumer.
-struct Sink(Box<dyn Analysis>);
+struct Sink<E>(Box<dyn Analysis<E>>);
 
-impl Consumer for Sink {
-    type Error = anyhow::Error;
+impl<E: Send> Consumer for Sink<E> {
+    type Error = E;
 
-    fn call(&mut self, index: u64, call: &Call) -> Result<()> {
+    fn call(&mut self, index: u64, call: &Call) -> Result<(), E> {
         self.0.calls(index, std::slice::from_ref(call))
     }
 
-    fn calls(&mut self, first: u64, calls: &[Call]) -> Result<()> {
+    fn calls(&mut self, first: u64, calls: &[Call]) -> Result<(), E> {
         self.0.calls(first, calls)
     }
 
-    fn thread_exit_at(&mut self, thread: u32, _index: u64, time_ns: Option<u64>) -> Result<()> {
+    fn thread_exit_at(&mut self, thread: u32, _index: u64, time_ns: Option<u64>) -> Result<(), E> {
         self.0.record(&Record::ThreadExit { thread, time_ns })
     }
 
-    fn mapping(&mut self, addr: u64, len: u64) -> Result<()> {
+    fn mapping(&mut self, addr: u64, len: u64) -> Result<(), E> {
         self.0.record(&Record::Mapping { addr, len })
     }
 
@@ -161,7 +163,7 @@ impl Consumer for Sink {
         _index: u64,
         time_ns: Option<u64>,
         control: Control,
-    ) -> Result<()> {
+    ) -> Result<(), E> {
         self.0.record(&Record::Control {
             thread,
             time_ns,
@@ -183,7 +185,7 @@ pub fn run_with_progress(
     analyses: Vec<Box<dyn Analysis>>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<Finding>> {
-    let mut sinks: Vec<Sink> = analyses.into_iter().map(Sink).collect();
+    let mut sinks: Vec<Sink<anyhow::Error>> = analyses.into_iter().map(Sink).collect();
     let ran = match source {
         TraceSource::File(path) => {
             engine::run_trace(crate::trace::open(path)?, &mut sinks, progress).map(drop)
@@ -202,15 +204,15 @@ pub fn run_with_progress(
 /// [`run`] over any stream of records (a caller's own reading of a trace: `advise` reads a
 /// file as a stream it opened), telling `progress` of the calls read; the error is the
 /// stream's (`RunError::Trace`) or the first analysis's in trace order.
-pub(crate) fn run_stream<I, E>(
+pub(crate) fn run_stream<A: Send, I, E>(
     records: I,
-    analyses: Vec<Box<dyn Analysis>>,
+    analyses: Vec<Box<dyn Analysis<A>>>,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Vec<Finding>, RunError<anyhow::Error, E>>
+) -> Result<Vec<Finding>, RunError<A, E>>
 where
     I: IntoIterator<Item = Result<Record, E>>,
 {
-    let mut sinks: Vec<Sink> = analyses.into_iter().map(Sink).collect();
+    let mut sinks: Vec<Sink<A>> = analyses.into_iter().map(Sink).collect();
     engine::run(records, &mut sinks, progress)?;
     finish(sinks).map_err(RunError::Consumer)
 }
@@ -225,7 +227,7 @@ pub(crate) fn run_with_time_scale(
     if factor == 1.0 {
         return run(source, analyses);
     }
-    let mut sinks: Vec<Sink> = analyses.into_iter().map(Sink).collect();
+    let mut sinks: Vec<Sink<anyhow::Error>> = analyses.into_iter().map(Sink).collect();
     let records = crate::process::scaled_records(source.records()?, factor);
     engine::run(records, &mut sinks, &|_| {}).map_err(|e| run_error(e, &source))?;
     finish(sinks)
@@ -238,10 +240,6 @@ fn run_error(e: RunError<anyhow::Error>, source: &TraceSource<'_>) -> anyhow::Er
     }
 }
 
-fn finish(sinks: Vec<Sink>) -> Result<Vec<Finding>> {
-    sinks
-        .into_iter()
-        .map(|s| s.0.finish())
-        .collect::<Result<_>>()
-        .context("finishing an analysis")
+fn finish<E>(sinks: Vec<Sink<E>>) -> Result<Vec<Finding>, E> {
+    sinks.into_iter().map(|s| s.0.finish()).collect()
 }

@@ -11,12 +11,13 @@
 pub(crate) use super::arena_child::parse_config;
 pub use super::arena_child::serve_child;
 use super::arena_child::{ChildAllocator, ChildReplay};
-use crate::engine::{self, Consumer, RunError};
+use crate::analysis::{self, Analysis, Finding};
+use crate::engine::RunError;
 use crate::live::ctl::read_bool;
 use crate::live::Api;
 use crate::progress::Progress;
 use crate::sim::{compare, ArenaModel, ArenaStats, Comparison, Snapshot};
-use crate::sizeclass::AllocatorConfig;
+use crate::sizeclass::{build_title, AllocatorConfig};
 use crate::trace::{Call, Event, Record, TraceError};
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -246,19 +247,26 @@ fn compare_records(
         true => Some(trace.for_child()?),
         false => None,
     };
-    let mut runs = Vec::with_capacity(builds.len());
+    let mut runs: Vec<Box<dyn Analysis>> = Vec::with_capacity(builds.len());
     for (place, (name, _)) in places.into_iter().zip(builds) {
         let label = name.map(|n| format!("build '{n}'"));
         let mut run =
             ArenaCompare::start(place, input.as_ref(), options).map_err(|e| labelled(e, &label))?;
         run.label = label;
-        runs.push(run);
+        runs.push(Box::new(run));
     }
-    engine::run(records, &mut runs, &|n| progress.advance(n)).map_err(|e| match e {
-        RunError::Trace(e) => anyhow::Error::from(e),
-        RunError::Consumer(e) => e,
-    })?;
-    runs.into_iter().map(ArenaCompare::finish).collect()
+    // One pass, one analysis per build, each on a thread of its own.
+    analysis::run_stream(records, runs, &|n| progress.advance(n))
+        .map_err(|e| match e {
+            RunError::Trace(e) => anyhow::Error::from(e),
+            RunError::Consumer(e) => e,
+        })?
+        .into_iter()
+        .map(|f| {
+            f.result::<LiveComparison>()
+                .context("a live comparison's finding")
+        })
+        .collect()
 }
 
 fn labelled(e: anyhow::Error, label: &Option<String>) -> anyhow::Error {
@@ -308,11 +316,32 @@ struct ArenaCompare {
     label: Option<String>,
 }
 
-impl Consumer for ArenaCompare {
-    type Error = anyhow::Error;
+/// The comparison as an analysis: its finding's result is the [`LiveComparison`], its
+/// summary the comparison's named fields ([`Comparison::summary`]).
+impl Analysis for ArenaCompare {
+    fn record(&mut self, record: &Record) -> Result<()> {
+        match record {
+            Record::Call(call) => self.step(call).map_err(|e| labelled(e, &self.label)),
+            _ => Ok(()),
+        }
+    }
 
-    fn call(&mut self, _index: u64, call: &Call) -> Result<()> {
-        self.step(call).map_err(|e| labelled(e, &self.label))
+    fn calls(&mut self, _first: u64, calls: &[Call]) -> Result<()> {
+        calls
+            .iter()
+            .try_for_each(|c| self.step(c))
+            .map_err(|e| labelled(e, &self.label))
+    }
+
+    fn finish(self: Box<Self>) -> Result<Finding> {
+        let label = self.label.clone();
+        let title = match &label {
+            Some(l) => format!("{l}: model vs live {}", build_title(&self.config)),
+            None => format!("model vs live {}", build_title(&self.config)),
+        };
+        let result = self.end().map_err(|e| labelled(e, &label))?;
+        let summary = result.comparison.summary(title, result.final_stats.events);
+        Ok(Finding::new(summary, result))
     }
 }
 
@@ -362,11 +391,6 @@ impl ArenaCompare {
         };
         self.tally.push(self.model.snapshot(), measured);
         Ok(())
-    }
-
-    fn finish(self) -> Result<LiveComparison> {
-        let label = self.label.clone();
-        self.end().map_err(|e| labelled(e, &label))
     }
 
     fn end(mut self) -> Result<LiveComparison> {

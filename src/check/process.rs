@@ -18,7 +18,8 @@ use super::arena_replay::parse_config;
 pub use super::process_child::{run_process_child, ProcessChildOptions};
 pub(super) use super::process_line::parse_snapshot;
 pub use super::process_trace::ProcessTrace;
-use crate::engine::{self, RecordConsumer, RunError};
+use crate::analysis::{self, Analysis, Finding};
+use crate::engine::RunError;
 use crate::process::{
     compare_snapshots, DumpAt, Process, ProcessOptions, ProcessSnapshot, StartupResidue, StatsView,
 };
@@ -174,22 +175,17 @@ fn compare_observed(
             bail!("{e}: {}", err.trim());
         }
     };
-    let mut compare = [ProcessCompare::new(&header, options, lines, run)?];
-    engine::run(records, &mut compare, &|n| progress.advance(n)).map_err(|e| match e {
-        RunError::Trace(e) => anyhow::Error::from(e),
-        RunError::Consumer(e) => e,
-    })?;
-    let [mut run] = compare;
-    run.finish()?;
-    if let (Some(DumpAt::Event(n)), None) = (run.dump, &run.dumps) {
-        bail!("--at {n}: the trace has {} events", run.records);
-    }
-    let status = child.wait()?;
-    if !status.success() {
-        let err = stderr_of(&mut child);
-        bail!("the live process child failed: {}", err.trim());
-    }
-    Ok(run.result(&header))
+    let compare = ProcessCompare::new(header, options, lines, run, child)?;
+    let findings = analysis::run_stream(records, vec![Box::new(compare)], &|n| progress.advance(n))
+        .map_err(|e| match e {
+            RunError::Trace(e) => anyhow::Error::from(e),
+            RunError::Consumer(e) => e,
+        })?;
+    findings
+        .into_iter()
+        .next()
+        .and_then(|f| f.result::<ProcessLiveComparison>())
+        .context("the live process comparison's finding")
 }
 
 /// `jemalloc VERSION` for a release's own defaults, `PRESET (jemalloc VERSION)` for another
@@ -326,10 +322,28 @@ struct ProcessCompare {
     worst_resident: (u64, u64),
     dump: Option<DumpAt>,
     dumps: Option<Box<StatsDumps>>,
+    header: ChildHeader,
+    child: crate::cleanup::GuardedChild,
 }
 
-impl RecordConsumer for ProcessCompare {
-    type Error = anyhow::Error;
+/// The comparison as an analysis: its finding's result is the [`ProcessLiveComparison`]
+/// (after the child has exited well), its summary the comparison's named fields.
+impl Analysis for ProcessCompare {
+    fn finish(mut self: Box<Self>) -> Result<Finding> {
+        self.end()?;
+        if let (Some(DumpAt::Event(n)), None) = (self.dump, &self.dumps) {
+            bail!("--at {n}: the trace has {} events", self.records);
+        }
+        let status = self.child.wait()?;
+        if !status.success() {
+            let err = stderr_of(&mut self.child);
+            bail!("the live process child failed: {}", err.trim());
+        }
+        let result = self.result();
+        let title = format!("process model vs live {}", result.build);
+        let summary = result.comparison.summary(title, result.events);
+        Ok(Finding::new(summary, result))
+    }
 
     fn record(&mut self, record: &Record) -> Result<()> {
         // The recorded program's mappings are not where the live child's memory lies (the
@@ -346,10 +360,11 @@ impl RecordConsumer for ProcessCompare {
 
 impl ProcessCompare {
     fn new(
-        header: &ChildHeader,
+        header: ChildHeader,
         options: &ProcessOptions,
         lines: Lines,
         run: LiveRun,
+        child: crate::cleanup::GuardedChild,
     ) -> Result<Self> {
         let mut model_options = options.clone();
         model_options.narenas = Some(header.narenas);
@@ -375,6 +390,8 @@ impl ProcessCompare {
             worst_resident: (0, 0),
             dump: run.dump,
             dumps: None,
+            header,
+            child,
         })
     }
 
@@ -417,7 +434,7 @@ impl ProcessCompare {
     }
 
     /// The comparison after the last record, if it fell between two, then a dump at the end.
-    fn finish(&mut self) -> Result<()> {
+    fn end(&mut self) -> Result<()> {
         if !self.records.is_multiple_of(self.every) {
             self.compare()?;
         }
@@ -447,7 +464,8 @@ impl ProcessCompare {
         Ok(())
     }
 
-    fn result(self, header: &ChildHeader) -> ProcessLiveComparison {
+    fn result(self) -> ProcessLiveComparison {
+        let header = &self.header;
         ProcessLiveComparison {
             version: header.config.version.as_str().to_string(),
             build: live_build_title(&header.config),

@@ -298,31 +298,13 @@ pub(super) fn emit_comparison_record(
     }
 }
 
-/// A live comparison's named fields; the first mismatches in one text field.
+/// A live comparison's named fields ([`crate::sim::Comparison::summary`]).
 pub(super) fn comparison_record(
     title: String,
     events: u64,
     c: &crate::sim::Comparison,
 ) -> crate::export::Summary {
-    let mut r = crate::export::Summary::new(title);
-    r.field("events", "events", events)
-        .field("snapshots_compared", "snapshots compared", c.snapshots)
-        .field("values_compared", "values compared", c.values)
-        .field(
-            "snapshots_mismatched",
-            "snapshots mismatched",
-            c.mismatched_snapshots,
-        )
-        .field(
-            "values_mismatched",
-            "values mismatched",
-            c.mismatched_values,
-        );
-    if !c.first.is_empty() {
-        let first: Vec<String> = c.first.iter().map(|m| m.to_string()).collect();
-        r.field("first_mismatches", "first mismatches", first.join("; "));
-    }
-    r
+    c.summary(title, events)
 }
 
 /// The live allocator that runs `build`'s model, or why none on this machine does: the

@@ -20,7 +20,9 @@ pub use rules::{parse_routes, RouteRule, Selector};
 pub use search::{score, search_routes, RouteSearch, SearchError};
 pub use table::{advise_routes, change_cells, routes_table};
 
-use crate::engine::{self, RecordConsumer, RunError};
+use crate::analysis::{self, Analysis, Finding};
+use crate::engine::{RecordConsumer, RunError};
+use crate::export::Summary;
 use crate::process::{DecayClock, ProcessError, ProcessOptions, ProcessRun, ProcessSummary};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Record, SiteTable};
@@ -190,12 +192,37 @@ struct RoutedRun {
     run: ProcessRun,
 }
 
-impl RecordConsumer for RoutedRun {
-    type Error = ProcessError;
-
+/// One rule set's routed process model as an analysis: its finding's result is the set's
+/// [`SetResult`] (the model's summary and the objects each rule routed), its summary the
+/// model's peak figures.
+impl Analysis<ProcessError> for RoutedRun {
     fn record(&mut self, record: &Record) -> Result<(), ProcessError> {
         let routed = self.router.route(record);
         self.run.record(&routed)
+    }
+
+    fn finish(self: Box<Self>) -> Result<Finding, ProcessError> {
+        let rules = self.router.counts.len();
+        let result: SetResult = (self.run.finish().summary, self.router.counts);
+        let mut summary = Summary::new(format!("{rules} routing rules"));
+        summary
+            .field("rules", "rules", rules as u64)
+            .field(
+                "peak_active_bytes",
+                "peak active bytes",
+                result.0.peak_active_bytes,
+            )
+            .field(
+                "peak_resident_bytes",
+                "peak resident bytes",
+                result.0.peak_resident_bytes,
+            )
+            .field(
+                "routed_objects",
+                "objects routed",
+                result.1.iter().sum::<u64>(),
+            );
+        Ok(Finding::new(summary, result))
     }
 }
 
@@ -287,20 +314,18 @@ fn run_routers<E>(
     cpus: u32,
     clock: DecayClock,
 ) -> Result<Vec<SetResult>, RunError<ProcessError, E>> {
-    let mut runs = routers
+    let runs = routers
         .into_iter()
         .map(|router| {
-            Ok(RoutedRun {
-                router,
-                run: ProcessRun::new(config, options, cpus, clock, u64::MAX, None)?,
-            })
+            let run = ProcessRun::new(config, options, cpus, clock, u64::MAX, None)?;
+            Ok(Box::new(RoutedRun { router, run }) as Box<dyn Analysis<ProcessError>>)
         })
         .collect::<Result<Vec<_>, ProcessError>>()
         .map_err(RunError::Consumer)?;
-    engine::run(records, &mut runs, &|_| {})?;
-    Ok(runs
+    // One pass, one analysis per rule set, each on a thread of its own.
+    Ok(analysis::run_stream(records, runs, &|_| {})?
         .into_iter()
-        .map(|r| (r.run.finish().summary, r.router.counts))
+        .filter_map(|f| f.result::<SetResult>())
         .collect())
 }
 

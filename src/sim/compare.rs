@@ -56,6 +56,31 @@ impl Comparison {
         self.mismatched_values == 0
     }
 
+    /// A live comparison's named fields, the ones every command and report shows: `events`
+    /// replayed, snapshots and values compared and mismatched, and the first mismatches in
+    /// one text field when there are any.
+    pub fn summary(&self, title: impl Into<String>, events: u64) -> crate::export::Summary {
+        let mut r = crate::export::Summary::new(title);
+        r.field("events", "events", events)
+            .field("snapshots_compared", "snapshots compared", self.snapshots)
+            .field("values_compared", "values compared", self.values)
+            .field(
+                "snapshots_mismatched",
+                "snapshots mismatched",
+                self.mismatched_snapshots,
+            )
+            .field(
+                "values_mismatched",
+                "values mismatched",
+                self.mismatched_values,
+            );
+        if !self.first.is_empty() {
+            let first: Vec<String> = self.first.iter().map(|m| m.to_string()).collect();
+            r.field("first_mismatches", "first mismatches", first.join("; "));
+        }
+        r
+    }
+
     /// The first differing statistic as the validation tables show it (empty when exact).
     pub(crate) fn first_text(&self) -> String {
         self.first.first().map_or(String::new(), |m| m.to_string())
