@@ -214,10 +214,7 @@ where
     let findings = analysis::run_stream(open().map_err(RunError::Trace)?, analyses, &|n| {
         progress.advance(n)
     })?;
-    let results: Vec<SettingResult> = findings
-        .into_iter()
-        .filter_map(|f| f.result::<SettingResult>())
-        .collect();
+    let results: Vec<SettingResult> = analysis::results(findings);
     Ok(ranked(results, machine.cpus, skipped))
 }
 

@@ -14,6 +14,7 @@ pub(crate) mod process;
 
 pub use arena::ActiveBytes;
 pub use arena::OneArena;
+pub use arena::{ArenaReplay, ArenaTimeline};
 pub use builds::{build_replays, BuildModel};
 pub use process::ProcessModel;
 pub use process::ProcessModelRun;
@@ -135,10 +136,22 @@ impl Finding {
     }
 }
 
-/// An analysis as the engine's consumer.
-struct Sink<E>(Box<dyn Analysis<E>>);
+/// The results of findings whose analyses all give a `T` (a run of one kind of analysis,
+/// in order). A finding of another type is this crate's own mistake, never the input's.
+pub(crate) fn results<T: Any>(findings: Vec<Finding>) -> Vec<T> {
+    findings
+        .into_iter()
+        .map(|f| {
+            f.result()
+                .expect("an analysis's finding holds the type its analysis documents")
+        })
+        .collect()
+}
 
-impl<E: Send> Consumer for Sink<E> {
+/// An analysis as the engine's consumer.
+struct Sink<'a, E>(Box<dyn Analysis<E> + 'a>);
+
+impl<E: Send> Consumer for Sink<'_, E> {
     type Error = E;
 
     fn call(&mut self, index: u64, call: &Call) -> Result<(), E> {
@@ -185,7 +198,7 @@ pub fn run_with_progress(
     analyses: Vec<Box<dyn Analysis>>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<Finding>> {
-    let mut sinks: Vec<Sink<anyhow::Error>> = analyses.into_iter().map(Sink).collect();
+    let mut sinks: Vec<Sink<'_, anyhow::Error>> = analyses.into_iter().map(Sink).collect();
     let ran = match source {
         TraceSource::File(path) => {
             engine::run_trace(crate::trace::open(path)?, &mut sinks, progress).map(drop)
@@ -204,15 +217,15 @@ pub fn run_with_progress(
 /// [`run`] over any stream of records (a caller's own reading of a trace: `advise` reads a
 /// file as a stream it opened), telling `progress` of the calls read; the error is the
 /// stream's (`RunError::Trace`) or the first analysis's in trace order.
-pub(crate) fn run_stream<A: Send, I, E>(
+pub(crate) fn run_stream<'a, A: Send, I, E>(
     records: I,
-    analyses: Vec<Box<dyn Analysis<A>>>,
+    analyses: Vec<Box<dyn Analysis<A> + 'a>>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<Finding>, RunError<A, E>>
 where
     I: IntoIterator<Item = Result<Record, E>>,
 {
-    let mut sinks: Vec<Sink<A>> = analyses.into_iter().map(Sink).collect();
+    let mut sinks: Vec<Sink<'_, A>> = analyses.into_iter().map(Sink).collect();
     engine::run(records, &mut sinks, progress)?;
     finish(sinks).map_err(RunError::Consumer)
 }
@@ -227,7 +240,7 @@ pub(crate) fn run_with_time_scale(
     if factor == 1.0 {
         return run(source, analyses);
     }
-    let mut sinks: Vec<Sink<anyhow::Error>> = analyses.into_iter().map(Sink).collect();
+    let mut sinks: Vec<Sink<'_, anyhow::Error>> = analyses.into_iter().map(Sink).collect();
     let records = crate::process::scaled_records(source.records()?, factor);
     engine::run(records, &mut sinks, &|_| {}).map_err(|e| run_error(e, &source))?;
     finish(sinks)
@@ -240,6 +253,6 @@ fn run_error(e: RunError<anyhow::Error>, source: &TraceSource<'_>) -> anyhow::Er
     }
 }
 
-fn finish<E>(sinks: Vec<Sink<E>>) -> Result<Vec<Finding>, E> {
+fn finish<E>(sinks: Vec<Sink<'_, E>>) -> Result<Vec<Finding>, E> {
     sinks.into_iter().map(|s| s.0.finish()).collect()
 }

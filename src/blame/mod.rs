@@ -34,7 +34,9 @@ pub(crate) use table::headline;
 pub(crate) use table::waste_profile;
 pub(crate) use table::TABLE_DEPTH;
 
+use crate::analysis::{self, Analysis, Finding};
 use crate::engine::{self, RecordConsumer, RunError};
+use crate::export::Summary;
 use crate::process::{Process, ProcessError, ProcessOptions, ProcessSummary};
 use crate::sizeclass::AllocatorConfig;
 use crate::trace::{Event, Frame, Record, SiteId, SiteTable};
@@ -174,6 +176,19 @@ pub struct Blame {
 }
 
 impl Blame {
+    /// The blame's headline as named fields: the event, its active bytes and the waste
+    /// charged.
+    pub fn summary(&self) -> Summary {
+        let total = self.total();
+        let mut s = Summary::new(format!("blame at event {} of {}", self.event, self.events));
+        s.field("event", "event", self.event)
+            .field("active_bytes", "active bytes", self.active_bytes)
+            .field("charged_bytes", "charged bytes", total.charged_bytes())
+            .field("waste_bytes", "waste bytes", total.waste_bytes())
+            .field("lines", "lines", self.lines.len() as u64);
+        s
+    }
+
     /// The sum of every line.
     pub fn total(&self) -> Line {
         let mut t = Line::default();
@@ -270,7 +285,13 @@ where
         At::Peak => first.peak.map_or(1, |s| s.at_active_peak.events.max(1)),
     };
     let by_class = sites.is_empty();
-    let mut run = [Holders::new(spec).map_err(RunError::Consumer)?];
+    let at = BlameAt {
+        holders: Holders::new(spec).map_err(RunError::Consumer)?,
+        target,
+        events,
+        sites,
+        by_class,
+    };
     // Read up to the target event, not beyond (sites and mappings are not events).
     let mut n = 0u64;
     let upto = open().map_err(RunError::Trace)?.take_while(move |r| {
@@ -282,11 +303,32 @@ where
         }
         true
     });
-    engine::run(upto, &mut run, &|_| {})?;
-    let [holders] = run;
-    holders
-        .blame(target, events, sites, by_class)
-        .map_err(RunError::Consumer)
+    let findings = analysis::run_stream(upto, vec![Box::new(at)], &|_| {})?;
+    let mut blames = analysis::results::<Blame>(findings);
+    Ok(blames.remove(0))
+}
+
+/// The model charged at event `target` (its reading stops there), as an analysis: its
+/// finding's result is the [`Blame`].
+struct BlameAt {
+    holders: Holders,
+    target: u64,
+    events: u64,
+    sites: SiteTable,
+    by_class: bool,
+}
+
+impl Analysis<BlameError> for BlameAt {
+    fn record(&mut self, r: &Record) -> Result<(), BlameError> {
+        self.holders.record(r)
+    }
+
+    fn finish(self: Box<Self>) -> Result<Finding, BlameError> {
+        let blame = self
+            .holders
+            .blame(self.target, self.events, self.sites, self.by_class)?;
+        Ok(Finding::new(blame.summary(), blame))
+    }
 }
 
 impl Holders {
@@ -402,24 +444,20 @@ fn first_pass<E>(
         ),
         _ => None,
     };
-    let mut count = [Peak {
+    let count = Peak {
         events: 0,
         model,
         summary: ProcessSummary::default(),
-    }];
-    engine::run(records, &mut count, &|_| {})?;
+    };
+    let findings = analysis::run_stream(records, vec![Box::new(count)], &|_| {})?;
     if let Some(e) = site_error {
         return Err(RunError::Consumer(e));
     }
-    let [Peak {
-        events,
-        model,
-        summary,
-    }] = count;
+    let (events, peak) = analysis::results::<(u64, Option<ProcessSummary>)>(findings).remove(0);
     Ok(FirstPass {
         events,
         sites,
-        peak: model.map(|_| summary),
+        peak,
     })
 }
 
@@ -430,8 +468,22 @@ struct Peak {
     summary: ProcessSummary,
 }
 
-impl RecordConsumer for Peak {
-    type Error = BlameError;
+/// The first pass as an analysis: its finding's result is `(events, the model's summary
+/// when the peak is wanted)`.
+impl Analysis<BlameError> for Peak {
+    fn finish(self: Box<Self>) -> Result<Finding, BlameError> {
+        let mut summary = Summary::new("the blame's first reading");
+        summary.field("events", "events", self.events);
+        if self.model.is_some() {
+            summary.field(
+                "peak_active_bytes",
+                "peak active bytes",
+                self.summary.peak_active_bytes,
+            );
+        }
+        let peak = self.model.map(|_| self.summary);
+        Ok(Finding::new(summary, (self.events, peak)))
+    }
 
     fn record(&mut self, r: &Record) -> Result<(), BlameError> {
         if let Record::Mapping { .. } = r {

@@ -2,7 +2,9 @@
 //! first pass once, then one replay that charges the model's memory as it passes each event.
 
 use super::{first_pass, At, Blame, BlameError, BlameSpec, Holders};
-use crate::engine::{self, RecordConsumer, RunError};
+use crate::analysis::{self, Analysis, Finding};
+use crate::engine::{RecordConsumer, RunError};
+use crate::export::Summary;
 use crate::trace::{Record, SiteTable};
 
 /// The blame after each of `events` (1-based, calls, thread exits and controls, as
@@ -34,7 +36,7 @@ where
         }));
     }
     let by_class = first.sites.is_empty();
-    let mut run = [AtMoments {
+    let run = AtMoments {
         holders: Holders::new(spec).map_err(RunError::Consumer)?,
         n: 0,
         targets,
@@ -43,10 +45,13 @@ where
         sites: first.sites,
         by_class,
         out: Vec::new(),
-    }];
-    engine::run(open().map_err(RunError::Trace)?, &mut run, &|_| {})?;
-    let [done] = run;
-    Ok(done.out)
+    };
+    let findings = analysis::run_stream(
+        open().map_err(RunError::Trace)?,
+        vec![Box::new(run)],
+        &|_| {},
+    )?;
+    Ok(analysis::results::<Vec<Blame>>(findings).concat())
 }
 
 /// The blame's model, charged after each target event.
@@ -61,8 +66,13 @@ struct AtMoments {
     out: Vec<Blame>,
 }
 
-impl RecordConsumer for AtMoments {
-    type Error = BlameError;
+/// The moments as an analysis: its finding's result is the blames, in event order.
+impl Analysis<BlameError> for AtMoments {
+    fn finish(self: Box<Self>) -> Result<Finding, BlameError> {
+        let mut summary = Summary::new("blames at several moments");
+        summary.field("moments", "moments", self.out.len() as u64);
+        Ok(Finding::new(summary, self.out))
+    }
 
     fn record(&mut self, r: &Record) -> Result<(), BlameError> {
         if self.next == self.targets.len() {

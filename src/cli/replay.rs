@@ -2,16 +2,14 @@
 
 use super::progress::replay_compare;
 use super::{AllocatorArgs, OutputArgs};
+use crate::analysis::{self, ArenaReplay, ArenaTimeline, TraceSource};
 use crate::check::arena_replay::{
     compare_builds, default_live_every, serve_child, LiveAllocator, LiveOptions,
 };
-use crate::engine::{self, RunError};
 use crate::export::{write_atomic, Csv, Table, TableFormat};
 use crate::live::Api;
 use crate::sim::arena_replay::{default_every, timeline_row};
-use crate::sim::{summary_record, ArenaRun};
-use crate::sizeclass::{build_name, build_title, AllocatorConfig};
-use crate::trace::{Record, TraceError};
+use crate::sizeclass::{build_name, build_title};
 use crate::whatif::timeline_columns;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -56,39 +54,66 @@ pub(crate) struct ReplayArgs {
     pub blame: super::blame::BlameFlags,
 }
 
+/// What `replay` runs, chosen once from its options: the one place that says which option
+/// wins. Each mode turns its options into analyses of one pass over the trace
+/// (`crate::analysis`): the one-arena replay, a build per `--preset`, a process model per
+/// seed, a setting per grid row, a comparison per live allocator, the blame's two readings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Blame,
+    Process,
+    Measure,
+    LiveBuilds,
+    Builds,
+    Live,
+    Model,
+}
+
+impl Mode {
+    fn of(args: &ReplayArgs) -> Mode {
+        if args.blame.blame {
+            Mode::Blame
+        } else if args.process.process {
+            Mode::Process
+        } else if args.measure.wanted() {
+            Mode::Measure
+        } else if args.live && args.allocator.preset.len() > 1 {
+            Mode::LiveBuilds
+        } else if super::whatif::wanted(&args.allocator, &args.whatif) {
+            Mode::Builds
+        } else if args.live {
+            Mode::Live
+        } else {
+            Mode::Model
+        }
+    }
+}
+
 pub fn run(args: ReplayArgs) -> Result<i32> {
     refuse_options(&args)?;
-    if args.blame.blame {
-        return super::blame::run(&args);
-    }
-    if args.process.process {
-        return super::process::run(&args);
-    }
-    if args.measure.wanted() {
-        return super::measure::run(&args);
-    }
-    if args.live && args.allocator.preset.len() > 1 {
-        return run_live_builds(&args);
-    }
-    if super::whatif::wanted(&args.allocator, &args.whatif) {
-        if args.live || args.disable_large_size_classes.is_some() {
-            bail!("--live and --disable-large-size-classes take one build, not a --preset list or --by-class/--charts");
-        }
-        let builds = super::whatif::builds_from(&args.allocator)?;
-        return super::whatif::run(
-            &args.trace,
-            &builds,
-            &args.whatif,
-            &args.output,
-            args.every,
-            args.timeline.as_deref(),
-        );
-    }
     let name = trace_name(&args.trace);
-    if args.live {
-        return run_live(&args, &name);
+    match Mode::of(&args) {
+        Mode::Blame => super::blame::run(&args),
+        Mode::Process => super::process::run(&args),
+        Mode::Measure => super::measure::run(&args),
+        Mode::LiveBuilds => run_live_builds(&args),
+        Mode::Builds => {
+            if args.live || args.disable_large_size_classes.is_some() {
+                bail!("--live and --disable-large-size-classes take one build, not a --preset list or --by-class/--charts");
+            }
+            let builds = super::whatif::builds_from(&args.allocator)?;
+            super::whatif::run(
+                &args.trace,
+                &builds,
+                &args.whatif,
+                &args.output,
+                args.every,
+                args.timeline.as_deref(),
+            )
+        }
+        Mode::Live => run_live(&args, &name),
+        Mode::Model => run_model(&args, &name),
     }
-    run_model(&args, &name)
 }
 
 /// Options that do not apply are refused, not ignored; outputs never overwrite the trace.
@@ -161,72 +186,38 @@ fn trace_calls(trace: &Path) -> Result<u64> {
     })
 }
 
-/// One build through the model, one engine pass: the summary, and the timeline if asked.
+/// One build through the model, one analysis in one pass: the summary, and the timeline if
+/// asked.
 fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
     // The default is the linked jemalloc's build, as for every command.
     let mut config = args.allocator.config()?;
     if let Some(v) = args.disable_large_size_classes {
         config.large_page_rounding = v;
     }
-    let build = build_name(&config);
-    let mut timeline = Table::new(
-        format!("timeline of {name}, {}", build_title(&config)),
-        &timeline_columns(),
-    );
-    let on_row = |s: &crate::sim::ArenaStats| {
-        if args.timeline.is_some() {
+    let every = match args.every {
+        Some(k) => k,
+        None => default_every(trace_calls(&args.trace)?),
+    };
+    let title = format!("replay of {name} on the model of {}", build_title(&config));
+    let replay = ArenaReplay::new(config, every, args.timeline.is_some(), title)?;
+    let finding = analysis::run(TraceSource::File(&args.trace), vec![Box::new(replay)])?.remove(0);
+    let summary = finding.summary.clone();
+    let found: ArenaTimeline = finding.result().context("the replay's finding")?;
+    if let Some(path) = &args.timeline {
+        let build = build_name(&config);
+        let mut timeline = Table::new(
+            format!("timeline of {name}, {}", build_title(&config)),
+            &timeline_columns(),
+        );
+        for s in &found.rows {
             let mut row = vec![build.as_str().into()];
             row.extend(timeline_row(s));
             timeline.push(row);
         }
-    };
-    // A binary trace streams (its header has the event count); a text trace is loaded.
-    let opened = crate::trace::open(&args.trace)?;
-    let summary = if let Some(count) = opened.events_hint() {
-        let every = args.every.unwrap_or_else(|| default_every(count));
-        let mut run = [ArenaRun::new(config, every, on_row)?];
-        engine::run_trace(opened, &mut run, &|_| {}).map_err(run_error)?;
-        let [run] = run;
-        run.finish()
-    } else {
-        let records = opened.records().collect::<Result<Vec<_>, _>>()?;
-        let calls = records
-            .iter()
-            .filter(|r| matches!(r, Record::Call(_)))
-            .count();
-        let every = args.every.unwrap_or_else(|| default_every(calls as u64));
-        replay_one(config, records.into_iter().map(Ok), every, on_row)?
-    };
-    if let Some(path) = &args.timeline {
         write_atomic(path, Csv.render(&timeline)?.as_bytes())?;
     }
-    let record = summary_record(
-        &summary,
-        &format!("replay of {name} on the model of {}", build_title(&config)),
-        &build,
-    );
-    args.output.emit_summary(&record)?;
+    args.output.emit_summary(&summary)?;
     Ok(0)
-}
-
-/// `records` (a text trace, in memory) through one [`ArenaRun`] driven by the engine.
-fn replay_one(
-    config: AllocatorConfig,
-    records: impl IntoIterator<Item = Result<Record, TraceError>>,
-    every: u64,
-    on_row: impl FnMut(&crate::sim::ArenaStats) + Send,
-) -> Result<crate::sim::ReplaySummary> {
-    let mut run = [ArenaRun::new(config, every, on_row)?];
-    engine::run(records, &mut run, &|_| {}).map_err(run_error)?;
-    let [run] = run;
-    Ok(run.finish())
-}
-
-fn run_error(e: RunError<crate::sim::SimError>) -> anyhow::Error {
-    match e {
-        RunError::Trace(e) => e.into(),
-        RunError::Consumer(e) => e.into(),
-    }
 }
 
 fn run_live(args: &ReplayArgs, name: &str) -> Result<i32> {

@@ -3,7 +3,9 @@
 
 use super::events::{encode_entry, encode_header};
 use super::{Allocator, ChildReport, Library, MeasureError};
-use crate::engine::{self, RecordConsumer, RunError};
+use crate::analysis::{self, Analysis, Finding};
+use crate::engine::{self, RunError};
+use crate::export::Summary;
 use crate::process::{machine_cpus, Process, ProcessOptions};
 use crate::sim::ArenaModel;
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
@@ -227,8 +229,21 @@ impl SideRun {
     }
 }
 
-impl RecordConsumer for SideRun {
-    type Error = MeasureError;
+/// The model beside the measured allocators as an analysis: its finding's result is its
+/// [`ModelSide`] (points and peak), its summary the model's peak.
+impl Analysis<MeasureError> for SideRun {
+    fn finish(self: Box<Self>) -> Result<Finding, MeasureError> {
+        let side = SideRun::finish(*self);
+        let mut summary = Summary::new(format!("the model beside the allocators ({})", side.kind));
+        summary
+            .field(
+                "peak_requested_bytes",
+                "peak requested bytes",
+                side.peak_requested,
+            )
+            .field("points", "points", side.points.len() as u64);
+        Ok(Finding::new(summary, side))
+    }
 
     fn record(&mut self, r: &Record) -> Result<(), MeasureError> {
         let (requested, active) = match &mut self.model {
@@ -319,8 +334,8 @@ where
             }
         }
     });
-    let mut side = [SideRun::new(&shape, options.every).map_err(fail)?];
-    engine::run(records, &mut side, &|_| {})?;
+    let side = SideRun::new(&shape, options.every).map_err(fail)?;
+    let findings = analysis::run_stream(records, vec![Box::new(side)], &|_| {})?;
     if let Some(e) = bad_entry {
         return Err(fail(e));
     }
@@ -328,8 +343,7 @@ where
         .and_then(|()| out.flush())
         .map_err(|e| fail(MeasureError::io("temporary event file", e)))?;
     drop(out);
-    let [side] = side;
-    let model = side.finish();
+    let model: ModelSide = analysis::results(findings).remove(0);
     let calls = shape.calls;
     let mut runs = Vec::new();
     let mut missing = Vec::new();

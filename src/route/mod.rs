@@ -323,10 +323,11 @@ fn run_routers<E>(
         .collect::<Result<Vec<_>, ProcessError>>()
         .map_err(RunError::Consumer)?;
     // One pass, one analysis per rule set, each on a thread of its own.
-    Ok(analysis::run_stream(records, runs, &|_| {})?
-        .into_iter()
-        .filter_map(|f| f.result::<SetResult>())
-        .collect())
+    Ok(analysis::results(analysis::run_stream(
+        records,
+        runs,
+        &|_| {},
+    )?))
 }
 
 /// Lifetime classes of the lifetime reference: freed within 1% of the trace's calls, freed

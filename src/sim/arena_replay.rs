@@ -93,40 +93,45 @@ pub(crate) fn default_every(events: u64) -> u64 {
 }
 
 /// One build's replay as an [`engine`](crate::engine) consumer: a fresh model of the build,
-/// its peaks after every call, and `on_row` given the statistics every `every` calls and
-/// after the last ([`ArenaRun::finish`]). Streams: memory follows live objects, not calls.
-pub struct ArenaRun<F> {
+/// its peaks after every call, and with `rows` the statistics every `every` calls and after
+/// the last (a timeline: about 1,000 rows by default, [`ArenaRun::finish`]). Streams: memory
+/// follows live objects and the rows, not calls.
+pub struct ArenaRun {
     arena: ArenaModel,
     summary: ReplaySummary,
     every: u64,
-    /// Calls until the next row: a count down rather than a division per call.
+    /// Calls until the next row.
     until_row: u64,
-    on_row: F,
+    rows: Option<Vec<ArenaStats>>,
 }
 
-impl<F: FnMut(&ArenaStats) + Send> ArenaRun<F> {
-    pub fn new(config: AllocatorConfig, every: u64, on_row: F) -> Result<Self, SimError> {
+impl ArenaRun {
+    pub fn new(config: AllocatorConfig, every: u64, rows: bool) -> Result<Self, SimError> {
         Ok(ArenaRun {
             arena: ArenaModel::new(config)?,
             summary: ReplaySummary::default(),
             every: every.max(1),
             until_row: every.max(1),
-            on_row,
+            rows: rows.then(Vec::new),
         })
     }
 
-    /// The summary, once the engine has fed every call (the last row given if not yet).
-    pub fn finish(mut self) -> ReplaySummary {
+    /// The summary, and the rows if asked for (the last after the last call).
+    pub fn finish(mut self) -> (ReplaySummary, Vec<ArenaStats>) {
         let last = self.arena.stats();
         self.summary.final_stats = last;
-        if !last.events.is_multiple_of(self.every) {
-            (self.on_row)(&last);
+        let mut rows = self.rows;
+        if let Some(rows) = rows
+            .as_mut()
+            .filter(|_| !last.events.is_multiple_of(self.every))
+        {
+            rows.push(last);
         }
-        self.summary
+        (self.summary, rows.unwrap_or_default())
     }
 }
 
-impl<F: FnMut(&ArenaStats) + Send> Consumer for ArenaRun<F> {
+impl Consumer for ArenaRun {
     type Error = SimError;
 
     // Always inlined: the model's fast path then runs in the engine's loop.
@@ -138,7 +143,9 @@ impl<F: FnMut(&ArenaStats) + Send> Consumer for ArenaRun<F> {
         self.until_row -= 1;
         if self.until_row == 0 {
             self.until_row = self.every;
-            (self.on_row)(s);
+            if let Some(rows) = &mut self.rows {
+                rows.push(*s);
+            }
         }
         Ok(())
     }

@@ -11,11 +11,11 @@ pub use band::Band;
 pub use extra::{Extra, Section};
 pub use html::render;
 
-use crate::analysis::{build_replays, TraceSource};
+use crate::analysis::{self, build_replays, Analysis, Finding, TraceSource};
 use crate::blame::{blame_moments, blame_table, folded_lines, At, BlameError, BlameSpec};
-use crate::engine::{self, RecordConsumer, RunError};
-use crate::export::Table;
-use crate::process::{DecayClock, ProcessOptions, ProcessRun};
+use crate::engine::{RecordConsumer, RunError};
+use crate::export::{Summary, Table};
+use crate::process::{DecayClock, ProcessError, ProcessOptions, ProcessRun};
 use crate::sizeclass::{build_title, AllocatorConfig};
 use crate::trace::{Record, TraceError};
 use crate::whatif::{class_table, Build, ReplayOptions};
@@ -176,10 +176,37 @@ impl Sampler {
     }
 }
 
-impl RecordConsumer for Sampler {
-    type Error = crate::process::ProcessError;
+/// The page's timeline as an analysis: its finding's result is the [`Timeline`].
+impl Analysis<ProcessError> for Sampler {
+    fn finish(mut self: Box<Self>) -> Result<Finding, ProcessError> {
+        if !self.events.is_multiple_of(self.every) {
+            self.sample();
+        }
+        let summary = self.run.finish().summary;
+        let timeline = Timeline {
+            arenas: arena_curves(&self.arenas),
+            points: self.points,
+            threads: self.threads,
+            peak_event: summary.at_active_peak.events,
+            peak_active_bytes: summary.peak_active_bytes,
+        };
+        let mut fields = Summary::new("the page's timeline");
+        fields
+            .field("points", "points", timeline.points.len() as u64)
+            .field(
+                "peak_event",
+                "event of the active peak",
+                timeline.peak_event,
+            )
+            .field(
+                "peak_active_bytes",
+                "peak active bytes",
+                timeline.peak_active_bytes,
+            );
+        Ok(Finding::new(fields, timeline))
+    }
 
-    fn record(&mut self, record: &Record) -> Result<(), Self::Error> {
+    fn record(&mut self, record: &Record) -> Result<(), ProcessError> {
         self.run.record(record)?;
         match record {
             Record::Mapping { .. } => return Ok(()),
@@ -300,30 +327,24 @@ struct Timeline {
 fn timeline(path: &Path, spec: &ViewSpec, events: u64) -> Result<Timeline, ViewError> {
     let run = ProcessRun::new(spec.config, &spec.options, spec.cpus, spec.clock(), 1, None)
         .map_err(|e| ViewError::Model(e.to_string()))?;
-    let mut sampler = [Sampler {
+    let sampler = Sampler {
         run,
         every: crate::sim::arena_replay::default_every(events.max(1000)),
         events: 0,
         threads: 0,
         points: Vec::new(),
         arenas: Vec::new(),
-    }];
-    engine::run(open(path, spec.time_scale())()?, &mut sampler, &|_| {}).map_err(|e| match e {
+    };
+    let findings = analysis::run_stream(
+        open(path, spec.time_scale())()?,
+        vec![Box::new(sampler)],
+        &|_| {},
+    )
+    .map_err(|e| match e {
         RunError::Trace(e) => ViewError::Trace(e),
         RunError::Consumer(e) => ViewError::Model(e.to_string()),
     })?;
-    let [mut sampler] = sampler;
-    if !sampler.events.is_multiple_of(sampler.every) {
-        sampler.sample();
-    }
-    let summary = sampler.run.finish().summary;
-    Ok(Timeline {
-        arenas: arena_curves(&sampler.arenas),
-        points: sampler.points,
-        threads: sampler.threads,
-        peak_event: summary.at_active_peak.events,
-        peak_active_bytes: summary.peak_active_bytes,
-    })
+    Ok(analysis::results::<Timeline>(findings).remove(0))
 }
 
 /// Each arena in use at any point, its active bytes at every point.

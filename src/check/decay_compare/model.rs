@@ -2,9 +2,11 @@
 //! consumer, all seeds in one pass.
 
 use super::band::{RealBand, RunStart};
-use crate::engine::{self, Consumer, RunError};
+use crate::analysis::{self, Analysis, Finding};
+use crate::engine::RunError;
+use crate::export::Summary;
 use crate::process::{DecayClock, Metadata, Process, ProcessError, ProcessOptions, ProcessStats};
-use crate::trace::{Call, Record};
+use crate::trace::Record;
 use anyhow::Result;
 
 /// The model's statistics at each checkpoint of one run.
@@ -22,7 +24,7 @@ fn point(s: &ProcessStats) -> ModelPoint {
     ]
 }
 
-/// One model run as an engine consumer: the statistics after each of the `at` records
+/// One model run as an analysis: the statistics after each of the `at` records
 /// (calls and thread exits, counted together as the live child counts them).
 pub(super) struct ClockModel<'a> {
     model: Process,
@@ -84,36 +86,37 @@ impl<'a> ClockModel<'a> {
     }
 }
 
-impl Consumer for ClockModel<'_> {
-    type Error = ProcessError;
-
-    fn call(&mut self, _index: u64, call: &Call) -> Result<(), ProcessError> {
-        self.step(&Record::Call(*call))
+/// One seed's model as an analysis: its finding's result is its points, one per `at`.
+impl Analysis<ProcessError> for ClockModel<'_> {
+    fn record(&mut self, r: &Record) -> Result<(), ProcessError> {
+        self.step(r)
     }
 
-    fn thread_exit_at(
-        &mut self,
-        thread: u32,
-        _: u64,
-        time_ns: Option<u64>,
-    ) -> Result<(), ProcessError> {
-        self.step(&Record::ThreadExit { thread, time_ns })
+    fn finish(self: Box<Self>) -> Result<Finding, ProcessError> {
+        let mut summary = Summary::new("the decay model at the live run's checkpoints");
+        summary.field("points", "points", self.out.len() as u64);
+        Ok(Finding::new(summary, self.out))
     }
 }
 
-/// Feeds `records` to `models` in one engine pass; returns each one's points.
+/// Feeds `records` to `models` in one pass, each an analysis; returns each one's points.
 pub(super) fn run_models(
     records: &[Record],
-    mut models: Vec<ClockModel<'_>>,
+    models: Vec<ClockModel<'_>>,
 ) -> Result<Vec<Vec<ModelPoint>>> {
     let input = records
         .iter()
         .map(|r| Ok::<_, std::convert::Infallible>(r.clone()));
-    engine::run(input, &mut models, &|_| {}).map_err(|e| match e {
+    let analyses = models
+        .into_iter()
+        .map(|m| Box::new(m) as Box<dyn Analysis<ProcessError> + '_>)
+        .collect();
+    // One pass, one analysis per seed, each on a thread of its own.
+    let findings = analysis::run_stream(input, analyses, &|_| {}).map_err(|e| match e {
         RunError::Consumer(e) => anyhow::Error::from(e),
         RunError::Trace(never) => match never {},
     })?;
-    Ok(models.into_iter().map(|m| m.out).collect())
+    Ok(analysis::results(findings))
 }
 
 /// Run `k`'s decay clock: seed `seed + k`, its live run's start.
