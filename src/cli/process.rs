@@ -8,10 +8,10 @@ use crate::check::process::{compare_process_live_with, LiveRun, ProcessAllocator
 use crate::export::{write_atomic, Cell, Csv, Summary, TableFormat};
 use crate::live::Api;
 use crate::process::{
-    machine_cpus, DecayClock, DumpAt, ProcessOptions, ProcessRows, ProcessRun, ProcessRunResult,
-    RecordedAllocator, ReentrantTally,
+    machine_cpus, DecayClock, DumpAt, ModelSetup, ProcessOptions, ProcessRows, ProcessRun,
+    ProcessRunResult, ReentrantTally,
 };
-use crate::sizeclass::{AllocatorConfig, JemallocVersion};
+use crate::sizeclass::AllocatorConfig;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -231,7 +231,12 @@ pub(super) fn model_setup(
     options: &ProcessOptions,
 ) -> Result<(AllocatorConfig, ProcessOptions, String)> {
     let explicit = args.allocator.explicit_config()?;
-    let (mut config, model_options, note, _) = setup_for(
+    let ModelSetup {
+        mut config,
+        options: model_options,
+        note,
+        ..
+    } = setup_for(
         &args.trace,
         explicit,
         &args.process.malloc_conf,
@@ -244,64 +249,27 @@ pub(super) fn model_setup(
     Ok((config, model_options, note))
 }
 
-/// The build and options to model `trace` with: `explicit` if given, else the allocator the
-/// recording says its program ran (its options under `malloc_conf`, parsed as `options`;
-/// its `narenas` unless `cpus_given`), else the linked build; 5.3.1's deterministic cache
-/// GC unless asked for. Also what the title says of it, and the recorded allocator used.
+/// The build and options to model `trace` with ([`ModelSetup::for_trace`], the recording's
+/// allocator read from the trace's header).
 pub(super) fn setup_for(
     trace: &Path,
     explicit: Option<AllocatorConfig>,
     malloc_conf: &str,
     options: &ProcessOptions,
     cpus_given: bool,
-) -> Result<(
-    AllocatorConfig,
-    ProcessOptions,
-    String,
-    Option<RecordedAllocator>,
-)> {
-    let mut model_options = options.clone();
-    let mut note = String::new();
+) -> Result<ModelSetup> {
     let recorded = match explicit {
         Some(_) => None,
-        None => crate::trace::open(trace)?
-            .meta
-            .and_then(|m| m.allocator)
-            .and_then(|text| RecordedAllocator::parse(&text)),
+        None => crate::trace::open(trace)?.meta.and_then(|m| m.allocator),
     };
-    let config = match (explicit, &recorded) {
-        (Some(c), _) => c,
-        (None, Some(r)) => match r.config {
-            Some(c) => {
-                let conf = match cpus_given {
-                    true => r.malloc_conf_without_narenas(),
-                    false => r.malloc_conf.clone(),
-                };
-                model_options = ProcessOptions::parse(&format!("{conf},{malloc_conf}"))?;
-                note = format!(
-                    " (the recorded program's jemalloc {}: {conf}; --preset or --malloc-conf to change)",
-                    r.version.split('-').next().unwrap_or(&r.version)
-                );
-                c
-            }
-            None => {
-                note = format!(
-                    " (the recorded program ran jemalloc {}, which fragsim does not model: the linked build instead)",
-                    r.version
-                );
-                Api::linked().config()?
-            }
-        },
-        (None, None) => Api::linked().config()?,
-    };
-    if config.version == JemallocVersion::V5_3_1 && model_options.experimental_tcache_gc.is_none() {
-        // Unless asked for, the deterministic GC; asked for, the clock-driven one runs on the
-        // trace's times (process/model/gc.rs), as jemalloc's own default.
-        model_options.experimental_tcache_gc = Some(false);
-        note += " (5.3.1's deterministic cache GC, experimental_tcache_gc:false; give experimental_tcache_gc:true for its clock-driven default on the trace's times)";
-    }
-    let recorded = recorded.filter(|r| r.config.is_some());
-    Ok((config, model_options, note, recorded))
+    ModelSetup::for_trace(
+        explicit,
+        recorded.as_deref(),
+        || Ok(Api::linked().config()?),
+        malloc_conf,
+        options,
+        cpus_given,
+    )
 }
 
 /// What every `--process --live` replay (with or without the trace's clock) runs: the live

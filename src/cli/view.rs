@@ -60,7 +60,12 @@ fn spec(args: &ViewArgs) -> Result<ViewSpec> {
         (None, Some(b)) => b.malloc_conf.as_str(),
         (None, None) => "",
     };
-    let (config, options, mut about, recorded) = super::process::setup_for(
+    let crate::process::ModelSetup {
+        config,
+        options,
+        note: mut about,
+        recorded,
+    } = super::process::setup_for(
         &args.trace,
         args.preset.map(Preset::config),
         malloc_conf,
