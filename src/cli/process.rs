@@ -265,7 +265,7 @@ pub(super) fn setup_for(
     ModelSetup::for_trace(
         explicit,
         recorded.as_deref(),
-        || Ok(Api::linked().config()?),
+        || Api::linked().config(),
         malloc_conf,
         options,
         cpus_given,
