@@ -75,6 +75,18 @@ impl<'a> TraceSource<'a> {
         })
     }
 
+    /// The trace's calls, to size a progress bar or a timeline before the run: a binary
+    /// trace's header counts them; otherwise one pass over the records (which also checks
+    /// them).
+    pub fn calls(&self) -> Result<u64, TraceError> {
+        if let TraceSource::File(path) = *self {
+            if let Some(n) = crate::trace::open(path)?.events_hint() {
+                return Ok(n);
+            }
+        }
+        Ok(self.shape()?.calls)
+    }
+
     /// The trace's shape, in one pass over its records.
     pub fn shape(&self) -> Result<TraceShape, TraceError> {
         let mut shape = TraceShape::default();

@@ -11,7 +11,7 @@
 pub(crate) use super::arena_child::parse_config;
 pub use super::arena_child::serve_child;
 use super::arena_child::{ChildAllocator, ChildReplay};
-use crate::analysis::{self, Analysis, Finding};
+use crate::analysis::{self, Analysis, Finding, TraceSource};
 use crate::engine::RunError;
 use crate::live::ctl::read_bool;
 use crate::live::Api;
@@ -147,13 +147,7 @@ impl ArenaTrace<'_> {
     /// The trace's calls (a file is read once more: a progress bar's length).
     fn calls(self) -> Result<u64> {
         Ok(match self {
-            ArenaTrace::File(path) => {
-                let opened = crate::trace::open(path)?;
-                match opened.events_hint() {
-                    Some(n) => n,
-                    None => opened.events().count() as u64,
-                }
-            }
+            ArenaTrace::File(path) => TraceSource::File(path).calls()?,
             ArenaTrace::Events(events) => events.len() as u64,
         })
     }

@@ -2,6 +2,7 @@
 //! reads it through the engine, the baton child opens the file itself (twice: a scan, then
 //! the replay), so neither holds the trace's records, only its live objects and threads.
 
+use crate::analysis::TraceSource;
 use crate::trace::{Call, Fields, Record, TraceError};
 use anyhow::{Context, Result};
 use std::borrow::Cow;
@@ -64,12 +65,10 @@ impl<'a> ProcessTrace<'a> {
 
     /// The calls, for a progress bar: a binary trace's header says, else one pass.
     pub fn calls(&self) -> Result<u64> {
-        if let ProcessTrace::File { path, .. } = *self {
-            if let Some(n) = crate::trace::open(path)?.events_hint() {
-                return Ok(n);
-            }
+        match *self {
+            ProcessTrace::File { path, .. } => Ok(TraceSource::File(path).calls()?),
+            ProcessTrace::Records(_) => Ok(self.shape()?.calls),
         }
-        Ok(self.shape()?.calls)
     }
 
     /// The child's trace arguments (`--time-scale F` and the path), and the temporary folder

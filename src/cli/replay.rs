@@ -177,15 +177,6 @@ fn trace_name(trace: &Path) -> String {
         .map_or("trace".into(), |s| s.to_string_lossy().to_string())
 }
 
-/// The trace's calls: its header's count, else one pass over it (a text trace).
-fn trace_calls(trace: &Path) -> Result<u64> {
-    let opened = crate::trace::open(trace)?;
-    Ok(match opened.events_hint() {
-        Some(n) => n,
-        None => opened.events().count() as u64,
-    })
-}
-
 /// One build through the model, one analysis in one pass: the summary, and the timeline if
 /// asked.
 fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
@@ -196,7 +187,7 @@ fn run_model(args: &ReplayArgs, name: &str) -> Result<i32> {
     }
     let every = match args.every {
         Some(k) => k,
-        None => default_every(trace_calls(&args.trace)?),
+        None => default_every(TraceSource::File(&args.trace).calls()?),
     };
     let title = format!("replay of {name} on the model of {}", build_title(&config));
     let replay = ArenaReplay::new(config, every, args.timeline.is_some(), title)?;
@@ -229,7 +220,7 @@ fn run_live(args: &ReplayArgs, name: &str) -> Result<i32> {
         (None, Some(v)) => LiveAllocator::LinkedWith(v),
         (None, None) => LiveAllocator::Linked,
     };
-    let calls = trace_calls(&args.trace)?;
+    let calls = TraceSource::File(&args.trace).calls()?;
     let options = LiveOptions {
         every: args.every.unwrap_or_else(|| default_live_every(calls)),
         allocator,
@@ -349,7 +340,7 @@ fn run_live_builds(args: &ReplayArgs) -> Result<i32> {
         .map(|b| live_allocator_for(b, &linked))
         .collect::<Result<Vec<_>>>()?;
     let name = trace_name(&args.trace);
-    let calls = trace_calls(&args.trace)?;
+    let calls = TraceSource::File(&args.trace).calls()?;
     let every = args.every.unwrap_or_else(|| default_live_every(calls));
     let mut table = Table::new(
         format!(

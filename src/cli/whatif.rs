@@ -5,8 +5,7 @@ use super::{AllocatorArgs, OutputArgs};
 use crate::analysis::{build_replays, TraceSource};
 use crate::export::{write_atomic, Csv, TableFormat};
 use crate::whatif::{
-    class_table, figures, modify_builds, timeline_table, trace_events, whatif_table, Build,
-    ReplayOptions,
+    class_table, figures, modify_builds, timeline_table, whatif_table, Build, ReplayOptions,
 };
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -198,7 +197,7 @@ pub fn run(
     if let Some(path) = &output.out {
         check_writable_file(path)?;
     }
-    let events = trace_events(trace)?;
+    let events = TraceSource::File(trace).calls()?;
 
     let every = match (every, timeline.is_some(), args.charts.is_some()) {
         (Some(k), _, _) => Some(k),

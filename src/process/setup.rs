@@ -99,7 +99,11 @@ mod tests {
         let s = ModelSetup::for_trace(None, Some(debian), refuse, "", &none, false).unwrap();
         assert_eq!(s.config, v530);
         assert_eq!(s.options.narenas, Some(3));
-        assert!(s.note.contains("the recorded program's jemalloc 5.3.0"), "{}", s.note);
+        assert!(
+            s.note.contains("the recorded program's jemalloc 5.3.0"),
+            "{}",
+            s.note
+        );
         assert!(s.recorded.is_some());
         let s = ModelSetup::for_trace(None, Some(debian), refuse, "", &none, true).unwrap();
         assert_eq!(s.options.narenas, None);

@@ -7,8 +7,8 @@ use crate::charts::write_chart;
 use crate::check::arena_replay::{replay_compare, LiveOptions};
 use crate::export::{write_atomic, Markdown, Table, TableFormat};
 use crate::whatif::{
-    chart_every, class_table, figures, parse_builds, trace_events, whatif_table, Build,
-    BuildReplay, ReplayOptions, REPORT_BUILDS,
+    chart_every, class_table, figures, parse_builds, whatif_table, Build, BuildReplay,
+    ReplayOptions, REPORT_BUILDS,
 };
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
@@ -291,7 +291,7 @@ pub(crate) fn trace_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// Replays one trace under every build (timeline sampled for a chart) and, if asked, beside
 /// the live jemalloc.
 pub(crate) fn replay_program(path: &Path, options: &ProgramsOptions) -> Result<ProgramReplays> {
-    let events = trace_events(path)?;
+    let events = TraceSource::File(path).calls()?;
     let replays = build_replays(
         TraceSource::File(path),
         &options.builds,

@@ -6,12 +6,12 @@
 //! parallel through any [`WhatifModel`]; [`whatif_table`], [`class_table`] and
 //! [`timeline_table`] turn the results into tables, and `figures` into chart data.
 
+mod arena_model;
 mod builds;
 pub(crate) mod figures;
 mod ledger;
 mod multi;
 mod replay;
-mod source;
 mod tables;
 
 pub(crate) use builds::modify_builds;
@@ -26,8 +26,6 @@ pub use replay::SlabTurnover;
 pub use replay::Totals;
 pub use replay::WhatifModel;
 pub(crate) use replay::{BuildRun, ReplayError};
-pub(crate) use source::trace_events;
-pub use source::EventStream;
 pub use tables::class_table;
 pub(crate) use tables::timeline_columns;
 pub use tables::timeline_table;
