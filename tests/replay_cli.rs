@@ -104,3 +104,35 @@ fn bad_input_is_a_one_line_error() {
     let (code, _, err) = fragsim(&["replay", "/nonexistent/trace"]);
     assert_eq!((code, err.lines().count()), (2, 1), "{err}");
 }
+
+#[test]
+fn a_flag_given_to_a_mode_it_does_not_apply_to_is_refused_naming_both() {
+    // `replay`'s one table of which flags combine with which mode (cli/replay.rs
+    // `mode_flags`): each refusal is one line, exit 2, naming the flag and the mode, before
+    // any work.
+    let trace = concat!(env!("CARGO_MANIFEST_DIR"), "/data/traces/git-log.trace");
+    for (args, flag, mode) in [
+        (&["--blame", "--every", "5"][..], "--every", "--blame"),
+        (&["--blame", "--live"], "--live", "--blame"),
+        (&["--process", "--measure", "glibc"], "--measure", "--process"),
+        (&["--measure", "glibc", "--by-class"], "--by-class", "--measure"),
+        (&["--malloc-conf", "narenas:2"], "--malloc-conf", "a one-arena replay"),
+        (&["--cpus", "2", "--live"], "--cpus", "--live"),
+        (&["--by-class", "--live"], "--live", "a what-if replay"),
+        (&["--live", "--timeline", "t.csv"], "--timeline", "--live"),
+    ] {
+        let mut all = vec!["replay", trace];
+        all.extend_from_slice(args);
+        let (code, stdout, stderr) = fragsim(&all);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{flag} does not apply to {mode}")),
+            "{args:?}: {stderr}"
+        );
+    }
+    // A flag in its own modes is taken (the refusal is not blanket).
+    let (code, _, stderr) = fragsim(&["replay", trace, "--process", "--cpus", "2"]);
+    assert_eq!(code, 0, "{stderr}");
+}

@@ -51,21 +51,9 @@ pub(crate) struct BlameFlags {
     pub flamegraph: Option<PathBuf>,
 }
 
-/// Options of `replay` that a blame does not use are refused, not ignored.
-fn refuse_other_modes(args: &ReplayArgs) -> Result<()> {
-    let other = [
-        ("--live", args.live),
-        ("--timeline", args.timeline.is_some()),
-        ("--every", args.every.is_some()),
-        ("--by-class", args.whatif.by_class),
-        ("--charts", args.whatif.charts.is_some()),
-        ("--per-arena", args.process.per_arena.is_some()),
-        ("--stats-json", args.process.stats_json.is_some()),
-        ("--measure", args.measure.wanted()),
-    ];
-    if let Some((flag, _)) = other.iter().find(|(_, given)| *given) {
-        bail!("{flag} does not apply to --blame");
-    }
+/// A blame models one build (the flags that belong to other modes are refused by
+/// `replay`'s table of them).
+fn refuse_builds(args: &ReplayArgs) -> Result<()> {
     if args.allocator.preset.len() > 1 {
         bail!("--blame models one build, not a --preset list");
     }
@@ -73,7 +61,7 @@ fn refuse_other_modes(args: &ReplayArgs) -> Result<()> {
 }
 
 pub fn run(args: &ReplayArgs) -> Result<i32> {
-    refuse_other_modes(args)?;
+    refuse_builds(args)?;
     let flags = &args.blame;
     let at = At::parse(flags.at.as_deref().unwrap_or("peak"))?;
     let top = args.whatif.top.unwrap_or(20);

@@ -40,22 +40,14 @@ impl MeasureArgs {
 pub fn run(args: &ReplayArgs) -> Result<i32> {
     let build_given =
         !args.allocator.preset.is_empty() || args.allocator.explicit_config()?.is_some();
-    if args.live || build_given || args.timeline.is_some() {
-        bail!(
-            "--measure takes no --live, build options or --timeline (it measures real allocators)"
-        );
-    }
-    if args.whatif.by_class {
-        bail!("--measure takes no --by-class");
+    if build_given {
+        bail!("--measure takes no build options (it measures real allocators)");
     }
     let allocators: Vec<Allocator> = args.measure.measure.iter().flatten().copied().collect();
-    // The trace is streamed (this pass counts calls for the default --every), so memory
-    // follows live objects, not the trace's length.
+    // The trace is streamed (its calls, for the default --every, from the header or one
+    // pass), so memory follows live objects, not the trace's length.
     let open = super::trace::reopen(&args.trace);
-    let mut calls = 0u64;
-    for r in open()? {
-        calls += u64::from(matches!(r?, crate::trace::Record::Call(_)));
-    }
+    let calls = crate::analysis::TraceSource::File(&args.trace).calls()?;
     let every = match args.every {
         Some(0) => bail!("--every 0: give a positive number of events"),
         Some(k) => k,

@@ -70,6 +70,19 @@ enum Mode {
 }
 
 impl Mode {
+    /// The mode as the user asked for it, for messages.
+    fn said(self) -> &'static str {
+        match self {
+            Mode::Blame => "--blame",
+            Mode::Process => "--process",
+            Mode::Measure => "--measure",
+            Mode::LiveBuilds => "--live with a --preset list",
+            Mode::Builds => "a what-if replay (a --preset list, --by-class or --charts)",
+            Mode::Live => "--live",
+            Mode::Model => "a one-arena replay",
+        }
+    }
+
     fn of(args: &ReplayArgs) -> Mode {
         if args.blame.blame {
             Mode::Blame
@@ -89,17 +102,70 @@ impl Mode {
     }
 }
 
+/// The flags that belong to some modes only, whether each was given, and the modes it
+/// applies to: the one place that says which flags combine with which mode (the flags clap
+/// ties to `--process` or `--blame` themselves are not repeated here).
+fn mode_flags(args: &ReplayArgs) -> [(&'static str, bool, &'static [Mode]); 10] {
+    use Mode::*;
+    [
+        ("--measure", args.measure.wanted(), &[Measure]),
+        ("--live", args.live, &[Live, LiveBuilds, Process]),
+        (
+            "--timeline",
+            args.timeline.is_some(),
+            &[Model, Builds, Process],
+        ),
+        (
+            "--every",
+            args.every.is_some(),
+            &[Model, Builds, Live, LiveBuilds, Process, Measure],
+        ),
+        ("--by-class", args.whatif.by_class, &[Builds]),
+        ("--charts", args.whatif.charts.is_some(), &[Builds, Measure]),
+        (
+            "--malloc-conf",
+            !args.process.malloc_conf.is_empty(),
+            &[Process, Blame],
+        ),
+        ("--cpus", args.process.cpus.is_some(), &[Process, Blame]),
+        ("--per-arena", args.process.per_arena.is_some(), &[Process]),
+        (
+            "--stats-json",
+            args.process.stats_json.is_some(),
+            &[Process],
+        ),
+    ]
+}
+
+/// A mode-specific flag given to a mode it does not apply to, as a one-line refusal naming
+/// both and where the flag does apply.
+fn refuse_other_modes(args: &ReplayArgs, mode: Mode) -> Result<()> {
+    for (flag, given, modes) in mode_flags(args) {
+        if given && !modes.contains(&mode) {
+            let applies: Vec<&str> = modes.iter().map(|m| m.said()).collect();
+            bail!(
+                "{flag} does not apply to {} (it applies to {})",
+                mode.said(),
+                applies.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
 pub fn run(args: ReplayArgs) -> Result<i32> {
+    let mode = Mode::of(&args);
+    refuse_other_modes(&args, mode)?;
     refuse_options(&args)?;
     let name = trace_name(&args.trace);
-    match Mode::of(&args) {
+    match mode {
         Mode::Blame => super::blame::run(&args),
         Mode::Process => super::process::run(&args),
         Mode::Measure => super::measure::run(&args),
         Mode::LiveBuilds => run_live_builds(&args),
         Mode::Builds => {
-            if args.live || args.disable_large_size_classes.is_some() {
-                bail!("--live and --disable-large-size-classes take one build, not a --preset list or --by-class/--charts");
+            if args.disable_large_size_classes.is_some() {
+                bail!("--disable-large-size-classes takes one build, not a --preset list or --by-class/--charts");
             }
             let builds = super::whatif::builds_from(&args.allocator)?;
             super::whatif::run(
@@ -127,14 +193,6 @@ fn refuse_options(args: &ReplayArgs) -> Result<()> {
         && !args.blame.blame
     {
         bail!("--top applies to --by-class, --charts and --blame only");
-    }
-    if !args.process.process && !args.blame.blame {
-        if !args.process.malloc_conf.is_empty() {
-            bail!("--malloc-conf applies to --process and --blame");
-        }
-        if args.process.cpus.is_some() {
-            bail!("--cpus applies to --process and --blame");
-        }
     }
     if args.live && args.timeline.is_some() && !args.process.honour_clock {
         bail!("--timeline does not apply to --live (a live replay writes no timeline)");
