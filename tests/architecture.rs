@@ -308,3 +308,30 @@ fn every_module_is_a_facade_one_level_deep() {
     std::fs::write(&file, "pub(crate) mod a;\npub mod b;\n").unwrap();
     assert_eq!(public_submodules(&[file]).len(), 1);
 }
+
+/// The files under `src/cli` other than `mod.rs` and `replay.rs` that name `super::replay::`.
+fn importers_of_replay(files: &[PathBuf]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| !f.ends_with("cli/mod.rs") && !f.ends_with("cli/replay.rs"))
+        .filter(|f| code_lines(f).iter().any(|l| l.contains("super::replay::")))
+        .map(|f| f.display().to_string())
+        .collect()
+}
+
+#[test]
+fn replay_modes_read_the_command_line_not_the_dispatcher() {
+    // `cli/replay_args.rs` holds `replay`'s arguments; `cli/replay.rs` picks the mode and
+    // calls the mode's file, which never imports `replay.rs` back (no circle).
+    let mut files = Vec::new();
+    rust_files(Path::new("src/cli"), &mut files);
+    let back = importers_of_replay(&files);
+    assert!(
+        back.is_empty(),
+        "mode files importing cli/replay.rs: {back:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("blame.rs");
+    std::fs::write(&file, "use super::replay::ReplayArgs;\n").unwrap();
+    assert_eq!(importers_of_replay(&[file]).len(), 1);
+}

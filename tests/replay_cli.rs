@@ -114,9 +114,21 @@ fn a_flag_given_to_a_mode_it_does_not_apply_to_is_refused_naming_both() {
     for (args, flag, mode) in [
         (&["--blame", "--every", "5"][..], "--every", "--blame"),
         (&["--blame", "--live"], "--live", "--blame"),
-        (&["--process", "--measure", "glibc"], "--measure", "--process"),
-        (&["--measure", "glibc", "--by-class"], "--by-class", "--measure"),
-        (&["--malloc-conf", "narenas:2"], "--malloc-conf", "a one-arena replay"),
+        (
+            &["--process", "--measure", "glibc"],
+            "--measure",
+            "--process",
+        ),
+        (
+            &["--measure", "glibc", "--by-class"],
+            "--by-class",
+            "--measure",
+        ),
+        (
+            &["--malloc-conf", "narenas:2"],
+            "--malloc-conf",
+            "a one-arena replay",
+        ),
         (&["--cpus", "2", "--live"], "--cpus", "--live"),
         (&["--by-class", "--live"], "--live", "a what-if replay"),
         (&["--live", "--timeline", "t.csv"], "--timeline", "--live"),

@@ -91,6 +91,24 @@ pub struct OutputArgs {
 }
 
 impl OutputArgs {
+    /// Writes a live comparison's summary (with any fields the caller added), the first
+    /// mismatches on stderr too: exit status 1 when it is not exact.
+    pub(crate) fn emit_comparison(
+        &self,
+        record: &crate::export::Summary,
+        c: &crate::sim::Comparison,
+    ) -> Result<i32> {
+        self.emit_summary(record)?;
+        if c.is_exact() {
+            Ok(0)
+        } else {
+            for m in &c.first {
+                super::output::print_error(&format!("mismatch: {m}"));
+            }
+            Ok(1)
+        }
+    }
+
     /// Writes a summary: named fields (one JSON object, one CSV row), a table of sentences in
     /// Markdown.
     pub(crate) fn emit_summary(&self, record: &crate::export::Summary) -> Result<()> {

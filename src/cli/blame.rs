@@ -2,7 +2,7 @@
 //! model, charged to call sites (size classes for a trace without sites), with folded stacks
 //! and a flame graph of waste.
 
-use super::replay::ReplayArgs;
+use super::replay_args::ReplayArgs;
 use crate::blame::{
     blame_stream, blame_table_with, folded_lines, waste_profile, At, Blame, BlameSpec,
 };
@@ -11,45 +11,7 @@ use crate::export::profile;
 use crate::export::OutputFile;
 use crate::process::{machine_cpus, ProcessOptions};
 use anyhow::{bail, Context, Result};
-use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
-
-/// The flags of `fragsim replay --blame`.
-#[derive(Args, Debug, Default)]
-pub(crate) struct BlameFlags {
-    /// Charge every byte of the process model's active memory to the call sites that hold
-    /// it (requested, rounding, the free regions of the slabs they keep), with lines for
-    /// thread caches, cache blocks and large padding and a total equal to active bytes.
-    /// Takes --malloc-conf, --cpus and the build flags as --process does; --top N (20).
-    #[arg(long)]
-    pub blame: bool,
-    /// With --blame: `peak` (the first event of the active peak, the default), `end`, or an
-    /// event number from 1 (calls and thread exits, as --process counts them). With
-    /// --stats-json: `end` (the default) or an event number.
-    #[arg(long, value_name = "peak|end|EVENT")]
-    pub at: Option<String>,
-    /// With --blame: write folded stacks of waste bytes (`frame;frame value`, outermost
-    /// frame first) for flame graph tools.
-    #[arg(long, requires = "blame", value_name = "FILE")]
-    pub folded: Option<PathBuf>,
-    /// With --blame: write a gzipped pprof profile (`go tool pprof FILE`): one sample type per
-    /// kind of bytes (waste, shown first; requested, rounding, empty_regions, pinned, held)
-    /// and objects, one sample per line of the blame.
-    #[arg(long, requires = "blame", value_name = "FILE")]
-    pub pprof: Option<PathBuf>,
-    /// With --blame: write the same profile in speedscope's JSON format (one profile per kind).
-    #[arg(long, requires = "blame", value_name = "FILE")]
-    pub speedscope: Option<PathBuf>,
-    /// With --blame: the frames a Markdown table shows per site, the first of the program's
-    /// own (allocator entry points, libc, libstdc++ and the loader left out); CSV and JSON
-    /// give the whole stack.
-    #[arg(long, requires = "blame", default_value_t = crate::blame::TABLE_DEPTH, value_name = "N")]
-    pub depth: usize,
-    /// With --blame: write an SVG flame graph of waste bytes by stack.
-    #[arg(long, requires = "blame", value_name = "FILE.svg")]
-    pub flamegraph: Option<PathBuf>,
-}
 
 /// A blame models one build (the flags that belong to other modes are refused by
 /// `replay`'s table of them).

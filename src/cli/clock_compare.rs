@@ -2,7 +2,7 @@
 //! N live replays on the trace's clock (`crate::check::decay_compare`): the error table, the
 //! checkpoints (`--timeline`) and the chart of resident over time (`--chart`).
 
-use super::replay::ReplayArgs;
+use super::replay_args::ReplayArgs;
 use crate::charts::render_png;
 use crate::check::decay_compare::compare_on_clock;
 use crate::check::process::ProcessTrace;

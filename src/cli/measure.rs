@@ -1,7 +1,7 @@
 //! `fragsim replay TRACE --measure glibc,jemalloc,...`: the trace measured live under other
 //! allocators, one child process each; and the hidden child command.
 
-use super::replay::ReplayArgs;
+use super::replay_args::ReplayArgs;
 use crate::charts::write_chart;
 use crate::export::Format;
 use crate::measure::{
@@ -11,31 +11,6 @@ use crate::sim::arena_replay::default_every;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
-
-/// `--measure`: which allocators to measure the trace under.
-#[derive(Args, Debug, Clone, Default)]
-pub(crate) struct MeasureArgs {
-    /// Measure the trace live under these allocators, one child process each (glibc,
-    /// jemalloc, tcmalloc, mimalloc, jemalloc-5.3.1, or all); --every K sets the sampling
-    /// (default: about 1,000 samples), --charts DIR writes the resident-bytes chart.
-    #[arg(long, value_delimiter = ',', value_name = "ALLOCATORS", value_parser = parse_allocators)]
-    pub measure: Vec<Vec<Allocator>>,
-}
-
-fn parse_allocators(text: &str) -> Result<Vec<Allocator>, String> {
-    if text == "all" {
-        return Ok(Allocator::ALL.to_vec());
-    }
-    text.parse::<Allocator>()
-        .map(|a| vec![a])
-        .map_err(|e| e.to_string())
-}
-
-impl MeasureArgs {
-    pub fn wanted(&self) -> bool {
-        !self.measure.is_empty()
-    }
-}
 
 pub fn run(args: &ReplayArgs) -> Result<i32> {
     let build_given =

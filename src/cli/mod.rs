@@ -19,6 +19,7 @@ mod project;
 mod record;
 mod record_native;
 mod replay;
+mod replay_args;
 mod report;
 mod route;
 mod stats_json;
@@ -67,7 +68,7 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Replay an allocation trace through the arena model (--live: and the real jemalloc;
     /// --preset a,b,c: under several builds, what-if).
-    Replay(replay::ReplayArgs),
+    Replay(replay_args::ReplayArgs),
     /// Internal: the child process of a live replay.
     #[command(name = "__replay-live-child", hide = true)]
     ReplayLiveChild(replay::ChildArgs),

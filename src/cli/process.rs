@@ -1,7 +1,7 @@
 //! `fragsim replay TRACE --process`: the whole-process model (thread caches, automatic and
 //! huge arenas, threads), and with `--live` the baton replay in a child beside it.
 
-use super::replay::ReplayArgs;
+use super::replay_args::{ProcessFlags, ReplayArgs};
 use crate::analysis::process::{ProcessModel, ProcessModelRun};
 use crate::analysis::{self, Analysis, TraceSource};
 use crate::check::process::{compare_process_live_with, LiveRun, ProcessAllocator, ProcessTrace};
@@ -13,75 +13,7 @@ use crate::process::{
 };
 use crate::sizeclass::AllocatorConfig;
 use anyhow::{bail, Context, Result};
-use clap::Args;
-use std::path::{Path, PathBuf};
-
-/// The flags `fragsim replay` takes for the process model.
-#[derive(Args, Debug, Default)]
-pub(crate) struct ProcessFlags {
-    /// Model the whole process: thread caches, automatic arenas, the huge arena, threads.
-    /// Not the default, even for traces with threads (without it every call replays on one
-    /// private arena with no cache, the model `--live` has always checked).
-    #[arg(long)]
-    pub process: bool,
-    /// With --process or --blame: jemalloc options, `k:v,...` (tcache, tcache_max,
-    /// lg_tcache_nslots_mul, tcache_nslots_small_min/max, tcache_nslots_large, narenas,
-    /// oversize_threshold, dirty_decay_ms, muzzy_decay_ms, experimental_tcache_gc,
-    /// background_thread, max_background_threads). Decay is off (-1) unless given; above 0 it
-    /// runs on the trace's clock (the trace needs times), background threads too.
-    #[arg(long, default_value = "")]
-    pub malloc_conf: String,
-    /// With --process and decay: the seed of the model's random numbers (jemalloc draws them
-    /// from addresses: the ticks' spacing, the epochs' jitter, the coarse clock's phase).
-    #[arg(long, requires = "process", default_value_t = 0)]
-    pub seed: u64,
-    /// With --process: model runs over seeds seed..seed+N (the summary gives min, mean and
-    /// max); with --live --honour-clock also the number of live runs.
-    #[arg(long, requires = "process", default_value_t = 1)]
-    pub runs: u64,
-    /// With --process: multiply the trace's times by this factor (stretch a short trace).
-    #[arg(long, requires = "process", default_value_t = 1.0)]
-    pub time_scale: f64,
-    /// With --process --live: replay on the trace's clock (sleep to each event's time), with
-    /// the decay options in the child, N (--runs) times; compare resident memory at every
-    /// --every K events with the model's mean over N seeds. --timeline then writes the
-    /// checkpoints (model and live band), --chart a PNG of resident over time.
-    #[arg(long, requires = "live")]
-    pub honour_clock: bool,
-    /// With --honour-clock: a PNG chart of resident over time (model, live band, active).
-    #[arg(long, requires = "honour_clock")]
-    pub chart: Option<PathBuf>,
-    /// With --honour-clock: keep the live runs' band and each run's start-up as data (a CSV
-    /// that `fragsim view --band` draws, and `fragsim report` compares the model with again:
-    /// the report's are in data/decay/).
-    #[arg(long, requires = "honour_clock")]
-    pub save_band: Option<PathBuf>,
-    /// With --process or --blame: CPUs for the default `narenas` (4 x CPUs); default: this machine's.
-    #[arg(long, value_parser = super::args::cpus)]
-    pub cpus: Option<u32>,
-    /// With --process: per-arena CSV (`event,arena,allocated_bytes,active_bytes,tcache_bytes`),
-    /// one row per arena in use every --every K events and after the last.
-    #[arg(long, requires = "process")]
-    pub per_arena: Option<PathBuf>,
-    /// With --process: route allocations to dedicated arenas, `RULE[;RULE...]`, a rule being
-    /// selectors joined by `,` (`site:TEXT` a frame contains, `site:#N`, `size:LO-HI` bytes,
-    /// `thread:N`): each rule's objects go to a manual arena of their own (`mallocx` with
-    /// `MALLOCX_ARENA(a) | MALLOCX_TCACHE_NONE`); prints what each rule saves, cumulatively;
-    /// with --live, the routed trace against the real allocator.
-    #[arg(long, requires = "process", value_name = "RULES")]
-    pub route: Option<String>,
-    /// With --route: routed calls keep the thread's cache (`MALLOCX_ARENA(a)` alone).
-    #[arg(long, requires = "route")]
-    pub route_tcache: bool,
-    /// With --process: write the model's statistics at the end (or --at EVENT) as jemalloc's
-    /// `malloc_stats_print(.., "J")` JSON: its keys and nesting, only what the model knows
-    /// (sizes, pages, bins, large extents, extent sets, bases; no operation counters, times,
-    /// mutexes or HPA: docs/process-model.md). Counts the dump's own 64 KiB buffer, as
-    /// jemalloc's does. With --live also the live jemalloc's own dump at the same event, in
-    /// FILE with the extension `real.json` (it also counts the replayer's own arena).
-    #[arg(long, requires = "process", value_name = "FILE")]
-    pub stats_json: Option<PathBuf>,
-}
+use std::path::Path;
 
 pub fn run(args: &ReplayArgs) -> Result<i32> {
     let flags = &args.process;
@@ -338,7 +270,7 @@ pub(super) fn run_live(
         "{name}: process model vs live {} ({} threads, {} arenas, baton replay), every {every} events",
         r.build, threads.max(1), r.narenas
     );
-    let mut record = super::replay::comparison_record(title, r.events, c);
+    let mut record = c.summary(title, r.events);
     let (p, m) = (&r.totals.last_predicted, &r.totals.last_measured);
     for (key, label, model, live) in [
         (
@@ -373,7 +305,7 @@ pub(super) fn run_live(
         r.totals.worst_resident.0,
     );
     reentrant_fields(&mut record, &r.totals.reentrant);
-    super::replay::emit_comparison_record(&args.output, &record, c)
+    args.output.emit_comparison(&record, c)
 }
 
 /// How the live child replayed the trace's reentrant calls, when it has any: with `mallocx`

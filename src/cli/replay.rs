@@ -1,7 +1,7 @@
 //! `fragsim replay`: a trace through the arena model (and, with --live, the real jemalloc).
 
 use super::progress::replay_compare;
-use super::{AllocatorArgs, OutputArgs};
+use super::replay_args::{LiveChildArgs, ReplayArgs};
 use crate::analysis::{self, ArenaReplay, ArenaTimeline, TraceSource};
 use crate::check::arena_replay::{
     compare_builds, default_live_every, serve_child, LiveAllocator, LiveOptions,
@@ -14,45 +14,6 @@ use crate::whatif::timeline_columns;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
-
-#[derive(Args, Debug)]
-pub(crate) struct ReplayArgs {
-    /// The trace file.
-    pub trace: PathBuf,
-    /// The build to model (default: the linked jemalloc's).
-    #[command(flatten)]
-    pub allocator: AllocatorArgs,
-    /// jemalloc 5.3.1's `disable_large_size_classes` (the linked jemalloc's default: true).
-    /// Under --live the real jemalloc runs with it (in a child process if needed).
-    #[arg(long)]
-    pub disable_large_size_classes: Option<bool>,
-    /// Timeline rows (and, with --live, comparisons) every K events; always after the last.
-    /// Default: about 1,000 timeline rows; under --live every event up to 10,000 events, then
-    /// about 10,000 comparisons, at most 100 events apart (a few seconds per million events;
-    /// --every 1 compares every event).
-    #[arg(long, allow_negative_numbers = true)]
-    pub every: Option<u64>,
-    /// Write the timeline CSV here.
-    #[arg(long)]
-    pub timeline: Option<PathBuf>,
-    /// Replay through the real jemalloc too and compare at every K-th event.
-    #[arg(long)]
-    pub live: bool,
-    /// With --live: drive this jemalloc shared library (e.g. Debian's 5.3.0
-    /// /usr/lib/x86_64-linux-gnu/libjemalloc.so.2) instead of the linked one.
-    #[arg(long, requires = "live")]
-    pub system_jemalloc: Option<PathBuf>,
-    #[command(flatten)]
-    pub output: OutputArgs,
-    #[command(flatten)]
-    pub whatif: super::whatif::WhatifArgs,
-    #[command(flatten)]
-    pub measure: super::measure::MeasureArgs,
-    #[command(flatten)]
-    pub process: super::process::ProcessFlags,
-    #[command(flatten)]
-    pub blame: super::blame::BlameFlags,
-}
 
 /// What `replay` runs, chosen once from its options: the one place that says which option
 /// wins. Each mode turns its options into analyses of one pass over the trace
@@ -297,54 +258,13 @@ fn run_live(args: &ReplayArgs, name: &str) -> Result<i32> {
     let result = replay_compare(args.trace.as_path(), &options)?;
     check_build_flags(args, &result.config)?;
     let c = &result.comparison;
-    emit_comparison(
-        &args.output,
-        format!(
-            "{name}: model vs live {}, every {} events",
-            build_title(&result.config),
-            options.every
-        ),
-        result.final_stats.events,
-        c,
-    )
-}
-
-/// A live comparison as a two-column table, the first mismatches on stderr too; the exit code
-/// is 1 on any mismatch.
-pub(super) fn emit_comparison(
-    output: &OutputArgs,
-    title: String,
-    events: u64,
-    c: &crate::sim::Comparison,
-) -> Result<i32> {
-    emit_comparison_record(output, &comparison_record(title, events, c), c)
-}
-
-/// Emits a comparison's record (with any fields the caller added); exit status 1 and the
-/// first mismatches printed when it is not exact.
-pub(super) fn emit_comparison_record(
-    output: &OutputArgs,
-    record: &crate::export::Summary,
-    c: &crate::sim::Comparison,
-) -> Result<i32> {
-    output.emit_summary(record)?;
-    if c.is_exact() {
-        Ok(0)
-    } else {
-        for m in &c.first {
-            super::output::print_error(&format!("mismatch: {m}"));
-        }
-        Ok(1)
-    }
-}
-
-/// A live comparison's named fields ([`crate::sim::Comparison::summary`]).
-pub(super) fn comparison_record(
-    title: String,
-    events: u64,
-    c: &crate::sim::Comparison,
-) -> crate::export::Summary {
-    c.summary(title, events)
+    let title = format!(
+        "{name}: model vs live {}, every {} events",
+        build_title(&result.config),
+        options.every
+    );
+    args.output
+        .emit_comparison(&c.summary(title, result.final_stats.events), c)
 }
 
 /// The live allocator that runs `build`'s model, or why none on this machine does: the
@@ -478,18 +398,6 @@ pub(crate) struct ChildArgs {
     pub live: LiveChildArgs,
     /// The trace (any form `trace::open` reads).
     pub trace: PathBuf,
-}
-
-/// What every live child (one arena, or the process baton) is told: how often to read the
-/// statistics and which jemalloc to drive.
-#[derive(Args, Debug)]
-pub(crate) struct LiveChildArgs {
-    /// Compare every K events.
-    #[arg(long, default_value_t = 1)]
-    pub every: u64,
-    /// Drive the unprefixed jemalloc preloaded into this process, not the linked one.
-    #[arg(long)]
-    pub system: bool,
 }
 
 pub(crate) fn run_child(args: ChildArgs) -> Result<i32> {

@@ -3,7 +3,7 @@
 //! routed by every rule against the real allocator.
 
 use super::process::{live_setup, model_setup, LiveSetup};
-use super::replay::ReplayArgs;
+use super::replay_args::ReplayArgs;
 use crate::check::process::{compare_process_live_with, LiveRun, ProcessTrace};
 use crate::engine::RunError;
 use crate::export::{Cell, Table};
@@ -164,7 +164,7 @@ fn run_live(
         shape.threads.max(1),
         r.narenas
     );
-    let mut record = super::replay::comparison_record(title, r.events, &r.comparison);
+    let mut record = r.comparison.summary(title, r.events);
     super::process::reentrant_fields(&mut record, &r.totals.reentrant);
     args.output.emit_summary(&record)?;
     Ok(if r.comparison.is_exact() { 0 } else { 1 })

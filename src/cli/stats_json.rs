@@ -3,7 +3,7 @@
 //! jemalloc's own dump at the same event beside it, in FILE with the extension `real.json`.
 //! Also the live child's arguments, which carry when it dumps.
 
-use super::replay::ReplayArgs;
+use super::replay_args::ReplayArgs;
 use crate::check::process::{ProcessChildOptions, StatsDumps};
 use crate::export::{check_output, write_atomic};
 use crate::process::{stats_json, DumpAt, StatsView};
@@ -96,7 +96,7 @@ pub(crate) fn write_both(path: &Path, dumps: &StatsDumps) -> Result<()> {
 #[derive(Args, Debug)]
 pub(crate) struct ChildArgs {
     #[command(flatten)]
-    pub live: super::replay::LiveChildArgs,
+    pub live: super::replay_args::LiveChildArgs,
     /// Replay on the trace's clock (each call at its time from the first).
     #[arg(long)]
     pub on_clock: bool,

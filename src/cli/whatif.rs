@@ -1,6 +1,7 @@
 //! `fragsim replay` with several builds: the what-if table, `--by-class`, `--charts`, and a
 //! timeline with a build column. Everything is checked before the replay starts.
 
+use super::replay_args::WhatifArgs;
 use super::{AllocatorArgs, OutputArgs};
 use crate::analysis::{build_replays, TraceSource};
 use crate::export::{write_atomic, Csv, TableFormat};
@@ -8,26 +9,11 @@ use crate::whatif::{
     class_table, figures, modify_builds, timeline_table, whatif_table, Build, ReplayOptions,
 };
 use anyhow::{bail, Context, Result};
-use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// The what-if options of `fragsim replay` (the builds come from `--preset a,b,c`).
-#[derive(Args, Debug, Clone, Default)]
-pub(crate) struct WhatifArgs {
-    /// One row per size class the trace used (one build only), most bytes lost first.
-    #[arg(long)]
-    pub by_class: bool,
-    /// With --by-class: only the first N classes.
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub top: Option<usize>,
-    /// Write the timeline, what-if and per-class charts (PNG and SVG) into DIR.
-    #[arg(long, value_name = "DIR")]
-    pub charts: Option<PathBuf>,
-}
 
 /// Whether the replay is a what-if run: a list of builds, `--by-class` or `--charts`.
 pub fn wanted(allocator: &AllocatorArgs, args: &WhatifArgs) -> bool {
