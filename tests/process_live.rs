@@ -3,7 +3,8 @@
 //! thread exits) replayed with one real thread per trace thread in trace order, in a child
 //! of the fragsim binary. The golden values are the live jemalloc's own statistics.
 
-use fragsim::check::{compare_process_live, ProcessAllocator, ProcessTrace};
+use fragsim::analysis::TraceSource;
+use fragsim::check::{compare_process_live, ProcessAllocator};
 use fragsim::process::{
     records_from_text, threaded_trace, ProcessOptions, ThreadedSpec, TraceKind,
 };
@@ -196,10 +197,7 @@ fn a_trace_file_streamed_on_both_sides_matches_at_every_comparison() {
         sites: false,
     };
     fragsim::trace::write_records(&path, fields, records.iter().cloned().map(Ok)).unwrap();
-    let file = ProcessTrace::File {
-        path: &path,
-        time_scale: 1.0,
-    };
+    let file = TraceSource::File(&path);
     let options = ProcessOptions::parse("").unwrap();
     for a in allocators() {
         let every_event = compare_process_live(&exe(), &a, file, &options, 1, 5).unwrap();
@@ -248,10 +246,7 @@ fn forty_thousand_live_20_kib_blocks_resident_metadata_and_mapped() {
         text.push_str(&format!("a {id} 20480\n"));
     }
     std::fs::write(&path, text).unwrap();
-    let trace = ProcessTrace::File {
-        path: &path,
-        time_scale: 1.0,
-    };
+    let trace = TraceSource::File(&path);
     let options = ProcessOptions::parse("").unwrap();
     for a in allocators() {
         let r = compare_process_live(&exe(), &a, trace, &options, 1, 5).unwrap();

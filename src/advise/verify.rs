@@ -8,8 +8,9 @@
 //! `approximate`, with the command that compares their resident memory live.
 
 use super::{Advice, AdviseError, Setting};
+use crate::analysis::TraceSource;
 use crate::check::process::{
-    compare_process_live_with, LiveRun, ProcessAllocator, ProcessLiveComparison, ProcessTrace,
+    compare_process_live_with, LiveRun, ProcessAllocator, ProcessLiveComparison,
 };
 use crate::progress::Progress;
 use crate::sizeclass::Preset;
@@ -121,7 +122,7 @@ pub struct LivePlan {
 /// Live-checks one setting on `trace` (a file, which the child and the model beside it
 /// stream, or records in memory).
 pub fn verify<'a>(
-    trace: impl Into<ProcessTrace<'a>>,
+    trace: impl Into<TraceSource<'a>>,
     setting: &Setting,
     cpus: u32,
     plan: &LivePlan,
@@ -166,7 +167,7 @@ pub fn verify<'a>(
 /// One check per result: the recommended settings run live (one after the other: each child
 /// has one thread per trace thread), the others `not-run`.
 pub fn verify_recommended<'a>(
-    trace: impl Into<ProcessTrace<'a>>,
+    trace: impl Into<TraceSource<'a>>,
     advice: &Advice,
     plan: Option<&LivePlan>,
 ) -> Result<Vec<LiveCheck>, AdviseError> {

@@ -27,11 +27,34 @@ use std::any::Any;
 use std::path::Path;
 
 /// Where a trace's records come from: a file, streamed (memory follows live objects, never
-/// the trace's length), or records in memory (a generated trace, a test's).
+/// the trace's length), as is or with its times scaled, or records in memory (a generated
+/// trace, a test's). The one type that says "a trace" to every model, analysis and live
+/// comparison.
 #[derive(Clone, Copy, Debug)]
 pub enum TraceSource<'a> {
     File(&'a Path),
+    /// A file whose times are multiplied by the factor from its first time on
+    /// (`--time-scale`: [`crate::process::scale_times`]).
+    Scaled(&'a Path, f64),
     Records(&'a [Record]),
+}
+
+impl<'a> From<&'a Path> for TraceSource<'a> {
+    fn from(path: &'a Path) -> Self {
+        TraceSource::File(path)
+    }
+}
+
+impl<'a> From<&'a [Record]> for TraceSource<'a> {
+    fn from(records: &'a [Record]) -> Self {
+        TraceSource::Records(records)
+    }
+}
+
+impl<'a> From<&'a Vec<Record>> for TraceSource<'a> {
+    fn from(records: &'a Vec<Record>) -> Self {
+        TraceSource::Records(records)
+    }
 }
 
 /// What the models step on in a trace, learnt in one streaming pass: a v4 header counts
@@ -71,15 +94,47 @@ impl<'a> TraceSource<'a> {
     pub fn records(&self) -> Result<Records<'a>, TraceError> {
         Ok(match *self {
             TraceSource::File(path) => Box::new(crate::trace::open(path)?.records()),
+            TraceSource::Scaled(path, factor) => Box::new(crate::process::scaled_records(
+                crate::trace::open(path)?.records(),
+                factor,
+            )),
             TraceSource::Records(records) => Box::new(records.iter().cloned().map(Ok)),
         })
+    }
+
+    /// The file the records come from, if any.
+    pub fn path(&self) -> Option<&'a Path> {
+        match *self {
+            TraceSource::File(path) | TraceSource::Scaled(path, _) => Some(path),
+            TraceSource::Records(_) => None,
+        }
+    }
+
+    /// The factor the times are multiplied by (1 unless scaled).
+    pub fn time_scale(&self) -> f64 {
+        match *self {
+            TraceSource::Scaled(_, factor) => factor,
+            _ => 1.0,
+        }
+    }
+
+    /// A file with its times multiplied by `factor` (the file itself when `factor` is 1);
+    /// records in memory are taken as they are.
+    pub fn scaled(self, factor: f64) -> TraceSource<'a> {
+        match self {
+            TraceSource::File(path) | TraceSource::Scaled(path, _) if factor != 1.0 => {
+                TraceSource::Scaled(path, factor)
+            }
+            TraceSource::Scaled(path, _) => TraceSource::File(path),
+            other => other,
+        }
     }
 
     /// The trace's calls, to size a progress bar or a timeline before the run: a binary
     /// trace's header counts them; otherwise one pass over the records (which also checks
     /// them).
     pub fn calls(&self) -> Result<u64, TraceError> {
-        if let TraceSource::File(path) = *self {
+        if let Some(path) = self.path() {
             if let Some(n) = crate::trace::open(path)?.events_hint() {
                 return Ok(n);
             }
@@ -98,11 +153,11 @@ impl<'a> TraceSource<'a> {
 
     /// A name for titles: the file's stem, or `trace`.
     pub fn name(&self) -> String {
-        match self {
-            TraceSource::File(path) => path
+        match self.path() {
+            Some(path) => path
                 .file_stem()
                 .map_or("trace".into(), |s| s.to_string_lossy().to_string()),
-            TraceSource::Records(_) => "trace".into(),
+            None => "trace".into(),
         }
     }
 }
@@ -215,12 +270,9 @@ pub fn run_with_progress(
         TraceSource::File(path) => {
             engine::run_trace(crate::trace::open(path)?, &mut sinks, progress).map(drop)
         }
-        TraceSource::Records(records) => engine::run(
-            records.iter().cloned().map(Ok::<Record, TraceError>),
-            &mut sinks,
-            progress,
-        )
-        .map(drop),
+        TraceSource::Records(_) | TraceSource::Scaled(..) => {
+            engine::run(source.records()?, &mut sinks, progress).map(drop)
+        }
     };
     ran.map_err(|e| run_error(e, &source))?;
     finish(sinks)
@@ -240,22 +292,6 @@ where
     let mut sinks: Vec<Sink<'_, A>> = analyses.into_iter().map(Sink).collect();
     engine::run(records, &mut sinks, progress)?;
     finish(sinks).map_err(RunError::Consumer)
-}
-
-/// [`run`] with the trace's times multiplied by `factor` from its first time on
-/// ([`crate::process::scaled_records`]: `--time-scale`).
-pub(crate) fn run_with_time_scale(
-    source: TraceSource<'_>,
-    factor: f64,
-    analyses: Vec<Box<dyn Analysis>>,
-) -> Result<Vec<Finding>> {
-    if factor == 1.0 {
-        return run(source, analyses);
-    }
-    let mut sinks: Vec<Sink<'_, anyhow::Error>> = analyses.into_iter().map(Sink).collect();
-    let records = crate::process::scaled_records(source.records()?, factor);
-    engine::run(records, &mut sinks, &|_| {}).map_err(|e| run_error(e, &source))?;
-    finish(sinks)
 }
 
 fn run_error(e: RunError<anyhow::Error>, source: &TraceSource<'_>) -> anyhow::Error {

@@ -6,7 +6,8 @@
 
 use super::baton_ops::{scan, ProcessWork, Window};
 use super::process_line::write_snapshot;
-use super::process_trace::ProcessTrace;
+use super::process_trace::ProcessInput;
+use crate::analysis::TraceSource;
 use crate::live::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
 use crate::live::ctl::{mib, read_mib};
 use crate::live::relay::Baton;
@@ -249,7 +250,7 @@ impl Reader {
 /// followed by a decay line (`crate::check::clocked_child`). The trace is read twice as a stream (a
 /// scan, then the replay a window at a time: `check/baton_ops.rs`), never held.
 pub fn serve_process_child(
-    trace: ProcessTrace<'_>,
+    trace: TraceSource<'_>,
     every: u64,
     api: Api,
     on_clock: bool,
@@ -280,13 +281,13 @@ pub fn serve_process_child(
         false => super::baton_meta::b0_record_capacity(&api),
         true => None,
     };
-    let scan = scan(trace.records()?)?;
+    let scan = scan(trace.replay_records()?)?;
     ensure!(!on_clock || scan.timed, super::clocked_child::NO_TIMES);
     let reader = Reader::new(api, manual, narenas, nbins, config.page())?;
     // Everything the replay uses is made here, before the workers start.
     let work = ProcessWork::new(api, scan.ids)?;
     let mut window = Window::new(&scan, narenas);
-    let records = trace.records()?;
+    let records = trace.replay_records()?;
     let clock = match on_clock {
         true => Some(super::clocked_child::ClockReader::new(
             &api, manual, narenas,

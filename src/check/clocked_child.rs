@@ -13,7 +13,9 @@
 //! comparison with the model over seeds is [`crate::check::decay_compare`].
 
 use super::baton::monotonic_ns;
-use super::process::{child_command, parse_header, parse_snapshot, ProcessAllocator, ProcessTrace};
+use super::process::{child_command, parse_header, parse_snapshot, ProcessAllocator};
+use super::process_trace::ProcessInput;
+use crate::analysis::TraceSource;
 use crate::live::arena_mibs::{arena_mib, arena_mibs_of, read_bool_mib};
 use crate::live::ctl::{mib, read_mib};
 use crate::live::Api;
@@ -340,13 +342,13 @@ pub(crate) fn relative_times(records: &[Record]) -> Result<Vec<u64>> {
 pub fn live_clock_run(
     exe: &Path,
     allocator: &ProcessAllocator,
-    trace: ProcessTrace<'_>,
+    trace: TraceSource<'_>,
     options: &ProcessOptions,
     every: u64,
 ) -> Result<LiveClockRun> {
     // The child computes the same times from the records it reads (`relative_times`); a
     // trace without any is refused here, before it starts.
-    let first = trace.records()?.find_map(|r| match r {
+    let first = trace.replay_records()?.find_map(|r| match r {
         Ok(r) => stamp(&r).map(|_| Ok(())),
         Err(e) => Some(Err(e)),
     });

@@ -46,7 +46,6 @@ pub use decay_compare::compare_on_clock;
 pub use decay_compare::ErrorSummary;
 pub use process::compare_process_live;
 pub use process::ProcessAllocator;
-pub use process::ProcessTrace;
 pub use snapshot_line::parse_snapshot;
 
 pub(crate) use baton::manual_arena;

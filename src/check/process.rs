@@ -17,8 +17,8 @@
 use super::arena_replay::parse_config;
 pub use super::process_child::{run_process_child, ProcessChildOptions};
 pub(super) use super::process_line::parse_snapshot;
-pub use super::process_trace::ProcessTrace;
-use crate::analysis::{self, Analysis, Finding};
+use super::process_trace::ProcessInput;
+use crate::analysis::{self, Analysis, Finding, TraceSource};
 use crate::engine::RunError;
 use crate::process::{
     compare_snapshots, DumpAt, Process, ProcessOptions, ProcessSnapshot, StartupResidue, StatsView,
@@ -96,7 +96,7 @@ pub struct LiveTotals {
 pub fn compare_process_live<'a>(
     exe: &Path,
     allocator: &ProcessAllocator,
-    trace: impl Into<ProcessTrace<'a>>,
+    trace: impl Into<TraceSource<'a>>,
     options: &ProcessOptions,
     every: u64,
     keep: usize,
@@ -122,7 +122,7 @@ pub struct LiveRun {
 pub(crate) fn compare_process_live_with<'a>(
     exe: &Path,
     allocator: &ProcessAllocator,
-    trace: impl Into<ProcessTrace<'a>>,
+    trace: impl Into<TraceSource<'a>>,
     options: &ProcessOptions,
     run: LiveRun,
     progress: &Progress,
@@ -137,7 +137,7 @@ pub(crate) fn compare_process_live_with<'a>(
 fn compare_observed(
     exe: &Path,
     allocator: &ProcessAllocator,
-    trace: ProcessTrace<'_>,
+    trace: TraceSource<'_>,
     options: &ProcessOptions,
     run: LiveRun,
     progress: &Progress,
@@ -149,7 +149,7 @@ fn compare_observed(
         "experimental_tcache_gc:true runs on a 10 ms wall clock and cannot be compared event by event: compare it on the trace's clock with --honour-clock"
     );
     // Opened first: a bad trace is refused before the child starts.
-    let records = trace.records()?;
+    let records = trace.replay_records()?;
     let input = trace.child_args()?;
     let mut command = child_command(exe, allocator, options)?;
     without_aslr(&mut command);

@@ -2,7 +2,7 @@
 //! and its output on stdout.
 
 use super::baton::serve_process_child;
-use super::process_trace::ProcessTrace;
+use crate::analysis::TraceSource;
 use crate::live::Api;
 use crate::process::DumpAt;
 use anyhow::Result;
@@ -28,10 +28,7 @@ pub struct ProcessChildOptions {
 /// workers still parked are not woken (their caches would flush at exit, after the
 /// comparison).
 pub fn run_process_child(options: &ProcessChildOptions) -> Result<()> {
-    let trace = ProcessTrace::File {
-        path: &options.trace,
-        time_scale: options.time_scale,
-    };
+    let trace = TraceSource::File(&options.trace).scaled(options.time_scale);
     let api = if options.system {
         Api::system()?
     } else {

@@ -8,7 +8,7 @@ use crate::advise::{
     verify_recommended, LiveCheck, LivePlan, ModelMachine, Objective, Setting, LINKED_BASELINE,
 };
 use crate::charts::{render_png, render_svg};
-use crate::check::process::ProcessTrace;
+use crate::analysis::TraceSource;
 use crate::export::{Format, OutputFile};
 use crate::process::{
     machine_coarse_clock_ns, machine_cpus, machine_vaddr_bits, DecayClock, RecordedAllocator,
@@ -203,10 +203,7 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
     // The models stream the trace, and so does the live check (the model beside the child,
     // which reads the file itself): memory follows the live objects, never the events.
     let open = super::trace::reopen(&plan.trace);
-    let trace = ProcessTrace::File {
-        path: &plan.trace,
-        time_scale: 1.0,
-    };
+    let trace = TraceSource::File(&plan.trace);
     let machine = ModelMachine {
         cpus: plan.cpus,
         clock,

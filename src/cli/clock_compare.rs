@@ -5,7 +5,7 @@
 use super::replay_args::ReplayArgs;
 use crate::charts::render_png;
 use crate::check::decay_compare::compare_on_clock;
-use crate::check::process::ProcessTrace;
+use crate::analysis::TraceSource;
 use crate::check::saved_band::{machine_description, BandHeader, RecordedBand};
 use crate::export::{write_atomic, Csv, TableFormat};
 use crate::process::{machine_coarse_clock_ns, ProcessOptions};
@@ -14,7 +14,7 @@ use anyhow::Result;
 
 pub(crate) fn run_live_clock(
     args: &ReplayArgs,
-    trace: ProcessTrace<'_>,
+    trace: TraceSource<'_>,
     options: &ProcessOptions,
     name: &str,
 ) -> Result<i32> {

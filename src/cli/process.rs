@@ -4,7 +4,7 @@
 use super::replay_args::{ProcessFlags, ReplayArgs};
 use crate::analysis::process::{ProcessModel, ProcessModelRun};
 use crate::analysis::{self, Analysis, TraceSource};
-use crate::check::process::{compare_process_live_with, LiveRun, ProcessAllocator, ProcessTrace};
+use crate::check::process::{compare_process_live_with, LiveRun, ProcessAllocator};
 use crate::export::{write_atomic, Cell, Csv, Summary, TableFormat};
 use crate::live::Api;
 use crate::process::{
@@ -33,10 +33,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     }
     if args.live {
         // Both sides stream the file: the model here, the child reading it itself.
-        let trace = ProcessTrace::File {
-            path: &args.trace,
-            time_scale: flags.time_scale,
-        };
+        let trace = TraceSource::File(&args.trace).scaled(flags.time_scale);
         if flags.honour_clock {
             return super::clock_compare::run_live_clock(args, trace, &options, &name);
         }
@@ -139,7 +136,7 @@ pub(super) fn model_runs(
             Ok(Box::new(model) as Box<dyn Analysis>)
         })
         .collect::<Result<Vec<_>, crate::process::ProcessError>>()?;
-    analysis::run_with_time_scale(source, flags.time_scale, analyses)?
+    analysis::run(source.scaled(flags.time_scale), analyses)?
         .into_iter()
         .map(|f| {
             f.result::<ProcessModelRun>()
@@ -237,7 +234,7 @@ pub(super) fn live_setup(args: &ReplayArgs, options: &ProcessOptions) -> Result<
 
 pub(super) fn run_live(
     args: &ReplayArgs,
-    trace: ProcessTrace<'_>,
+    trace: TraceSource<'_>,
     options: &ProcessOptions,
     name: &str,
 ) -> Result<i32> {
@@ -252,7 +249,7 @@ pub(super) fn run_live(
         .unwrap_or_else(|| crate::check::arena_replay::default_live_every(shape.events));
     let threads = shape.threads;
     let dump = super::stats_json::dump_at(args)?;
-    if let (Some(DumpAt::Event(_)), ProcessTrace::File { path, .. }) = (dump, trace) {
+    if let (Some(DumpAt::Event(_)), Some(path)) = (dump, trace.path()) {
         super::stats_json::check_event(dump, TraceSource::File(path).shape()?.events)?;
     }
     let bar = super::progress::later_bar("live replay");

@@ -4,7 +4,8 @@
 
 use super::process::{live_setup, model_setup, LiveSetup};
 use super::replay_args::ReplayArgs;
-use crate::check::process::{compare_process_live_with, LiveRun, ProcessTrace};
+use crate::analysis::TraceSource;
+use crate::check::process::{compare_process_live_with, LiveRun};
 use crate::engine::RunError;
 use crate::export::{Cell, Table};
 use crate::process::{machine_cpus, DecayClock, ProcessOptions, ProcessSummary};
@@ -145,7 +146,7 @@ fn run_live(
     let records = crate::trace::read_all(&args.trace)?;
     let mut routed = route_all(&records, rules, tcache);
     crate::process::scale_times(&mut routed, args.process.time_scale);
-    let trace = ProcessTrace::Records(&routed);
+    let trace = TraceSource::Records(&routed);
     let shape = trace.shape()?;
     let every = args
         .every
@@ -205,7 +206,7 @@ pub fn advise_routes(args: &super::advise::AdviseArgs, k: usize) -> Result<i32> 
         let r = compare_process_live_with(
             &exe,
             &allocator,
-            ProcessTrace::Records(&routed),
+            TraceSource::Records(&routed),
             &live_options,
             run,
             &super::progress::later_bar("live check"),

@@ -36,7 +36,7 @@ enum TraceCommand {
 
 /// What `trace import` reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TraceSource {
+pub enum ImportFormat {
     /// The output of `valgrind --trace-malloc=yes PROGRAM`.
     Valgrind,
     /// The text form.
@@ -48,7 +48,7 @@ pub enum TraceSource {
 #[derive(Args, Debug)]
 struct ImportArgs {
     #[arg(long, value_enum)]
-    from: TraceSource,
+    from: ImportFormat,
     /// The input file, or - for standard input.
     input: PathBuf,
     /// The binary trace to write (atomically).
@@ -142,7 +142,7 @@ fn open_input(path: &Path) -> Result<(Box<dyn BufRead>, String), TraceError> {
 fn import(a: ImportArgs) -> Result<i32> {
     super::args::refuse_outputs_over_inputs(&[("the input", &a.input)], &[("-o", Some(&a.out))])?;
     super::args::refuse_replacing_non_trace(&a.out, a.force)?;
-    if a.from != TraceSource::Valgrind && (a.pid.is_some() || a.strict) {
+    if a.from != ImportFormat::Valgrind && (a.pid.is_some() || a.strict) {
         anyhow::bail!("--pid and --strict apply to --from valgrind only (text input is always checked strictly)");
     }
     let (input, name) = open_input(&a.input)?;
@@ -151,12 +151,12 @@ fn import(a: ImportArgs) -> Result<i32> {
         strict: a.strict,
     };
     match a.from {
-        TraceSource::Valgrind => {
+        ImportFormat::Valgrind => {
             let writer = create_trace(&a.out)?;
             let (header, summary) = import_valgrind_file(input, &name, &options, writer)?;
             super::output::print_error(&import_note(&name, &a.out, &header, &summary));
         }
-        TraceSource::Heaptrack => {
+        ImportFormat::Heaptrack => {
             let fields = Fields {
                 threads: false,
                 times: true,
@@ -180,7 +180,7 @@ fn import(a: ImportArgs) -> Result<i32> {
             }
             super::output::print_error(&note);
         }
-        TraceSource::Text => {
+        ImportFormat::Text => {
             // The context a v2 text trace uses decides the binary layout up front: a file is
             // read twice (once for its fields), standard input is held in memory.
             let (fields, records): (Fields, RecordStream) = if a.input == Path::new("-") {

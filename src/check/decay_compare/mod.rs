@@ -11,7 +11,9 @@ mod model;
 pub use band::{Band, RealBand, RealPoint, RunStart};
 
 use super::clocked_child::{live_clock_run, StartMeta};
-use super::process::{ProcessAllocator, ProcessTrace};
+use super::process::ProcessAllocator;
+use super::process_trace::ProcessInput;
+use crate::analysis::TraceSource;
 use super::replayed_clock::{replayed_times, restamp, Reported};
 use crate::process::{machine_coarse_clock_ns, ProcessOptions};
 use crate::sizeclass::JemallocVersion;
@@ -136,7 +138,7 @@ pub(crate) fn replayed_clock_for(version: JemallocVersion, options: &ProcessOpti
 pub fn compare_on_clock<'a>(
     exe: &Path,
     allocator: &ProcessAllocator,
-    trace: impl Into<ProcessTrace<'a>>,
+    trace: impl Into<TraceSource<'a>>,
     options: &ProcessOptions,
     every: u64,
     runs: usize,
