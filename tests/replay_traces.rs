@@ -3,6 +3,7 @@
 //! settings, and Debian's 5.3.0 where its libjemalloc2 is installed.
 
 use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
+use fragsim::trace::Record;
 use fragsim::trace::{Event, TraceReader};
 use std::path::{Path, PathBuf};
 
@@ -37,7 +38,7 @@ fn check_all(allocator: LiveAllocator) {
             child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
             keep: 5,
         };
-        let r = replay_compare(&events, &options).unwrap();
+        let r = replay_compare(&Record::plain_calls(&events), &options).unwrap();
         let c = &r.comparison;
         assert_eq!(c.snapshots, events.len() as u64, "{}", path.display());
         assert!(

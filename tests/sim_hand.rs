@@ -6,6 +6,7 @@ use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
 use fragsim::sim::{ArenaModel, SimError};
 use fragsim::sizeclass::{AllocatorConfig, JemallocVersion};
 use fragsim::trace::Event;
+use fragsim::trace::Record;
 
 fn v531(large_page_rounding: bool) -> AllocatorConfig {
     AllocatorConfig {
@@ -31,7 +32,7 @@ fn live_agrees(events: &[Event], large_page_rounding: bool) {
         child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
         keep: 5,
     };
-    let r = replay_compare(events, &options).unwrap();
+    let r = replay_compare(&Record::plain_calls(events), &options).unwrap();
     assert!(r.comparison.is_exact(), "{:?}", r.comparison.first);
 }
 
@@ -252,7 +253,7 @@ fn the_dirty_merge_cap_separates_5_3_1_from_5_3_0() {
             child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
             keep: 5,
         };
-        let r = replay_compare(&events, &options).unwrap();
+        let r = replay_compare(&Record::plain_calls(&events), &options).unwrap();
         assert!(r.comparison.is_exact(), "{:?}", r.comparison.first);
     } else {
         eprintln!("5.3.0 live check skipped: no {debian}");

@@ -8,6 +8,7 @@ use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
 use fragsim::sim::{compare, ArenaModel, Snapshot};
 use fragsim::sizeclass::{AllocatorConfig, SizeClasses};
 use fragsim::trace::Event;
+use fragsim::trace::Record;
 use std::path::Path;
 use std::process::Command;
 
@@ -177,7 +178,7 @@ fn heap_quirk_trace_passes_the_live_replay_check() {
         child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
         keep: 5,
     };
-    let r = replay_compare(&events, &options).unwrap();
+    let r = replay_compare(&Record::plain_calls(&events), &options).unwrap();
     assert_eq!(r.config, config());
     assert_eq!(r.comparison.snapshots, events.len() as u64);
     assert!(r.comparison.is_exact(), "{:?}", r.comparison.first);

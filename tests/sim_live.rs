@@ -2,6 +2,7 @@
 
 use fragsim::check::{replay_compare, LiveAllocator, LiveOptions};
 use fragsim::sim::{random_trace, WorkloadSpec};
+use fragsim::trace::Record;
 
 fn check(spec: WorkloadSpec, setting: LiveAllocator) {
     let events = random_trace(&spec);
@@ -11,7 +12,7 @@ fn check(spec: WorkloadSpec, setting: LiveAllocator) {
         child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
         keep: 5,
     };
-    let result = replay_compare(&events, &options).expect("replay");
+    let result = replay_compare(&Record::plain_calls(&events), &options).expect("replay");
     let c = &result.comparison;
     assert_eq!(c.snapshots, spec.events, "{spec:?}");
     assert!(
@@ -52,7 +53,7 @@ fn the_linked_build_replayed_in_a_child_matches_as_in_process() {
             child_exe: Some(env!("CARGO_BIN_EXE_fragsim").into()),
             keep: 5,
         };
-        replay_compare(&events, &options)
+        replay_compare(&Record::plain_calls(&events), &options)
             .expect("replay")
             .comparison
     };

@@ -11,6 +11,7 @@
 pub(crate) use super::arena_child::parse_config;
 pub use super::arena_child::serve_child;
 use super::arena_child::{ChildAllocator, ChildReplay};
+use super::process_trace::{ChildTrace, ProcessInput};
 use crate::analysis::{self, Analysis, Finding, TraceSource};
 use crate::engine::RunError;
 use crate::live::ctl::read_bool;
@@ -18,7 +19,7 @@ use crate::live::Api;
 use crate::progress::Progress;
 use crate::sim::{compare, ArenaModel, ArenaStats, Comparison, Snapshot};
 use crate::sizeclass::{build_title, AllocatorConfig};
-use crate::trace::{Call, Event, Record, TraceError};
+use crate::trace::{Call, Record, TraceError};
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -112,78 +113,10 @@ pub struct LiveComparison {
     pub final_stats: ArenaStats,
 }
 
-/// The trace of a live replay: a file (a child opens it itself; this process reads it through
-/// the engine), or events in memory (a random trace: a child gets them as a binary trace,
-/// written once to a temporary folder removed on success, failure and interrupt).
-#[derive(Clone, Copy, Debug)]
-pub enum ArenaTrace<'a> {
-    File(&'a Path),
-    Events(&'a [Event]),
-}
-
-impl<'a> From<&'a Path> for ArenaTrace<'a> {
-    fn from(path: &'a Path) -> Self {
-        ArenaTrace::File(path)
-    }
-}
-
-from_in_memory!(ArenaTrace, Event, Events);
-
-impl ArenaTrace<'_> {
-    /// The trace's records (a file is opened here, so a bad one is refused before any child
-    /// starts).
-    fn records<'b>(self) -> Result<Box<dyn Iterator<Item = Result<Record, TraceError>> + 'b>>
-    where
-        Self: 'b,
-    {
-        Ok(match self {
-            ArenaTrace::File(path) => Box::new(crate::trace::open(path)?.records()),
-            ArenaTrace::Events(events) => {
-                Box::new(events.iter().map(|&e| Ok(Record::Call(Call::plain(e)))))
-            }
-        })
-    }
-
-    /// The trace's calls (a file is read once more: a progress bar's length).
-    fn calls(self) -> Result<u64> {
-        Ok(match self {
-            ArenaTrace::File(path) => TraceSource::File(path).calls()?,
-            ArenaTrace::Events(events) => events.len() as u64,
-        })
-    }
-
-    /// The trace file a child opens: the caller's, or the events written to a temporary one.
-    fn for_child(self) -> Result<ChildTrace> {
-        match self {
-            ArenaTrace::File(path) => Ok(ChildTrace {
-                path: path.to_path_buf(),
-                _temporary: None,
-            }),
-            ArenaTrace::Events(events) => {
-                let dir = tempfile::tempdir().context("temporary folder for the child's trace")?;
-                // An interrupt exits without running destructors: remove the folder then too.
-                let registration = crate::cleanup::remove_on_interrupt(dir.path());
-                let path = dir.path().join("events.trace");
-                crate::trace::write_trace(&path, events.iter().map(|&e| Ok(e)))?;
-                Ok(ChildTrace {
-                    path,
-                    _temporary: Some((dir, registration)),
-                })
-            }
-        }
-    }
-}
-
-/// The trace file a child reads, and the temporary folder holding it if it is one.
-struct ChildTrace {
-    path: std::path::PathBuf,
-    _temporary: Option<(tempfile::TempDir, crate::cleanup::Registration)>,
-}
-
 /// Replays the trace through the model and the live jemalloc side by side (one engine pass)
 /// and compares them every `options.every` events.
 pub fn replay_compare<'a>(
-    trace: impl Into<ArenaTrace<'a>>,
+    trace: impl Into<TraceSource<'a>>,
     options: &LiveOptions,
 ) -> Result<LiveComparison> {
     replay_compare_with(trace, options, &Progress::default())
@@ -191,7 +124,7 @@ pub fn replay_compare<'a>(
 
 /// [`replay_compare`], telling `progress` of the calls replayed (one step, "events").
 pub(crate) fn replay_compare_with<'a>(
-    trace: impl Into<ArenaTrace<'a>>,
+    trace: impl Into<TraceSource<'a>>,
     options: &LiveOptions,
     progress: &Progress,
 ) -> Result<LiveComparison> {
@@ -204,7 +137,7 @@ pub(crate) fn replay_compare_with<'a>(
 /// pass, one consumer per build (in parallel), the results in order; an error names its
 /// build.
 pub fn compare_builds<'a>(
-    trace: impl Into<ArenaTrace<'a>>,
+    trace: impl Into<TraceSource<'a>>,
     builds: &[(String, LiveAllocator)],
     options: &LiveOptions,
 ) -> Result<Vec<LiveComparison>> {
@@ -216,7 +149,7 @@ pub fn compare_builds<'a>(
 }
 
 fn compare_all(
-    trace: ArenaTrace<'_>,
+    trace: TraceSource<'_>,
     builds: &[(Option<&str>, LiveAllocator)],
     options: &LiveOptions,
     progress: &Progress,
@@ -229,7 +162,7 @@ fn compare_all(
 }
 
 fn compare_records(
-    trace: ArenaTrace<'_>,
+    trace: TraceSource<'_>,
     records: impl Iterator<Item = Result<Record, TraceError>>,
     builds: &[(Option<&str>, LiveAllocator)],
     options: &LiveOptions,
@@ -238,7 +171,7 @@ fn compare_records(
     let linked = read_bool("opt.disable_large_size_classes").unwrap_or(false);
     let places: Vec<Place> = builds.iter().map(|(_, a)| Place::of(a, linked)).collect();
     let input = match places.iter().any(|p| !matches!(p, Place::InProcess)) {
-        true => Some(trace.for_child()?),
+        true => Some(trace.child_args()?),
         false => None,
     };
     let mut runs: Vec<Box<dyn Analysis>> = Vec::with_capacity(builds.len());
@@ -363,7 +296,7 @@ impl ArenaCompare {
                     "this live replay runs in a child process and needs the fragsim executable",
                 )?;
                 let input = input.context("the child's trace")?;
-                let (config, child) = ChildReplay::start(exe, &how, &input.path, options.every)?;
+                let (config, child) = ChildReplay::start(exe, &how, input.path(), options.every)?;
                 (config, Measured::Child(child))
             }
         };

@@ -3,24 +3,6 @@
 //! [`crate::live`]'s bindings, in this process or in a child that replays the same trace
 //! (`arena_child.rs`, the baton child of `baton.rs`). `live` itself imports no model.
 
-/// The in-memory variant of a live replay's trace, from a slice or a `Vec` of its items (a
-/// test or a generated trace passes either): `from_in_memory!(Trace, Item, Variant)`.
-macro_rules! from_in_memory {
-    ($trace:ident, $item:ty, $variant:ident) => {
-        impl<'a> From<&'a [$item]> for $trace<'a> {
-            fn from(items: &'a [$item]) -> Self {
-                $trace::$variant(items)
-            }
-        }
-
-        impl<'a> From<&'a Vec<$item>> for $trace<'a> {
-            fn from(items: &'a Vec<$item>) -> Self {
-                $trace::$variant(items)
-            }
-        }
-    };
-}
-
 mod arena_child;
 pub(crate) mod arena_replay;
 mod baton;

@@ -12,7 +12,6 @@ use std::process::Command;
 /// A record stream of a process replay (sites dropped, times scaled).
 pub type ProcessRecords<'a> = Box<dyn Iterator<Item = Result<Record, TraceError>> + 'a>;
 
-
 /// What a live process replay needs of its trace ([`TraceSource`]: a file the child opens
 /// too, as is or with its times scaled on both sides, or records in memory, which the child
 /// gets as a binary trace written once to a temporary folder, removed on success, failure
@@ -84,6 +83,11 @@ pub(crate) struct ChildTrace {
 }
 
 impl ChildTrace {
+    /// The trace file the child opens.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Adds the trace to the child's command line.
     pub(super) fn add_to(&self, command: &mut Command) {
         if self.time_scale != 1.0 {

@@ -7,8 +7,8 @@ use crate::advise::{
     advice_chart, advice_table, advise_stream, default_grid, notes, parse_grid, rebase,
     verify_recommended, LiveCheck, LivePlan, ModelMachine, Objective, Setting, LINKED_BASELINE,
 };
-use crate::charts::{render_png, render_svg};
 use crate::analysis::TraceSource;
+use crate::charts::{render_png, render_svg};
 use crate::export::{Format, OutputFile};
 use crate::process::{
     machine_coarse_clock_ns, machine_cpus, machine_vaddr_bits, DecayClock, RecordedAllocator,

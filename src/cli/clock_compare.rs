@@ -3,9 +3,9 @@
 //! checkpoints (`--timeline`) and the chart of resident over time (`--chart`).
 
 use super::replay_args::ReplayArgs;
+use crate::analysis::TraceSource;
 use crate::charts::render_png;
 use crate::check::decay_compare::compare_on_clock;
-use crate::analysis::TraceSource;
 use crate::check::saved_band::{machine_description, BandHeader, RecordedBand};
 use crate::export::{write_atomic, Csv, TableFormat};
 use crate::process::{machine_coarse_clock_ns, ProcessOptions};

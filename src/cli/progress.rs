@@ -3,8 +3,9 @@
 //! when it is a terminal; when it is not (a log, a CI job), one line every few seconds
 //! instead: a short run prints nothing extra, a long one is never silent.
 
+use crate::analysis::TraceSource;
 use crate::charts::thousands;
-use crate::check::arena_replay::{replay_compare_with, ArenaTrace, LiveComparison, LiveOptions};
+use crate::check::arena_replay::{replay_compare_with, LiveComparison, LiveOptions};
 use crate::progress::{Progress, ProgressObserver};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -121,7 +122,7 @@ pub(super) fn later_bar(label: &'static str) -> Progress {
 
 /// A live replay with its bar ("live replay ... events").
 pub(super) fn replay_compare<'a>(
-    trace: impl Into<ArenaTrace<'a>>,
+    trace: impl Into<TraceSource<'a>>,
     options: &LiveOptions,
 ) -> Result<LiveComparison> {
     replay_compare_with(trace, options, &later_bar("live replay"))

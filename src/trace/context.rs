@@ -290,6 +290,15 @@ pub enum Record {
 }
 
 impl Record {
+    /// Events as the records of a v1 trace (plain calls on the main thread): a generated
+    /// or hand-written event list as a [`crate::analysis::TraceSource`] takes it.
+    pub fn plain_calls(events: &[Event]) -> Vec<Record> {
+        events
+            .iter()
+            .map(|&e| Record::Call(Call::plain(e)))
+            .collect()
+    }
+
     /// The record's time stamp, if it is one that has times (calls, exits, controls).
     pub fn time_ns(&self) -> Option<u64> {
         match self {

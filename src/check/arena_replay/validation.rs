@@ -2,6 +2,7 @@
 
 use super::{compare_builds, LiveAllocator, LiveOptions};
 use crate::sim::Comparison;
+use crate::trace::Record;
 use anyhow::Result;
 use std::path::Path;
 
@@ -72,8 +73,8 @@ pub fn replay_validation(
     };
     let mut checks = Vec::new();
     for spec in validation_specs(quick) {
-        let events = crate::sim::random_trace(&spec);
-        let results = compare_builds(&events, &allocators, &options)?;
+        let records = Record::plain_calls(&crate::sim::random_trace(&spec));
+        let results = compare_builds(&records, &allocators, &options)?;
         for ((label, _), result) in allocators.iter().zip(results) {
             checks.push(ReplayCheck {
                 allocator: format!("{label} ({})", result.config.version.as_str()),
