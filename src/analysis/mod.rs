@@ -87,7 +87,7 @@ impl TraceShape {
 }
 
 /// The records of a source, as the engine reads them.
-pub(crate) type Records<'a> = Box<dyn Iterator<Item = Result<Record, TraceError>> + Send + 'a>;
+pub type Records<'a> = Box<dyn Iterator<Item = Result<Record, TraceError>> + Send + 'a>;
 
 impl<'a> TraceSource<'a> {
     /// The records, from the start (a file is opened again at each call).

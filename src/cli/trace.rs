@@ -345,10 +345,10 @@ fn stats(a: StatsArgs) -> Result<i32> {
 
 /// The trace at `path`, opened afresh at each call: what the library's `*_stream` functions
 /// read (once or twice), so a replay's memory follows live objects, not the trace's length.
-pub(super) fn reopen(
-    path: &Path,
-) -> impl Fn() -> Result<crate::trace::RecordStream, TraceError> + '_ {
-    move || crate::trace::open(path).map(crate::trace::OpenedTrace::records)
+pub(super) fn reopen<'a>(
+    path: &'a Path,
+) -> impl Fn() -> Result<crate::analysis::Records<'a>, TraceError> + 'a {
+    move || crate::analysis::TraceSource::File(path).records()
 }
 
 /// A streamed run's error, the trace's or the consumer's, as the CLI reports it.

@@ -130,16 +130,14 @@ pub enum ViewError {
     Empty,
 }
 
-/// The trace's records afresh on every call, their times multiplied by `factor`.
-fn open(
-    path: &Path,
+/// The trace's records afresh on every call, their times multiplied by `factor`
+/// ([`TraceSource::Scaled`]).
+fn open<'a>(
+    path: &'a Path,
     factor: f64,
-) -> impl Fn() -> Result<Box<dyn Iterator<Item = Result<Record, TraceError>>>, TraceError> + '_ {
-    move || {
-        let records = crate::trace::open(path)?.records();
-        Ok(Box::new(crate::process::scaled_records(records, factor))
-            as Box<dyn Iterator<Item = _>>)
-    }
+) -> impl Fn() -> Result<crate::analysis::Records<'a>, TraceError> + 'a {
+    let source = TraceSource::File(path).scaled(factor);
+    move || source.records()
 }
 
 /// The process model's run, counting the trace's threads and taking a timeline point every
