@@ -79,7 +79,7 @@ pub struct ArenaTimeline {
 }
 
 /// `fragsim replay`'s one build through the one-arena model: peaks, the breakdown at the
-/// active peak, and a timeline; its summary is the command's own ([`summary_record`]).
+/// active peak, and a timeline; its summary is the command's own (`summary_record`).
 pub struct ArenaReplay {
     run: ArenaRun,
     title: String,

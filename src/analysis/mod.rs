@@ -164,7 +164,7 @@ impl<'a> TraceSource<'a> {
 
 /// One way of looking at a trace: the records in trace order, then its finding. Its errors
 /// are `E`: any error by default; a library step whose errors are typed (advise's settings,
-/// the routing what-if's rule sets) names its own type, and [`run_stream`] gives it back.
+/// the routing what-if's rule sets) names its own type, and `run_stream` gives it back.
 pub trait Analysis<E = anyhow::Error>: Send {
     /// The next call, thread exit, mapping or `mallctl` write (sites are not passed on: a
     /// call carries its site's id).
