@@ -537,7 +537,7 @@ fn blames_at_several_moments_equal_one_blame_each() {
     use fragsim::process::ProcessOptions;
     use fragsim::sizeclass::Preset;
     let trace = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/traces/cpp-threads-map.trace");
-    let open = || fragsim::trace::open(&trace).map(fragsim::trace::OpenedTrace::records);
+    let source = fragsim::analysis::TraceSource::File(&trace);
     let spec = |at| BlameSpec {
         config: Preset::V5_3_1.config(),
         options: ProcessOptions::parse("experimental_tcache_gc:false").unwrap(),
@@ -545,10 +545,10 @@ fn blames_at_several_moments_equal_one_blame_each() {
         at,
     };
     let events = [1, 5_000, 42_126, 62_426];
-    let many = blame_moments(open, &spec(At::End), &events).unwrap();
+    let many = blame_moments(source, &spec(At::End), &events).unwrap();
     assert_eq!(many.len(), events.len());
     for (b, &e) in many.iter().zip(&events) {
-        let one = blame_stream(open, &spec(At::Event(e))).unwrap();
+        let one = blame_stream(source, &spec(At::Event(e))).unwrap();
         assert_eq!((b.event, b.active_bytes), (one.event, one.active_bytes));
         assert_eq!(b.lines, one.lines, "event {e}");
     }

@@ -3,11 +3,11 @@
 
 use super::setting_run::{PeakParts, SettingModel, SettingRun};
 use super::{Objective, Setting};
-use crate::analysis::{self, Analysis};
+use crate::analysis::{self, Analysis, TraceSource};
 use crate::engine::{self, RunError};
 use crate::process::{DecayClock, Metadata, ProcessError};
 use crate::progress::Progress;
-use crate::trace::Record;
+use crate::trace::{Record, TraceError};
 use serde::Serialize;
 
 /// One setting's replay.
@@ -165,7 +165,7 @@ pub fn advise_on_clock(
     settings: &[Setting],
     machine: ModelMachine,
 ) -> Result<Advice, AdviseError> {
-    advise_stream(
+    advise_stream_reopened(
         engine::in_memory(records),
         settings,
         machine,
@@ -179,7 +179,17 @@ pub fn advise_on_clock(
 /// through [`engine::run`]), so memory follows the live objects, never the trace's length.
 /// `progress` is told of the records as the models take them (a step begun and ended by the
 /// caller, who knows the trace's length).
-pub fn advise_stream<I, E>(
+pub fn advise_stream(
+    source: TraceSource<'_>,
+    settings: &[Setting],
+    machine: ModelMachine,
+    progress: &Progress,
+) -> Result<Advice, RunError<AdviseError, TraceError>> {
+    advise_stream_reopened(|| source.records(), settings, machine, progress)
+}
+
+/// [`advise_stream`] over any re-opening of a trace's records (`open` gives them afresh).
+pub(crate) fn advise_stream_reopened<I, E>(
     open: impl Fn() -> Result<I, E>,
     settings: &[Setting],
     machine: ModelMachine,

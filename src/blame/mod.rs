@@ -34,12 +34,12 @@ pub(crate) use table::headline;
 pub(crate) use table::waste_profile;
 pub(crate) use table::TABLE_DEPTH;
 
-use crate::analysis::{self, Analysis, Finding};
+use crate::analysis::{self, Analysis, Finding, TraceSource};
 use crate::engine::{self, RecordConsumer, RunError};
 use crate::export::Summary;
 use crate::process::{Process, ProcessError, ProcessOptions, ProcessSummary};
 use crate::sizeclass::AllocatorConfig;
-use crate::trace::{Event, Frame, Record, SiteId, SiteTable};
+use crate::trace::{Event, Frame, Record, SiteId, SiteTable, TraceError};
 use serde::Serialize;
 
 /// The event at which memory is charged.
@@ -256,14 +256,22 @@ impl Blame {
 /// Replays `records` through the process model up to `spec.at` and charges its active memory
 /// ([`blame_stream`] over records in memory).
 pub(crate) fn blame(records: &[Record], spec: &BlameSpec) -> Result<Blame, BlameError> {
-    blame_stream(engine::in_memory(records), spec).map_err(engine::consumer_error)
+    blame_stream_reopened(engine::in_memory(records), spec).map_err(engine::consumer_error)
 }
 
 /// Replays a trace through the process model (one [`engine::run`] pass) up to `spec.at` and
 /// charges its active memory. `open` gives the trace's records afresh: they are read twice,
 /// once to count events, collect the sites and (for the peak) find the peak, once to reach
 /// the event, so memory follows the live objects and the sites, never the trace's length.
-pub fn blame_stream<I, E>(
+pub fn blame_stream(
+    source: TraceSource<'_>,
+    spec: &BlameSpec,
+) -> Result<Blame, RunError<BlameError, TraceError>> {
+    blame_stream_reopened(|| source.records(), spec)
+}
+
+/// [`blame_stream`] over any re-opening of a trace's records (`open` gives them afresh).
+pub(crate) fn blame_stream_reopened<I, E>(
     open: impl Fn() -> Result<I, E>,
     spec: &BlameSpec,
 ) -> Result<Blame, RunError<BlameError, E>>

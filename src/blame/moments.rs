@@ -2,15 +2,24 @@
 //! first pass once, then one replay that charges the model's memory as it passes each event.
 
 use super::{first_pass, At, Blame, BlameError, BlameSpec, Holders};
-use crate::analysis::{self, Analysis, Finding};
+use crate::analysis::{self, Analysis, Finding, TraceSource};
 use crate::engine::{RecordConsumer, RunError};
 use crate::export::Summary;
-use crate::trace::{Record, SiteTable};
+use crate::trace::{Record, SiteTable, TraceError};
 
 /// The blame after each of `events` (1-based, calls, thread exits and controls, as
 /// `replay --process` counts them), in ascending order, repeats dropped; the same blames as
 /// [`super::blame_stream`] at each, from two readings in all. `spec.at` is not used.
-pub fn blame_moments<I, E>(
+pub fn blame_moments(
+    source: TraceSource<'_>,
+    spec: &BlameSpec,
+    events: &[u64],
+) -> Result<Vec<Blame>, RunError<BlameError, TraceError>> {
+    blame_moments_reopened(|| source.records(), spec, events)
+}
+
+/// [`blame_moments`] over any re-opening of a trace's records (`open` gives them afresh).
+pub(crate) fn blame_moments_reopened<I, E>(
     open: impl Fn() -> Result<I, E>,
     spec: &BlameSpec,
     events: &[u64],

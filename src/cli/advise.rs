@@ -202,7 +202,6 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
     };
     // The models stream the trace, and so does the live check (the model beside the child,
     // which reads the file itself): memory follows the live objects, never the events.
-    let open = super::trace::reopen(&plan.trace);
     let trace = TraceSource::File(&plan.trace);
     let machine = ModelMachine {
         cpus: plan.cpus,
@@ -211,7 +210,7 @@ pub fn run(args: AdviseArgs) -> Result<i32> {
     };
     let progress = super::progress::later_bar("advise: models");
     progress.start("events", trace.calls()?);
-    let advice = advise_stream(open, &plan.settings, machine, &progress)
+    let advice = advise_stream(trace, &plan.settings, machine, &progress)
         .map_err(super::trace::stream_error)?
         .ranked_by(args.objective);
     progress.finish();

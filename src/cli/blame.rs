@@ -61,7 +61,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     };
     // The trace is streamed (read twice, sites included: the blame names them), so memory
     // follows live objects, not the trace's length.
-    let b = blame_stream(super::trace::reopen(&args.trace), &spec)
+    let b = blame_stream(crate::analysis::TraceSource::File(&args.trace), &spec)
         .map_err(super::trace::stream_error)?;
     let name = args
         .trace

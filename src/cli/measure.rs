@@ -21,8 +21,8 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
     let allocators: Vec<Allocator> = args.measure.measure.iter().flatten().copied().collect();
     // The trace is streamed (its calls, for the default --every, from the header or one
     // pass), so memory follows live objects, not the trace's length.
-    let open = super::trace::reopen(&args.trace);
-    let calls = crate::analysis::TraceSource::File(&args.trace).calls()?;
+    let trace = crate::analysis::TraceSource::File(&args.trace);
+    let calls = trace.calls()?;
     let every = match args.every {
         Some(0) => bail!("--every 0: give a positive number of events"),
         Some(k) => k,
@@ -44,7 +44,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32> {
         exe: std::env::current_exe().context("the fragsim executable")?,
         env: Vec::new(),
     };
-    let m = measure_stream(&open, &options).map_err(super::trace::stream_error)?;
+    let m = measure_stream(trace, &options).map_err(super::trace::stream_error)?;
     let table = summary_table(
         &m,
         &format!("{name}: {} events measured under each allocator", m.events),

@@ -3,13 +3,13 @@
 
 use super::events::{encode_entry, encode_header};
 use super::{Allocator, ChildReport, Library, MeasureError};
-use crate::analysis::{self, Analysis, Finding};
+use crate::analysis::{self, Analysis, Finding, TraceSource};
 use crate::engine::{self, RunError};
 use crate::export::Summary;
 use crate::process::{machine_cpus, Process, ProcessOptions};
 use crate::sim::ArenaModel;
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
-use crate::trace::{Call, Event, Record};
+use crate::trace::{Call, Event, Record, TraceError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -291,7 +291,7 @@ pub fn measure_records(
     records: &[Record],
     options: &MeasureOptions,
 ) -> Result<Measurement, MeasureError> {
-    measure_stream(engine::in_memory(records), options).map_err(engine::consumer_error)
+    measure_stream_reopened(engine::in_memory(records), options).map_err(engine::consumer_error)
 }
 
 /// Measures a trace under every allocator of `options`, one child process each, in turn.
@@ -299,7 +299,15 @@ pub fn measure_records(
 /// [`engine::run`] consumer) while the children's event file is written, so this process's
 /// memory follows the live objects, never the trace's length. A library that is not
 /// installed is listed in [`Measurement::missing`]; a child that fails is an error.
-pub fn measure_stream<I, E>(
+pub fn measure_stream(
+    source: TraceSource<'_>,
+    options: &MeasureOptions,
+) -> Result<Measurement, RunError<MeasureError, TraceError>> {
+    measure_stream_reopened(|| source.records(), options)
+}
+
+/// [`measure_stream`] over any re-opening of a trace's records (`open` gives them afresh).
+pub(crate) fn measure_stream_reopened<I, E>(
     open: impl Fn() -> Result<I, E>,
     options: &MeasureOptions,
 ) -> Result<Measurement, RunError<MeasureError, E>>

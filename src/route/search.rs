@@ -6,7 +6,7 @@
 //! after `k` sites, or earlier when no candidate lowers the score.
 
 use super::{evaluate_sets, RouteRule, Selector};
-use crate::blame::{blame_stream, At, BlameError, BlameSpec, Charge};
+use crate::blame::{blame_stream_reopened, At, BlameError, BlameSpec, Charge};
 use crate::engine::RunError;
 use crate::process::{DecayClock, ProcessError, ProcessOptions, ProcessSummary};
 use crate::sizeclass::AllocatorConfig;
@@ -80,7 +80,7 @@ where
         cpus,
         at: At::Peak,
     };
-    let blame = blame_stream(&open, &spec).map_err(|e| match e {
+    let blame = blame_stream_reopened(&open, &spec).map_err(|e| match e {
         RunError::Trace(e) => SearchError::Trace(e.to_string()),
         RunError::Consumer(e) => SearchError::Blame(e),
     })?;

@@ -115,7 +115,7 @@ fn advise(path: &Path, spec: &ViewSpec) -> Result<Table, ViewError> {
         .and_then(|(r, keep_narenas)| crate::advise::rebase(&grid, r, *keep_narenas))
         .map_or(grid, |(rebased, _)| rebased);
     let advice = crate::advise::advise_stream(
-        open(path, spec.time_scale()),
+        TraceSource::File(path).scaled(spec.time_scale()),
         &grid,
         machine,
         &crate::progress::Progress::default(),

@@ -282,7 +282,7 @@ fn moments(
     at.sort_unstable();
     at.dedup();
     let blames = blame_moments(
-        open(path, spec.time_scale()),
+        TraceSource::File(path).scaled(spec.time_scale()),
         &blame_spec(spec, At::End),
         &at,
     )
