@@ -144,6 +144,13 @@ fn a_flag_given_to_a_mode_it_does_not_apply_to_is_refused_naming_both() {
             "{args:?}: {stderr}"
         );
     }
+    // Two modes at once: the blame runs the process model itself.
+    let (code, _, stderr) = fragsim(&["replay", trace, "--blame", "--process"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--blame runs the process model itself"),
+        "{stderr}"
+    );
     // A flag in its own modes is taken (the refusal is not blanket).
     let (code, _, stderr) = fragsim(&["replay", trace, "--process", "--cpus", "2"]);
     assert_eq!(code, 0, "{stderr}");

@@ -101,6 +101,9 @@ fn mode_flags(args: &ReplayArgs) -> [(&'static str, bool, &'static [Mode]); 10] 
 /// A mode-specific flag given to a mode it does not apply to, as a one-line refusal naming
 /// both and where the flag does apply.
 fn refuse_other_modes(args: &ReplayArgs, mode: Mode) -> Result<()> {
+    if mode == Mode::Blame && args.process.process {
+        bail!("--blame runs the process model itself: drop --process");
+    }
     for (flag, given, modes) in mode_flags(args) {
         if given && !modes.contains(&mode) {
             let applies: Vec<&str> = modes.iter().map(|m| m.said()).collect();
