@@ -9,7 +9,7 @@ use crate::export::Summary;
 use crate::process::{machine_cpus, Process, ProcessOptions};
 use crate::sim::ArenaModel;
 use crate::sizeclass::{AllocatorConfig, JemallocVersion};
-use crate::trace::{Call, Event, Record, TraceError};
+use crate::trace::{Event, Record, TraceError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -277,11 +277,7 @@ impl Analysis<MeasureError> for SideRun {
 
 /// Measures `events` (one thread) under every allocator of `options`: [`measure_records`].
 pub fn measure(events: &[Event], options: &MeasureOptions) -> Result<Measurement, MeasureError> {
-    let records: Vec<Record> = events
-        .iter()
-        .map(|&e| Record::Call(Call::plain(e)))
-        .collect();
-    measure_records(&records, options)
+    measure_records(&Record::plain_calls(events), options)
 }
 
 /// Measures `records` under every allocator of `options`, one child process each, in turn
