@@ -754,21 +754,32 @@ fn cross_thread_frees_stay_in_order_with_every_order() {
     }
 }
 
-/// Decoding threads beside the merge (`fragsim record` takes them on 4 cores or more, so
-/// none on a 2-core machine: forced here with `FRAGSIM_DECODERS`) change nothing: the trace
-/// converted while the program ran, with 2 decoders, is the raw file's conversion on one
-/// thread; converting the raw file on 3 or 4 threads (1 or 2 decoders) writes the bytes 2
-/// threads write; a corrupt event is the same error. On the 4-thread program, with stacks and
-/// without, and on one whose chunks start with a keyless event (a mapping) where jemalloc is
-/// installed.
+/// Threads beside the merge (`fragsim record` takes 2 decoders and the id thread on 4 cores
+/// or more, so none on a 2-core machine: forced here with `FRAGSIM_DECODERS` and
+/// `FRAGSIM_ID_THREAD`) change nothing: the trace converted while the program ran, with them,
+/// is the raw file's conversion on one thread; converting the raw file on 1 to 5 threads (a
+/// writer, the id thread, 1 or 2 decoders) writes the same bytes and the same summary; a
+/// corrupt event is the same error. On the 4-thread program, with stacks and without, on one
+/// whose chunks start with a keyless event (a mapping) where jemalloc is installed, and on a
+/// program that a shell exec'd into (its objects released by the exec, in the id thread).
 #[test]
-fn decoding_threads_change_nothing() {
+fn conversion_threads_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile(dir.path(), "threads_map.cpp", &[]);
     let churn = common::jemalloc_program(dir.path(), "mapping_churn", &[]);
+    let life = compile(dir.path(), "lifecycle.c", &[]);
+    let wrapper = dir.path().join("wrapper.sh");
+    std::fs::write(&wrapper, "#!/bin/sh\nexec \"$@\"\n").unwrap();
+    let exec = vec![
+        "sh",
+        wrapper.to_str().unwrap(),
+        life.to_str().unwrap(),
+        "alloc",
+    ];
     let mut runs = vec![
         (vec![exe.to_str().unwrap(), "30000"], &[][..], ""),
         (vec![exe.to_str().unwrap(), "30000"], &["--stacks"][..], ""),
+        (exec, &[][..], ""),
     ];
     if let Some(churn) = &churn {
         let conf = "retain:false,dirty_decay_ms:0,muzzy_decay_ms:0";
@@ -780,6 +791,7 @@ fn decoding_threads_change_nothing() {
         let (trace, raw) = (sub.join("t.trace"), sub.join("raw"));
         let out = Command::new(FRAGSIM)
             .env("FRAGSIM_DECODERS", "2")
+            .env("FRAGSIM_ID_THREAD", "1")
             .env("MALLOC_CONF", conf)
             .args(["record", "-o"])
             .arg(&trace)
@@ -792,7 +804,12 @@ fn decoding_threads_change_nothing() {
             .unwrap();
         assert!(out.status.success(), "{out:?}");
         let (records, summary) = only_process(&raw);
-        assert!(summary.events > 100_000, "{}", summary.events);
+        if command[0] == "sh" {
+            assert_eq!(summary.images, 2, "the shell, then the program");
+            assert!(summary.released_by_exec > 0, "the shell's objects");
+        } else {
+            assert!(summary.events > 100_000, "{}", summary.events);
+        }
         if !conf.is_empty() {
             assert!(summary.mappings > 50_000, "{}", summary.mappings);
         }
@@ -805,12 +822,16 @@ fn decoding_threads_change_nothing() {
         };
         let convert = |threads: u32| {
             let out = sub.join(format!("on{threads}.trace"));
-            fragsim::record::convert_file_on(file, &out, fields, 0, threads).unwrap();
-            std::fs::read(out).unwrap()
+            let t = fragsim::record::convert_file_on(file, &out, fields, 0, threads).unwrap();
+            let summary = serde_json::to_string(&t.summary).unwrap();
+            (std::fs::read(out).unwrap(), summary)
         };
-        let two = convert(2);
-        assert_eq!(convert(3), two, "{flags:?}: 1 decoder");
-        assert_eq!(convert(4), two, "{flags:?}: 2 decoders");
+        let one = convert(1);
+        for threads in 2..=5 {
+            let on = convert(threads);
+            assert!(on.0 == one.0, "{command:?} {flags:?}: {threads} threads");
+            assert_eq!(on.1, one.1, "{command:?} {flags:?}: {threads} threads");
+        }
     }
     // An unknown event kind in the third chunk of events: the same error, at the same offset.
     let file = &raw_files(&dir.path().join("run0/raw"))[0].1;
@@ -841,8 +862,9 @@ fn decoding_threads_change_nothing() {
         assert!(!out.exists(), "no half-written trace");
         e.to_string()
     };
-    let two = error(2);
-    assert!(two.contains("unknown event kind 31"), "{two}");
-    assert_eq!(error(3), two);
-    assert_eq!(error(4), two);
+    let one = error(1);
+    assert!(one.contains("unknown event kind 31"), "{one}");
+    for threads in 2..=5 {
+        assert_eq!(error(threads), one, "{threads} threads");
+    }
 }

@@ -18,7 +18,7 @@ pub(crate) use linked::linked_allocator;
 
 pub(crate) use convert::convert;
 pub(crate) use convert::convert_with_progress;
-pub use convert::ConvertSummary;
+pub use convert::{ConvertSummary, ConvertThreads};
 pub(crate) use order::EventOrder;
 pub use raw::parse;
 pub(crate) use raw::RawProcess;
@@ -242,7 +242,7 @@ pub(crate) fn record_native_with_progress(
                 &raw.display().to_string(),
                 sink,
                 &mut read,
-                recording_decoders(),
+                recording_threads(),
             )
         })?);
     }
@@ -401,28 +401,37 @@ pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceErr
     Ok((records, summary))
 }
 
-/// Decoding threads a recording's conversion uses beside its converting and writing ones:
-/// `FRAGSIM_DECODERS` if set (0 to 16), else none on a machine of fewer than 4 cores (the
-/// program and those two have them all), else 2 (decoding is about a third of the
-/// converting thread's work, and a decoder decodes faster than the merge consumes).
-pub(crate) fn recording_decoders() -> usize {
-    if let Some(n) = std::env::var("FRAGSIM_DECODERS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        return n.min(16);
-    }
+/// Threads a recording's conversion uses beside its converting and writing ones: on a machine
+/// of fewer than 4 cores none (the program and those two have them all), else 2 decoders
+/// (decoding is about a third of the converting thread's work, and a decoder decodes faster
+/// than the merge consumes) and the id thread (the address table, a third of the rest).
+/// `FRAGSIM_DECODERS=N` (0 to 16) and `FRAGSIM_ID_THREAD=0|1` choose.
+pub(crate) fn recording_threads() -> ConvertThreads {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores >= 4 {
-        2
-    } else {
-        0
+    let spare = cores >= 4;
+    let env = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+    };
+    ConvertThreads {
+        decoders: env("FRAGSIM_DECODERS").map_or(if spare { 2 } else { 0 }, |n| n.min(16)),
+        ids: env("FRAGSIM_ID_THREAD").map_or(spare, |n| n > 0),
     }
 }
 
-/// Converts the raw file `raw` of process `pid` into the trace `out`, on `threads` threads: 1 (converting and writing on this thread), 2 (a
-/// writing thread beside the converting one), 3 or more (and `threads - 2` decoding ones,
-/// `convert::StreamConverter::with_decoders`), to measure what each one gives.
+/// The threads a conversion on `threads` threads in all uses, added in the order they help:
+/// 1 (converting and writing on one thread), 2 (a writing thread beside the converting one),
+/// 3 (and the id thread), 4 or more (and `threads - 3` decoding ones).
+pub fn threads_of_count(threads: u32) -> ConvertThreads {
+    ConvertThreads {
+        decoders: threads.saturating_sub(3) as usize,
+        ids: threads >= 3,
+    }
+}
+
+/// Converts the raw file `raw` of process `pid` into the trace `out` on `threads` threads
+/// ([`threads_of_count`]), to measure what each one gives.
 pub fn convert_file_on(
     raw: &Path,
     out: &Path,
@@ -431,10 +440,10 @@ pub fn convert_file_on(
     threads: u32,
 ) -> Result<RecordedTrace, RecordError> {
     let process = parse(raw)?;
-    let decoders = threads.saturating_sub(2) as usize;
+    let helpers = threads_of_count(threads);
     let run = |sink: &mut convert::Sink<'_>| {
         let file = raw.display().to_string();
-        convert_with_progress(&process, &file, sink, &mut |_| {}, decoders)
+        convert_with_progress(&process, &file, sink, &mut |_| {}, helpers)
     };
     match threads {
         1 => convert_inline(out, fields, pid, run),

@@ -41,7 +41,7 @@ pub(crate) fn convert_while_running<'a>(
     // (the table's growth was 2% of a conversion that started small; untouched room costs
     // only address space), more as needed.
     let mut stream = StreamConverter::new(&name, sink, &mut count, 1 << 21)
-        .with_decoders(super::recording_decoders());
+        .with_threads(super::recording_threads());
     loop {
         // Read before the file: once the program has ended, this look at it is the last.
         let done = ended();

@@ -1,7 +1,8 @@
 //! One merged event -> the trace's calls, thread exits and sites.
 
+use super::ids::{translate, CallPoint, Staged};
 use super::merge::{ImageState, Lane};
-use super::{exhausted, ConvertSummary, Converter};
+use super::{ConvertSummary, Converter};
 use crate::record::raw::{FastMap, RawEvent, RawImage, RawOp};
 use crate::record::symbols::Modules;
 use crate::trace::{Call, Control, Event, EventOut, Frame, Record, SiteId, ThreadId, TraceError};
@@ -91,38 +92,31 @@ impl Converter<'_, '_> {
             })?;
             return self.hand_over_if_full();
         }
+        // A realloc's flags come before its second point.
+        let mallocx_flags = match ev.op {
+            RawOp::ReallocBegin { .. } => 0,
+            _ => std::mem::take(&mut lane.mallocx_flags),
+        };
+        if let Some(ids) = &mut self.ids {
+            let point = CallPoint {
+                thread,
+                at,
+                site,
+                reentrant: ev.reentrant,
+                mallocx_flags,
+            };
+            return ids.stage(Staged::Call(ev.op, point), self.sink);
+        }
         let mut out = Emit::new(&mut self.records, &mut self.summary, thread, at, site);
         out.reentrant = ev.reentrant;
-        // A realloc's flags come before its second point.
-        if !matches!(ev.op, RawOp::ReallocBegin { .. }) {
-            out.mallocx_flags = std::mem::take(&mut lane.mallocx_flags);
-        }
-        match ev.op {
-            RawOp::Alloc { size, align, addr } => {
-                self.importer
-                    .alloc(addr, size, align, &mut out)
-                    .map_err(|_| exhausted(&self.file))?;
-            }
-            RawOp::Free { addr } => {
-                self.importer.free(addr, &mut out);
-            }
-            RawOp::ReallocBegin { old } => {
-                lane.pending = Some(self.importer.detach(old));
-            }
-            RawOp::ReallocEnd { new, size, .. } => {
-                let id = lane.pending.take().flatten();
-                self.importer
-                    .attach(id, new, size, &mut out)
-                    .map_err(|_| exhausted(&self.file))?;
-            }
-            RawOp::Exit
-            | RawOp::Map { .. }
-            | RawOp::Unmap { .. }
-            | RawOp::Flags { .. }
-            | RawOp::Control { .. } => {
-                unreachable!("handled above")
-            }
-        }
+        out.mallocx_flags = mallocx_flags;
+        translate(
+            &mut self.importer,
+            ev.op,
+            &mut lane.pending,
+            &mut out,
+            &self.file,
+        )?;
         self.hand_over_if_full()
     }
 

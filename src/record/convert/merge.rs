@@ -2,6 +2,7 @@
 //! between threads broken by thread id).
 
 use super::calls::Emit;
+use super::ids::Staged;
 use super::Converter;
 use crate::record::raw::{
     CursorError, FastMap, RawEvent, RawImage, RawProcess, RawThread, Stacks, ThreadCursor,
@@ -295,11 +296,20 @@ impl Converter<'_, '_> {
         if let Some((exec_thread, others)) = inherited {
             // The exec released the old address space and ended every other thread.
             let at = self.time(image.start_ns);
-            let before = self.summary.events;
-            let mut out = Emit::new(&mut self.records, &mut self.summary, exec_thread, at, None);
-            self.importer.release_all(&mut out);
-            self.summary.released_by_exec += self.summary.events - before;
-            self.hand_over_if_full()?;
+            if let Some(ids) = &mut self.ids {
+                let release = Staged::ReleaseAll {
+                    thread: exec_thread,
+                    at,
+                };
+                ids.stage(release, self.sink)?;
+            } else {
+                let before = self.summary.events;
+                let mut out =
+                    Emit::new(&mut self.records, &mut self.summary, exec_thread, at, None);
+                self.importer.release_all(&mut out);
+                self.summary.released_by_exec += self.summary.events - before;
+                self.hand_over_if_full()?;
+            }
             for t in others {
                 self.exit(t, at)?;
             }

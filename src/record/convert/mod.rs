@@ -3,14 +3,16 @@
 //! dense trace threads in order of first appearance, stacks -> the site table.
 //!
 //! The merge of one image's threads is in `merge.rs`, one merged event -> calls and sites in
-//! `calls.rs`.
+//! `calls.rs`, the ids on a thread of their own in `ids.rs`.
 
 mod calls;
+mod ids;
 mod merge;
 
 use super::raw::{DecodePool, FastMap, RawProcess, FLAG_NO_UNWINDER, FLAG_TSC};
 use super::symbols::Symbolizer;
 use crate::trace::{AddressImporter, Frame, IssueCounts, Record, SiteId, ThreadId, TraceError};
+use ids::{IdThread, Staged};
 use merge::ImageMerge;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -42,6 +44,9 @@ pub struct ConvertSummary {
     /// The decoding threads' CPU time (0: decoded on the converting thread).
     #[serde(skip)]
     pub decode_cpu_ns: u64,
+    /// The id thread's CPU time (0: ids assigned on the converting thread).
+    #[serde(skip)]
+    pub ids_cpu_ns: u64,
     /// The last image ended without the recorder's `END` (killed, fatal signal).
     pub truncated: bool,
     pub signal: Option<u64>,
@@ -87,11 +92,27 @@ struct Converter<'a, 'p> {
     records: Vec<Record>,
     /// Decoding threads, if the threads' chunks are decoded beside the merge.
     pool: Option<std::sync::Arc<DecodePool>>,
+    /// The id thread, if the ids are assigned beside the merge (then every record goes
+    /// through it, in order).
+    ids: Option<IdThread>,
+}
+
+/// Threads a conversion uses beside the converting one (which merges the threads' events in
+/// order): each takes a share of the converting thread's work off it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConvertThreads {
+    /// Threads that decode the threads' chunks ahead of the merge.
+    pub decoders: usize,
+    /// A thread that keeps the address table and hands out the ids after the merge.
+    pub ids: bool,
 }
 
 impl Converter<'_, '_> {
     #[inline(always)]
     fn push(&mut self, record: Record) -> Result<(), TraceError> {
+        if let Some(ids) = &mut self.ids {
+            return ids.stage(Staged::Record(record), self.sink);
+        }
         self.records.push(record);
         if self.records.len() >= SINK_BATCH {
             self.hand_over()?;
@@ -101,12 +122,39 @@ impl Converter<'_, '_> {
 
     /// Hands the records converted so far to the sink.
     fn hand_over(&mut self) -> Result<(), TraceError> {
+        if let Some(ids) = &mut self.ids {
+            return ids.send(self.sink);
+        }
         if self.records.is_empty() {
             return Ok(());
         }
         let done = (self.sink)(&mut self.records);
         self.records.clear();
         done
+    }
+
+    /// Ends the id thread, if there is one: every record handed on, its counts taken in.
+    fn end_ids(&mut self) -> Result<(), TraceError> {
+        let Some(ids) = self.ids.take() else {
+            return Ok(());
+        };
+        let end = ids.end(self.sink)?;
+        let (s, c) = (&mut self.summary, end.counts);
+        s.events += c.events;
+        s.allocs += c.allocs;
+        s.frees += c.frees;
+        s.reallocs += c.reallocs;
+        s.released_by_exec += c.released_by_exec;
+        let per_thread = &mut s.events_per_thread;
+        if per_thread.len() < c.events_per_thread.len() {
+            per_thread.resize(c.events_per_thread.len(), 0);
+        }
+        for (mine, theirs) in per_thread.iter_mut().zip(&c.events_per_thread) {
+            *mine += theirs;
+        }
+        s.ids_cpu_ns = end.cpu_ns;
+        self.importer = end.importer;
+        Ok(())
     }
 }
 
@@ -117,24 +165,24 @@ pub fn convert<'a>(
     file: &str,
     sink: &'a mut Sink<'a>,
 ) -> Result<ConvertSummary, TraceError> {
-    convert_with_progress(process, file, sink, &mut |_| {}, 0)
+    convert_with_progress(process, file, sink, &mut |_| {}, ConvertThreads::default())
 }
 
 /// As [`convert`], telling `progress` how many more bytes of the file's events
-/// ([`RawProcess::event_bytes`] in all) were read, each time a chunk is read; `decoders`:
-/// threads that decode beside the merge ([`StreamConverter::with_decoders`]).
+/// ([`RawProcess::event_bytes`] in all) were read, each time a chunk is read; `threads`:
+/// the threads beside the merge ([`StreamConverter::with_threads`]).
 pub fn convert_with_progress<'a>(
     process: &RawProcess,
     file: &str,
     sink: &'a mut Sink<'a>,
     progress: &mut dyn FnMut(u64),
-    decoders: usize,
+    threads: ConvertThreads,
 ) -> Result<ConvertSummary, TraceError> {
     // Room for the live objects of a large recording from the start (about one object live
     // per 50 bytes of raw events, at most 4 M: a few percent of the time was the table
     // growing).
     let live = (process.event_bytes() / 50).min(1 << 22) as usize;
-    let mut stream = StreamConverter::new(file, sink, progress, live).with_decoders(decoders);
+    let mut stream = StreamConverter::new(file, sink, progress, live).with_threads(threads);
     stream.step(process, true)?;
     Ok(stream.finish(process))
 }
@@ -148,6 +196,8 @@ pub struct StreamConverter<'a, 'p> {
     next_image: usize,
     /// The thread that exec'd into the next image and the other live threads then.
     inherited: Option<(ThreadId, Vec<ThreadId>)>,
+    /// The live objects to make room for from the start.
+    live: usize,
 }
 
 impl<'a, 'p> StreamConverter<'a, 'p> {
@@ -174,17 +224,27 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
                 summary: ConvertSummary::default(),
                 records: Vec::with_capacity(SINK_BATCH),
                 pool: None,
+                ids: None,
             },
+            live,
             merge: None,
             next_image: 0,
             inherited: None,
         }
     }
 
-    /// Decodes the threads' chunks on `threads` threads beside the merge (0: on the
-    /// converting thread, as they are reached).
-    pub fn with_decoders(mut self, threads: usize) -> Self {
-        self.c.pool = (threads > 0).then(|| DecodePool::new(threads));
+    /// Takes `threads` beside the converting one: decoders ahead of the merge and an id
+    /// thread after it. None started: all on the converting thread (the output is the same).
+    pub fn with_threads(mut self, threads: ConvertThreads) -> Self {
+        let decoders = threads.decoders;
+        self.c.pool = (decoders > 0).then(|| DecodePool::new(decoders));
+        if threads.ids {
+            self.c.ids = IdThread::start(&self.c.file, self.live);
+            if self.c.ids.is_some() {
+                // The id thread keeps its own table: this one's room is given back.
+                self.c.importer = AddressImporter::new();
+            }
+        }
         self
     }
 
@@ -198,6 +258,9 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
     /// stamps (scaled with all its clock pairs) waits for its end.
     pub fn step(&mut self, process: &RawProcess, ended: bool) -> Result<(), TraceError> {
         self.step_images(process, ended)?;
+        if ended {
+            self.c.end_ids()?;
+        }
         self.c.hand_over()
     }
 

@@ -1,0 +1,271 @@
+//! The object ids on a thread of their own: the merge hands its calls in order, addresses
+//! still in them, to this stage, which keeps the address table, hands out the ids and builds
+//! the records. The merge and the address table were the two parts of a conversion that must
+//! run in order; as a pipeline each needs only its own share of an event's time.
+
+use super::calls::Emit;
+use super::{exhausted, ConvertSummary, Sink, SINK_BATCH};
+use crate::record::raw::RawOp;
+use crate::record::thread_cpu_ns;
+use crate::trace::{AddressImporter, ObjectId, Record, SiteId, ThreadId, TraceError};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::thread::JoinHandle;
+
+/// Staged items sent at a time: a hand-over per 16,384 calls (each may wake the id thread).
+const STAGED_BATCH: usize = 16384;
+
+/// Batches on their way to the id thread (a bound, so a slow id thread holds the merge back
+/// instead of letting its batches pile up in memory).
+const STAGED_IN_FLIGHT: usize = 4;
+
+/// Who made a call and when: what the merge knows of it and the records need.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CallPoint {
+    pub thread: ThreadId,
+    pub at: u64,
+    pub site: Option<SiteId>,
+    pub reentrant: bool,
+    pub mallocx_flags: u32,
+}
+
+/// One item in the merge's order.
+pub(super) enum Staged {
+    /// An alloc, free or either point of a realloc, by address.
+    Call(RawOp, CallPoint),
+    /// A record with no address in it (a site, mapping, control or thread exit).
+    Record(Record),
+    /// An exec released every live object.
+    ReleaseAll { thread: ThreadId, at: u64 },
+}
+
+/// The calls `op` (an alloc, a free or a realloc's point, by address) makes, pushed onto
+/// `out`; `pending`: the object a realloc of the same thread moves between its two points.
+/// The one translation from addresses to ids, whichever thread runs it.
+#[inline(always)]
+pub(super) fn translate(
+    importer: &mut AddressImporter,
+    op: RawOp,
+    pending: &mut Option<Option<ObjectId>>,
+    out: &mut Emit,
+    file: &str,
+) -> Result<(), TraceError> {
+    match op {
+        RawOp::Alloc { size, align, addr } => {
+            importer
+                .alloc(addr, size, align, out)
+                .map_err(|_| exhausted(file))?;
+        }
+        RawOp::Free { addr } => {
+            importer.free(addr, out);
+        }
+        RawOp::ReallocBegin { old } => *pending = Some(importer.detach(old)),
+        RawOp::ReallocEnd { new, size, .. } => {
+            let id = pending.take().flatten();
+            importer
+                .attach(id, new, size, out)
+                .map_err(|_| exhausted(file))?;
+        }
+        RawOp::Exit
+        | RawOp::Map { .. }
+        | RawOp::Unmap { .. }
+        | RawOp::Flags { .. }
+        | RawOp::Control { .. } => unreachable!("the merge writes these itself"),
+    }
+    Ok(())
+}
+
+/// What the id thread counted and kept, for the conversion's summary.
+pub(super) struct IdsEnd {
+    pub importer: AddressImporter,
+    /// The calls' counts (`events`, `allocs`, `frees`, `reallocs`, `events_per_thread`,
+    /// `released_by_exec`); the rest is the merge's.
+    pub counts: ConvertSummary,
+    pub cpu_ns: u64,
+}
+
+/// The merge's end of the id thread.
+pub(super) struct IdThread {
+    file: String,
+    batch: Vec<Staged>,
+    to_ids: Option<SyncSender<Vec<Staged>>>,
+    spare_staged: Receiver<Vec<Staged>>,
+    done: Receiver<Vec<Record>>,
+    spare_records: Sender<Vec<Record>>,
+    handle: Option<JoinHandle<Result<IdsEnd, TraceError>>>,
+}
+
+impl IdThread {
+    /// Starts the id thread, its address table with room for `live` live objects; `None` if
+    /// no thread could be started (the ids are then assigned on the merging thread).
+    pub(super) fn start(file: &str, live: usize) -> Option<Self> {
+        let (to_ids, inbox) = sync_channel::<Vec<Staged>>(STAGED_IN_FLIGHT);
+        let (give_back_staged, spare_staged) = channel();
+        let (to_merge, done) = channel();
+        let (spare_records, record_vecs) = channel::<Vec<Record>>();
+        let name = file.to_string();
+        let handle = std::thread::Builder::new()
+            .name("fragsim-ids".into())
+            .spawn(move || {
+                let importer = AddressImporter::with_capacity(live);
+                run(
+                    &name,
+                    importer,
+                    inbox,
+                    give_back_staged,
+                    to_merge,
+                    record_vecs,
+                )
+            })
+            .ok()?;
+        Some(IdThread {
+            file: file.to_string(),
+            batch: Vec::with_capacity(STAGED_BATCH),
+            to_ids: Some(to_ids),
+            spare_staged,
+            done,
+            spare_records,
+            handle: Some(handle),
+        })
+    }
+
+    /// Stages one item; a full batch goes to the id thread, and the records it has built so
+    /// far to `sink`.
+    #[inline(always)]
+    pub(super) fn stage(&mut self, item: Staged, sink: &mut Sink) -> Result<(), TraceError> {
+        self.batch.push(item);
+        if self.batch.len() >= STAGED_BATCH {
+            self.send(sink)?;
+        }
+        Ok(())
+    }
+
+    /// Sends what is staged and hands on the records built so far.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn send(&mut self, sink: &mut Sink) -> Result<(), TraceError> {
+        if !self.batch.is_empty() {
+            let next = self
+                .spare_staged
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(STAGED_BATCH));
+            let full = std::mem::replace(&mut self.batch, next);
+            let sent = self.to_ids.as_ref().map(|t| t.send(full));
+            if !matches!(sent, Some(Ok(()))) {
+                return Err(self.stopped());
+            }
+        }
+        while let Ok(records) = self.done.try_recv() {
+            self.hand_on(records, sink)?;
+        }
+        Ok(())
+    }
+
+    fn hand_on(&mut self, mut records: Vec<Record>, sink: &mut Sink) -> Result<(), TraceError> {
+        sink(&mut records)?;
+        records.clear();
+        // The id thread may have finished already: nothing to give it back to.
+        let _ = self.spare_records.send(records);
+        Ok(())
+    }
+
+    /// Sends the rest, hands on every record and ends the thread.
+    pub(super) fn end(mut self, sink: &mut Sink) -> Result<IdsEnd, TraceError> {
+        self.send(sink)?;
+        self.to_ids = None;
+        while let Ok(records) = self.done.recv() {
+            self.hand_on(records, sink)?;
+        }
+        self.join()
+    }
+
+    /// The id thread's own error, after it stopped taking batches.
+    #[cold]
+    fn stopped(&mut self) -> TraceError {
+        self.to_ids = None;
+        match self.join() {
+            Err(e) => e,
+            Ok(_) => TraceError::Input {
+                file: self.file.clone(),
+                what: "the id thread stopped early".into(),
+            },
+        }
+    }
+
+    fn join(&mut self) -> Result<IdsEnd, TraceError> {
+        let handle = self.handle.take().expect("joined once");
+        handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+}
+
+impl Drop for IdThread {
+    /// A conversion that failed elsewhere still ends its id thread.
+    fn drop(&mut self) {
+        self.to_ids = None;
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The id thread: every staged item in order, its records sent back a batch at a time.
+fn run(
+    file: &str,
+    mut importer: AddressImporter,
+    inbox: Receiver<Vec<Staged>>,
+    give_back_staged: Sender<Vec<Staged>>,
+    to_merge: Sender<Vec<Record>>,
+    record_vecs: Receiver<Vec<Record>>,
+) -> Result<IdsEnd, TraceError> {
+    let started = thread_cpu_ns();
+    let mut counts = ConvertSummary::default();
+    let mut records = Vec::with_capacity(SINK_BATCH);
+    // Per trace thread: the object its realloc moves between the realloc's two points.
+    let mut pending: Vec<Option<Option<ObjectId>>> = Vec::new();
+    let gone = || TraceError::Input {
+        file: file.to_string(),
+        what: "the conversion stopped".into(),
+    };
+    for mut batch in inbox {
+        for item in batch.drain(..) {
+            match item {
+                Staged::Call(op, p) => {
+                    let t = p.thread as usize;
+                    if pending.len() <= t {
+                        pending.resize(t + 1, None);
+                    }
+                    let mut out = Emit::new(&mut records, &mut counts, p.thread, p.at, p.site);
+                    out.reentrant = p.reentrant;
+                    out.mallocx_flags = p.mallocx_flags;
+                    translate(&mut importer, op, &mut pending[t], &mut out, file)?;
+                }
+                Staged::Record(r) => records.push(r),
+                Staged::ReleaseAll { thread, at } => {
+                    let before = counts.events;
+                    let mut out = Emit::new(&mut records, &mut counts, thread, at, None);
+                    importer.release_all(&mut out);
+                    counts.released_by_exec += counts.events - before;
+                }
+            }
+            if records.len() >= SINK_BATCH {
+                let next = record_vecs
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(SINK_BATCH));
+                to_merge
+                    .send(std::mem::replace(&mut records, next))
+                    .map_err(|_| gone())?;
+            }
+        }
+        // The merge may have stopped already: nothing to give back to.
+        let _ = give_back_staged.send(batch);
+    }
+    if !records.is_empty() {
+        to_merge.send(records).map_err(|_| gone())?;
+    }
+    Ok(IdsEnd {
+        importer,
+        counts,
+        cpu_ns: thread_cpu_ns() - started,
+    })
+}
