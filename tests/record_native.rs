@@ -760,8 +760,9 @@ fn cross_thread_frees_stay_in_order_with_every_order() {
 /// is the raw file's conversion on one thread; converting the raw file on 1 to 5 threads (a
 /// writer, the id thread, 1 or 2 decoders) writes the same bytes and the same summary; a
 /// corrupt event is the same error. On the 4-thread program, with stacks and without, on one
-/// whose chunks start with a keyless event (a mapping) where jemalloc is installed, and on a
-/// program that a shell exec'd into (its objects released by the exec, in the id thread).
+/// whose chunks start with a keyless event (a mapping) where jemalloc is installed, on a
+/// program that a shell exec'd into (its objects released by the exec, in the id thread), and
+/// on one whose calls need every kind of repair (`repairs.c`).
 #[test]
 fn conversion_threads_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -776,10 +777,12 @@ fn conversion_threads_change_nothing() {
         life.to_str().unwrap(),
         "alloc",
     ];
+    let repairs = compile(dir.path(), "repairs.c", &[]);
     let mut runs = vec![
         (vec![exe.to_str().unwrap(), "30000"], &[][..], ""),
         (vec![exe.to_str().unwrap(), "30000"], &["--stacks"][..], ""),
         (exec, &[][..], ""),
+        (vec![repairs.to_str().unwrap(), "40000"], &[][..], ""),
     ];
     if let Some(churn) = &churn {
         let conf = "retain:false,dirty_decay_ms:0,muzzy_decay_ms:0";
@@ -804,9 +807,14 @@ fn conversion_threads_change_nothing() {
             .unwrap();
         assert!(out.status.success(), "{out:?}");
         let (records, summary) = only_process(&raw);
+        let i = summary.issues;
         if command[0] == "sh" {
             assert_eq!(summary.images, 2, "the shell, then the program");
             assert!(summary.released_by_exec > 0, "the shell's objects");
+        } else if command[0].ends_with("repairs") {
+            // The program's 40,000 rounds each make one of every repair.
+            let kinds = (i.free_of_unknown, i.realloc_of_unknown, i.duplicate_address);
+            assert_eq!(kinds, (40000, 40000, 40000));
         } else {
             assert!(summary.events > 100_000, "{}", summary.events);
         }
