@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_refused, committed_trace, run, s, stderr_of};
+use common::{assert_refused, assert_refused_naming, committed_trace, run, s, stderr_of};
 
 /// `--cpus` is bounded as jemalloc bounds `narenas`: 4 arenas a CPU, at most 4,094
 /// (`MALLOCX_ARENA_LIMIT - 1`, `malloc_init_narenas`), so 1 to 1,024 CPUs. Before: `--cpus 0`
@@ -68,4 +68,34 @@ fn charts_into_a_missing_parent_creates_nothing() {
         assert_refused(&out, "its parent folder");
         assert!(!dir.path().join("x").exists(), "{args:?}");
     }
+}
+
+/// The conversion's thread knobs take what they say, or nothing runs: before, a value that was
+/// not a number (`FRAGSIM_ID_THREAD=yes`) was ignored without a word, so a measurement "with
+/// the id thread" ran without it. Refused before the program starts: its marker file is never
+/// made, and no trace is written.
+#[test]
+fn conversion_thread_knobs_out_of_range_are_refused_before_the_program_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, marker) = (dir.path().join("t.trace"), dir.path().join("ran"));
+    for (name, value) in [
+        ("FRAGSIM_ID_THREAD", "yes"),
+        ("FRAGSIM_ID_THREAD", "2"),
+        ("FRAGSIM_DECODERS", "17"),
+        ("FRAGSIM_DECODERS", "-1"),
+    ] {
+        let got = common::run_env(
+            &["record", "-o", s(&out), "--", "touch", s(&marker)],
+            &[(name, value)],
+        );
+        assert_refused_naming(&got, &[name, &format!("'{value}'")]);
+        assert!(!marker.exists(), "{name}={value}: the program ran");
+        assert!(!out.exists(), "{name}={value}: a trace was written");
+    }
+    let got = common::run_env(
+        &["record", "-o", s(&out), "--", "touch", s(&marker)],
+        &[("FRAGSIM_ID_THREAD", "1"), ("FRAGSIM_DECODERS", "16")],
+    );
+    assert!(got.status.success(), "{}", stderr_of(&got));
+    assert!(marker.exists() && out.exists());
 }

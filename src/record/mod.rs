@@ -51,6 +51,12 @@ pub enum RecordError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{name} is '{value}': expected {expected} (unset it to choose by the machine's cores)")]
+    ConvertThreads {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
     #[error(transparent)]
     Trace(#[from] TraceError),
     #[error(transparent)]
@@ -175,6 +181,7 @@ pub(crate) fn record_native_with_progress(
     options: &NativeOptions,
     progress: &mut dyn FnMut(RecordProgress),
 ) -> Result<Recorded, RecordError> {
+    let threads = recording_threads()?;
     let preload = find_preload()?;
     let program = command
         .first()
@@ -223,6 +230,7 @@ pub(crate) fn record_native_with_progress(
         raw_dir: &raw_dir,
         started,
         command: command_line,
+        threads,
     };
     let ((status, elapsed), root, children) = run.convert_while_running(child, progress);
     let status = status.map_err(|source| RecordError::Spawn {
@@ -242,7 +250,7 @@ pub(crate) fn record_native_with_progress(
                 &raw.display().to_string(),
                 sink,
                 &mut read,
-                recording_threads(),
+                threads,
             )
         })?);
     }
@@ -293,6 +301,7 @@ struct RootRun<'a> {
     raw_dir: &'a Path,
     started: std::time::Instant,
     command: Vec<String>,
+    threads: ConvertThreads,
 }
 
 impl RootRun<'_> {
@@ -340,7 +349,7 @@ impl RootRun<'_> {
                     }
                     other => progress(other),
                 };
-                stream::convert_while_running(&root_raw, sink, &ended, &mut tell)
+                stream::convert_while_running(&root_raw, sink, &ended, self.threads, &mut tell)
             });
             let waited = waiter
                 .join()
@@ -405,19 +414,31 @@ pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceErr
 /// of fewer than 4 cores none (the program and those two have them all), else 2 decoders
 /// (decoding is about a third of the converting thread's work, and a decoder decodes faster
 /// than the merge consumes) and the id thread (the address table, a third of the rest).
-/// `FRAGSIM_DECODERS=N` (0 to 16) and `FRAGSIM_ID_THREAD=0|1` choose.
-pub(crate) fn recording_threads() -> ConvertThreads {
+/// `FRAGSIM_DECODERS=N` (0 to 16) and `FRAGSIM_ID_THREAD=0|1` choose; another value is an
+/// error, before the program runs.
+pub(crate) fn recording_threads() -> Result<ConvertThreads, RecordError> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let spare = cores >= 4;
-    let env = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
+    let env = |name: &'static str, max: usize, expected: &'static str| {
+        let Some(value) = std::env::var_os(name) else {
+            return Ok(None);
+        };
+        let value = value.to_string_lossy().into_owned();
+        match value.parse::<usize>() {
+            Ok(n) if n <= max => Ok(Some(n)),
+            _ => Err(RecordError::ConvertThreads {
+                name,
+                value,
+                expected,
+            }),
+        }
     };
-    ConvertThreads {
-        decoders: env("FRAGSIM_DECODERS").map_or(if spare { 2 } else { 0 }, |n| n.min(16)),
-        ids: env("FRAGSIM_ID_THREAD").map_or(spare, |n| n > 0),
-    }
+    let decoders = env("FRAGSIM_DECODERS", 16, "a number of decoding threads, 0 to 16")?;
+    let ids = env("FRAGSIM_ID_THREAD", 1, "0 (ids on the converting thread) or 1")?;
+    Ok(ConvertThreads {
+        decoders: decoders.unwrap_or(if spare { 2 } else { 0 }),
+        ids: ids.map_or(spare, |n| n == 1),
+    })
 }
 
 /// The threads a conversion on `threads` threads in all uses, added in the order they help:

@@ -2,7 +2,7 @@
 //! merged up to the progress mark its chunks carry (every event numbered below it is in the
 //! file), so that when the program exits only the rest is left to convert.
 
-use super::convert::{ConvertSummary, Sink, StreamConverter};
+use super::convert::{ConvertSummary, ConvertThreads, Sink, StreamConverter};
 use super::raw::RawProcess;
 use super::RecordProgress;
 use crate::trace::TraceError;
@@ -16,13 +16,15 @@ use std::time::Duration;
 const POLL: Duration = Duration::from_millis(10);
 
 /// Converts the raw file `raw` into `sink` while the program writes it, until `ended` (the
-/// program has exited; whoever sets it unparks this thread). Then `progress` is told how many
+/// program has exited; whoever sets it unparks this thread), on `threads` beside this one.
+/// Then `progress` is told how many
 /// bytes of raw events are left ([`RecordProgress::Converting`]) and how many more of those
 /// are converted, chunk by chunk.
 pub(crate) fn convert_while_running<'a>(
     raw: &Path,
     sink: &'a mut Sink<'a>,
     ended: &dyn Fn() -> bool,
+    threads: ConvertThreads,
     progress: &mut dyn FnMut(RecordProgress),
 ) -> Result<ConvertSummary, TraceError> {
     let name = raw.display().to_string();
@@ -41,7 +43,7 @@ pub(crate) fn convert_while_running<'a>(
     // (the table's growth was 2% of a conversion that started small; untouched room costs
     // only address space), more as needed.
     let mut stream = StreamConverter::new(&name, sink, &mut count, 1 << 21)
-        .with_threads(super::recording_threads());
+        .with_threads(threads);
     loop {
         // Read before the file: once the program has ended, this look at it is the last.
         let done = ended();
