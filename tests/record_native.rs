@@ -840,6 +840,23 @@ fn conversion_threads_change_nothing() {
             assert!(on.0 == one.0, "{command:?} {flags:?}: {threads} threads");
             assert_eq!(on.1, one.1, "{command:?} {flags:?}: {threads} threads");
         }
+        // `record --convert` of the kept folder takes the recording's threads too.
+        let again = sub.join("again.trace");
+        let out = Command::new(FRAGSIM)
+            .env("FRAGSIM_DECODERS", "2")
+            .env("FRAGSIM_ID_THREAD", "1")
+            .args(["record", "--convert"])
+            .arg(&raw)
+            .arg("-o")
+            .arg(&again)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            records_of(&again),
+            records,
+            "{command:?} {flags:?}: --convert"
+        );
     }
     // An unknown event kind in the third chunk of events: the same error, at the same offset.
     let file = &raw_files(&dir.path().join("run0/raw"))[0].1;

@@ -51,7 +51,9 @@ pub enum RecordError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{name} is '{value}': expected {expected} (unset it to choose by the machine's cores)")]
+    #[error(
+        "{name} is '{value}': expected {expected} (unset it to choose by the machine's cores)"
+    )]
     ConvertThreads {
         name: &'static str,
         value: String,
@@ -433,8 +435,16 @@ pub(crate) fn recording_threads() -> Result<ConvertThreads, RecordError> {
             }),
         }
     };
-    let decoders = env("FRAGSIM_DECODERS", 16, "a number of decoding threads, 0 to 16")?;
-    let ids = env("FRAGSIM_ID_THREAD", 1, "0 (ids on the converting thread) or 1")?;
+    let decoders = env(
+        "FRAGSIM_DECODERS",
+        16,
+        "a number of decoding threads, 0 to 16",
+    )?;
+    let ids = env(
+        "FRAGSIM_ID_THREAD",
+        1,
+        "0 (ids on the converting thread) or 1",
+    )?;
     Ok(ConvertThreads {
         decoders: decoders.unwrap_or(if spare { 2 } else { 0 }),
         ids: ids.map_or(spare, |n| n == 1),

@@ -114,6 +114,8 @@ fn root_of(dir: &Path, files: &[(u64, RawProcess)]) -> Result<u64, RecordError> 
 /// Converts the raw files a recording left in `dir`: the program's into `out`, its children's
 /// (`--follow-forks`) into `out.<pid>`; the program's trace first.
 pub(crate) fn convert_dir(dir: &Path, out: &Path) -> Result<Vec<RecordedTrace>, RecordError> {
+    // The threads a recording's conversion takes ([`super::recording_threads`]).
+    let threads = super::recording_threads()?;
     let mut files = Vec::new();
     for (pid, raw) in raw_files(dir)? {
         files.push((pid, parse(&raw)?));
@@ -144,7 +146,7 @@ pub(crate) fn convert_dir(dir: &Path, out: &Path) -> Result<Vec<RecordedTrace>, 
             command_of(&noted, pid)
         };
         traces.push(convert_into(&path, fields, pid, command, |sink| {
-            super::convert(&process, &name, sink)
+            super::convert_with_progress(&process, &name, sink, &mut |_| {}, threads)
         })?);
     }
     Ok(traces)

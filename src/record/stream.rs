@@ -42,8 +42,7 @@ pub(crate) fn convert_while_running<'a>(
     // The file's size is not known yet: room for two million live objects from the start
     // (the table's growth was 2% of a conversion that started small; untouched room costs
     // only address space), more as needed.
-    let mut stream = StreamConverter::new(&name, sink, &mut count, 1 << 21)
-        .with_threads(threads);
+    let mut stream = StreamConverter::new(&name, sink, &mut count, 1 << 21).with_threads(threads);
     loop {
         // Read before the file: once the program has ended, this look at it is the last.
         let done = ended();
