@@ -234,14 +234,22 @@ fn run(
         for item in batch.drain(..) {
             match item {
                 Staged::Call(op, p) => {
-                    let t = p.thread as usize;
-                    if pending.len() <= t {
-                        pending.resize(t + 1, None);
-                    }
                     let mut out = Emit::new(&mut records, &mut counts, p.thread, p.at, p.site);
                     out.reentrant = p.reentrant;
                     out.mallocx_flags = p.mallocx_flags;
-                    translate(&mut importer, op, &mut pending[t], &mut out, file)?;
+                    // Only a realloc's two points keep an object between them.
+                    let mut none = None;
+                    let between = match op {
+                        RawOp::ReallocBegin { .. } | RawOp::ReallocEnd { .. } => {
+                            let t = p.thread as usize;
+                            if pending.len() <= t {
+                                pending.resize(t + 1, None);
+                            }
+                            &mut pending[t]
+                        }
+                        _ => &mut none,
+                    };
+                    translate(&mut importer, op, between, &mut out, file)?;
                 }
                 Staged::Record(r) => records.push(r),
                 Staged::ReleaseAll { thread, at } => {
