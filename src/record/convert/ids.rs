@@ -195,7 +195,12 @@ impl IdThread {
     }
 
     fn join(&mut self) -> Result<IdsEnd, TraceError> {
-        let handle = self.handle.take().expect("joined once");
+        let Some(handle) = self.handle.take() else {
+            return Err(TraceError::Input {
+                file: self.file.clone(),
+                what: "the id thread stopped early".into(),
+            });
+        };
         handle
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
