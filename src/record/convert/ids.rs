@@ -98,9 +98,9 @@ pub(super) struct IdThread {
 }
 
 impl IdThread {
-    /// Starts the id thread, its address table with room for `live` live objects; `None` if
-    /// no thread could be started (the ids are then assigned on the merging thread).
-    pub(super) fn start(file: &str, live: usize) -> Option<Self> {
+    /// Starts the id thread with `importer`, the address table (moved to it); `None` if no
+    /// thread could be started (the table is then lost: the caller starts a new one).
+    pub(super) fn start(file: &str, importer: AddressImporter) -> Option<Self> {
         let (to_ids, inbox) = sync_channel::<Vec<Staged>>(STAGED_IN_FLIGHT);
         let (give_back_staged, spare_staged) = channel();
         let (to_merge, done) = channel();
@@ -109,7 +109,6 @@ impl IdThread {
         let handle = std::thread::Builder::new()
             .name("fragsim-ids".into())
             .spawn(move || {
-                let importer = AddressImporter::with_capacity(live);
                 run(
                     &name,
                     importer,

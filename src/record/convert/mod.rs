@@ -196,8 +196,6 @@ pub struct StreamConverter<'a, 'p> {
     next_image: usize,
     /// The thread that exec'd into the next image and the other live threads then.
     inherited: Option<(ThreadId, Vec<ThreadId>)>,
-    /// The live objects to make room for from the start.
-    live: usize,
 }
 
 impl<'a, 'p> StreamConverter<'a, 'p> {
@@ -226,7 +224,6 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
                 pool: None,
                 ids: None,
             },
-            live,
             merge: None,
             next_image: 0,
             inherited: None,
@@ -239,11 +236,9 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
         let decoders = threads.decoders;
         self.c.pool = (decoders > 0).then(|| DecodePool::new(decoders));
         if threads.ids {
-            self.c.ids = IdThread::start(&self.c.file, self.live);
-            if self.c.ids.is_some() {
-                // The id thread keeps its own table: this one's room is given back.
-                self.c.importer = AddressImporter::new();
-            }
+            // The table moves to the id thread (a new, empty one stays here).
+            let importer = std::mem::take(&mut self.c.importer);
+            self.c.ids = IdThread::start(&self.c.file, importer);
         }
         self
     }
