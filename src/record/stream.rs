@@ -17,9 +17,8 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// Converts the raw file `raw` into `sink` while the program writes it, until `ended` (the
 /// program has exited; whoever sets it unparks this thread), on `threads` beside this one.
-/// Then `progress` is told how many
-/// bytes of raw events are left ([`RecordProgress::Converting`]) and how many more of those
-/// are converted, chunk by chunk.
+/// Then `progress` is told how many bytes of raw events are left
+/// ([`RecordProgress::Converting`]) and how many more of those are converted, chunk by chunk.
 pub(crate) fn convert_while_running<'a>(
     raw: &Path,
     sink: &'a mut Sink<'a>,
