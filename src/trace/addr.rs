@@ -14,7 +14,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// the address in 16-byte units plus a random offset per 64 KiB region (so regions, and
 /// page-aligned blocks, do not pile onto the same buckets), the tag is a full mix.
 #[derive(Default, Clone, Copy)]
-struct AddressHasher(u64);
+pub(crate) struct AddressHasher(u64);
 
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -137,6 +137,11 @@ impl AddressImporter {
             live: HashMap::with_capacity_and_hasher(live, Default::default()),
             ..Self::default()
         }
+    }
+
+    /// The live objects its table has room for before it grows.
+    pub(crate) fn capacity(&self) -> usize {
+        self.live.capacity()
     }
 
     fn new_object(&mut self, addr: u64) -> Result<ObjectId, IdsExhausted> {

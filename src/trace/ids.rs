@@ -118,6 +118,19 @@ impl FreeIds {
         Some(id as ObjectId)
     }
 
+    /// Every id in use, lowest first.
+    pub fn taken(&self) -> Vec<ObjectId> {
+        let freed = self.levels.first().map_or(&[][..], |l| &l[..]);
+        (0..self.next_fresh)
+            .filter(|&i| {
+                freed
+                    .get(i as usize / 64)
+                    .is_none_or(|w| w >> (i % 64) & 1 == 0)
+            })
+            .map(|i| i as ObjectId)
+            .collect()
+    }
+
     /// Returns a live id to the pool.
     #[inline]
     pub fn give_back(&mut self, id: ObjectId) {
