@@ -2,12 +2,14 @@
 //! trace and prints how long that took: the conversion alone, for profiling it.
 //! `cargo run --release --example convert_raw -- RAW OUT [--stacks] [--threads N]`:
 //! `--threads 1` writes the trace on the converting thread, 2 (the default) on a second one,
-//! 3 assigns the object ids on a third, 4 or more decode the threads' chunks on N - 3 more
+//! 3 assigns the object ids on a third, 4 and 5 decode the threads' chunks on 1 or 2 more, 6 or
+//! more keep the address table split over N - 5 shard threads
 //! (`fragsim::record::threads_of_count`). It prints the wall time and events per second, and
 //! each thread's CPU time per event: the converting thread's (the merge in order; the object
-//! ids without the id thread, the decoding without decoders), the id thread's, the decoding
-//! threads' (summed) and the writing thread's. The parts that run in order are the merge and
-//! the ids: the larger of those two threads' figures bounds the conversion's speed.
+//! ids without the id thread, the decoding without decoders), the id thread's, the busiest
+//! address shard's, the decoding threads' (summed) and the writing thread's. The parts that
+//! run in order are the merge and the ids: the larger of those two threads' figures (or the
+//! busiest shard's, if larger) bounds the conversion's speed.
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,12 +38,13 @@ fn main() {
             let secs = started.elapsed().as_secs_f64();
             let n = t.summary.events.max(1) as f64;
             println!(
-                "{} events in {secs:.3} s on {threads} thread(s): {:.2} M events/s, {:.1} ns/event wall; CPU {:.1} ns/event converting, {:.1} ns/event ids, {:.1} ns/event decoding, {:.1} ns/event writing; {} bytes",
+                "{} events in {secs:.3} s on {threads} thread(s): {:.2} M events/s, {:.1} ns/event wall; CPU {:.1} ns/event converting, {:.1} ns/event ids, {:.1} ns/event shard, {:.1} ns/event decoding, {:.1} ns/event writing; {} bytes",
                 t.summary.events,
                 n / secs / 1e6,
                 secs * 1e9 / n,
                 t.convert_cpu_ns as f64 / n,
                 t.summary.ids_cpu_ns as f64 / n,
+                t.summary.shards_cpu_ns as f64 / n,
                 t.summary.decode_cpu_ns as f64 / n,
                 t.write_cpu_ns as f64 / n,
                 t.bytes

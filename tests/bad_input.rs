@@ -83,6 +83,8 @@ fn conversion_thread_knobs_out_of_range_are_refused_before_the_program_runs() {
         ("FRAGSIM_ID_THREAD", "2"),
         ("FRAGSIM_DECODERS", "17"),
         ("FRAGSIM_DECODERS", "-1"),
+        ("FRAGSIM_ADDRESS_SHARDS", "17"),
+        ("FRAGSIM_ADDRESS_SHARDS", "two"),
     ] {
         let got = common::run_env(
             &["record", "-o", s(&out), "--", "touch", s(&marker)],
@@ -94,7 +96,11 @@ fn conversion_thread_knobs_out_of_range_are_refused_before_the_program_runs() {
     }
     let got = common::run_env(
         &["record", "-o", s(&out), "--", "touch", s(&marker)],
-        &[("FRAGSIM_ID_THREAD", "1"), ("FRAGSIM_DECODERS", "16")],
+        &[
+            ("FRAGSIM_ID_THREAD", "1"),
+            ("FRAGSIM_DECODERS", "16"),
+            ("FRAGSIM_ADDRESS_SHARDS", "16"),
+        ],
     );
     assert!(got.status.success(), "{}", stderr_of(&got));
     assert!(marker.exists() && out.exists());

@@ -757,12 +757,14 @@ fn cross_thread_frees_stay_in_order_with_every_order() {
 /// Threads beside the merge (`fragsim record` takes 2 decoders and the id thread on 4 cores
 /// or more, so none on a 2-core machine: forced here with `FRAGSIM_DECODERS` and
 /// `FRAGSIM_ID_THREAD`) change nothing: the trace converted while the program ran, with them,
-/// is the raw file's conversion on one thread; converting the raw file on 1 to 5 threads (a
-/// writer, the id thread, 1 or 2 decoders) writes the same bytes and the same summary; a
-/// corrupt event is the same error. On the 4-thread program, with stacks and without, on one
+/// is the raw file's conversion on one thread; converting the raw file on 1 to 8 threads (a
+/// writer, the id thread, 1 or 2 decoders, the address table split over 1 to 3 shard
+/// threads) writes the same bytes and the same summary; a corrupt event is the same error. On the 4-thread program, with stacks and without, on one
 /// whose chunks start with a keyless event (a mapping) where jemalloc is installed, on a
-/// program that a shell exec'd into (its objects released by the exec, in the id thread), and
-/// on one whose calls need every kind of repair (`repairs.c`).
+/// program that a shell exec'd into (its objects released by the exec, in the id thread), on
+/// one that execs itself without address randomisation (the new image's objects at the
+/// addresses the exec released: a table that kept them would free them again), and on one
+/// whose calls need every kind of repair (`repairs.c`).
 #[test]
 fn conversion_threads_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -778,7 +780,9 @@ fn conversion_threads_change_nothing() {
         "alloc",
     ];
     let repairs = compile(dir.path(), "repairs.c", &[]);
+    let again = vec!["setarch", "-R", life.to_str().unwrap(), "exec-self"];
     let mut runs = vec![
+        (again, &[][..], ""),
         (vec![exe.to_str().unwrap(), "30000"], &[][..], ""),
         (vec![exe.to_str().unwrap(), "30000"], &["--stacks"][..], ""),
         (exec, &[][..], ""),
@@ -795,6 +799,7 @@ fn conversion_threads_change_nothing() {
         let out = Command::new(FRAGSIM)
             .env("FRAGSIM_DECODERS", "2")
             .env("FRAGSIM_ID_THREAD", "1")
+            .env("FRAGSIM_ADDRESS_SHARDS", "2")
             .env("MALLOC_CONF", conf)
             .args(["record", "-o"])
             .arg(&trace)
@@ -808,7 +813,18 @@ fn conversion_threads_change_nothing() {
         assert!(out.status.success(), "{out:?}");
         let (records, summary) = only_process(&raw);
         let i = summary.issues;
-        if command[0] == "sh" {
+        if command[0] == "setarch" {
+            // setarch, then the program twice, its 1,000 objects at the same addresses.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let firsts: Vec<&str> = stderr.lines().filter(|l| l.starts_with("0x")).collect();
+            assert!(
+                firsts.len() == 2 && firsts[0] == firsts[1],
+                "the same addresses again: {stderr}"
+            );
+            assert_eq!(summary.images, 3);
+            assert!(summary.released_by_exec >= 1000, "{summary:?}");
+            assert_eq!(i.total(), 0, "{i:?}");
+        } else if command[0] == "sh" {
             assert_eq!(summary.images, 2, "the shell, then the program");
             assert!(summary.released_by_exec > 0, "the shell's objects");
         } else if command[0].ends_with("repairs") {
@@ -835,7 +851,7 @@ fn conversion_threads_change_nothing() {
             (std::fs::read(out).unwrap(), summary)
         };
         let one = convert(1);
-        for threads in 2..=5 {
+        for threads in 2..=8 {
             let on = convert(threads);
             assert!(on.0 == one.0, "{command:?} {flags:?}: {threads} threads");
             assert_eq!(on.1, one.1, "{command:?} {flags:?}: {threads} threads");
@@ -845,6 +861,7 @@ fn conversion_threads_change_nothing() {
         let out = Command::new(FRAGSIM)
             .env("FRAGSIM_DECODERS", "2")
             .env("FRAGSIM_ID_THREAD", "1")
+            .env("FRAGSIM_ADDRESS_SHARDS", "3")
             .args(["record", "--convert"])
             .arg(&raw)
             .arg("-o")
@@ -889,7 +906,7 @@ fn conversion_threads_change_nothing() {
     };
     let one = error(1);
     assert!(one.contains("unknown event kind 31"), "{one}");
-    for threads in 2..=5 {
+    for threads in 2..=8 {
         assert_eq!(error(threads), one, "{threads} threads");
     }
 }

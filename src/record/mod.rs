@@ -415,9 +415,11 @@ pub fn raw_records(raw: &Path) -> Result<(Vec<Record>, ConvertSummary), TraceErr
 /// Threads a recording's conversion uses beside its converting and writing ones: on a machine
 /// of fewer than 4 cores none (the program and those two have them all), else 2 decoders
 /// (decoding is about a third of the converting thread's work, and a decoder decodes faster
-/// than the merge consumes) and the id thread (the address table, a third of the rest).
-/// `FRAGSIM_DECODERS=N` (0 to 16) and `FRAGSIM_ID_THREAD=0|1` choose; another value is an
-/// error, before the program runs.
+/// than the merge consumes) and the id thread (the address table, a third of the rest); on 8
+/// cores or more also 2 address shards (the address table split off the id thread, which
+/// then keeps only the ids: its share of an event's time falls below the merge's).
+/// `FRAGSIM_DECODERS=N` (0 to 16), `FRAGSIM_ID_THREAD=0|1` and `FRAGSIM_ADDRESS_SHARDS=N` (0
+/// to 16) choose; another value is an error, before the program runs.
 pub(crate) fn recording_threads() -> Result<ConvertThreads, RecordError> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let spare = cores >= 4;
@@ -445,19 +447,27 @@ pub(crate) fn recording_threads() -> Result<ConvertThreads, RecordError> {
         1,
         "0 (ids on the converting thread) or 1",
     )?;
+    let shards = env(
+        "FRAGSIM_ADDRESS_SHARDS",
+        16,
+        "a number of address shard threads, 0 to 16",
+    )?;
     Ok(ConvertThreads {
         decoders: decoders.unwrap_or(if spare { 2 } else { 0 }),
         ids: ids.map_or(spare, |n| n == 1),
+        shards: shards.unwrap_or(if cores >= 8 { 2 } else { 0 }),
     })
 }
 
 /// The threads a conversion on `threads` threads in all uses, added in the order they help:
 /// 1 (converting and writing on one thread), 2 (a writing thread beside the converting one),
-/// 3 (and the id thread), 4 or more (and `threads - 3` decoding ones).
+/// 3 (and the id thread), 4 and 5 (and 1 or 2 decoding ones), 6 or more (and `threads - 5`
+/// address shards).
 pub fn threads_of_count(threads: u32) -> ConvertThreads {
     ConvertThreads {
-        decoders: threads.saturating_sub(3) as usize,
+        decoders: threads.saturating_sub(3).min(2) as usize,
         ids: threads >= 3,
+        shards: threads.saturating_sub(5) as usize,
     }
 }
 

@@ -19,7 +19,7 @@ use std::hash::BuildHasherDefault;
 #[inline(always)]
 pub(crate) fn table_of(addr: u64, tables: usize) -> usize {
     let mixed = (addr >> 16).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-    (mixed * tables as u64 >> 32) as usize
+    ((mixed * tables as u64) >> 32) as usize
 }
 
 /// What a table found at an address: the slot, and whether an object was live there.

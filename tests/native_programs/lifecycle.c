@@ -1,5 +1,7 @@
 /* fork, exec, exit from a worker thread, a fatal signal: chosen by argv[1]. Marker sizes tell
- * the test which process or step made an allocation. */
+ * the test which process or step made an allocation. "exec-self" keeps 1,000 objects live and
+ * execs itself ("exec-again"), which makes the same 1,000: without address randomisation
+ * (`setarch -R`) at the same addresses, which the exec has released (both print the first). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +34,16 @@ int main(int argc, char **argv) {
         pthread_t t;
         pthread_create(&t, NULL, exit_from_worker, NULL);
         pthread_join(t, NULL);
+    } else if (!strcmp(what, "exec-self") || !strcmp(what, "exec-again")) {
+        static void *kept[1000];
+        for (int i = 0; i < 1000; i++)
+            kept[i] = malloc(48);
+        fprintf(stderr, "%p\n", kept[0]);
+        if (!strcmp(what, "exec-self")) {
+            char *again[] = {argv[0], "exec-again", NULL};
+            execv("/proc/self/exe", again);
+            return 1;
+        }
     } else if (!strcmp(what, "segv")) {
         void *keep = malloc(66666);
         fprintf(stderr, "%p\n", keep);

@@ -8,6 +8,7 @@
 mod calls;
 mod ids;
 mod merge;
+mod shards;
 
 use super::raw::{DecodePool, FastMap, RawProcess, FLAG_NO_UNWINDER, FLAG_TSC};
 use super::symbols::Symbolizer;
@@ -47,6 +48,9 @@ pub struct ConvertSummary {
     /// The id thread's CPU time (0: ids assigned on the converting thread).
     #[serde(skip)]
     pub ids_cpu_ns: u64,
+    /// The busiest address shard thread's CPU time (0: no shards).
+    #[serde(skip)]
+    pub shards_cpu_ns: u64,
     /// The last image ended without the recorder's `END` (killed, fatal signal).
     pub truncated: bool,
     pub signal: Option<u64>,
@@ -105,6 +109,9 @@ pub struct ConvertThreads {
     pub decoders: usize,
     /// A thread that keeps the address table and hands out the ids after the merge.
     pub ids: bool,
+    /// Threads that keep the address table split by address, beside the id thread (which
+    /// then keeps only the ids; any shards imply the id thread).
+    pub shards: usize,
 }
 
 impl Converter<'_, '_> {
@@ -153,7 +160,8 @@ impl Converter<'_, '_> {
             *mine += theirs;
         }
         s.ids_cpu_ns = end.cpu_ns;
-        self.importer = end.importer;
+        s.shards_cpu_ns = end.shards_cpu_ns;
+        self.importer.issues = end.issues;
         Ok(())
     }
 }
@@ -235,10 +243,10 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
     pub fn with_threads(mut self, threads: ConvertThreads) -> Self {
         let decoders = threads.decoders;
         self.c.pool = (decoders > 0).then(|| DecodePool::new(decoders));
-        if threads.ids {
+        if threads.ids || threads.shards > 0 {
             // The table moves to the id thread (a new, empty one stays here).
             let importer = std::mem::take(&mut self.c.importer);
-            self.c.ids = IdThread::start(&self.c.file, importer);
+            self.c.ids = IdThread::start(&self.c.file, importer, threads.shards);
         }
         self
     }
