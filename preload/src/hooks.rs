@@ -24,7 +24,7 @@ macro_rules! call_real {
 /// The real function is not known yet: this call comes from `dlsym` while it is looked up
 /// (or from before initialisation on this thread).
 #[inline(always)]
-fn ready(slot: &std::sync::atomic::AtomicUsize) -> bool {
+pub(crate) fn ready(slot: &std::sync::atomic::AtomicUsize) -> bool {
     if get(slot).is_some() {
         return true;
     }
@@ -652,27 +652,6 @@ pub unsafe extern "C" fn pthread_create(
     crate::buf::flush_own();
     r
 }
-
-// exec: the image's events are written first; glibc's execv/execvp/execvpe call execve
-// internally (not through the PLT), so each is wrapped.
-macro_rules! exec_wrapper {
-    ($name:ident, $slot:ident, ($($arg:ident: $t:ty),*)) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $t),*) -> c_int {
-            if !ready(&real::$slot) {
-                *libc::__errno_location() = libc::ENOSYS;
-                return -1;
-            }
-            state::before_exec();
-            call_real!($slot as fn($($t),*) -> c_int, $($arg),*)
-        }
-    };
-}
-
-exec_wrapper!(execve, EXECVE, (path: *const c_char, argv: *const *const c_char, envp: *const *const c_char));
-exec_wrapper!(execv, EXECV, (path: *const c_char, argv: *const *const c_char));
-exec_wrapper!(execvp, EXECVP, (file: *const c_char, argv: *const *const c_char));
-exec_wrapper!(execvpe, EXECVPE, (file: *const c_char, argv: *const *const c_char, envp: *const *const c_char));
 
 #[no_mangle]
 pub unsafe extern "C" fn _exit(code: c_int) -> ! {

@@ -87,6 +87,7 @@ mod allocator;
 mod buf;
 mod cfi;
 mod ctl;
+mod exec;
 mod hooks;
 mod notes;
 mod own;

@@ -32,6 +32,11 @@ reals! {
     EXECV "execv";
     EXECVP "execvp";
     EXECVPE "execvpe";
+    FEXECVE "fexecve";
+    EXECVEAT "execveat";
+    EXECL "execl";
+    EXECLE "execle";
+    EXECLP "execlp";
     EXIT_ "_exit";
     EXIT2 "_Exit";
     PTHREAD_CREATE "pthread_create";

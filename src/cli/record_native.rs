@@ -259,6 +259,13 @@ fn trace_notes(
     if s.issues.total() > 0 {
         lines.push(format!("note: {}", s.issues));
     }
+    if s.unseen_execs > 0 {
+        lines.push(format!(
+            "warning: trace '{}' misses calls: the program replaced itself {} time(s) with an exec the recorder did not see (a direct execve system call); the calls it had not written yet were lost",
+            t.path.display(),
+            s.unseen_execs
+        ));
+    }
     if s.released_by_exec > 0 {
         lines.push(format!(
             "note: {} objects still live at exec are freed there",

@@ -1,14 +1,20 @@
 /* fork, exec, exit from a worker thread, a fatal signal: chosen by argv[1]. Marker sizes tell
  * the test which process or step made an allocation. "exec-self" keeps 1,000 objects live and
  * execs itself ("exec-again"), which makes the same 1,000: without address randomisation
- * (`setarch -R`) at the same addresses, which the exec has released (both print the first). */
+ * (`setarch -R`) at the same addresses, which the exec has released (both print the first).
+ * "execl-self", "execle-self" and "execlp-self" exec with the list forms (8 arguments, some of
+ * them on the stack), "syscall-self" with the raw system call, which no wrapper sees (after
+ * 100,000 objects, so that some of them were written before it). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 static void *exit_from_worker(void *arg) {
     (void)arg;
@@ -34,16 +40,29 @@ int main(int argc, char **argv) {
         pthread_t t;
         pthread_create(&t, NULL, exit_from_worker, NULL);
         pthread_join(t, NULL);
-    } else if (!strcmp(what, "exec-self") || !strcmp(what, "exec-again")) {
-        static void *kept[1000];
-        for (int i = 0; i < 1000; i++)
-            kept[i] = malloc(48);
+    } else if (strstr(what, "-self") || !strcmp(what, "exec-again")) {
+        static void *kept[100000];
+        int n = strcmp(what, "syscall-self") ? 1000 : 100000;
+        for (int i = 0; i < n; i++)
+            kept[i] = malloc(333);
         fprintf(stderr, "%p\n", kept[0]);
-        if (!strcmp(what, "exec-self")) {
-            char *again[] = {argv[0], "exec-again", NULL};
-            execv("/proc/self/exe", again);
-            return 1;
-        }
+        const char *self = "/proc/self/exe";
+        char *again[] = {argv[0], "exec-again", "3", "4", "5", "6", "7", "8", NULL};
+        if (!strcmp(what, "exec-self"))
+            execv(self, again);
+        else if (!strcmp(what, "execl-self"))
+            execl(self, argv[0], "exec-again", "3", "4", "5", "6", "7", "8", (char *)NULL);
+        else if (!strcmp(what, "execle-self"))
+            execle(self, argv[0], "exec-again", "3", "4", "5", "6", "7", "8", (char *)NULL,
+                   environ);
+        else if (!strcmp(what, "execlp-self"))
+            execlp(self, argv[0], "exec-again", "3", "4", "5", "6", "7", "8", (char *)NULL);
+        else if (!strcmp(what, "syscall-self"))
+            syscall(SYS_execve, self, again, environ);
+        else if (argc != 8 || strcmp(argv[7], "8"))
+            return 4; /* the arguments did not arrive whole */
+        if (strcmp(what, "exec-again"))
+            return 1; /* the exec failed */
     } else if (!strcmp(what, "segv")) {
         void *keep = malloc(66666);
         fprintf(stderr, "%p\n", keep);

@@ -216,11 +216,24 @@ impl ImageMerge {
     }
 
     /// After the last round: the thread that exec'd (if it did) and the other live threads.
-    pub(super) fn finish(self, image: &RawImage) -> (Option<ThreadId>, Vec<ThreadId>) {
-        let exec_thread = image
-            .exec_tid
-            .and_then(|tid| self.lanes.iter().find(|l| l.tid == tid))
-            .and_then(|l| l.thread);
+    /// `unseen`: the image ended in an exec the recorder did not see (no `EXEC` chunk names
+    /// the thread): its first live thread stands for the one that exec'd.
+    pub(super) fn finish(
+        self,
+        image: &RawImage,
+        unseen: bool,
+    ) -> (Option<ThreadId>, Vec<ThreadId>) {
+        let exec_thread = match unseen {
+            false => image
+                .exec_tid
+                .and_then(|tid| self.lanes.iter().find(|l| l.tid == tid))
+                .and_then(|l| l.thread),
+            true => self
+                .lanes
+                .iter()
+                .filter(|l| !l.exited)
+                .find_map(|l| l.thread),
+        };
         let live = self
             .lanes
             .iter()

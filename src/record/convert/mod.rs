@@ -40,6 +40,10 @@ pub struct ConvertSummary {
     pub images: usize,
     /// Objects still live when an exec replaced the image (freed in the trace there).
     pub released_by_exec: u64,
+    /// Images replaced by an exec the recorder did not see (a direct `execve` system call):
+    /// the calls they had not written yet are lost; their objects are freed at the next
+    /// image's start, as for any exec.
+    pub unseen_execs: u64,
     /// From the first image's start to the last event.
     pub duration_ns: u64,
     /// The decoding threads' CPU time (0: decoded on the converting thread).
@@ -295,7 +299,13 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
                 return Ok(());
             }
             let merge = self.merge.take().expect("started");
-            let (exec_thread, live) = merge.finish(image);
+            // A later image in the same process's file can only be an exec's.
+            let unseen = index + 1 < process.images.len()
+                && image.exec_tid.is_none()
+                && image.end.is_none()
+                && image.signal.is_none();
+            self.c.summary.unseen_execs += unseen as u64;
+            let (exec_thread, live) = merge.finish(image, unseen);
             if let Some(t) = exec_thread {
                 self.inherited = Some((t, live));
             }
