@@ -6,16 +6,16 @@
 # run, wall and CPU seconds with their ratio to bare.
 # Then the per-event CPU cost of each part: the recorder in the program (the program under
 # the recorder alone, `LD_PRELOAD`, less bare, over the events) and the conversion of its raw
-# file (`convert_raw` on CONVERT_THREADS threads, default "1 2 3 4 5": converting, id,
-# decoding and writing threads' CPU per event, and events per second), so the conversion's
-# sequential parts (the converting thread's and the id thread's CPU per event, with decoders
-# beside them: the larger bounds it) say what a many-core machine can record without waiting
-# for it.
+# file (`convert_raw` on CONVERT_THREADS threads, default "1 2 3 4 5 6 7": converting, id,
+# busiest address shard's, decoding and writing threads' CPU per event, and events per
+# second), so the conversion's sequential parts (the converting thread's and the id thread's
+# CPU per event, with decoders and shards beside them: the larger bounds it, or the busiest
+# shard's if larger) say what a many-core machine can record without waiting for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 THREADS=${THREADS:-1 4 8 14}
-CONVERT_THREADS=${CONVERT_THREADS:-1 2 3 4 5}
+CONVERT_THREADS=${CONVERT_THREADS:-1 2 3 4 5 6 7}
 N=${N:-100000}
 PYTHON=${PYTHON:-python3}
 command -v bc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq bc; }
@@ -32,7 +32,7 @@ source scripts/bench-common.sh
 auto=$(auto_order_flag)
 
 echo "$(nproc) cores; medians of $RUNS runs, seconds wall / CPU (ratio to bare); 'record' converts while the program runs"
-echo "($($fragsim --version 2>/dev/null || echo fragsim); decoding threads: ${FRAGSIM_DECODERS:-by cores}; id thread: ${FRAGSIM_ID_THREAD:-by cores})."
+echo "($($fragsim --version 2>/dev/null || echo fragsim); decoding threads: ${FRAGSIM_DECODERS:-by cores}; id thread: ${FRAGSIM_ID_THREAD:-by cores}; address shards: ${FRAGSIM_ADDRESS_SHARDS:-by cores})."
 echo
 echo "| workload | threads | events | bare | record | record --stacks |"
 echo "|---|---:|---:|---:|---:|---:|"
@@ -67,10 +67,11 @@ done
 
 echo
 echo "Per event, CPU: the recorder in the program ((preload - bare) CPU / events), and the conversion of"
-echo "one raw file of the run on 1..5 threads (1: all on one; 2: a writer beside; 3: and the id thread; 4+: and decoders)."
+echo "one raw file of the run on 1..7 threads (1: all on one; 2: a writer beside; 3: and the id thread; 4, 5: and 1 or 2 decoders;"
+echo "6, 7: and the address table split over 1 or 2 shard threads)."
 echo
-echo "| workload | threads | recorder ns/event | conversion threads | events/s | converting ns/event | ids ns/event | decoding ns/event | writing ns/event |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| workload | threads | recorder ns/event | conversion threads | events/s | converting ns/event | ids ns/event | busiest shard ns/event | decoding ns/event | writing ns/event |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for row in "${rows[@]}"; do
   read -r name shown events bare_c pre_c <<<"$row"
   if [ "$name" = python ]; then
@@ -90,8 +91,8 @@ for row in "${rows[@]}"; do
     for _ in $(seq "$RUNS"); do
       "$convert_raw" "$raw" "$work/c.trace" --threads "$ct" >>"$work/conv"
     done
-    # "N events in S s on T thread(s): X M events/s, ... CPU A ns/event converting, I ns/event ids, B ns/event decoding, C ns/event writing"
+    # "N events in S s on T thread(s): X M events/s, ... CPU A ns/event converting, I ns/event ids, H ns/event shard, B ns/event decoding, C ns/event writing"
     field() { grep -oE "[0-9.]+ $1" "$work/conv" | cut -d' ' -f1 | median; }
-    echo "| $name | $shown | $rec | $ct | $(field 'M events/s') M | $(field 'ns/event converting') | $(field 'ns/event ids') | $(field 'ns/event decoding') | $(field 'ns/event writing') |"
+    echo "| $name | $shown | $rec | $ct | $(field 'M events/s') M | $(field 'ns/event converting') | $(field 'ns/event ids') | $(field 'ns/event shard') | $(field 'ns/event decoding') | $(field 'ns/event writing') |"
   done
 done

@@ -120,15 +120,22 @@ impl Converter<'_, '_> {
         self.hand_over_if_full()
     }
 
-    /// Writes the lane's last mapping, if any (its call has ended).
+    /// Writes the lane's last mapping, if any (its call has ended). Inlined for the common
+    /// case of none: called out of line every event, its prologue and epilogue were a tenth
+    /// of the merge's instructions (callgrind, 20 an event).
+    #[inline(always)]
     fn mapping_done(&mut self, lane: &mut Lane) -> Result<(), TraceError> {
         match lane.mapping.take() {
-            Some((addr, len)) => {
-                self.summary.mappings += 1;
-                self.push(Record::Mapping { addr, len })
-            }
+            Some(mapping) => self.write_mapping(mapping),
             None => Ok(()),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn write_mapping(&mut self, (addr, len): (u64, u64)) -> Result<(), TraceError> {
+        self.summary.mappings += 1;
+        self.push(Record::Mapping { addr, len })
     }
 
     /// Nanoseconds since the start, never going back (threads read the clock a moment
