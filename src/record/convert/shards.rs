@@ -164,6 +164,9 @@ impl AddressStage for Sharded {
         true
     }
 
+    /// `translate`'s match, on the shards' answers. Not one generic match for both: through a
+    /// trait the converting thread's own path (the 2-core one) took 1.3% more instructions
+    /// (callgrind, `convert_raw --threads 1`, 2,082,602,077 -> 2,109,784,365).
     #[inline(always)]
     fn call(
         &mut self,
