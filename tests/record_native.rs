@@ -366,8 +366,9 @@ fn exec_through_a_shell_wrapper() {
 /// before the recorder wrapped them, the image's unwritten calls were lost without a word).
 /// Without address randomisation the new image's 1,000 objects take the same addresses: all
 /// 2,000 allocations are there, the exec frees the first 1,000, and nothing needs repair. A
-/// raw `execve` system call, which no wrapper can see, is said: the trace misses calls, and
-/// the old image's objects are still freed at the exec (no repairs at the reused addresses).
+/// raw `execve` system call, which no wrapper can see, is said, by `record` and by the trace
+/// itself (`trace stats`): the trace misses calls, and the old image's objects are still
+/// freed at the exec (no repairs at the reused addresses).
 #[test]
 fn every_exec_form_writes_the_image_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -397,6 +398,20 @@ fn every_exec_form_writes_the_image_first() {
         assert_eq!(summary.issues.total(), 0, "{how}: {:?}", summary.issues);
         let small = alloc_sizes(&records).iter().filter(|&&s| s == 333).count();
         let warned = stderr.contains("misses calls");
+        // The trace itself says so too (`trace stats`' recording column).
+        let stats = Command::new(FRAGSIM)
+            .args(["trace", "stats"])
+            .arg(&run.trace)
+            .output()
+            .unwrap();
+        let stats = String::from_utf8_lossy(&stats.stdout);
+        let says = stats.contains("| misses calls (1 unseen exec(s)) |");
+        assert_eq!(says, how == "syscall-self", "{how}: {stats}");
+        assert_eq!(
+            stats.contains("| whole |"),
+            how != "syscall-self",
+            "{how}: {stats}"
+        );
         if how == "syscall-self" {
             assert_eq!(summary.unseen_execs, 1, "{how}");
             assert!(warned, "{how}: {stderr}");

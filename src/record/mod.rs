@@ -643,9 +643,13 @@ fn convert_into(
     })
 }
 
-/// How a recording ended, from its conversion: truncated by a signal, killed, or whole.
+/// How a recording ended, from its conversion: truncated by a signal, killed, whole but for
+/// the calls of execs the recorder did not see, or whole.
 fn ending_of(summary: &ConvertSummary) -> Ending {
     match (summary.truncated, summary.signal) {
+        (false, _) if summary.unseen_execs > 0 => {
+            Ending::UnseenExecs(summary.unseen_execs.min(u32::MAX as u64) as u32)
+        }
         (false, _) => Ending::Whole,
         (true, Some(signal)) => Ending::Signal(signal as u32),
         (true, None) => Ending::Killed,

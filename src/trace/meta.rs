@@ -4,7 +4,9 @@
 //! ended.
 //!
 //! Layout (little-endian): `ending u64` (0: whole; 1: truncated, the process was killed
-//! before the recorder could finish; `0x100 | N`: truncated, the process died of signal N),
+//! before the recorder could finish; `0x100 | N`: truncated, the process died of signal N;
+//! `1 << 32 | N`: the process ran to its end, but replaced itself N times with an exec the
+//! recorder did not see, losing the calls it had not written yet),
 //! `argc u32`, then per argument `len u32` and its UTF-8 bytes; then, in recordings made since
 //! the recorder reads the program's allocator, the tag `ALOC` and a slot of
 //! [`ALLOCATOR_SLOT`] bytes (`len u32`, then that many bytes of UTF-8 `key value` lines:
@@ -28,6 +30,10 @@ pub enum Ending {
     Killed,
     /// Truncated: the process died of this signal.
     Signal(u32),
+    /// The process ran to its end, but this many times it replaced itself with an exec the
+    /// recorder did not see (a direct system call): the calls it had not written then are
+    /// missing.
+    UnseenExecs(u32),
 }
 
 impl std::fmt::Display for Ending {
@@ -36,6 +42,7 @@ impl std::fmt::Display for Ending {
             Ending::Whole => write!(f, "whole"),
             Ending::Killed => write!(f, "truncated (killed)"),
             Ending::Signal(n) => write!(f, "truncated (signal {n})"),
+            Ending::UnseenExecs(n) => write!(f, "misses calls ({n} unseen exec(s))"),
         }
     }
 }
@@ -74,6 +81,7 @@ impl TraceMeta {
             Ending::Whole => 0,
             Ending::Killed => 1,
             Ending::Signal(n) => 0x100 | u64::from(n & 0xff),
+            Ending::UnseenExecs(n) => 1 << 32 | u64::from(n),
         };
         let mut out = ending.to_le_bytes().to_vec();
         // Bounded so the block stays under what a reader accepts.
@@ -120,6 +128,7 @@ impl TraceMeta {
             0 => Ending::Whole,
             1 => Ending::Killed,
             n if n >> 8 == 1 => Ending::Signal((n & 0xff) as u32),
+            n if n >> 32 == 1 => Ending::UnseenExecs(n as u32),
             _ => return None,
         };
         let argc = u32_at(8)?;
@@ -167,7 +176,12 @@ mod tests {
     /// Every ending and an argument with a quote and a space come back as they went.
     #[test]
     fn blocks_decode_to_what_was_encoded() {
-        for ending in [Ending::Whole, Ending::Killed, Ending::Signal(2)] {
+        for ending in [
+            Ending::Whole,
+            Ending::Killed,
+            Ending::Signal(2),
+            Ending::UnseenExecs(3),
+        ] {
             for allocator in [None, Some("version 5.3.0-0-g54eaed1d\narenas.quantum 16\n")] {
                 let meta = TraceMeta {
                     command: vec!["sh".into(), "-c".into(), "ls 'x y'".into(), String::new()],
