@@ -1,7 +1,8 @@
 //! The object ids on a thread of their own: the merge hands its calls in order, addresses
-//! still in them, to this stage, which keeps the address table, hands out the ids and builds
-//! the records. The merge and the address table were the two parts of a conversion that must
-//! run in order; as a pipeline each needs only its own share of an event's time.
+//! still in them, to this stage, which keeps the address table (or, with shard threads beside
+//! it, only the ids: `shards.rs`), hands out the ids and builds the records. The merge and the
+//! address table were the two parts of a conversion that must run in order; as a pipeline
+//! each needs only its own share of an event's time.
 
 use super::calls::Emit;
 use super::shards::Shards;

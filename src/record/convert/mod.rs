@@ -3,7 +3,8 @@
 //! dense trace threads in order of first appearance, stacks -> the site table.
 //!
 //! The merge of one image's threads is in `merge.rs`, one merged event -> calls and sites in
-//! `calls.rs`, the ids on a thread of their own in `ids.rs`.
+//! `calls.rs`, the ids on a thread of their own in `ids.rs`, the address table split over
+//! shard threads beside it in `shards.rs`.
 
 mod calls;
 mod ids;
@@ -242,8 +243,9 @@ impl<'a, 'p> StreamConverter<'a, 'p> {
         }
     }
 
-    /// Takes `threads` beside the converting one: decoders ahead of the merge and an id
-    /// thread after it. None started: all on the converting thread (the output is the same).
+    /// Takes `threads` beside the converting one: decoders ahead of the merge, an id thread
+    /// after it, and address shards beside the id thread. None started: all on the converting
+    /// thread (the output is the same).
     pub fn with_threads(mut self, threads: ConvertThreads) -> Self {
         let decoders = threads.decoders;
         self.c.pool = (decoders > 0).then(|| DecodePool::new(decoders));
