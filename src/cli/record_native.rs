@@ -261,7 +261,7 @@ fn trace_notes(
     }
     if s.unseen_execs > 0 {
         lines.push(format!(
-            "warning: trace '{}' misses calls: the program replaced itself {} time(s) with an exec the recorder did not see (a direct execve system call); the calls it had not written yet were lost",
+            "warning: trace '{}' misses calls: the program replaced itself {} time(s) with an exec the recorder did not see (a direct execve system call, or on a machine other than x86-64 one of execl, execle, execlp); the calls it had not written yet were lost",
             t.path.display(),
             s.unseen_execs
         ));
