@@ -33,6 +33,20 @@ pub use crate::wire::{
     K_EXEC, K_HEADER, K_MAPS, K_SIGNAL, RAW_VERSION,
 };
 
+/// The process that records: set when recording starts, and in a fork child. A child made by
+/// `vfork` runs in its parent's memory, this state included, until it execs or exits, and no
+/// fork handler runs in it: its exec (a PATH search's failed tries too) would write the
+/// parent's buffers and an `EXEC` into the parent's file, and its `_exit` end the parent's
+/// recording, had they not checked this first ([`in_recording_process`]).
+static RECORDING_PID: AtomicI32 = AtomicI32::new(0);
+
+/// False in a `vfork` child (or any child sharing this memory without the fork handlers):
+/// `getpid` is a system call, so only the rare ends (exec, exit, fatal signal) ask.
+pub fn in_recording_process() -> bool {
+    // SAFETY: getpid has no preconditions (and is async-signal-safe).
+    unsafe { libc::getpid() == RECORDING_PID.load(Ordering::Acquire) }
+}
+
 /// The directory of raw files (NUL-terminated, from the environment), kept for forks.
 static mut DIR: [u8; 4096] = [0; 4096];
 
@@ -229,6 +243,7 @@ unsafe fn configure() -> bool {
     }
     KEY.store(key, Ordering::Release);
     buf::register_membarrier();
+    RECORDING_PID.store(libc::getpid(), Ordering::Release);
     if !open_raw(0) {
         return false;
     }
@@ -378,6 +393,9 @@ pub unsafe fn write_maps() {
 
 /// The image ends normally (exit, `_exit`): stop recording, write everything and `END`.
 pub unsafe fn finish() {
+    if !in_recording_process() {
+        return;
+    }
     if STATE
         .compare_exchange(ON, OFF, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
@@ -398,7 +416,7 @@ pub unsafe fn finish() {
 /// The image is about to be replaced: write what the threads have (if the exec fails,
 /// recording simply goes on).
 pub unsafe fn before_exec() {
-    if STATE.load(Ordering::Acquire) != ON {
+    if STATE.load(Ordering::Acquire) != ON || !in_recording_process() {
         return;
     }
     buf::flush_all();
@@ -432,6 +450,7 @@ extern "C" fn after_fork_child() {
     // SAFETY: runs in the only thread of the new child.
     unsafe {
         crate::own::after_fork_child();
+        RECORDING_PID.store(libc::getpid(), Ordering::Release);
         if STATE.load(Ordering::Acquire) != ON {
             return;
         }
@@ -488,9 +507,10 @@ unsafe fn install_signal_handlers() {
 extern "C" fn on_fatal_signal(sig: c_int) {
     // SAFETY: write, open, read, mmap and sigaction are async-signal-safe.
     unsafe {
-        if STATE
-            .compare_exchange(ON, OFF, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+        if in_recording_process()
+            && STATE
+                .compare_exchange(ON, OFF, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
         {
             buf::flush_all();
             chunk(K_SIGNAL, 0, 0, as_bytes(&[sig as u64]));

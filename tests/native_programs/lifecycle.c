@@ -4,7 +4,11 @@
  * (`setarch -R`) at the same addresses, which the exec has released (both print the first).
  * "execl-self", "execle-self" and "execlp-self" exec with the list forms (8 arguments, some of
  * them on the stack), "syscall-self" with the raw system call, which no wrapper sees (after
- * 100,000 objects, so that some of them were written before it). */
+ * 100,000 objects, so that some of them were written before it). "vfork-exec" and "vfork-fail"
+ * keep 1,000 objects and vfork a child that shares their memory until it execs or exits: it
+ * closes the descriptors above 2 (as Python's subprocess does), its first exec fails (as a PATH search's first tries do), then "vfork-exec" execs this program
+ * ("alloc") and "vfork-fail" calls _exit(127); the parent then frees the 1,000 and makes and
+ * frees 1,000 more. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -63,6 +67,29 @@ int main(int argc, char **argv) {
             return 4; /* the arguments did not arrive whole */
         if (strcmp(what, "exec-again"))
             return 1; /* the exec failed */
+    } else if (!strcmp(what, "vfork-exec") || !strcmp(what, "vfork-fail")) {
+        static void *kept[1000];
+        for (int i = 0; i < 1000; i++)
+            kept[i] = malloc(444);
+        int exec = !strcmp(what, "vfork-exec");
+        char *child[] = {argv[0], "alloc", NULL};
+        pid_t pid = vfork();
+        if (pid == 0) {
+            for (int fd = 3; fd < 1024; fd++)
+                close(fd); /* as Python's subprocess does (close_fds) */
+            execv("/nonexistent/fragsim-lifecycle", child);
+            if (exec)
+                execv("/proc/self/exe", child);
+            _exit(127);
+        }
+        int status;
+        if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != (exec ? 0 : 127))
+            return 5; /* the child did not run as meant */
+        for (int i = 0; i < 1000; i++) {
+            free(kept[i]);
+            free(malloc(555));
+        }
     } else if (!strcmp(what, "segv")) {
         void *keep = malloc(66666);
         fprintf(stderr, "%p\n", keep);
