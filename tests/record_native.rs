@@ -513,6 +513,38 @@ fn a_vfork_child_leaves_the_parents_recording_alone() {
     }
 }
 
+/// A daemon closes every descriptor it did not open, the recorder's raw file's too, and the
+/// next file it opens takes the lowest free number. Before the recorder checked its
+/// descriptor before each write, the recording went into the program's own file (3,145,463
+/// bytes of chunks around its one line) and the trace was empty and "killed". Hand-derived:
+/// the 11,111 pair, 1,000 objects of 444 bytes and their frees, 100,000 pairs of 555:
+/// 202,002 events, whole, nothing lost; the program's file holds its line alone.
+#[test]
+fn a_program_that_closes_every_descriptor_keeps_its_file_and_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "lifecycle.c", &[]);
+    let own = dir.path().join("own.txt");
+    let run = record(
+        dir.path(),
+        &[],
+        &[exe.to_str().unwrap(), "close-all", own.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&run.out.stderr);
+    assert!(run.out.status.success(), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&own).unwrap(),
+        "the program's own line\n"
+    );
+    assert!(!stderr.contains("not recorded"), "{stderr}");
+    let (records, summary) = only_process(&run.raw);
+    assert_eq!(summary.events, 202_002, "{summary:?}");
+    assert!(!summary.truncated && summary.lost_bytes == 0, "{summary:?}");
+    assert_eq!(summary.issues.total(), 0, "{:?}", summary.issues);
+    let sizes = alloc_sizes(&records);
+    assert_eq!(sizes.iter().filter(|&&s| s == 555).count(), 100_000);
+    assert_eq!(sizes.iter().filter(|&&s| s == 444).count(), 1000);
+}
+
 #[test]
 fn exit_from_a_worker_thread() {
     let dir = tempfile::tempdir().unwrap();

@@ -252,28 +252,36 @@ unsafe fn configure() -> bool {
     true
 }
 
-/// Opens `DIR/raw.<pid>` for appending and writes the image's header.
-unsafe fn open_raw(fork_seq: u64) -> bool {
-    let mut path = [0u8; 4096 + 32];
-    let dir = &*std::ptr::addr_of!(DIR);
-    let n = libc::strlen(dir.as_ptr() as *const c_char);
+/// `DIR/raw.<pid>` of the recording process (NUL-terminated) into `path`.
+pub fn raw_path(path: &mut [u8; 4096 + 32]) {
+    // SAFETY: DIR is written once, before recording starts.
+    let dir = unsafe { &*std::ptr::addr_of!(DIR) };
+    let n = dir.iter().position(|&c| c == 0).unwrap_or(dir.len());
     path[..n].copy_from_slice(&dir[..n]);
     let mut at = n;
     for &c in b"/raw." {
         path[at] = c;
         at += 1;
     }
-    at += write_decimal(&mut path[at..], libc::getpid() as u64);
+    at += write_decimal(
+        &mut path[at..],
+        RECORDING_PID.load(Ordering::Acquire) as u64,
+    );
     path[at] = 0;
+}
+
+/// Opens `DIR/raw.<pid>` for appending and writes the image's header.
+unsafe fn open_raw(fork_seq: u64) -> bool {
+    let mut path = [0u8; 4096 + 32];
+    raw_path(&mut path);
     let fd = libc::open(
         path.as_ptr() as *const c_char,
         libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
         0o644,
     );
-    if fd < 0 {
+    if fd < 0 || !buf::adopt_raw_fd(fd) {
         return false;
     }
-    FD.store(fd, Ordering::Release);
     let words = [
         // 2 since `ALLOC` lost its align word and events their stamp when it is their
         // chunk's last one; 3 since flag 16.
@@ -454,8 +462,8 @@ extern "C" fn after_fork_child() {
         if STATE.load(Ordering::Acquire) != ON {
             return;
         }
-        let fd = FD.swap(-1, Ordering::AcqRel);
-        libc::close(fd);
+        // Only if it is still the raw file: the program may have put its own file there.
+        buf::close_raw_fd();
         buf::forget_other_threads();
         let dir = &*std::ptr::addr_of!(DIR);
         crate::notes::note_image(&dir[..libc::strlen(dir.as_ptr() as *const c_char)], b'f');

@@ -8,7 +8,10 @@
  * keep 1,000 objects and vfork a child that shares their memory until it execs or exits: it
  * closes the descriptors above 2 (as Python's subprocess does), its first exec fails (as a PATH search's first tries do), then "vfork-exec" execs this program
  * ("alloc") and "vfork-fail" calls _exit(127); the parent then frees the 1,000 and makes and
- * frees 1,000 more. */
+ * frees 1,000 more. "close-all FILE" keeps 1,000 objects, closes every descriptor above 2 (as a
+ * daemon does), opens FILE (the lowest free number), frees the 1,000, makes and frees 100,000
+ * more and writes one line to FILE. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -90,6 +93,21 @@ int main(int argc, char **argv) {
             free(kept[i]);
             free(malloc(555));
         }
+    } else if (!strcmp(what, "close-all") && argc == 3) {
+        static void *kept[1000];
+        for (int i = 0; i < 1000; i++)
+            kept[i] = malloc(444);
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+        int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd != 3)
+            return 6; /* not the lowest free number */
+        for (int i = 0; i < 1000; i++)
+            free(kept[i]);
+        for (int i = 0; i < 100000; i++)
+            free(malloc(555));
+        if (write(fd, "the program's own line\n", 23) != 23 || close(fd))
+            return 7;
     } else if (!strcmp(what, "segv")) {
         void *keep = malloc(66666);
         fprintf(stderr, "%p\n", keep);

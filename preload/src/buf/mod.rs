@@ -12,8 +12,8 @@ mod tls;
 pub use lifecycle::{flush_all, forget_other_threads, thread_exit};
 use order::mark;
 pub use order::{now_key, set_order, KeyOrder};
-pub use out::chunk;
 use out::write_all;
+pub use out::{adopt_raw_fd, chunk, close_raw_fd};
 use tls::{Tls, TLS};
 
 use crate::stack::StackTable;
