@@ -25,8 +25,9 @@ struct Pending {
     kept: Vec<(u64, PathBuf, String)>,
     /// Held deferrals and the interrupt each took (`None`: still waiting for one).
     deferrals: Vec<(u64, Option<Interrupt>)>,
-    /// Processes a deferred interrupt sent by a process is passed on to.
-    forward: Vec<(u64, u32)>,
+    /// Processes a deferred interrupt is passed on to: sent by a process (a terminal's
+    /// reached them already), or any (`true`: they left the terminal's process group).
+    forward: Vec<(u64, u32, bool)>,
 }
 
 static PENDING: Mutex<Pending> = Mutex::new(Pending {
@@ -53,7 +54,7 @@ impl Drop for Registration {
         p.dirs.retain(|(id, _)| *id != self.0);
         p.children.retain(|(id, _)| *id != self.0);
         p.kept.retain(|(id, _, _)| *id != self.0);
-        p.forward.retain(|(id, _)| *id != self.0);
+        p.forward.retain(|(id, _, _)| *id != self.0);
     }
 }
 
@@ -84,7 +85,17 @@ pub fn keep_on_interrupt(dir: &Path, note: String) -> Registration {
 /// Pass a deferred interrupt that a process sent on to process `pid` (a terminal's signal
 /// reached it already).
 pub fn forward_interrupt_to(pid: u32) -> Registration {
-    register(|p, id| p.forward.push((id, pid)))
+    register(|p, id| p.forward.push((id, pid, false)))
+}
+
+/// A process the recorded program left running, re-parented to fragsim (not started by it,
+/// so not a [`GuardedChild`]): any deferred interrupt is passed on to it (it may have left
+/// the terminal's process group, as a daemon does), and a stop kills it.
+pub(crate) fn guard_orphan(pid: u32) -> [Registration; 2] {
+    [
+        register(|p, id| p.forward.push((id, pid, true))),
+        stop_on_interrupt(pid),
+    ]
 }
 
 /// While held, the first interrupt is noted instead of stopping the program.
@@ -124,7 +135,8 @@ pub enum Taken {
 }
 
 /// Decides what `interrupt` does: deferred if a [`Deferral`] is waiting for its first one
-/// (then passed on to the registered processes if a process sent it), else stop.
+/// (then passed on to the registered processes: those registered for any interrupt, the
+/// others if a process sent it), else stop.
 pub fn take_interrupt(interrupt: Interrupt) -> Taken {
     let mut p = pending();
     let mut took = false;
@@ -135,8 +147,8 @@ pub fn take_interrupt(interrupt: Interrupt) -> Taken {
     if !took {
         return Taken::Stop;
     }
-    if interrupt.from_process {
-        for (_, pid) in &p.forward {
+    for (_, pid, any) in &p.forward {
+        if interrupt.from_process || *any {
             // SAFETY: kill(2) has no memory effects; the process is registered while it runs.
             unsafe {
                 libc::kill(*pid as libc::pid_t, interrupt.signal);

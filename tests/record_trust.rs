@@ -144,6 +144,61 @@ fn interrupted_group_whose_program_exits_gives_its_status() {
     assert_eq!(row["recording"], "whole", "{row}");
 }
 
+/// A server that runs as a daemon (`daemon()`: a fork whose parent exits at once, the child
+/// in a session of its own), recorded with `--follow-forks`: fragsim says the program left
+/// it running, records it until it exits, and passes the group's interrupt on to it (it is
+/// no longer in the group). Before, the recording ended with the parent: the daemon's trace
+/// was converted while it still ran (0 events, said to be killed) and its raw file removed
+/// under it; the parent's own trace was empty and "killed" too (glibc's `daemon` ends the
+/// parent with an `_exit` inside libc, past the recorder).
+#[test]
+fn a_daemon_is_recorded_until_it_exits_and_gets_the_interrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    common::build_preload();
+    let program = compile(dir.path(), "until_signal.c");
+    let trace = dir.path().join("t.trace");
+    let marker = dir.path().join("started");
+    let mut child = Command::new("setsid")
+        .arg(env!("CARGO_BIN_EXE_fragsim"))
+        .args(["record", "--follow-forks", "-o", s(&trace), "--"])
+        .args([s(&program), s(&marker), "daemon"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("setsid (util-linux)");
+    wait_started(&marker);
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    err.read_line(&mut first).unwrap();
+    assert!(
+        first.contains("the program exited and left 1 process running"),
+        "{first}"
+    );
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "fragsim waits: {first}"
+    );
+    kill_group(&child, "INT");
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    // The program's own status: its parent process exited 0.
+    assert_eq!(status.code(), Some(0), "{first}{rest}");
+    let pid: u32 = first
+        .split("running: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in: {first}"));
+    let parent = stats(&trace);
+    assert_eq!(parent["recording"], "whole", "{parent}");
+    let daemon = stats(&dir.path().join(format!("t.trace.{pid}")));
+    assert!(daemon["events"].as_u64().unwrap() >= 100_000, "{daemon}");
+    // It took the interrupt, freed what it held and exited: whole.
+    assert_eq!(daemon["recording"], "whole", "{daemon}{rest}");
+    assert_eq!(daemon["final_requested_bytes"], 0, "{daemon}");
+}
+
 /// §1: SIGTERM sent to fragsim alone (not to the group) is passed on to the program, which
 /// dies of it; the trace is written and fragsim exits 143.
 #[test]

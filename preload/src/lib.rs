@@ -87,6 +87,7 @@ mod allocator;
 mod buf;
 mod cfi;
 mod ctl;
+mod daemon;
 mod exec;
 mod hooks;
 mod notes;

@@ -206,6 +206,34 @@ fn unrecorded_line(children: &[&ChildProcess]) -> String {
     )
 }
 
+/// "fragsim: the program exited and left 1 process running: 4242 `nginx: worker`; ...".
+fn waiting_line(left: &[crate::record::reaper::Running]) -> String {
+    let one = left.len() == 1;
+    let listed: Vec<String> = left
+        .iter()
+        .take(PROGRAMS_LISTED)
+        .map(|r| {
+            let mut command = r.command.clone();
+            if command.chars().count() > 80 {
+                command = command.chars().take(77).collect::<String>() + "...";
+            }
+            format!("{} `{command}`", r.pid)
+        })
+        .collect();
+    let more = left.len().saturating_sub(PROGRAMS_LISTED);
+    format!(
+        "fragsim: the program exited and left {} process{} running: {}{}; recording {} until {} exit{} (an interrupt is passed on to {})",
+        left.len(),
+        if one { "" } else { "es" },
+        listed.join(", "),
+        if more > 0 { format!(" and {more} more") } else { String::new() },
+        if one { "it" } else { "them" },
+        if one { "it" } else { "they" },
+        if one { "s" } else { "" },
+        if one { "it" } else { "them" },
+    )
+}
+
 /// A child's program for the user: its command line in backquotes (cut at 80 characters),
 /// a fork that did not exec marked as such.
 fn program_name(c: &ChildProcess) -> String {
@@ -340,6 +368,10 @@ impl ConvertBar {
                 }
             }
             RecordProgress::Converting { .. } => {}
+            RecordProgress::Waiting(left) => {
+                self.done();
+                eprintln!("{}", waiting_line(&left));
+            }
         }
     }
 

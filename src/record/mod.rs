@@ -8,6 +8,7 @@ mod linked;
 pub(crate) mod order;
 pub(crate) mod raw;
 pub(crate) mod rawdir;
+pub(crate) mod reaper;
 pub(crate) mod sink;
 pub(crate) mod stream;
 pub(crate) mod symbols;
@@ -156,12 +157,15 @@ pub(crate) fn find_program(name: &std::ffi::OsStr) -> Option<PathBuf> {
 }
 
 /// Where a recording is, for a progress display.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum RecordProgress {
     /// The program has exited: `total` bytes of raw events are to be converted.
     Converting { total: u64 },
     /// That many more bytes were converted.
     Converted(u64),
+    /// The program has exited and left these processes running (`--follow-forks`): they
+    /// are recorded until they exit too.
+    Waiting(Vec<reaper::Running>),
 }
 
 /// `LD_PRELOAD` with the recorder first, before what the user preloads already.
@@ -212,6 +216,8 @@ pub(crate) fn record_native_with_progress(
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     rawdir::write_program(&raw_dir, &command_line)?;
+    // Before the program starts: its orphans come here, to be waited for.
+    let reaper = options.follow_forks.then(reaper::Reaper::adopt).flatten();
     let started = std::time::Instant::now();
     let child = spawn_recorded(command, options, preload, &raw_dir).map_err(|source| {
         RecordError::Spawn {
@@ -235,6 +241,20 @@ pub(crate) fn record_native_with_progress(
         threads,
     };
     let ((status, elapsed), root, children) = run.convert_while_running(child, progress);
+    let children = match children {
+        Some(Ok(_)) if reaper.is_some() => {
+            let left = reaper::children();
+            if left.is_empty() {
+                children
+            } else {
+                progress(RecordProgress::Waiting(left));
+                reaper::wait_for_all();
+                Some(rawdir::parse_children(&raw_dir, pid, out))
+            }
+        }
+        other => other,
+    };
+    drop(reaper);
     let status = status.map_err(|source| RecordError::Spawn {
         program: program.clone(),
         source,
