@@ -275,7 +275,10 @@ mod tests {
 
     /// One 64 KiB object allocated then freed (`times`: the records' times, if any), under
     /// `tcache:false` with decay off, with `dirty_decay_ms:0`, and with `dirty_decay_ms:1000`.
-    fn one_large(text: &str, times: Option<&[u64]>) -> Advice {
+    /// `text` (with `times`) through three decay settings on a machine of `vaddr_bits` (the
+    /// tree's shape is part of resident: pinned, so the figures do not depend on the machine
+    /// the test runs on).
+    fn one_large(text: &str, times: Option<&[u64]>, vaddr_bits: u32) -> Advice {
         let mut records = crate::process::records_from_text(text).unwrap();
         if let Some(times) = times {
             for (r, &t) in records.iter_mut().zip(times) {
@@ -292,7 +295,11 @@ mod tests {
         .iter()
         .map(|c| Setting::new(c, crate::sizeclass::Preset::LINKED).unwrap())
         .collect();
-        advise(&records, &grid, 2).unwrap()
+        let machine = ModelMachine {
+            vaddr_bits,
+            ..ModelMachine::with_cpus(2)
+        };
+        advise_on_clock(&records, &grid, machine).unwrap()
     }
 
     /// The clock GC on a trace without times is skipped, and the reason names the GC (not
@@ -352,57 +359,61 @@ mod tests {
         // pages). 5.3.1's `pac_alloc_real` takes from retained (the 2 MiB first mapping) the
         // least size class at or above 68 KiB, 80 KiB, and leaves the 12 KiB tail dirty.
         // Metadata: the process model starts from the base measured live before the first
-        // event (`Metadata::measured_default()`, resident B below, allocated 1,448,704, so
-        // its bump offset sits 2,816 bytes into its last page) and adds 128-byte extent
-        // records (base_alloc_edata, 128-byte aligned): ten fit in that page's last 1,280
-        // bytes, and this trace makes a handful: no page more. Resident = active + dirty +
-        // metadata = 69,632 + 12,288 + B = 81,920 + B in both rows. Freed: with decay off
-        // the 80 KiB stay dirty, resident 81,920 + B; with dirty_decay_ms:0 they are purged
-        // at once (to retained, muzzy 0): dirty 0, resident = active 0 + B.
-        let a = one_large("a 0 65536\nf 0\n", None);
-        let (off, zero) = (&a.results[0], &a.results[1]);
-        let base = crate::process::Metadata::measured_default().base_bytes;
-        let b = base as f64;
-        assert_eq!(
-            (off.peak_active_bytes, zero.peak_active_bytes),
-            (69632, 69632)
-        );
-        // Block by block (`model/base.rs`), arena 0's base ends start-up with the radix
-        // tree's leaf, page aligned: the first extent record touches one more page, R =
-        // 4,096 (the same shape replayed `--process --live --malloc-conf tcache:false` has
-        // stats.resident equal live, 2,899,968 both, on this machine's measured start).
-        let r = 4096;
-        assert_eq!(
-            (off.peak_resident_bytes, zero.peak_resident_bytes),
-            (81920 + base + r, 81920 + base + r)
-        );
-        // No times: the mean over the two records. Off: 81,920 twice; 0: (81,920 + 0) / 2.
-        assert_eq!(off.mean_resident_bytes, 81920.0 + b + r as f64);
-        assert_eq!(zero.mean_resident_bytes, 40960.0 + b + r as f64);
-        // By peak resident (the default objective) the rows tie, and a tie with the defaults
-        // is no reason to change; by mean resident, purging at once wins.
-        assert_eq!(a.rank, [1, 1]);
-        assert!(a.recommendations().is_empty());
-        let a = a.ranked_by(Objective::MeanResident);
-        assert_eq!(a.rank, [2, 1]);
-        assert_eq!(
-            a.recommendations(),
-            [(1, "lowest mean resident".to_string())]
-        );
-        // Decay over 1 s needs the trace's clock: skipped, said why.
-        assert_eq!(a.results.len(), 2);
-        assert_eq!(a.skipped.len(), 1);
-        assert!(a.skipped[0].1.contains("no times"), "{:?}", a.skipped);
+        // event (`Metadata::for_vaddr_bits`, resident B below) and adds 128-byte extent
+        // records (base_alloc_edata, 128-byte aligned). On a 57-bit build its allocated
+        // 1,448,704 bytes leave the bump offset 2,816 bytes into its last page: ten records
+        // fit in that page's last 1,280 bytes, and this trace makes a handful, so no page
+        // more (R = 0). On a 48-bit build start-up's 2 MiB leaf ends the block's carving on a
+        // page boundary, and the first record touches one more page (R = 4,096, as the width
+        // test above has it). Live on a 57-bit machine, `replay --process --live
+        // --malloc-conf tcache:false` of this shape: final stats.resident 1,585,152 in model
+        // and live (the live replayer's own base is larger than B). Resident = active
+        // + dirty + metadata = 69,632 + 12,288 + B + R = 81,920 + B + R in both rows. Freed:
+        // with decay off the 80 KiB stay dirty, resident 81,920 + B + R; with
+        // dirty_decay_ms:0 they are purged at once (to retained, muzzy 0): dirty 0, resident
+        // = active 0 + B + R.
+        for (bits, r) in [(48, 4096), (57, 0)] {
+            let a = one_large("a 0 65536\nf 0\n", None, bits);
+            let (off, zero) = (&a.results[0], &a.results[1]);
+            let base = crate::process::Metadata::for_vaddr_bits(bits).base_bytes;
+            let b = base as f64;
+            assert_eq!(
+                (off.peak_active_bytes, zero.peak_active_bytes),
+                (69632, 69632)
+            );
+            assert_eq!(
+                (off.peak_resident_bytes, zero.peak_resident_bytes),
+                (81920 + base + r, 81920 + base + r),
+                "{bits} bits"
+            );
+            // No times: the mean over the two records. Off: 81,920 twice; 0: (81,920 + 0) / 2.
+            assert_eq!(off.mean_resident_bytes, 81920.0 + b + r as f64);
+            assert_eq!(zero.mean_resident_bytes, 40960.0 + b + r as f64);
+            // By peak resident (the default objective) the rows tie, and a tie with the
+            // defaults is no reason to change; by mean resident, purging at once wins.
+            assert_eq!(a.rank, [1, 1]);
+            assert!(a.recommendations().is_empty());
+            let a = a.ranked_by(Objective::MeanResident);
+            assert_eq!(a.rank, [2, 1]);
+            assert_eq!(
+                a.recommendations(),
+                [(1, "lowest mean resident".to_string())]
+            );
+            // Decay over 1 s needs the trace's clock: skipped, said why.
+            assert_eq!(a.results.len(), 2);
+            assert_eq!(a.skipped.len(), 1);
+            assert!(a.skipped[0].1.contains("no times"), "{:?}", a.skipped);
 
-        // With times (ns): freed at 1,000, a second 64 KiB object at 4,000 takes the same
-        // pages back (from dirty with decay off, from retained with 0): 81,920 again. Over
-        // the 4,000 ns: off holds 81,920 throughout; 0 holds it 1,000 ns, then 0 for
-        // 3,000 ns: 20,480 (each + B).
-        let t = one_large("a 0 65536\nf 0\na 1 65536\n", Some(&[0, 1000, 4000]));
-        assert_eq!(t.results.len(), 3, "the clock row runs on a timed trace");
-        assert!(t.skipped.is_empty());
-        assert_eq!(t.results[0].mean_resident_bytes, 81920.0 + b + r as f64);
-        assert_eq!(t.results[1].mean_resident_bytes, 20480.0 + b + r as f64);
-        assert_eq!(t.results[1].peak_resident_bytes, 81920 + base + r);
+            // With times (ns): freed at 1,000, a second 64 KiB object at 4,000 takes the same
+            // pages back (from dirty with decay off, from retained with 0): 81,920 again.
+            // Over the 4,000 ns: off holds 81,920 throughout; 0 holds it 1,000 ns, then 0
+            // for 3,000 ns: 20,480 (each + B + R).
+            let t = one_large("a 0 65536\nf 0\na 1 65536\n", Some(&[0, 1000, 4000]), bits);
+            assert_eq!(t.results.len(), 3, "the clock row runs on a timed trace");
+            assert!(t.skipped.is_empty());
+            assert_eq!(t.results[0].mean_resident_bytes, 81920.0 + b + r as f64);
+            assert_eq!(t.results[1].mean_resident_bytes, 20480.0 + b + r as f64);
+            assert_eq!(t.results[1].peak_resident_bytes, 81920 + base + r);
+        }
     }
 }
