@@ -26,6 +26,46 @@ fn cpus_out_of_jemallocs_bound_is_refused_by_every_command() {
     }
 }
 
+/// `replay --process --vaddr-bits`: a width outside 32 to 64 is one line naming the value,
+/// exit 2; with `--live` it is refused (the live allocator's start is measured); a width
+/// given moves the metadata: the committed C thread pool's peak resident under a 48-bit
+/// build exceeds a 57-bit one's by start-up's trees, 2 MiB against 786,432 bytes (1,310,720,
+/// `process/model/meta.rs`; the first extent record after the 48-bit leaf may touch one
+/// page more, hence at least that).
+#[test]
+fn vaddr_bits_is_checked_and_moves_the_metadata() {
+    let t = committed_trace("c-thread-pool.trace");
+    for bad in ["31", "65", "x"] {
+        let out = run(&["replay", s(&t), "--process", "--vaddr-bits", bad]);
+        assert_refused(&out, &format!("'{bad}' for '--vaddr-bits"));
+    }
+    let out = run(&["replay", s(&t), "--process", "--live", "--vaddr-bits", "48"]);
+    assert_refused(&out, "--vaddr-bits does not apply with --live");
+    let peak = |bits: &str| -> u64 {
+        let out = run(&["replay", s(&t), "--process", "--vaddr-bits", bits]);
+        assert!(out.status.success(), "{}", stderr_of(&out));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("| peak resident bytes"))
+            .unwrap_or_else(|| panic!("{text}"));
+        // "7,884,800.0 (7.52 MiB)": the figure before its unit.
+        let cell = row
+            .split('|')
+            .nth(2)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap();
+        cell.replace(',', "").parse::<f64>().unwrap() as u64
+    };
+    let (narrow, wide) = (peak("48"), peak("57"));
+    assert!(
+        (1_310_720..=1_310_720 + 4096).contains(&(narrow - wide)),
+        "{narrow} - {wide}"
+    );
+}
+
 /// At the bound, jemalloc's cap on automatic arenas applies: 1,024 CPUs model 4,094 arenas
 /// (4 x 1,024 = 4,096, reduced to the limit as jemalloc does), not 4,096.
 #[test]

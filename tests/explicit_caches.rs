@@ -56,7 +56,7 @@ fn explicit_caches_match_the_programs_own_statistics() {
             "{args:?}"
         );
         assert_eq!(count("c background on"), args.len(), "{args:?}");
-        let replay = common::replay_process(&trace, &[]);
+        let replay = common::replay_process(&trace, &common::DEBIAN_530_BUILD);
         let context = format!("{args:?}");
         common::assert_figures(&replay, &real, &common::FINAL_FIGURES, &context);
         let (model, real) = (

@@ -155,7 +155,10 @@ pub(super) fn write_meta(
 
 /// The model's start from a `meta` line. On 5.3.0 (no `stats.metadata_rtree`) the tree is
 /// taken as whole 2 MiB leaves of a 48-bit build (what start-up left beside them is under
-/// 2 MiB) where this machine has at most 48 address bits, else not modelled.
+/// 2 MiB) where arena 0's base starts at 2 MiB or more, else not modelled. The width is the
+/// library's (`LG_VADDR`, fixed where it was built), not this machine's: Debian's 5.3.0 is a
+/// 48-bit build also on a machine with 57 address bits, its base 2,734,064 bytes at start
+/// there (a 57-bit build's whole tree at start is 786,432 bytes, its base under 2 MiB).
 pub(crate) fn parse_meta(line: &str) -> Result<Metadata> {
     let bad = || format!("bad meta line from the child: '{line}'");
     let t: Vec<&str> = line
@@ -166,7 +169,7 @@ pub(crate) fn parse_meta(line: &str) -> Result<Metadata> {
     let num = |k: usize| -> Result<u64> { t.get(k).with_context(bad)?.parse().with_context(bad) };
     let a0 = num(0)?;
     let rtree = match t.get(6) {
-        Some(&"-") => match crate::process::machine_vaddr_bits().unwrap_or(48) <= 48 {
+        Some(&"-") => match a0 >= 2 << 20 {
             true => a0 / (2 << 20) * (2 << 20),
             false => 0,
         },

@@ -226,6 +226,14 @@ pub(crate) fn is_stdout(path: &std::path::Path) -> bool {
 }
 
 /// `--cpus`: a number within jemalloc's bound (`process::check_cpus`).
+/// `--vaddr-bits`: 32 to 64.
+pub fn vaddr_bits(s: &str) -> std::result::Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(bits) if (32..=64).contains(&bits) => Ok(bits),
+        _ => Err("give 32 to 64 (x86-64: 48, or 57 with five-level paging)".to_string()),
+    }
+}
+
 pub fn cpus(s: &str) -> std::result::Result<u32, String> {
     let n: u32 = s
         .parse()

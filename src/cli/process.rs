@@ -126,7 +126,10 @@ pub(super) fn model_runs(
                 start_ns: 0,
             };
             let rows = (k == 0 && want_rows).then(|| ProcessRows::new(name));
-            let run = ProcessRun::new(config, options, cpus, clock, every, rows)?;
+            let mut run = ProcessRun::new(config, options, cpus, clock, every, rows)?;
+            if let Some(bits) = flags.vaddr_bits {
+                run.set_vaddr_bits(bits);
+            }
             // The first run (seed) dumps its statistics when asked.
             let model = match dump {
                 Some(DumpAt::Event(n)) if k == 0 => ProcessModel::new(run.dump_at(n)),

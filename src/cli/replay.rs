@@ -66,7 +66,7 @@ impl Mode {
 /// The flags that belong to some modes only, whether each was given, and the modes it
 /// applies to: the one place that says which flags combine with which mode (the flags clap
 /// ties to `--process` or `--blame` themselves are not repeated here).
-fn mode_flags(args: &ReplayArgs) -> [(&'static str, bool, &'static [Mode]); 10] {
+fn mode_flags(args: &ReplayArgs) -> [(&'static str, bool, &'static [Mode]); 11] {
     use Mode::*;
     [
         ("--measure", args.measure.wanted(), &[Measure]),
@@ -89,6 +89,11 @@ fn mode_flags(args: &ReplayArgs) -> [(&'static str, bool, &'static [Mode]); 10] 
             &[Process, Blame],
         ),
         ("--cpus", args.process.cpus.is_some(), &[Process, Blame]),
+        (
+            "--vaddr-bits",
+            args.process.vaddr_bits.is_some(),
+            &[Process],
+        ),
         ("--per-arena", args.process.per_arena.is_some(), &[Process]),
         (
             "--stats-json",
@@ -103,6 +108,11 @@ fn mode_flags(args: &ReplayArgs) -> [(&'static str, bool, &'static [Mode]); 10] 
 fn refuse_other_modes(args: &ReplayArgs, mode: Mode) -> Result<()> {
     if mode == Mode::Blame && args.process.process {
         bail!("--blame runs the process model itself: drop --process");
+    }
+    if args.live && args.process.vaddr_bits.is_some() {
+        bail!(
+            "--vaddr-bits does not apply with --live: the live allocator's own start is measured"
+        );
     }
     for (flag, given, modes) in mode_flags(args) {
         if given && !modes.contains(&mode) {

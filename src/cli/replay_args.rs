@@ -141,6 +141,12 @@ pub(crate) struct ProcessFlags {
     /// With --process or --blame: CPUs for the default `narenas` (4 x CPUs); default: this machine's.
     #[arg(long, value_parser = super::args::cpus)]
     pub cpus: Option<u32>,
+    /// With --process: the address bits the program's jemalloc was built for (`LG_VADDR`:
+    /// the shape of its radix tree, part of its metadata and resident bytes), 48 or 57 on
+    /// x86-64; default: this machine's. A library keeps the width of the machine it was
+    /// built on: Debian's 5.3.0 is a 48-bit build also on a machine with 57.
+    #[arg(long, requires = "process", value_parser = super::args::vaddr_bits)]
+    pub vaddr_bits: Option<u32>,
     /// With --process: per-arena CSV (`event,arena,allocated_bytes,active_bytes,tcache_bytes`),
     /// one row per arena in use every --every K events and after the last.
     #[arg(long, requires = "process")]

@@ -360,6 +360,13 @@ pub const FINAL_FIGURES: [(&str, &str); 3] = [
     ("stats.mapped", "final mapped bytes (stats.mapped)"),
 ];
 
+/// Replay flags for a recording of a program on Debian's jemalloc 5.3.0: its address width,
+/// 48 bits (`LG_VADDR` is fixed where the library is built: measured on a machine with 57,
+/// the library's arena 0 starts with a 2,734,064-byte base, which holds a 48-bit build's
+/// 2 MiB radix-tree leaf; a 57-bit build's base starts under 2 MiB). Without it the model
+/// takes this machine's width.
+pub const DEBIAN_530_BUILD: [&str; 2] = ["--vaddr-bits", "48"];
+
 /// `replay TRACE --process --preset default` with `extra` arguments: its summary.
 pub fn replay_process(trace: &Path, extra: &[&str]) -> String {
     let mut args = vec!["replay", s(trace), "--process", "--preset", "default"];
