@@ -72,6 +72,8 @@ fn a_recorded_heap_near_1_gb_has_its_metadata_where_the_allocator_put_it() {
         "default",
         "--malloc-conf",
         DECAY_OFF,
+        common::DEBIAN_530_BUILD[0],
+        common::DEBIAN_530_BUILD[1],
     ]);
     for (name, row) in [
         ("stats.allocated", "final allocated bytes"),
