@@ -241,18 +241,9 @@ pub(crate) fn record_native_with_progress(
         threads,
     };
     let ((status, elapsed), root, children) = run.convert_while_running(child, progress);
-    let children = match children {
-        Some(Ok(_)) if reaper.is_some() => {
-            let left = reaper::children();
-            if left.is_empty() {
-                children
-            } else {
-                progress(RecordProgress::Waiting(left));
-                reaper::wait_for_all();
-                Some(rawdir::parse_children(&raw_dir, pid, out))
-            }
-        }
-        other => other,
+    let children = match reaper {
+        Some(_) => after_the_last_one(children, &raw_dir, pid, out, progress),
+        None => children,
     };
     drop(reaper);
     let status = status.map_err(|source| RecordError::Spawn {
@@ -285,6 +276,28 @@ pub(crate) fn record_native_with_progress(
         interrupted: deferral.interrupted(),
         children: noted,
     })
+}
+
+/// With `--follow-forks`, once the program has exited: the processes it left running are
+/// waited for (`progress` is told which), and the children's files indexed again then, as
+/// they are complete only now.
+fn after_the_last_one(
+    children: Children,
+    raw_dir: &Path,
+    pid: u64,
+    out: &Path,
+    progress: &mut dyn FnMut(RecordProgress),
+) -> Children {
+    if !matches!(children, Some(Ok(_))) {
+        return children;
+    }
+    let left = reaper::children();
+    if left.is_empty() {
+        return children;
+    }
+    progress(RecordProgress::Waiting(left));
+    reaper::wait_for_all();
+    Some(rawdir::parse_children(raw_dir, pid, out))
 }
 
 /// The raw file the recorder writes for process `pid` in `raw_dir`.
