@@ -192,6 +192,10 @@ pub(crate) fn parse_meta(line: &str) -> Result<Metadata> {
             Some(&"-") | None => 0,
             _ => num(12)?,
         },
+        // The child runs on this machine's kernel.
+        map_align: crate::process::machine_map_align(),
+        // The fresh arena is made in the start-up constructor (`read_fresh`), before the workers.
+        idle_below: false,
     })
 }
 

@@ -180,6 +180,9 @@ fn parse_run(line: &str) -> Result<RunStart> {
         below: n(7)?,
         heap: n(8)?,
         heap_mapping: (n(9)?, n(10)?),
+        // Not in the file: its runs are taken as on a kernel that aligns no mapping (before
+        // Linux 6.7), as the model took every run before it knew of that alignment.
+        map_align: Default::default(),
     })
 }
 
@@ -259,6 +262,7 @@ mod tests {
             below: 0x7f00_0000_0000,
             heap: 0x7f00_1000_0000,
             heap_mapping: (0x7f00_0f00_0000, 0x7f00_1100_0000),
+            map_align: Default::default(),
         };
         let band = Band {
             mean: 10.0 / 3.0,

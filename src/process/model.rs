@@ -25,7 +25,7 @@ use crate::sizeclass::{AllocatorConfig, JemallocVersion};
 use crate::trace::{Event, Record, ThreadId};
 pub use base::{edata_bytes, header_bytes as base_header_bytes};
 pub use clock::DecayClock;
-pub use metadata::{machine_vaddr_bits, Metadata};
+pub use metadata::{machine_map_align, machine_vaddr_bits, MapAlign, Metadata};
 pub use reentrant::ReentrantTally;
 pub use stats_view::{ArenaView, DumpAt, StatsView};
 pub use view::HeldBlock;

@@ -44,6 +44,8 @@ pub struct RunStart {
     pub below: u64,
     pub heap: u64,
     pub heap_mapping: (u64, u64),
+    /// How the kernel the run had placed its mappings.
+    pub map_align: crate::process::MapAlign,
 }
 
 impl LiveClockRun {
@@ -55,6 +57,8 @@ impl LiveClockRun {
             below: self.below,
             heap: self.heap,
             heap_mapping: self.heap_mapping,
+            // The live child ran here.
+            map_align: crate::process::machine_map_align(),
         }
     }
 }

@@ -61,6 +61,9 @@ impl<'a> ClockModel<'a> {
             heap_mapping: start.heap_mapping,
             base_records: None,
             ctl_arena_bytes: 0,
+            map_align: start.map_align,
+            // `ClockReader::header` makes it after the workers.
+            idle_below: true,
         });
         model.replayer_start(start.residue)?;
         Ok(ClockModel {

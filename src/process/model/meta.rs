@@ -119,6 +119,8 @@ struct Space {
     recorded: std::collections::VecDeque<(u64, u64)>,
     /// Start-up's leaves were placed at a recorded mapping.
     startup_recorded: bool,
+    /// Where the kernel puts a mapping below the cursor.
+    align: super::MapAlign,
 }
 
 /// Recorded mappings kept unmatched at most (a program whose allocator maps what the model
@@ -178,7 +180,7 @@ impl MetaState {
             let seeded = (1u64 << 46) + (mix_seed(seed, 11, 0) % span) / page * page;
             let heap = if m.heap == 0 { seeded } else { m.heap };
             let mut cursor = if m.below == 0 { heap } else { m.below };
-            if m.below != 0 {
+            if m.below != 0 && m.idle_below {
                 // The live replayer's idle arena, made after its workers: its base block.
                 cursor = (cursor - BLOCK) / BLOCK * BLOCK;
             }
@@ -194,6 +196,7 @@ impl MetaState {
                 vsize: arenas.iter().map(|a| a.as_ref().map_or(0, vsize)).collect(),
                 recorded: Default::default(),
                 startup_recorded: false,
+                align: m.map_align,
             }
         });
         MetaState {
@@ -292,18 +295,31 @@ impl MetaState {
             }
             let Some(a) = a else { continue };
             let b = self.bases[i].as_mut().expect("made above");
+            let before = b.mapped;
             b.records_to(a.extent_records(), c);
+            // A base's new block (jemalloc aligns it to 2 MiB itself) is mapped before the
+            // growth whose record needed it.
+            let block = b.mapped - before;
             let new = match self.space.as_mut() {
-                Some(s) => s.map(i, vsize(a)),
+                Some(s) => {
+                    s.base_block(block);
+                    s.map(i, vsize(a))
+                }
                 None => (0, 0),
             };
             let g = self.space.as_ref().map(|s| s.geometry);
             if let (Some(g), b0) = (g, self.bases[0].as_mut().expect("arena 0")) {
+                let before = b0.mapped;
                 for _ in 0..new.0 {
                     b0.alloc(g.node_bytes, CACHELINE, c);
                 }
                 for _ in 0..new.1 {
                     b0.alloc(g.leaf_bytes, CACHELINE, c);
+                }
+                // The tree's pieces come after the growth they register.
+                let block = b0.mapped - before;
+                if let Some(s) = self.space.as_mut() {
+                    s.base_block(block);
                 }
             }
         }
@@ -355,6 +371,13 @@ fn startup_leaves(g: Geometry, heap: u64, (lo, hi): (u64, u64), n: u64) -> BTree
 }
 
 impl Space {
+    /// A new base block of `size` bytes (0: none) below the cursor, at a 2 MiB boundary.
+    fn base_block(&mut self, size: u64) {
+        if size > 0 {
+            self.cursor = self.cursor.saturating_sub(size) / BLOCK * BLOCK;
+        }
+    }
+
     /// Arena `i` now spans `v` bytes: maps its growth below the cursor; returns the middle
     /// nodes and leaves made.
     fn map(&mut self, i: usize, v: u64) -> (u64, u64) {
@@ -372,8 +395,8 @@ impl Space {
                 (addr + len, addr)
             }
             None => {
-                let lo = self.cursor.saturating_sub(grown);
-                let hi = self.cursor;
+                let lo = self.align.place(self.cursor, grown);
+                let hi = lo + grown;
                 self.cursor = lo;
                 (hi, lo)
             }
@@ -487,6 +510,7 @@ mod tests {
             vsize: vec![0, 0],
             recorded: Default::default(),
             startup_recorded: false,
+            align: Default::default(),
         };
         assert_eq!(s.map(1, 2 << 20), (0, 1));
         assert_eq!(s.cursor, top - (2 << 20));
@@ -515,6 +539,7 @@ mod tests {
             .into_iter()
             .collect(),
             startup_recorded: true,
+            align: Default::default(),
         };
         assert_eq!(s.map(0, 2 << 20), (0, 0));
         assert_eq!(s.map(0, 6 << 20), (0, 1), "across 5 GiB: leaf 4 as well");

@@ -27,6 +27,99 @@ pub struct Metadata {
     /// (`ctl.c`, `arenas_i_impl`: the arena's statistics), as measured (0: the build's
     /// default, `ctl_arena_default`).
     pub ctl_arena_bytes: u64,
+    /// How the kernel places the trace's mappings (probed on this machine:
+    /// [`machine_map_align`]).
+    pub map_align: MapAlign,
+    /// The live child made its idle arena (the fresh one measured) after its workers, so
+    /// its base block lies below their stacks (on the clock); without the clock it is made
+    /// at start-up, above them.
+    pub idle_below: bool,
+}
+
+/// The boundary Linux aligns large anonymous mappings to (`PMD_SIZE` on x86-64).
+const HUGE: u64 = 2 << 20;
+
+/// Where the kernel puts an anonymous mapping made without an address: top-down, just below
+/// the free space's top, or (Linux 6.7 on, for transparent huge pages,
+/// `__get_unmapped_area`'s `thp_get_unmapped_area`) at the highest 2 MiB boundary below
+/// that, leaving a hole above it: later kernels do this only when the length is a multiple
+/// of 2 MiB. Each kind of length as this kernel treats it, measured at run time (kernel
+/// versions and their back-ports differ); the default aligns none, as before 6.7.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MapAlign {
+    /// Lengths that are multiples of 2 MiB.
+    pub huge_multiples: bool,
+    /// Other lengths of 2 MiB or more.
+    pub huge_others: bool,
+}
+
+impl MapAlign {
+    /// Where a mapping of `len` bytes starts when the free space above ends at `top`.
+    pub(super) fn place(self, top: u64, len: u64) -> u64 {
+        let lo = top.saturating_sub(len);
+        let aligned = match len.is_multiple_of(HUGE) {
+            true => self.huge_multiples,
+            false => self.huge_others && len >= HUGE,
+        };
+        match aligned {
+            true => lo / HUGE * HUGE,
+            false => lo,
+        }
+    }
+}
+
+/// How this machine's kernel places anonymous mappings (see [`MapAlign`]), probed once: a
+/// 4 MiB and a 3 MiB mapping.
+pub fn machine_map_align() -> MapAlign {
+    static PROBED: std::sync::OnceLock<MapAlign> = std::sync::OnceLock::new();
+    *PROBED.get_or_init(|| MapAlign {
+        huge_multiples: kernel_aligns(4 << 20),
+        huge_others: kernel_aligns(3 << 20),
+    })
+}
+
+/// Whether three anonymous mappings of `len` bytes all start at a 2 MiB boundary, each but
+/// the first made after a few pages mapped just below the one before (so that, placed just
+/// below them, it could not start at the boundary the one before did). Nothing is touched
+/// (no access, no reserve), and all is unmapped again.
+fn kernel_aligns(len: usize) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+    let map = |at: usize, len: usize| {
+        // SAFETY: a fresh private anonymous mapping (`at` only a hint), never accessed,
+        // unmapped below.
+        let p = unsafe {
+            libc::mmap(
+                at as *mut libc::c_void,
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        (p != libc::MAP_FAILED).then_some(p as usize)
+    };
+    let mut made = Vec::new();
+    let mut aligned = true;
+    let mut last: Option<usize> = None;
+    for pages in [1, 3, 5] {
+        let filler = last.and_then(|a| map(a.checked_sub(pages * page)?, pages * page));
+        made.extend(filler.map(|f| (f, pages * page)));
+        match map(0, len) {
+            Some(a) => {
+                made.push((a, len));
+                aligned &= (a as u64).is_multiple_of(HUGE);
+                last = Some(a);
+            }
+            None => aligned = false,
+        }
+    }
+    for (a, len) in made {
+        // SAFETY: mapped above, by this function.
+        unsafe { libc::munmap(a as *mut libc::c_void, len) };
+    }
+    aligned
 }
 
 /// [`Metadata::ctl_arena_bytes`] as measured on the live replayer's child (4 KiB pages, the
@@ -54,7 +147,10 @@ impl Metadata {
     /// this machine's (`/proc/cpuinfo` "address sizes", [`machine_vaddr_bits`]; 48 bits, the
     /// configure's own default, where unknown), see [`Metadata::for_vaddr_bits`].
     pub fn measured_default() -> Metadata {
-        Metadata::for_vaddr_bits(machine_vaddr_bits().unwrap_or(48))
+        Metadata {
+            map_align: machine_map_align(),
+            ..Metadata::for_vaddr_bits(machine_vaddr_bits().unwrap_or(48))
+        }
     }
 
     /// [`Metadata::measured_default`] for a jemalloc built for `bits` virtual address bits:
@@ -75,6 +171,8 @@ impl Metadata {
             heap_mapping: (0, 0),
             base_records: None,
             ctl_arena_bytes: 0,
+            map_align: MapAlign::default(),
+            idle_below: false,
         }
     }
 }
