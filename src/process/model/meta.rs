@@ -17,9 +17,10 @@
 //!   extent's first or last page (`emap_register_boundary`) falls in a region without one.
 //!   Addresses are modelled: Linux maps top-down, so each new mapping of the trace (an
 //!   arena's base block, 2 MiB aligned; an arena's growth of its address space, `mapped +
-//!   retained`) goes just below the previous one, starting below the replayer's worker
-//!   stacks. Left out: holes from aligned maps, the replayer's own mappings during the
-//!   trace, new base blocks' placement.
+//!   retained`; a base's later blocks) goes just below the previous one, starting below the
+//!   replayer's worker stacks; at a 2 MiB boundary where jemalloc aligns it (base blocks) or
+//!   the kernel does (Linux 6.7 on, as probed: `metadata::MapAlign`), leaving a hole above.
+//!   Left out: the replayer's own mappings during the trace, smaller mappings filling holes.
 //!
 //! A recorded trace says where the program's allocator put its memory (its mappings,
 //! `Record::Mapping`, before the call that made each): start-up's leaves go at the first one,
