@@ -181,7 +181,12 @@ impl MetaState {
             let seeded = (1u64 << 46) + (mix_seed(seed, 11, 0) % span) / page * page;
             let heap = if m.heap == 0 { seeded } else { m.heap };
             let mut cursor = if m.below == 0 { heap } else { m.below };
-            if m.below != 0 && m.idle_below {
+            // Where the kernel aligns nothing (before Linux 6.7) the model keeps its older
+            // placement (an idle-arena block always below, base blocks not moving the
+            // cursor): it matched live runs there, and no such kernel is at hand to test a
+            // change against.
+            let aligning = m.map_align.any();
+            if m.below != 0 && (m.idle_below || !aligning) {
                 // The live replayer's idle arena, made after its workers: its base block.
                 cursor = (cursor - BLOCK) / BLOCK * BLOCK;
             }
@@ -373,8 +378,9 @@ fn startup_leaves(g: Geometry, heap: u64, (lo, hi): (u64, u64), n: u64) -> BTree
 
 impl Space {
     /// A new base block of `size` bytes (0: none) below the cursor, at a 2 MiB boundary.
+    /// Only where the kernel aligns mappings (see `MetaState::start`).
     fn base_block(&mut self, size: u64) {
-        if size > 0 {
+        if size > 0 && self.align.any() {
             self.cursor = self.cursor.saturating_sub(size) / BLOCK * BLOCK;
         }
     }

@@ -54,6 +54,11 @@ pub struct MapAlign {
 }
 
 impl MapAlign {
+    /// Whether the kernel aligns any mapping.
+    pub fn any(self) -> bool {
+        self.huge_multiples || self.huge_others
+    }
+
     /// Where a mapping of `len` bytes starts when the free space above ends at `top`.
     pub(super) fn place(self, top: u64, len: u64) -> u64 {
         let lo = top.saturating_sub(len);
