@@ -485,7 +485,7 @@ impl Process {
         self.stats.dirty_bytes = dirty;
         self.stats.muzzy_bytes = muzzy;
         self.stats.retained_bytes = retained;
-        let base = self.meta.update(&self.arenas, &self.imade);
+        let base = self.meta.update(&mut self.arenas, &self.imade);
         self.stats.metadata_bytes = base.resident;
         self.stats.metadata_allocated_bytes = base.allocated + self.internal_bytes();
         self.stats.resident_bytes = active + dirty + base.resident;

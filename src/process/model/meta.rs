@@ -21,6 +21,9 @@
 //!   replayer's worker stacks; at a 2 MiB boundary where jemalloc aligns it (base blocks) or
 //!   the kernel does (Linux 6.7 on, as probed: `metadata::MapAlign`), leaving a hole above.
 //!   Left out: the replayer's own mappings during the trace, smaller mappings filling holes.
+//!   Where the kernel aligns, a growth longer than a leaf's span also gets a leaf for each
+//!   region inside it when an extent is first split there (the pac model logs its splits),
+//!   as jemalloc registers every split's boundary pages.
 //!
 //! A recorded trace says where the program's allocator put its memory (its mappings,
 //! `Record::Mapping`, before the call that made each): start-up's leaves go at the first one,
@@ -122,6 +125,11 @@ struct Space {
     startup_recorded: bool,
     /// Where the kernel puts a mapping below the cursor.
     align: super::MapAlign,
+    /// Each arena's mappings by serial number: where each starts (`None`: made before the
+    /// model started); kept where the kernel aligns (see `Space::split_leaves`).
+    starts: Vec<Vec<Option<u64>>>,
+    /// The last growth `map` placed (low, high), not yet given to `note_mappings`.
+    placed: Option<(u64, u64)>,
 }
 
 /// Recorded mappings kept unmatched at most (a program whose allocator maps what the model
@@ -203,6 +211,14 @@ impl MetaState {
                 recorded: Default::default(),
                 startup_recorded: false,
                 align: m.map_align,
+                starts: arenas
+                    .iter()
+                    .map(|a| {
+                        a.as_ref()
+                            .map_or(vec![], |a| vec![None; a.mapping_sizes().len()])
+                    })
+                    .collect(),
+                placed: None,
             }
         });
         MetaState {
@@ -278,7 +294,7 @@ impl MetaState {
     }
 
     /// Follows the arenas' new records and mappings; returns the bases' totals.
-    pub fn update(&mut self, arenas: &[Option<ArenaModel>], made: &[bool]) -> BaseTotals {
+    pub fn update(&mut self, arenas: &mut [Option<ArenaModel>], made: &[bool]) -> BaseTotals {
         let Some(c) = self.classes.as_ref().filter(|_| self.on) else {
             return BaseTotals::default();
         };
@@ -287,9 +303,11 @@ impl MetaState {
             self.bases.resize(arenas.len(), None);
             if let Some(s) = self.space.as_mut() {
                 s.vsize.resize(arenas.len(), 0);
+                s.starts.resize(arenas.len(), vec![]);
             }
         }
-        for (i, a) in arenas.iter().enumerate() {
+        let mut splits = Vec::new();
+        for (i, a) in arenas.iter_mut().enumerate() {
             if a.is_none() && !made[i] {
                 continue;
             }
@@ -309,7 +327,18 @@ impl MetaState {
             let new = match self.space.as_mut() {
                 Some(s) => {
                     s.base_block(block);
-                    s.map(i, vsize(a))
+                    let (nodes, leaves) = s.map(i, vsize(a));
+                    s.note_mappings(i, a.mapping_sizes());
+                    // Extents split anywhere in the mappings: a growth of more than a leaf's
+                    // span has regions inside it that only such a boundary gives a leaf.
+                    let (more_nodes, more_leaves) = match s.align.any() {
+                        true => {
+                            a.take_splits(&mut splits);
+                            s.split_leaves(i, splits.drain(..))
+                        }
+                        false => (0, 0),
+                    };
+                    (nodes + more_nodes, leaves + more_leaves)
                 }
                 None => (0, 0),
             };
@@ -408,14 +437,52 @@ impl Space {
                 (hi, lo)
             }
         };
-        let g = self.geometry;
+        self.placed = Some((lo, hi));
         let (mut nodes, mut leaves) = (0, 0);
         for addr in [lo, hi - 1] {
-            if g.node_bytes > 0 && self.nodes.insert(addr >> g.lg_node_span) {
-                nodes += 1;
-            }
-            if self.leaves.insert(addr >> g.lg_leaf_span) {
-                leaves += 1;
+            let (n, l) = self.register(addr);
+            nodes += n;
+            leaves += l;
+        }
+        (nodes, leaves)
+    }
+
+    /// An extent boundary at `addr`: the middle node and leaf made for it (0 or 1 each).
+    fn register(&mut self, addr: u64) -> (u64, u64) {
+        let g = self.geometry;
+        let node = g.node_bytes > 0 && self.nodes.insert(addr >> g.lg_node_span);
+        let leaf = self.leaves.insert(addr >> g.lg_leaf_span);
+        (node as u64, leaf as u64)
+    }
+
+    /// Arena `i`'s mappings are now `sizes` (by serial number): the new ones are where `map`
+    /// last placed the growth, the first at its top (Linux maps top-down).
+    fn note_mappings(&mut self, i: usize, sizes: &[u64]) {
+        let placed = self.placed.take();
+        let known = &mut self.starts[i];
+        let mut top = placed.map(|(_, hi)| hi);
+        for &len in sizes.iter().skip(known.len()) {
+            let start = top.map(|t| t.saturating_sub(len));
+            known.push(start);
+            top = start;
+        }
+    }
+
+    /// Extents split at `splits` (serial number of arena `i`'s mapping, offset in it): each
+    /// registers the page below the split and the one above (`emap_split_prepare`, the lead's
+    /// last page and the trail's first), making a leaf where it falls in a region without one
+    /// (inside a mapping that spans more than a leaf's region; its ends made theirs when it
+    /// was mapped). Returns the nodes and leaves made.
+    fn split_leaves(&mut self, i: usize, splits: impl Iterator<Item = (u32, u64)>) -> (u64, u64) {
+        let (mut nodes, mut leaves) = (0, 0);
+        for (sn, at) in splits {
+            let Some(&Some(start)) = self.starts[i].get(sn as usize) else {
+                continue;
+            };
+            for addr in [start + at - 1, start + at] {
+                let (n, l) = self.register(addr);
+                nodes += n;
+                leaves += l;
             }
         }
         (nodes, leaves)
@@ -518,11 +585,60 @@ mod tests {
             recorded: Default::default(),
             startup_recorded: false,
             align: Default::default(),
+            starts: vec![vec![], vec![]],
+            placed: None,
         };
         assert_eq!(s.map(1, 2 << 20), (0, 1));
         assert_eq!(s.cursor, top - (2 << 20));
         assert_eq!(s.map(1, 4 << 20), (0, 0));
         assert_eq!(s.map(1, 4 << 20), (0, 0), "no growth, no mapping");
+    }
+
+    /// A 192 MiB growth spans three 128 MiB regions: its ends make two leaves, and the one
+    /// between gets its leaf only when an extent is split inside it (live on Linux 6.18: one
+    /// leaf more, at the split, than the ends alone gave).
+    #[test]
+    fn a_split_inside_a_long_mapping_makes_the_middle_leaf() {
+        let g = Geometry::of(786_432, 4096).unwrap();
+        let top = (100u64 << 27) + (32 << 20);
+        let mut s = Space {
+            geometry: g,
+            cursor: top,
+            leaves: [100].into_iter().collect(),
+            nodes: [top >> g.lg_node_span].into_iter().collect(),
+            vsize: vec![0],
+            recorded: Default::default(),
+            startup_recorded: false,
+            align: crate::process::MapAlign {
+                huge_multiples: true,
+                huge_others: false,
+            },
+            starts: vec![vec![]],
+            placed: None,
+        };
+        let len = 192 << 20;
+        assert_eq!(s.map(0, len), (0, 1), "the lower end's leaf, 98");
+        s.note_mappings(0, &[len]);
+        let start = top - len;
+        assert_eq!(s.starts[0], vec![Some(start)]);
+        let below_99 = (99u64 << 27) - start;
+        let early = [(0, 4096), (0, below_99 - 4096)];
+        assert_eq!(s.split_leaves(0, early.into_iter()), (0, 0));
+        assert_eq!(
+            s.split_leaves(0, [(0, below_99)].into_iter()),
+            (0, 1),
+            "trail in 99"
+        );
+        assert_eq!(
+            s.split_leaves(0, [(0, below_99 + 4096)].into_iter()),
+            (0, 0)
+        );
+        assert_eq!(
+            s.split_leaves(0, [(1, 4096)].into_iter()),
+            (0, 0),
+            "unknown"
+        );
+        assert_eq!(s.leaves.len(), 3);
     }
 
     /// A recorded mapping of the growth's length is where the growth goes, whatever the
@@ -547,6 +663,8 @@ mod tests {
             .collect(),
             startup_recorded: true,
             align: Default::default(),
+            starts: vec![vec![], vec![]],
+            placed: None,
         };
         assert_eq!(s.map(0, 2 << 20), (0, 0));
         assert_eq!(s.map(0, 6 << 20), (0, 1), "across 5 GiB: leaf 4 as well");

@@ -28,6 +28,18 @@ impl ArenaModel {
         self.pac.ext.v.len() as u64
     }
 
+    /// The sizes of the mappings made, by serial number.
+    pub(crate) fn mapping_sizes(&self) -> &[u64] {
+        &self.pac.mappings
+    }
+
+    /// Moves the extent boundaries that splits made since the last call (the mapping's
+    /// serial number, the offset in it) to `into`; the first call starts the log.
+    pub(crate) fn take_splits(&mut self, into: &mut Vec<(u32, u64)>) {
+        self.pac.log_splits = true;
+        into.append(&mut self.pac.split_log);
+    }
+
     /// Bytes in the dirty, muzzy and retained sets.
     pub fn page_sets(&self) -> PageSets {
         let (dirty_bytes, muzzy_bytes, retained_bytes) = self.pac.set_bytes();

@@ -8,6 +8,9 @@ impl Pac {
     /// Splits `id` at `size_a`; returns the tail (same serial number and state).
     pub(super) fn split(&mut self, id: u32, size_a: u64) -> u32 {
         let e = *self.ext.get(id);
+        if self.log_splits {
+            self.split_log.push((e.sn, e.offset + size_a));
+        }
         let trail = self.ext.new_extent(Extent {
             sn: e.sn,
             offset: e.offset + size_a,

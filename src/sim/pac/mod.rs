@@ -143,6 +143,11 @@ pub(crate) struct Pac {
     /// The extent-set indices of sizes below `MEMO_PAGES` pages, filled as they are asked
     /// for (each costs a few dozen instructions of quantisation, once per size).
     memo: IndexMemo,
+    /// Whether splits are logged in `split_log` (for the process model's radix tree).
+    pub log_splits: bool,
+    /// The boundaries splits made (the mapping's serial number, the offset in it), while
+    /// `log_splits`; its reader empties it.
+    pub split_log: Vec<(u32, u64)>,
 }
 
 /// Why the page allocator could not serve a request.
@@ -182,6 +187,8 @@ impl Pac {
             mapped_total: 0,
             // The smallest page-size class is one page.
             memo: IndexMemo::new(psz.pind2sz(0).trailing_zeros()),
+            log_splits: false,
+            split_log: Vec::new(),
             psz,
         }
     }
