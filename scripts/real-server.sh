@@ -85,10 +85,12 @@ with open(f"{out}/markers.csv", "w") as w:
         w.write(f"{i},{found.get(i, '')}\n")
 EOF
 
-# The model, every event, through a FIFO: only the rows near a marker are kept.
+# The model, every event, through a FIFO: only the rows near a marker are kept. Debian's
+# jemalloc is a 48-bit build on any machine (LG_VADDR is fixed where it is built), so the
+# model takes that width, not this machine's.
 mkfifo "$out/timeline.fifo"
 "$fragsim" replay "$out/redis.trace" --process --preset default --malloc-conf "$model_conf" \
-  --every 1 --timeline "$out/timeline.fifo" > "$out/model-summary.md" &
+  --vaddr-bits 48 --every 1 --timeline "$out/timeline.fifo" > "$out/model-summary.md" &
 replay_pid=$!
 python3 - "$out" <<'EOF'
 import csv, sys

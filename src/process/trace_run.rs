@@ -112,9 +112,10 @@ pub struct ProcessRunResult {
 
 impl ProcessRun {
     /// The metadata start of a jemalloc built for `bits` address bits
-    /// ([`Metadata::for_vaddr_bits`]) instead of this machine's width.
+    /// ([`Metadata::measured_for_vaddr_bits`]) instead of this machine's width.
     pub fn set_vaddr_bits(&mut self, bits: u32) {
-        self.model.set_metadata(Metadata::for_vaddr_bits(bits));
+        self.model
+            .set_metadata(Metadata::measured_for_vaddr_bits(bits));
     }
 
     /// `rows`: the tables to fill every `every` records (none: the summary only).

@@ -152,9 +152,15 @@ impl Metadata {
     /// this machine's (`/proc/cpuinfo` "address sizes", [`machine_vaddr_bits`]; 48 bits, the
     /// configure's own default, where unknown), see [`Metadata::for_vaddr_bits`].
     pub fn measured_default() -> Metadata {
+        Metadata::measured_for_vaddr_bits(machine_vaddr_bits().unwrap_or(48))
+    }
+
+    /// [`Metadata::measured_default`] for a jemalloc built for `bits` address bits (a library
+    /// built on another machine), on this machine's kernel.
+    pub fn measured_for_vaddr_bits(bits: u32) -> Metadata {
         Metadata {
             map_align: machine_map_align(),
-            ..Metadata::for_vaddr_bits(machine_vaddr_bits().unwrap_or(48))
+            ..Metadata::for_vaddr_bits(bits)
         }
     }
 
