@@ -112,7 +112,7 @@ pub struct ProcessRunResult {
 
 impl ProcessRun {
     /// The metadata start of a jemalloc built for `bits` address bits
-    /// ([`Metadata::measured_for_vaddr_bits`]) instead of this machine's width.
+    /// (`Metadata::measured_for_vaddr_bits`) instead of this machine's width.
     pub fn set_vaddr_bits(&mut self, bits: u32) {
         self.model
             .set_metadata(Metadata::measured_for_vaddr_bits(bits));
