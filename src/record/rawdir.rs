@@ -171,9 +171,12 @@ fn read_program(dir: &Path) -> Vec<String> {
     std::fs::read(dir.join("program")).map_or(Vec::new(), |b| split_args(&b))
 }
 
-/// NUL-terminated arguments (`/proc/PID/cmdline`), lossily as text.
+/// NUL-terminated arguments (`/proc/PID/cmdline`), lossily as text. A server that rewrites
+/// its process title (redis, nginx, postgres) pads the old arguments' room with NULs: the
+/// trailing empty arguments are dropped (a forked redis child read as its title and 30 `''`).
 fn split_args(bytes: &[u8]) -> Vec<String> {
-    let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    let bytes = &bytes[..end];
     if bytes.is_empty() {
         return Vec::new();
     }
@@ -245,4 +248,23 @@ pub(super) fn command_of(noted: &[ChildProcess], pid: u64) -> Vec<String> {
         .iter()
         .find(|c| c.pid == pid)
         .map_or(Vec::new(), |c| c.command.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_args;
+
+    #[test]
+    fn arguments_and_a_rewritten_title() {
+        assert_eq!(split_args(b"ls\0-l\0/\0"), ["ls", "-l", "/"]);
+        // A title written over the arguments, the rest of their room NULs (redis-server
+        // forked for BGSAVE, as /proc/PID/cmdline read it).
+        assert_eq!(
+            split_args(b"redis-server *:6399\0\0\0\0\0\0"),
+            ["redis-server *:6399"]
+        );
+        // An empty argument inside stays.
+        assert_eq!(split_args(b"a\0\0b\0"), ["a", "", "b"]);
+        assert!(split_args(b"\0\0").is_empty());
+    }
 }
