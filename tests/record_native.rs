@@ -545,6 +545,43 @@ fn a_program_that_closes_every_descriptor_keeps_its_file_and_its_trace() {
     assert_eq!(sizes.iter().filter(|&&s| s == 444).count(), 1000);
 }
 
+/// CPython installs its `KeyboardInterrupt` handler only where SIGINT is at its default
+/// action, and the recorder's own handler (which writes the trace before a fatal signal
+/// kills) showed: a recorded `python3 -m http.server` stopped with Ctrl-C died of SIGINT
+/// instead of shutting down (exit 0 unrecorded). `sigint-if-default` does the same as
+/// CPython: it found a handler there and exited 9 under the recorder before the recorder
+/// hid it. Now it reads the default, its handler runs, it exits 0 and the trace is whole;
+/// with `die` it sets the default again (as CPython does before dying of SIGINT), reads it
+/// back, and dies of the signal: the recorder's handler stood in again, so the trace has the
+/// 88,888-byte allocation made just before and says signal 2.
+#[test]
+fn the_programs_own_signal_handling_is_left_as_it_would_be() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile(dir.path(), "lifecycle.c", &[]);
+    for die in [false, true] {
+        let sub = dir.path().join(format!("die-{die}"));
+        std::fs::create_dir(&sub).unwrap();
+        let mut command = vec![exe.to_str().unwrap(), "sigint-if-default"];
+        if die {
+            command.push("die");
+        }
+        let run = record(&sub, &[], &command);
+        let stderr = String::from_utf8_lossy(&run.out.stderr);
+        let (records, summary) = only_process(&run.raw);
+        let sizes = alloc_sizes(&records);
+        assert!(sizes.contains(&77777), "{die}: {sizes:?}");
+        if die {
+            assert_eq!(run.out.status.code(), Some(130), "{stderr}");
+            assert_eq!(summary.signal, Some(2), "{summary:?}");
+            assert!(sizes.contains(&88888), "{sizes:?}");
+        } else {
+            assert!(run.out.status.success(), "{stderr}");
+            assert!(!summary.truncated, "{summary:?}");
+            assert_eq!(summary.issues.total(), 0, "{:?}", summary.issues);
+        }
+    }
+}
+
 #[test]
 fn exit_from_a_worker_thread() {
     let dir = tempfile::tempdir().unwrap();

@@ -93,6 +93,7 @@ mod hooks;
 mod notes;
 mod own;
 mod real;
+mod signals;
 mod stack;
 mod state;
 mod unwind;

@@ -40,6 +40,7 @@ reals! {
     EXIT_ "_exit";
     EXIT2 "_Exit";
     PTHREAD_CREATE "pthread_create";
+    SIGACTION "sigaction";
     MALLCTL "mallctl";
     MALLCTLBYMIB "mallctlbymib";
     MMAP "mmap";

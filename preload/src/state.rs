@@ -248,7 +248,7 @@ unsafe fn configure() -> bool {
         return false;
     }
     libc::pthread_atfork(None, None, Some(after_fork_child));
-    install_signal_handlers();
+    crate::signals::install();
     true
 }
 
@@ -458,6 +458,7 @@ extern "C" fn after_fork_child() {
     // SAFETY: runs in the only thread of the new child.
     unsafe {
         crate::own::after_fork_child();
+        crate::signals::after_fork_child();
         RECORDING_PID.store(libc::getpid(), Ordering::Release);
         if STATE.load(Ordering::Acquire) != ON {
             return;
@@ -470,62 +471,5 @@ extern "C" fn after_fork_child() {
         if FLAGS.load(Ordering::Acquire) as u64 & FLAG_FOLLOW == 0 || !open_raw(buf::now_key()) {
             STATE.store(OFF, Ordering::Release);
         }
-    }
-}
-
-const FATAL: [c_int; 10] = [
-    libc::SIGSEGV,
-    libc::SIGBUS,
-    libc::SIGILL,
-    libc::SIGFPE,
-    libc::SIGABRT,
-    libc::SIGTRAP,
-    libc::SIGSYS,
-    libc::SIGTERM,
-    libc::SIGINT,
-    libc::SIGHUP,
-];
-
-/// Our handler goes only where the program has none yet (a handler the program installs
-/// later replaces ours: its trace then ends without `END`, still marked truncated).
-unsafe fn install_signal_handlers() {
-    for &sig in &FATAL {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0
-            || old.sa_sigaction != libc::SIG_DFL
-        {
-            continue;
-        }
-        let mut act: libc::sigaction = std::mem::zeroed();
-        act.sa_sigaction = on_fatal_signal as extern "C" fn(c_int) as usize;
-        // The others wait until the buffers are written: one handled inside this handler
-        // would re-raise itself with the default action and kill the process mid-flush.
-        act.sa_flags = libc::SA_ONSTACK;
-        libc::sigemptyset(&mut act.sa_mask);
-        for &other in &FATAL {
-            libc::sigaddset(&mut act.sa_mask, other);
-        }
-        libc::sigaction(sig, &act, std::ptr::null_mut());
-    }
-}
-
-/// Writes what it can (async-signal-safe calls only), marks the image as killed and dies of
-/// the same signal (re-raised with the default action: it is blocked in here, so it is
-/// delivered, and kills, once the handler returns).
-extern "C" fn on_fatal_signal(sig: c_int) {
-    // SAFETY: write, open, read, mmap and sigaction are async-signal-safe.
-    unsafe {
-        if in_recording_process()
-            && STATE
-                .compare_exchange(ON, OFF, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-        {
-            buf::flush_all();
-            chunk(K_SIGNAL, 0, 0, as_bytes(&[sig as u64]));
-        }
-        let mut act: libc::sigaction = std::mem::zeroed();
-        act.sa_sigaction = libc::SIG_DFL;
-        libc::sigaction(sig, &act, std::ptr::null_mut());
-        libc::raise(sig);
     }
 }

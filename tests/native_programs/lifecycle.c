@@ -10,7 +10,10 @@
  * ("alloc") and "vfork-fail" calls _exit(127); the parent then frees the 1,000 and makes and
  * frees 1,000 more. "close-all FILE" keeps 1,000 objects, closes every descriptor above 2 (as a
  * daemon does), opens FILE (the lowest free number), frees the 1,000, makes and frees 100,000
- * more and writes one line to FILE. */
+ * more and writes one line to FILE. "sigint-if-default" installs its SIGINT handler only where the
+ * signal is at its default action, as CPython does, raises SIGINT and exits 0 if its handler
+ * ran; "sigint-if-default die" then sets the default again, checks it reads so, and dies of a
+ * second SIGINT, as CPython does after an unhandled KeyboardInterrupt. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -22,6 +25,13 @@
 #include <unistd.h>
 
 extern char **environ;
+
+static volatile sig_atomic_t got_int;
+
+static void on_int(int sig) {
+    (void)sig;
+    got_int = 1;
+}
 
 static void *exit_from_worker(void *arg) {
     (void)arg;
@@ -108,6 +118,28 @@ int main(int argc, char **argv) {
             free(malloc(555));
         if (write(fd, "the program's own line\n", 23) != 23 || close(fd))
             return 7;
+    } else if (!strcmp(what, "sigint-if-default")) {
+        struct sigaction old;
+        if (sigaction(SIGINT, NULL, &old) || old.sa_handler != SIG_DFL)
+            return 9; /* something else's handler shows */
+        if (signal(SIGINT, on_int) != SIG_DFL)
+            return 10;
+        void *keep = malloc(77777);
+        raise(SIGINT);
+        if (!got_int)
+            return 11;
+        free(keep);
+        if (argc == 3 && !strcmp(argv[2], "die")) {
+            struct sigaction dfl, now;
+            memset(&dfl, 0, sizeof dfl);
+            dfl.sa_handler = SIG_DFL;
+            if (sigaction(SIGINT, &dfl, NULL) || sigaction(SIGINT, NULL, &now) ||
+                now.sa_handler != SIG_DFL)
+                return 12;
+            free(malloc(88888));
+            raise(SIGINT);
+            return 13; /* not reached: the default action ends the process */
+        }
     } else if (!strcmp(what, "segv")) {
         void *keep = malloc(66666);
         fprintf(stderr, "%p\n", keep);
